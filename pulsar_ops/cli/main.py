@@ -1,0 +1,64 @@
+"""The `pulsar-ops` command: one Typer app, commands registered from one module per command group."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from pulsar_ops import __version__
+
+app = typer.Typer(
+    name="pulsar-ops",
+    help="Find and safely repair Apache Pulsar metadata leaks: scrape -> audit -> plan -> apply -> restore.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of error codes and hints."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    if debug:
+        os.environ["PULSAR_OPS_DEBUG"] = "1"
+
+
+def _register() -> None:
+    from pulsar_ops.cli import (
+        apply,
+        audit,
+        bench,
+        demo,
+        model,
+        plan,
+        report,
+        restore,
+        scrape,
+        seed,
+    )
+
+    for mod in (scrape, seed, audit, report, plan, apply, restore, demo):
+        mod.register(app)
+    app.add_typer(model.app, name="model", help="Reference models: bookie GC, broker entry cache, nack tracker.")
+    app.add_typer(bench.app, name="bench", help="Benchmarks that print figures side by side.")
+
+
+_register()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""Start a real ZooKeeper server from the jars shipped inside the installed pyspark wheel.
+
+Used by the test suite (one server per session), by ``pulsar-ops demo`` and by the benchmarks. The server binds
+to 127.0.0.1 on a free port, has the admin server off, keeps its data in a temporary directory, and is ready
+when it answers the ``srvr`` four-letter word.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pulsar_ops.errors import JavaMissingError, PulsarOpsError
+
+_JAR_PREFIXES = (
+    "zookeeper-",
+    "slf4j-api-",
+    "log4j-api-",
+    "log4j-core-",
+    "log4j-slf4j2-impl-",
+    "log4j-slf4j-impl-",
+    "netty-",
+    "commons-io-",
+    "commons-cli-",
+    "metrics-core-",
+    "snappy-java-",
+    "jline-",
+)
+
+
+class ZooKeeperStartError(PulsarOpsError):
+    code = "zookeeper-start-failed"
+    default_hint = "see the server log named in the message; `pulsar-ops demo --debug` shows more"
+
+
+def pyspark_jars_dir() -> Path:
+    """The directory of jars inside the installed pyspark package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise ZooKeeperStartError(
+            "pyspark is not installed, so no ZooKeeper jars are available",
+            hint="pip install -e '.[test]'",
+        )
+    jars = Path(spec.origin).parent / "jars"
+    if not any(jars.glob("zookeeper-*.jar")):
+        raise ZooKeeperStartError(f"no zookeeper-*.jar in {jars}", hint="reinstall pyspark: pip install pyspark")
+    return jars
+
+
+def classpath(jars: Path) -> str:
+    picked = sorted(str(p) for p in jars.iterdir() if p.suffix == ".jar" and p.name.startswith(_JAR_PREFIXES))
+    return os.pathsep.join(picked) if picked else str(jars / "*")
+
+
+def java_executable() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise JavaMissingError("no `java` on PATH and JAVA_HOME is not set; the embedded ZooKeeper needs Java 17")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def four_letter_word(host: str, port: int, word: str = "srvr", timeout: float = 2.0) -> str:
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(word.encode())
+        chunks = []
+        while True:
+            b = s.recv(4096)
+            if not b:
+                break
+            chunks.append(b)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@dataclass
+class EmbeddedZooKeeper:
+    """A real ZooKeeper server process. Use as a context manager or call start()/stop()."""
+
+    port: int = 0
+    data_dir: Path | None = None
+    host: str = "127.0.0.1"
+    heap_mb: int = 512
+    startup_timeout: float = 60.0
+    _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _owns_dir: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def hosts(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        assert self.data_dir is not None
+        return self.data_dir / "zookeeper.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def _write_config(self) -> Path:
+        assert self.data_dir is not None
+        cfg = self.data_dir / "zoo.cfg"
+        (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
+        cfg.write_text(
+            "\n".join(
+                [
+                    "tickTime=2000",
+                    "initLimit=10",
+                    "syncLimit=5",
+                    f"dataDir={self.data_dir / 'data'}",
+                    f"clientPort={self.port}",
+                    f"clientPortAddress={self.host}",
+                    "maxClientCnxns=0",
+                    "admin.enableServer=false",
+                    "4lw.commands.whitelist=srvr,stat,ruok,mntr,cons",
+                    "autopurge.purgeInterval=0",
+                    "snapCount=1000000",
+                    "",
+                ]
+            )
+        )
+        return cfg
+
+    def start(self) -> EmbeddedZooKeeper:
+        if self._proc is not None and self._proc.poll() is None:
+            return self
+        java = java_executable()
+        jars = pyspark_jars_dir()
+        if self.data_dir is None:
+            self.data_dir = Path(tempfile.mkdtemp(prefix="pulsar-ops-zk-"))
+            self._owns_dir = True
+        if not self.port:
+            self.port = free_port()
+        cfg = self._write_config()
+        cmd = [
+            java,
+            f"-Xmx{self.heap_mb}m",
+            "-XX:+UseSerialGC",
+            "-Dzookeeper.forceSync=no",
+            "-Dzookeeper.admin.enableServer=false",
+            "-Djute.maxbuffer=16777216",
+            "-Dlog4j2.level=WARN",
+            "-Dzookeeper.4lw.commands.whitelist=*",
+            "-cp",
+            classpath(jars),
+            "org.apache.zookeeper.server.ZooKeeperServerMain",
+            str(cfg),
+        ]
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
+        try:
+            self._proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        finally:
+            log.close()
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        last = ""
+        while time.monotonic() < deadline:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                raise ZooKeeperStartError(
+                    f"ZooKeeper exited with code {self._proc.returncode} during start; log: {self.log_path}"
+                )
+            try:
+                out = four_letter_word(self.host, self.port, "srvr", timeout=1.0)
+                if "Zookeeper version" in out and "Mode:" in out:
+                    return
+                last = out
+            except OSError as e:
+                last = str(e)
+            time.sleep(0.1)
+        self.stop()
+        raise ZooKeeperStartError(
+            f"ZooKeeper on {self.hosts} not ready after {self.startup_timeout:.0f}s ({last!r}); log: {self.log_path}"
+        )
+
+    def version(self) -> str:
+        out = four_letter_word(self.host, self.port, "srvr")
+        for line in out.splitlines():
+            if line.startswith("Zookeeper version:"):
+                return line.split(":", 1)[1].strip().split("-")[0].split(",")[0]
+        return "unknown"
+
+    def stop(self, *, kill: bool = False) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=15)
+
+    def restart(self) -> None:
+        """Stop and start again on the same port with the same data (a rolling-restart stand-in)."""
+        self.stop()
+        self.start()
+
+    def cleanup(self) -> None:
+        self.stop()
+        if self._owns_dir and self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> EmbeddedZooKeeper:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+@contextlib.contextmanager
+def embedded_zookeeper(**kwargs: object) -> Iterator[EmbeddedZooKeeper]:
+    zk = EmbeddedZooKeeper(**kwargs)  # type: ignore[arg-type]
+    try:
+        yield zk.start()
+    finally:
+        zk.cleanup()

@@ -1,0 +1,76 @@
+"""Shared fixtures: one real ZooKeeper per test session (each test gets its own chroot) and one SparkSession."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
+
+os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def zk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooKeeper]:
+    zk = EmbeddedZooKeeper(data_dir=tmp_path_factory.mktemp("zk"))
+    zk.start()
+    try:
+        yield zk
+    finally:
+        zk.cleanup()
+
+
+@pytest.fixture
+def zk_chroot(zk_server: EmbeddedZooKeeper) -> str:
+    """A fresh, empty chroot path for this test (created, no trailing slash)."""
+    from kazoo.client import KazooClient
+
+    chroot = f"/t-{uuid.uuid4().hex[:12]}"
+    c = KazooClient(hosts=zk_server.hosts)
+    c.start(timeout=30)
+    try:
+        c.ensure_path(chroot)
+    finally:
+        c.stop()
+        c.close()
+    return chroot
+
+
+@pytest.fixture
+def zk_hosts(zk_server: EmbeddedZooKeeper, zk_chroot: str) -> str:
+    """`host:port/chroot` for this test's private chroot."""
+    return f"{zk_server.hosts}{zk_chroot}"
+
+
+@pytest.fixture
+def zk(zk_hosts: str) -> Iterator[object]:
+    """A started KazooClient rooted at this test's chroot."""
+    from kazoo.client import KazooClient
+
+    c = KazooClient(hosts=zk_hosts)
+    c.start(timeout=30)
+    try:
+        yield c
+    finally:
+        c.stop()
+        c.close()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from pulsar_ops.audit.session import build_session
+
+    s = build_session(master="local[2]", app_name="pulsar-ops-tests", warehouse=tmp_path_factory.mktemp("wh"))
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
