@@ -1,0 +1,86 @@
+"""The one HTTP client factory: explicit timeouts, auth, redirects, and tenacity retries for idempotent GETs.
+
+Every HTTP scraper takes an ``httpx.Client`` built here; tests swap the transport (``httpx.MockTransport``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from tenacity import (
+    retry,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from pulsar_ops.errors import HttpError
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    timeout_s: float = 10.0
+    connect_timeout_s: float = 5.0
+    retries: int = 3
+    token: str | None = field(default=None, repr=False)
+    basic: tuple[str, str] | None = field(default=None, repr=False)
+    verify: bool | str = True
+
+    def __repr__(self) -> str:  # never print credentials
+        auth = "token" if self.token else ("basic" if self.basic else "none")
+        return f"HttpSettings(timeout_s={self.timeout_s}, retries={self.retries}, auth={auth})"
+
+
+def make_client(
+    base_url: str, settings: HttpSettings | None = None, *, transport: httpx.BaseTransport | None = None
+) -> httpx.Client:
+    s = settings or HttpSettings()
+    headers: dict[str, str] = {"Accept": "application/json", "User-Agent": "pulsar-ops"}
+    if s.token:
+        headers["Authorization"] = f"Bearer {s.token}"
+    auth = httpx.BasicAuth(*s.basic) if s.basic else None
+    return httpx.Client(
+        base_url=base_url,
+        headers=headers,
+        auth=auth,
+        timeout=httpx.Timeout(s.timeout_s, connect=s.connect_timeout_s),
+        follow_redirects=True,  # brokers answer 307 to the owner; httpx keeps auth on same-origin redirects
+        verify=s.verify,
+        transport=transport,
+    )
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, httpx.TransportError):
+        return True
+    return isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code in (502, 503, 504)
+
+
+def get_json(client: httpx.Client, url: str, *, params: Mapping[str, str] | None = None, retries: int = 3) -> Any:
+    """GET a JSON document; retries transport errors and 502/503/504; raises HttpError with the URL."""
+
+    @retry(
+        retry=retry_if_exception(_retryable),
+        stop=stop_after_attempt(max(1, retries)),
+        wait=wait_exponential(multiplier=0.2, max=2.0),
+        reraise=True,
+    )
+    def _get() -> Any:
+        r = client.get(url, params=params)
+        r.raise_for_status()
+        return r.json()
+
+    try:
+        return _get()
+    except httpx.HTTPStatusError as e:
+        raise HttpError(
+            f"GET {e.request.url} answered HTTP {e.response.status_code}: {e.response.text[:200]!r}",
+            code=f"http-{e.response.status_code}",
+        ) from e
+    except httpx.TransportError as e:
+        raise HttpError(f"GET {client.base_url.join(url)} failed: {type(e).__name__}: {e}") from e
+    except ValueError as e:  # JSON decoding
+        raise HttpError(f"GET {client.base_url.join(url)} did not return JSON: {e}", code="http-bad-json") from e

@@ -1,0 +1,175 @@
+"""Admin REST and bookie HTTP scrapers against recorded JSON served by httpx.MockTransport."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pulsar_ops.errors import HttpError
+from pulsar_ops.scrape.admin import iter_loaded_topics, scrape_admin
+from pulsar_ops.scrape.bookie import bookie_http_url, scrape_bookies
+from pulsar_ops.scrape.http import HttpSettings, get_json, make_client
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "http"
+
+
+def _load(name: str) -> object:
+    return json.loads((FIX / name).read_text())
+
+
+Routes = dict[tuple[str, str], Callable[[httpx.Request], httpx.Response]]
+
+
+def _factory(routes: Routes, calls: list[str]) -> Callable[[str], httpx.Client]:
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(f"{request.method} {request.url.host}{request.url.path}")
+        key = (request.url.host, request.url.path)
+        if key not in routes:
+            return httpx.Response(404, text="not found")
+        return routes[key](request)
+
+    def client_for(base: str) -> httpx.Client:
+        return make_client(base, HttpSettings(retries=2), transport=httpx.MockTransport(handler))
+
+    return client_for
+
+
+def _json(name: str) -> Callable[[httpx.Request], httpx.Response]:
+    return lambda _r: httpx.Response(200, json=_load(name))
+
+
+def test_admin_lists_loaded_topics_of_every_broker_without_loading_calls() -> None:
+    calls: list[str] = []
+    routes: Routes = {
+        ("admin.pulsar", "/admin/v2/brokers/standalone"): _json("brokers_standalone.json"),
+        ("broker-0.pulsar.svc", "/admin/v2/broker-stats/topics"): _json("broker_stats_topics_broker0.json"),
+        ("broker-1.pulsar.svc", "/admin/v2/broker-stats/topics"): _json("broker_stats_topics_broker1.json"),
+    }
+    res = scrape_admin("http://admin.pulsar:8080", "standalone", _factory(routes, calls))
+    assert res.complete
+    assert [t.topic for t in res.loaded_topics] == [
+        "persistent://acme/payments/ledger-events",
+        "persistent://public/default/my topic~1",
+        "persistent://public/default/orders-partition-0",
+    ]
+    assert {t.broker for t in res.loaded_topics} == {"broker-0.pulsar.svc:8080", "broker-1.pulsar.svc:8080"}
+    # non-persistent topics are not managed ledgers and are not reported
+    assert not any(t.topic.startswith("non-persistent") for t in res.loaded_topics)
+    # only side-effect-free endpoints were called
+    assert all(("/stats" not in c and "internalStats" not in c) for c in calls)
+
+
+def test_admin_broker_failure_makes_listing_incomplete_not_empty() -> None:
+    calls: list[str] = []
+    routes: Routes = {
+        ("admin.pulsar", "/admin/v2/brokers/standalone"): _json("brokers_standalone.json"),
+        ("broker-0.pulsar.svc", "/admin/v2/broker-stats/topics"): _json("broker_stats_topics_broker0.json"),
+        ("broker-1.pulsar.svc", "/admin/v2/broker-stats/topics"): lambda _r: httpx.Response(500, text="boom"),
+    }
+    res = scrape_admin("http://admin.pulsar:8080", "standalone", _factory(routes, calls))
+    assert not res.complete
+    assert len(res.errors) == 1 and res.errors[0].code == "http-500"
+    assert "broker-1" in res.errors[0].message
+
+
+def test_admin_follows_redirect_to_owner() -> None:
+    calls: list[str] = []
+    routes: Routes = {
+        ("admin.pulsar", "/admin/v2/brokers/standalone"): lambda _r: httpx.Response(
+            307, headers={"Location": "http://leader.pulsar:8080/admin/v2/brokers/standalone"}
+        ),
+        ("leader.pulsar", "/admin/v2/brokers/standalone"): lambda _r: httpx.Response(200, json=[]),
+    }
+    res = scrape_admin("http://admin.pulsar:8080", "standalone", _factory(routes, calls))
+    assert calls == ["GET admin.pulsar/admin/v2/brokers/standalone", "GET leader.pulsar/admin/v2/brokers/standalone"]
+    assert not res.complete  # no brokers answered: never "complete and empty"
+
+
+def test_broker_stats_bad_shape_is_a_clear_error() -> None:
+    with pytest.raises(HttpError) as ei:
+        list(iter_loaded_topics("b:8080", ["not", "an", "object"]))
+    assert ei.value.code == "http-bad-shape"
+
+
+def test_get_json_retries_503_then_succeeds_and_reports_non_json() -> None:
+    attempts = {"n": 0}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        attempts["n"] += 1
+        if request.url.path == "/flaky":
+            return httpx.Response(503) if attempts["n"] < 2 else httpx.Response(200, json={"ok": True})
+        return httpx.Response(200, text="<html>")
+
+    with make_client("http://x", transport=httpx.MockTransport(handler)) as c:
+        assert get_json(c, "/flaky") == {"ok": True}
+        assert attempts["n"] == 2
+        with pytest.raises(HttpError) as ei:
+            get_json(c, "/html")
+    assert ei.value.code == "http-bad-json"
+    assert "pulsar-ops scrape" in ei.value.hint
+
+
+def test_transport_error_is_http_error_after_retries() -> None:
+    n = {"calls": 0}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        n["calls"] += 1
+        raise httpx.ConnectError("refused", request=request)
+
+    with make_client("http://x", transport=httpx.MockTransport(handler)) as c, pytest.raises(HttpError) as ei:
+        get_json(c, "/a", retries=3)
+    assert n["calls"] == 3
+    assert ei.value.code == "http-failed"
+
+
+def test_settings_repr_hides_credentials() -> None:
+    s = HttpSettings(token="s3cr3t", basic=("u", "pw"))
+    assert "s3cr3t" not in repr(s) and "pw" not in repr(s)
+
+
+def test_bookies_rw_ro_and_space() -> None:
+    calls: list[str] = []
+    routes: Routes = {
+        ("bookie-0.bookkeeper.svc", "/api/v1/bookie/list_bookies"): lambda r: httpx.Response(
+            200, json=_load("list_bookies_rw.json" if r.url.params["type"] == "rw" else "list_bookies_ro.json")
+        ),
+        ("bookie-0.bookkeeper.svc", "/api/v1/bookie/info"): _json("bookie_info_0.json"),
+        ("bookie-1.bookkeeper.svc", "/api/v1/bookie/info"): _json("bookie_info_1.json"),
+        ("bookie-2.bookkeeper.svc", "/api/v1/bookie/info"): _json("bookie_info_2.json"),
+    }
+    res = scrape_bookies("http://bookie-0.bookkeeper.svc:8000", _factory(routes, calls))
+    assert res.complete
+    by_id = {b.bookie_id: b for b in res.bookies}
+    assert set(by_id) == {
+        "bookie-0.bookkeeper.svc:3181",
+        "bookie-1.bookkeeper.svc:3181",
+        "bookie-2.bookkeeper.svc:3181",
+    }
+    assert by_id["bookie-2.bookkeeper.svc:3181"].readonly
+    assert by_id["bookie-1.bookkeeper.svc:3181"].free_bytes == 10737418240
+    assert by_id["bookie-0.bookkeeper.svc:3181"].total_bytes == 107374182400
+
+
+def test_bookie_down_keeps_row_with_unknown_space() -> None:
+    calls: list[str] = []
+    routes: Routes = {
+        ("bookie-0.bookkeeper.svc", "/api/v1/bookie/list_bookies"): lambda r: httpx.Response(
+            200, json=_load("list_bookies_rw.json" if r.url.params["type"] == "rw" else "list_bookies_ro.json")
+        ),
+        ("bookie-0.bookkeeper.svc", "/api/v1/bookie/info"): _json("bookie_info_0.json"),
+        ("bookie-1.bookkeeper.svc", "/api/v1/bookie/info"): lambda _r: httpx.Response(502),
+        ("bookie-2.bookkeeper.svc", "/api/v1/bookie/info"): _json("bookie_info_2.json"),
+    }
+    res = scrape_bookies("http://bookie-0.bookkeeper.svc:8000", _factory(routes, calls))
+    assert not res.complete
+    row = next(b for b in res.bookies if b.bookie_id.startswith("bookie-1"))
+    assert row.free_bytes is None and row.total_bytes is None
+    assert len(res.bookies) == 3
+
+
+def test_bookie_http_url_uses_http_port() -> None:
+    assert bookie_http_url("10.0.0.7:3181", "http", 8000) == "http://10.0.0.7:8000"
