@@ -136,3 +136,19 @@ class ModelError(PulsarOpsError):
 class Aborted(PulsarOpsError):
     code = "aborted"
     default_hint = "nothing was changed; re-run with --yes to skip the confirmation"
+
+
+class ReportError(PulsarOpsError):
+    code = "report-write-failed"
+    default_hint = (
+        "check that the output directory exists and is writable, then re-run `pulsar-ops report AUDIT_DIR`"
+    )
+
+
+class SeedError(PulsarOpsError):
+    code = "seed-failed"
+    default_hint = "seed into a fresh, empty chroot: `pulsar-ops seed --zookeeper HOST:PORT/new-chroot --topics N`"
+
+
+class SeedTargetNotEmptyError(SeedError):
+    code = "seed-target-not-empty"

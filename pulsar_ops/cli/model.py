@@ -1,7 +1,203 @@
-"""`pulsar-ops model ...` command group (being built)."""
+"""`pulsar-ops model gc|cache|nack`: the reference models. ``--json`` to stdout, human output on stderr."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+from pulsar_ops.cli.common import emit_json, guarded, info
+from pulsar_ops.errors import ModelError
+
+app = typer.Typer(no_args_is_help=True, help="Reference models: bookie GC, broker entry cache, nack tracker.")
+
+_GC_HELP = """Predict when bookie disk space comes back after ledgers are deleted.
+
+Input, either --layout FILE.json:
+{"bookies": {"<id>": {"disk_bytes": N, "other_bytes": N, "entry_logs": [{"id": 1, "ledgers": {"<ledgerId>": bytes},
+"active": false}]}}, "delete_ledgers": [id, ... or {"id": N, "at_ms": T}], "entry_size": bytes,
+"config": {BookKeeper keys: gcWaitTime, minorCompactionThreshold, minorCompactionInterval, majorCompactionThreshold,
+majorCompactionInterval, *CompactionMaxTimeMillis, isThrottleByBytes, compactionRateByEntries, compactionRateByBytes,
+forceAllowCompaction, isForceGCAllowWhenNoSpace, diskUsageThreshold, diskUsageWarnThreshold, diskUsageLwmThreshold,
+logSizeLimit, useTargetEntryLogSizeForGc}};
+
+or --snapshot DIR --delete IDS: the layout is estimated from the snapshot's ledger metadata alone.
+"""
+
+
+def _load_json(path: Path, what: str) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ModelError(f"cannot read the {what} file {path}: {e.strerror or e}",
+                         hint=f"check the path given to --{what}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ModelError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
+                         hint=f"fix the --{what} file; see `pulsar-ops model --help`") from None
+
+
+def _parse_ids(text: str) -> list[int]:
+    raw: Any
+    if text.startswith("@"):
+        raw = _load_json(Path(text[1:]), "delete")
+        if not isinstance(raw, list):
+            raise ModelError("the --delete file must hold a JSON list of ledger ids", hint="e.g. [12, 13, 14]")
+    else:
+        raw = [t for t in text.replace(" ", "").split(",") if t]
+    try:
+        return [int(x) for x in raw]
+    except (TypeError, ValueError):
+        raise ModelError(f"--delete: not a list of ledger ids: {text[:80]!r}",
+                         hint="pass --delete 12,13,14 or --delete @ids.json") from None
+
+
+def _config_overrides(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ModelError(f"--set {item!r}: expected KEY=VALUE", hint="e.g. --set majorCompactionThreshold=0.5")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+@app.command("gc", help=_GC_HELP)
+@guarded
+def gc_cmd(
+    layout: Path | None = typer.Option(None, "--layout", help="Per-bookie entry-log layout (JSON, see above)."),
+    snapshot: Path | None = typer.Option(None, "--snapshot", help="Estimate the layout from this snapshot."),
+    delete: str = typer.Option("", "--delete", help="With --snapshot: ledger ids, '1,2,3' or '@ids.json'."),
+    pulsar_conf: bool = typer.Option(False, "--pulsar-conf", help="Start from Pulsar's shipped bookkeeper.conf."),
+    settings: list[str] = typer.Option([], "--set", help="Override a GC setting: KEY=VALUE (BookKeeper name)."),
+    horizon: str = typer.Option("", "--horizon", help="Simulated time after the start, e.g. 3d (default: "
+                                "last deletion + 2 x majorCompactionInterval)."),
+    as_json: bool = typer.Option(False, "--json", help="Write the JSON document to stdout."),
+    plot: Path | None = typer.Option(None, "--plot", help="Draw disk usage and reclaim over time (.png/.svg)."),
+) -> None:
+    from pulsar_ops.model.gc import GcOptions, simulate
+    from pulsar_ops.model.gc_config import gc_config
+    from pulsar_ops.model.layout import layout_from_json, parse_delete_schedule
+    from pulsar_ops.model.units import parse_duration_ms
+
+    if (layout is None) == (snapshot is None):
+        raise ModelError("give exactly one of --layout FILE.json or --snapshot DIR",
+                         hint="`pulsar-ops model gc --help` shows both inputs")
+    start = 0
+    if layout is not None:
+        doc = _load_json(layout, "layout")
+        if not isinstance(doc, dict):
+            raise ModelError("the layout must be a JSON object", hint="see `pulsar-ops model gc --help`")
+        cfg_raw = doc.get("config", {})
+        if not isinstance(cfg_raw, dict):
+            raise ModelError("\"config\" must be an object of BookKeeper settings", hint="see --help")
+        cfg = gc_config({**cfg_raw, **_config_overrides(settings)}, pulsar_conf=pulsar_conf)
+        entry_size = doc.get("entry_size", 1024)
+        if isinstance(entry_size, bool) or not isinstance(entry_size, int) or entry_size <= 0:
+            raise ModelError("\"entry_size\" must be a positive integer (bytes)", hint="see --help")
+        lay = layout_from_json(doc, parse_delete_schedule(doc.get("delete_ledgers", [])), entry_size)
+    else:
+        assert snapshot is not None
+        from pulsar_ops.cli._model_snapshot import snapshot_layout
+
+        cfg = gc_config(_config_overrides(settings), pulsar_conf=pulsar_conf)
+        lay, start = snapshot_layout(snapshot, _parse_ids(delete), cfg)
+    horizon_ms = start + int(parse_duration_ms(horizon)) if horizon else None
+    result = simulate(lay, cfg, GcOptions(start_ms=start, horizon_ms=horizon_ms)).to_json()
+    _gc_human(result, start)
+    if plot is not None:
+        from pulsar_ops.model.plot import plot_gc
+
+        plot_gc(result, plot)
+        info(f"picture written to {plot}")
+    if as_json:
+        emit_json(result)
+
+
+def _gc_human(doc: dict[str, Any], start: int) -> None:
+    from pulsar_ops.model.units import fmt_bytes, fmt_duration_ms
+
+    t = doc["total"]
+    rec = t["reclaimed_bytes"]
+    info(f"garbage after the deletions: {fmt_bytes(t['garbage_bytes'])} on {len(doc['bookies'])} bookie(s)")
+    for kind in ("deletion", "minor", "major"):
+        evs = [ev for ev in t["timeline"] if ev["reclaimed_by"].get(kind)]
+        if evs:
+            info(f"  {kind:8s} {fmt_bytes(rec[kind]):>10s}  from +{fmt_duration_ms(evs[0]['t_ms'] - start)}"
+                 f" to +{fmt_duration_ms(max(e['end_ms'] for e in evs) - start)}")
+    info(f"  rewritten {fmt_bytes(t['rewrite_bytes'])} in {fmt_duration_ms(t['compaction_seconds'] * 1000)} "
+         "of throttled compaction")
+    for reason, n in t["unreclaimable_by_reason"].items():
+        info(f"  stays: {fmt_bytes(n)} ({reason})")
+
+
+@app.command("cache")
+@guarded
+def cache_cmd(
+    workload: Path = typer.Option(..., "--workload", help="Workload JSON (keys: see pulsar_ops/model/"
+                                  "cache_workload.py; all optional)."),
+    policy: str = typer.Option("both", "--policy", help="legacy | pip430 | both"),
+    as_json: bool = typer.Option(False, "--json", help="Write the JSON document to stdout."),
+    plot: Path | None = typer.Option(None, "--plot", help="Draw hit rate per policy over time (.png/.svg)."),
+) -> None:
+    """Simulate the broker entry cache (legacy per-topic caches vs PIP-430) on a workload."""
+    from pulsar_ops.model.cache import POLICIES, compare
+    from pulsar_ops.model.cache_workload import workload_from_json
+
+    if policy not in (*POLICIES, "both"):
+        raise ModelError(f"--policy {policy!r} is not one of legacy, pip430, both", hint="e.g. --policy both")
+    w = workload_from_json(_load_json(workload, "workload"))
+    doc = compare(w, POLICIES if policy == "both" else (policy,))
+    for name, r in doc["policies"].items():
+        info(f"{name:7s} hit rate {r['hit_rate']:.1%}  BookKeeper reads {r['bookkeeper_reads_per_s']:.0f}/s  "
+             f"evicted {r['evicted_bytes']}  {r['operations_per_second'] or 0:,.0f} simulated ops/s")
+    if plot is not None:
+        from pulsar_ops.model.plot import plot_cache
+
+        plot_cache(doc, plot)
+        info(f"picture written to {plot}")
+    if as_json:
+        emit_json(doc)
+
+
+@app.command("nack")
+@guarded
+def nack_cmd(
+    rate: float = typer.Option(..., "--rate", help="Negative acks per second (messages)."),
+    delay: str = typer.Option(..., "--delay", help="Redelivery delay, e.g. 1m, 30s, 1h."),
+    precision_bits: int = typer.Option(8, "--precision-bits", help="negativeAckPrecisionBitCnt."),
+    entries_per_ledger: int = typer.Option(50_000, "--entries-per-ledger", help="managedLedgerMaxEntriesPerLedger."),
+    batch_size: int = typer.Option(1, "--batch-size", help="Messages per entry (batching)."),
+    consume_rate: float | None = typer.Option(None, "--consume-rate", help="Messages read per second "
+                                              "(default: --rate, every message nacked)."),
+    seed: int = typer.Option(0, "--seed", help="Seed for sparse nack positions."),
+    as_json: bool = typer.Option(False, "--json", help="Write the JSON document to stdout."),
+    plot: Path | None = typer.Option(None, "--plot", help="Draw memory vs delay for both designs (.png/.svg)."),
+) -> None:
+    """Memory and timing of the client NegativeAcksTracker, before and after PIP-393."""
+    from pulsar_ops.model.nack import NackInput, model_nack, sweep_delays
+    from pulsar_ops.model.units import fmt_bytes, parse_duration_ms
+
+    inp = NackInput(rate=rate, delay_ms=parse_duration_ms(delay), precision_bits=precision_bits,
+                    entries_per_ledger=entries_per_ledger, batch_size=batch_size, consume_rate=consume_rate,
+                    seed=seed)
+    doc = model_nack(inp).to_json()
+    info(f"tracked entries: {doc['entries']:,}")
+    for key in ("old", "new"):
+        d = doc[key]
+        info(f"  {key}: {fmt_bytes(d['bytes'])} ({d['bytes_per_entry']} B/entry), redelivery "
+             f"{d['max_early_ms']} ms early .. {d['max_late_ms']} ms late  [{d['design']}]")
+    if plot is not None:
+        from pulsar_ops.model.plot import plot_nack
+
+        delays = [1_000.0, 10_000.0, 60_000.0, 600_000.0, 3_600_000.0, 18_000_000.0]
+        plot_nack([r.to_json() for r in sweep_delays(inp, delays)], plot)
+        info(f"picture written to {plot}")
+    if as_json:
+        emit_json(doc)

@@ -1,9 +1,87 @@
-"""`pulsar-ops plan` (being built; registers nothing yet)."""
+"""`pulsar-ops plan AUDIT_DIR --out PLAN.json`: a reviewed, checksummed dry-run plan. Never writes ZooKeeper."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from pulsar_ops.cli.common import emit_json, err_console, guarded
+from pulsar_ops.repair.plan_builder import BuiltPlan, build_plan
+from pulsar_ops.repair.planner import DEFAULT_SUBTREE_MAX_ZNODES, PlanParams
+from pulsar_ops.repair.units import human_bytes, parse_size
+
+
+def _say(line: str) -> None:
+    err_console.print(line, markup=False, highlight=False, emoji=False)
+
+
+def print_plan_summary(built: BuiltPlan) -> None:
+    plan = built.plan
+    s: dict[str, Any] = dict(plan.summary)
+    _say(f"Plan {plan.plan_id} -> {built.path}")
+    _say(f"  snapshot {plan.snapshot.get('id')}  checksum {built.checksum}")
+    _say(f"Actions: {s['actions']} ({human_bytes(s['bytes'])}, {s['znodes']} znodes to delete)")
+    for kind, k in s["by_kind"].items():
+        _say(f"  {kind}: {k['actions']} action(s), {human_bytes(k['bytes'])}, {k['znodes']} znode(s)")
+    if s["ledger_kinds"]:
+        _say("  ledger kinds: " + ", ".join(f"{k}={v}" for k, v in s["ledger_kinds"].items()))
+    if s["leaks"]:
+        _say("  znode leaks: " + ", ".join(f"{k}={v}" for k, v in s["leaks"].items()))
+    _say(f"  actions that load topics: {s['loads_topics']} ({s['loads_topics_note']})")
+    np_ = s["not_planned"]
+    _say(f"Not planned: {np_['total']}")
+    for reason, n in np_["by_reason"].items():
+        _say(f"  not planned: {reason}: {n}")
+    cut = s["cut"]
+    if cut["actions"]:
+        _say(f"Caps cut {cut['actions']} action(s) ({human_bytes(cut['bytes'])}); order: {s['order']}")
+    _say("Predicted impact:")
+    for line in built.impact_lines:
+        _say(f"  {line}")
+    _say(f"Next: pulsar-ops apply {built.path} --zookeeper HOSTS --phase mark   (dry run; add --apply to act)")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to the root app."""
+    """Add `plan` to the root app."""
+
+    @app.command("plan")
+    @guarded
+    def plan(
+        audit_dir: Path = typer.Argument(..., help="Audit directory written by `pulsar-ops audit`."),
+        out: Path = typer.Option(..., "--out", help="Where to write the plan (JSON)."),
+        max_actions: int | None = typer.Option(
+            None, "--max-actions", min=0, help="Plan at most N actions (oldest first, then biggest)."
+        ),
+        max_bytes: str | None = typer.Option(
+            None, "--max-bytes", help="Plan at most this many bytes, e.g. 10GB or 512GiB (oldest first)."
+        ),
+        max_subtree_znodes: int = typer.Option(
+            DEFAULT_SUBTREE_MAX_ZNODES,
+            "--max-subtree-znodes",
+            min=1,
+            help="Largest znode subtree deleted in one transaction; bigger leaks are not planned.",
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
+    ) -> None:
+        """Write a dry-run plan from an audit's plannable findings. Never writes to ZooKeeper. Exit 0."""
+        params = PlanParams(
+            max_actions=max_actions,
+            max_bytes=None if max_bytes is None else parse_size(max_bytes),
+            subtree_max_znodes=max_subtree_znodes,
+        )
+        built = build_plan(audit_dir, out, params)
+        print_plan_summary(built)
+        if as_json:
+            emit_json(
+                {
+                    "plan": str(built.path),
+                    "plan_id": built.plan.plan_id,
+                    "checksum": built.checksum,
+                    "snapshot": dict(built.plan.snapshot),
+                    "caps": dict(built.plan.caps),
+                    "summary": dict(built.plan.summary),
+                    "impact": dict(built.plan.impact),
+                }
+            )

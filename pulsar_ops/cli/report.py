@@ -1,9 +1,66 @@
-"""`pulsar-ops report` (being built; registers nothing yet)."""
+"""`pulsar-ops report AUDIT_DIR`: the terminal summary on stderr, and HTML / Markdown / Prometheus files."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from pulsar_ops.cli.common import err_console, guarded
+from pulsar_ops.report import html, markdown, prometheus
+from pulsar_ops.report.files import check_output_path, write_atomic
+from pulsar_ops.report.model import DEFAULT_TOP_N, ReportModel, load_report
+from pulsar_ops.report.terminal import summary_lines
+
+
+def print_summary(model: ReportModel) -> None:
+    """Print the summary lines on stderr, never interpreting markup or emoji codes in cluster names."""
+    for line in summary_lines(model):
+        style = None
+        if line.startswith("Status: exit 2"):
+            style = "bold red"
+        elif line.startswith("Status: exit 1"):
+            style = "yellow"
+        elif line.startswith(("Snapshot ", "Findings: ")):
+            style = "bold"
+        err_console.print(line, markup=False, highlight=False, emoji=False, style=style)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to the root app."""
+    """Add `report` to the root app."""
+
+    @app.command("report")
+    @guarded
+    def report(
+        audit_dir: Path = typer.Argument(
+            ...,
+            help="Audit directory written by `pulsar-ops audit` (holds findings.json), or the file itself.",
+        ),
+        html_out: Path | None = typer.Option(
+            None, "--html", help="Write a self-contained HTML report (charts, sortable table) to FILE."
+        ),
+        markdown_out: Path | None = typer.Option(None, "--markdown", help="Write a Markdown report to FILE."),
+        prometheus_out: Path | None = typer.Option(
+            None,
+            "--prometheus",
+            help="Write Prometheus metrics to FILE atomically (node_exporter textfile collector, *.prom).",
+        ),
+        top: int = typer.Option(
+            DEFAULT_TOP_N, "--top", min=1, help="How many worst tenants, namespaces and findings to list."
+        ),
+    ) -> None:
+        """Summarise an audit on stderr; write HTML, Markdown, Prometheus files when asked. Exit 0 if done."""
+        model = load_report(audit_dir, top_n=top)
+        for out in (html_out, markdown_out, prometheus_out):
+            if out is not None:
+                check_output_path(out)  # fail before writing anything
+        print_summary(model)
+        written: list[Path] = []
+        if html_out is not None:
+            written.append(write_atomic(html_out, html.render_html(model)))
+        if markdown_out is not None:
+            written.append(write_atomic(markdown_out, markdown.render_markdown(model)))
+        if prometheus_out is not None:
+            written.append(prometheus.write(prometheus_out, model))
+        for path in written:
+            err_console.print(f"wrote {path}", markup=False, highlight=False, emoji=False)

@@ -1,9 +1,72 @@
-"""`pulsar-ops restore` (being built; registers nothing yet)."""
+"""`pulsar-ops restore BACKUP_DIR`: recreate backed-up znodes byte-identically, parents first, with ACLs.
+
+Exit codes: 0 everything restored / already present (or a dry run without conflicts), 1 conflicts or skipped
+znodes, 2 failures, 3 the tool failed.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from pulsar_ops.cli.common import confirm, emit_json, err_console, guarded
+from pulsar_ops.repair.restore import GC_WARNING, RestoreReport, open_backup, run_restore, select_entries
+from pulsar_ops.repair.zk_writer import ZkSession, redact_hosts
+
+_SHOW = 50
+
+
+def _say(line: str, style: str | None = None) -> None:
+    err_console.print(line, markup=False, highlight=False, emoji=False, style=style)
+
+
+def exit_code_for(report: RestoreReport) -> int:
+    counts = report.counts()
+    if counts.get("failed"):
+        return 2
+    if counts.get("conflict") or counts.get("skipped"):
+        return 1
+    return 0
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to the root app."""
+    """Add `restore` to the root app."""
+
+    @app.command("restore")
+    @guarded
+    def restore(
+        backup_dir: Path = typer.Argument(..., help="Backup directory written by `apply --phase mark`."),
+        zookeeper: str = typer.Option(..., "--zookeeper", help="Local metadata store: HOSTS[/chroot]."),
+        config_zookeeper: str | None = typer.Option(
+            None, "--config-zookeeper", help="Configuration store HOSTS[/chroot] (default: --zookeeper)."
+        ),
+        only: str | None = typer.Option(None, "--only", help="Restore only this znode path and its subtree."),
+        do_apply: bool = typer.Option(False, "--apply", help="Write. Without it, only report what would happen."),
+        yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
+        as_json: bool = typer.Option(False, "--json", help="Print per-znode outcomes as JSON on stdout."),
+    ) -> None:
+        """Recreate backed-up znodes (never overwriting a znode that exists with other bytes)."""
+        _say(GC_WARNING, style="bold yellow")
+        backups = open_backup(backup_dir)
+        entries = select_entries(backups.entries, only)
+        if do_apply:
+            confirm(f"restore {len(entries)} znode(s) into {redact_hosts(zookeeper)}?", yes=yes)
+        with ZkSession(zookeeper, config_zookeeper) as session:
+            report = run_restore(backups, session, only=only, apply=do_apply)
+        mode = "applied" if do_apply else "DRY RUN (nothing written; add --apply to restore)"
+        _say(f"restore {backup_dir}: {mode}", style="bold")
+        shown = 0
+        for o in report.outcomes:
+            if o.outcome in ("restored", "already-present"):
+                continue
+            if shown >= _SHOW:
+                _say("  ... more (see --json)")
+                break
+            extra = f" (creates parents {', '.join(o.created_parents)})" if o.created_parents else ""
+            _say(f"  {o.outcome:<16} {o.store}:{o.path}{extra}  {o.reason}".rstrip())
+            shown += 1
+        _say("  counts: " + ", ".join(f"{k}={v}" for k, v in report.counts().items()))
+        if as_json:
+            emit_json(report.to_json())
+        raise typer.Exit(exit_code_for(report))

@@ -1,9 +1,121 @@
-"""`pulsar-ops scrape` (being built; registers nothing yet)."""
+"""`pulsar-ops scrape`: read both metadata stores into a snapshot directory (manifest written last).
+
+Exit 0 when the snapshot is written (also with incomplete scopes: the manifest lists them and stderr warns),
+3 when the tool failed. Human output and progress on stderr; ``--json`` prints the manifest on stdout.
+"""
 
 from __future__ import annotations
 
+import sys
+import time
+from pathlib import Path
+
 import typer
+
+from pulsar_ops.cli.common import emit_json, err_console, escape, guarded
+from pulsar_ops.scrape.run import ScrapeConfig, ScrapeProgress, scrape
+from pulsar_ops.snapshot.manifest import Manifest
+
+
+class _ProgressLine:
+    """Counters on stderr: a live line on a terminal, a line every few seconds otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self._last = 0.0
+        self._status = err_console.status("scraping...") if enabled and self.tty else None
+        if self._status is not None:
+            self._status.start()
+
+    def __call__(self, p: ScrapeProgress) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < (0.2 if self.tty else 10.0):
+            return
+        self._last = now
+        rate = p.znodes / p.seconds if p.seconds > 0 else 0.0
+        text = f"scraping {p.store} store: {p.znodes:,} znodes, {p.errors} errors, {rate:,.0f} znodes/s"
+        if self._status is not None:
+            self._status.update(text)
+        else:
+            err_console.print(text)
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+
+
+def render_summary(manifest: Manifest, out: Path) -> None:
+    counts = manifest.row_counts
+    err_console.print(
+        f"snapshot [bold]{manifest.snapshot_id}[/] written to {escape(str(out))}"
+        f" (cluster {escape(str(manifest.cluster))}, multiRead {'on' if manifest.multiread else 'off'})"
+    )
+    secs = (manifest.finished_at_ms - manifest.started_at_ms) / 1000
+    err_console.print(
+        f"  {counts.get('znodes', 0):,} znodes in {secs:.1f}s; {counts.get('managed_ledgers', 0):,} topics, "
+        f"{counts.get('cursors', 0):,} cursors, {counts.get('bk_ledgers', 0):,} ledgers, "
+        f"{counts.get('namespaces', 0):,} namespaces, {manifest.errors_count} errors"
+    )
+    if manifest.incomplete_scopes:
+        err_console.print(
+            f"[bold yellow]warning[/]: {len(manifest.incomplete_scopes)} scope(s) incomplete; findings in them "
+            "will not be plannable:"
+        )
+        for s in manifest.incomplete_scopes[:20]:
+            err_console.print(f"  {s.store} {escape(s.scope)} [{s.code}] {escape(s.error)}")
+        if len(manifest.incomplete_scopes) > 20:
+            err_console.print(f"  ... and {len(manifest.incomplete_scopes) - 20} more (see manifest.json)")
+    err_console.print(f"next: pulsar-ops audit {escape(str(out))} --out AUDIT_DIR")
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's command(s) to the root app."""
+
+    @app.command("scrape")
+    @guarded
+    def scrape_cmd(
+        zookeeper: str = typer.Option(..., "--zookeeper", help="Local metadata store: HOST:PORT[,...][/chroot]."),
+        out: Path = typer.Option(..., "--out", help="New snapshot directory (must not exist or be empty)."),
+        config_zookeeper: str = typer.Option(
+            None, "--config-zookeeper", help="Configuration store HOST:PORT[,...][/chroot] (default: --zookeeper)."
+        ),
+        ledgers_root: str = typer.Option("/ledgers", "--ledgers-root", help="BookKeeper ledgers root znode."),
+        zk_auth: str = typer.Option(
+            None, "--zk-auth", help="ZooKeeper auth, e.g. digest:user:password (never written anywhere)."
+        ),
+        cluster: str = typer.Option(None, "--cluster", help="Cluster name (default: from /admin/clusters)."),
+        batch: int = typer.Option(None, "--batch", min=1, max=100_000, help="Reads per multiRead batch."),
+        multiread: bool = typer.Option(
+            None, "--multiread/--no-multiread", help="Force multiRead on/off (default: detect the server version)."
+        ),
+        connect_timeout: float = typer.Option(
+            30.0, "--connect-timeout", min=0.5, help="Seconds to wait for the first ZooKeeper connection."
+        ),
+        json_out: bool = typer.Option(False, "--json", help="Print the manifest as JSON on stdout."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
+    ) -> None:
+        """Read ZooKeeper metadata (managed ledgers, ledgers, schemas, policies, bundles) into a snapshot."""
+        progress = _ProgressLine(enabled=not quiet)
+        try:
+            manifest = scrape(
+                ScrapeConfig(
+                    zookeeper=zookeeper,
+                    out=out,
+                    config_zookeeper=config_zookeeper,
+                    ledgers_root=ledgers_root,
+                    zk_auth=zk_auth,
+                    cluster=cluster,
+                    batch=batch,
+                    multiread=multiread,
+                    connect_timeout=connect_timeout,
+                    progress=progress,
+                )
+            )
+        finally:
+            progress.stop()
+        render_summary(manifest, out)
+        if json_out:
+            emit_json(manifest.to_json())

@@ -162,6 +162,25 @@ def ml_name_from_path(path: str, root: str = "/managed-ledgers") -> MlName:
     return parse_ml_name(path[len(prefix) :], path)
 
 
+def split_ml_path(path: str, root: str = "/managed-ledgers") -> tuple[MlName, str | None]:
+    """Parse a topic OR cursor znode path: ``(MlName, encoded cursor name or None)``.
+
+    4 segments = V2 topic; 5 = V2 cursor when ``persistent`` is the 3rd segment, else V1 topic when it is the
+    4th; 6 = V1 cursor. (The only ambiguous 5-segment shape, ``t/persistent/persistent/persistent/x``, is read
+    as a V2 cursor.) The cursor name is returned as stored (encoded); decode it with ``decode``.
+    """
+    prefix = root.rstrip("/") + "/"
+    if not path.startswith(prefix):
+        raise DecodeError(path, f"path is not under the managed-ledger root {root!r}")
+    parts = path[len(prefix) :].split("/")
+    n = len(parts)
+    if (n == 5 and parts[2] == PERSISTENT) or (n == 6 and parts[3] == PERSISTENT):
+        if not parts[-1]:
+            raise DecodeError(path, "empty cursor name segment")
+        return parse_ml_name("/".join(parts[:-1]), path), parts[-1]
+    return parse_ml_name("/".join(parts), path), None
+
+
 def ml_path(ml: MlName, root: str = "/managed-ledgers") -> str:
     """The topic znode path of a managed ledger."""
     return f"{root.rstrip('/')}/{ml.ml_name}"

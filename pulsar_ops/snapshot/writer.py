@@ -7,6 +7,7 @@ part file (an empty table gets one empty part with the right schema), so readers
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,12 @@ def part_name(index: int) -> str:
 
 
 class _TableBuffer:
-    __slots__ = ("columns", "name", "parts", "rows", "total")
+    __slots__ = ("columns", "getter", "name", "parts", "rows", "total")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.columns = schema.table(name).column_names
+        self.getter = operator.itemgetter(*self.columns)
         self.rows: list[tuple[Any, ...]] = []
         self.parts = 0
         self.total = 0
@@ -59,7 +61,11 @@ class SnapshotWriter:
 
     def add(self, table: str, row: Mapping[str, Any]) -> None:
         buf = self._buffers[table]
-        buf.rows.append(tuple(row.get(c) for c in buf.columns))
+        try:
+            values = buf.getter(row)  # fast path: every column present
+        except KeyError:
+            values = tuple(row.get(c) for c in buf.columns)
+        buf.rows.append(values if len(buf.columns) > 1 else (values,))
         if len(buf.rows) >= self.batch_rows:
             self._flush(buf)
 

@@ -1,0 +1,136 @@
+"""The audit job as extract -> transform -> load over a SparkSession.
+
+extract: register every snapshot table (``src_<table>``), the staging views (``stg_<table>``), the one-row
+``params`` view and the shared intermediate views. transform: run every ``sql/detect/*.sql`` and union them
+after checking each against ``findings.FINDING_COLUMNS``. load: write ``OUT/findings/`` Parquet (one sorted
+part) and return the rows for ``findings.json``.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from pathlib import Path
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from pulsar_ops.audit.manifest import table_dir
+from pulsar_ops.audit.params import AuditParams
+from pulsar_ops.audit.sql_files import SqlFile, detect_files, intermediate_files, staging_files
+from pulsar_ops.errors import AuditError
+from pulsar_ops.findings import DETECTIONS, FINDING_COLUMN_NAMES, FINDING_COLUMNS
+from pulsar_ops.snapshot import schema
+
+PARAMS_SCHEMA = T.StructType(
+    [
+        T.StructField("now_ms", T.LongType(), False),
+        T.StructField("min_age_ms", T.LongType(), False),
+        T.StructField("inactive_after_ms", T.LongType(), False),
+        T.StructField("default_retention_time_minutes", T.LongType(), False),
+        T.StructField("default_retention_size_mb", T.LongType(), False),
+        T.StructField("ttl_duration_default_seconds", T.LongType(), False),
+        T.StructField("delayed_delivery_enabled", T.BooleanType(), False),
+        T.StructField("delayed_delivery_tick_ms", T.LongType(), False),
+        T.StructField("max_unacked_ranges_metadata", T.LongType(), False),
+        T.StructField("max_unacked_ranges_persist", T.LongType(), False),
+        T.StructField("admin_scraped", T.BooleanType(), False),
+    ]
+)
+
+
+def params_row(params: AuditParams, admin_scraped: bool) -> tuple[int | bool, ...]:
+    if params.now_ms is None:
+        raise AuditError("audit parameters were not resolved against the snapshot (now_ms missing)")
+    b = params.broker
+    return (
+        params.now_ms,
+        params.min_age_ms,
+        params.inactive_after_ms,
+        b.default_retention_time_minutes,
+        b.default_retention_size_mb,
+        b.ttl_duration_default_seconds,
+        b.delayed_delivery_enabled,
+        b.delayed_delivery_tick_ms,
+        b.max_unacked_ranges_metadata,
+        b.max_unacked_ranges_persist,
+        admin_scraped,
+    )
+
+
+def _view(spark: SparkSession, f: SqlFile) -> None:
+    try:
+        spark.sql(f.text).createOrReplaceTempView(f.name)
+    except PySparkException as e:
+        raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def extract(spark: SparkSession, snapshot_dir: Path, params: AuditParams, *, admin_scraped: bool,
+            sql_root: Path | None = None) -> None:
+    """Register snapshot tables, staging views, ``params`` and the intermediate views."""
+    spark.conf.set("spark.sql.jsonGenerator.ignoreNullFields", "false")
+    for t in schema.TABLES:
+        spark.read.parquet(str(table_dir(snapshot_dir, t.name))).createOrReplaceTempView(f"src_{t.name}")
+    for f in staging_files(sql_root):
+        _view(spark, f)
+    spark.createDataFrame([params_row(params, admin_scraped)], PARAMS_SCHEMA).createOrReplaceTempView("params")
+    for f in intermediate_files(sql_root):
+        _view(spark, f)
+
+
+def column_contract(df: DataFrame) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+
+def check_contract(f: SqlFile, df: DataFrame) -> None:
+    got = column_contract(df)
+    if got != list(FINDING_COLUMNS):
+        raise AuditError(
+            f"{f.path.name} breaks the findings contract: columns {got}, expected {list(FINDING_COLUMNS)}",
+            hint=f"make {f.path.name} SELECT exactly findings.FINDING_COLUMNS",
+        )
+
+
+def detection_frame(spark: SparkSession, f: SqlFile) -> DataFrame:
+    if f.name not in DETECTIONS:
+        raise AuditError(f"{f.path.name}: {f.name!r} is not a known detection", hint="see findings.DETECTIONS")
+    try:
+        df = spark.sql(f.text)
+    except PySparkException as e:
+        raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+    check_contract(f, df)
+    return df
+
+
+def transform(spark: SparkSession, sql_root: Path | None = None) -> tuple[DataFrame, list[str]]:
+    """Every detection, unioned. Returns the findings frame and the detections run (in file order)."""
+    files = detect_files(sql_root)
+    if not files:
+        raise AuditError("no detection SQL files found")
+    frames = [detection_frame(spark, f) for f in files]
+    return reduce(DataFrame.unionByName, frames), [f.name for f in files]
+
+
+def sort_columns() -> list[str]:
+    return ["detection", "path", "ledger_id", "topic", "subscription"]
+
+
+def load(findings: DataFrame, out_dir: Path) -> DataFrame:
+    """Write ``OUT/findings/`` (one Parquet part, sorted) and return a frame reading it back."""
+    target = out_dir / "findings"
+    try:
+        (
+            findings.select(*FINDING_COLUMN_NAMES)
+            .repartition(1)
+            .sortWithinPartitions(*sort_columns())
+            .write.mode("overwrite")
+            .parquet(str(target))
+        )
+    except PySparkException as e:
+        raise AuditError(f"audit job failed: {first_line(e)}") from e
+    return findings.sparkSession.read.parquet(str(target))

@@ -1,0 +1,193 @@
+"""Audit parameters: durations, broker defaults, the JSON config file. Pure (no Spark, no I/O libraries).
+
+Precedence: built-in defaults < ``--config FILE.json`` < ``--broker-config FILE`` < explicit flags.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops.errors import ConfigError
+
+SECOND = 1000
+MINUTE = 60 * SECOND
+HOUR = 60 * MINUTE
+DAY = 24 * HOUR
+
+_UNITS = {"ms": 1, "s": SECOND, "m": MINUTE, "h": HOUR, "d": DAY, "w": 7 * DAY}
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)?\s*$")
+
+
+def parse_duration_ms(text: str | int) -> int:
+    """``90s`` / ``15m`` / ``24h`` / ``7d`` / ``2w`` / ``500ms`` / a bare number of milliseconds -> ms."""
+    if isinstance(text, int):
+        if text < 0:
+            raise ConfigError(f"duration must not be negative: {text}")
+        return text
+    m = _DURATION.match(text)
+    if not m:
+        raise ConfigError(
+            f"not a duration: {text!r}", hint="use a number with a unit: 90s, 15m, 24h, 7d (or plain milliseconds)"
+        )
+    return int(m.group(1)) * _UNITS[m.group(2) or "ms"]
+
+
+def parse_time_ms(text: str | int) -> int:
+    """An ISO-8601 time (naive = UTC) or epoch milliseconds -> epoch milliseconds."""
+    if isinstance(text, int):
+        return text
+    s = text.strip()
+    if re.fullmatch(r"\d+", s):
+        return int(s)
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(
+            f"not a time: {text!r}", hint="pass --now as ISO-8601 (2024-05-01T12:00:00Z) or epoch milliseconds"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class BrokerDefaults:
+    """The broker.conf settings the detections depend on (Pulsar defaults)."""
+
+    default_retention_time_minutes: int = 0
+    default_retention_size_mb: int = 0
+    ttl_duration_default_seconds: int = 0
+    delayed_delivery_enabled: bool = True
+    delayed_delivery_tick_ms: int = 1000
+    max_unacked_ranges_metadata: int = 1000
+    max_unacked_ranges_persist: int = 10000
+
+
+# broker.conf key -> BrokerDefaults field
+BROKER_KEYS: dict[str, str] = {
+    "defaultRetentionTimeInMinutes": "default_retention_time_minutes",
+    "defaultRetentionSizeInMB": "default_retention_size_mb",
+    "ttlDurationDefaultInSeconds": "ttl_duration_default_seconds",
+    "delayedDeliveryEnabled": "delayed_delivery_enabled",
+    "delayedDeliveryTickTimeMillis": "delayed_delivery_tick_ms",
+    "managedLedgerMaxUnackedRangesToPersistInMetadataStore": "max_unacked_ranges_metadata",
+    "managedLedgerMaxUnackedRangesToPersist": "max_unacked_ranges_persist",
+}
+
+
+def _coerce(key: str, value: Any, as_bool: bool) -> int | bool:
+    text = str(value).strip().lower()
+    if as_bool:
+        if text in ("true", "1", "yes"):
+            return True
+        if text in ("false", "0", "no"):
+            return False
+        raise ConfigError(f"broker setting {key}: expected true/false, got {value!r}")
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"broker setting {key}: expected an integer, got {value!r}") from None
+
+
+def broker_defaults_from_mapping(values: Mapping[str, Any], base: BrokerDefaults | None = None) -> BrokerDefaults:
+    """Apply broker.conf keys (camelCase) or BrokerDefaults field names; unknown keys are ignored."""
+    out = base or BrokerDefaults()
+    fields = {v: v for v in BROKER_KEYS.values()} | BROKER_KEYS
+    updates: dict[str, Any] = {}
+    for key, value in values.items():
+        name = fields.get(key)
+        if name is None:
+            continue
+        updates[name] = _coerce(key, value, name == "delayed_delivery_enabled")
+    return replace(out, **updates)
+
+
+def parse_broker_config(text: str, source: str = "broker config") -> dict[str, str]:
+    """A broker.conf (``key=value`` lines, ``#`` comments) or a JSON object -> raw key/value strings."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            obj = json.loads(stripped)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{source}: invalid JSON: {e}") from None
+        if not isinstance(obj, dict):
+            raise ConfigError(f"{source}: expected a JSON object")
+        return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in obj.items()}
+    out: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise ConfigError(f"{source}:{n}: expected key=value, got {line!r}")
+        key, _, value = line.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class AuditParams:
+    """Everything a detection may depend on. ``now_ms`` None = the snapshot's ``finished_at_ms``."""
+
+    now_ms: int | None = None
+    min_age_ms: int = 24 * HOUR
+    inactive_after_ms: int = 7 * DAY
+    broker: BrokerDefaults = field(default_factory=BrokerDefaults)
+
+    def resolved(self, finished_at_ms: int) -> AuditParams:
+        return self if self.now_ms is not None else replace(self, now_ms=finished_at_ms)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["broker"] = asdict(self.broker)
+        return d
+
+
+def params_from_config(doc: Mapping[str, Any], base: AuditParams | None = None) -> AuditParams:
+    """The JSON config file: ``{"now": ..., "min_age": "24h", "inactive_after": "7d", "broker": {...},
+    "broker_config": "path"}`` (every key optional; see sql/README.md)."""
+    p = base or AuditParams()
+    known = {"now", "min_age", "inactive_after", "broker", "broker_config", "master", "prometheus"}
+    unknown = set(doc) - known
+    if unknown:
+        raise ConfigError(f"audit config: unknown keys {sorted(unknown)}", hint=f"allowed keys: {sorted(known)}")
+    if doc.get("now") is not None:
+        p = replace(p, now_ms=parse_time_ms(doc["now"]))
+    if doc.get("min_age") is not None:
+        p = replace(p, min_age_ms=parse_duration_ms(doc["min_age"]))
+    if doc.get("inactive_after") is not None:
+        p = replace(p, inactive_after_ms=parse_duration_ms(doc["inactive_after"]))
+    if doc.get("broker_config"):
+        p = replace(p, broker=load_broker_config(Path(str(doc["broker_config"])), p.broker))
+    broker = doc.get("broker")
+    if broker is not None:
+        if not isinstance(broker, Mapping):
+            raise ConfigError("audit config: `broker` must be an object of broker.conf keys")
+        p = replace(p, broker=broker_defaults_from_mapping(broker, p.broker))
+    return p
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"audit config not found: {path}") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"audit config {path}: invalid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"audit config {path}: expected a JSON object")
+    return doc
+
+
+def load_broker_config(path: Path, base: BrokerDefaults | None = None) -> BrokerDefaults:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"broker config not found: {path}") from None
+    return broker_defaults_from_mapping(parse_broker_config(text, str(path)), base)

@@ -1,0 +1,111 @@
+"""Run the audit in-process (CLI) or under spark-submit (jobs/audit.py): snapshot dir -> findings dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from pulsar_ops.audit import etl
+from pulsar_ops.audit.manifest import manifest_summary, read_manifest
+from pulsar_ops.audit.params import AuditParams
+from pulsar_ops.audit.session import build_session
+from pulsar_ops.errors import AuditError, SnapshotError
+from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    findings: tuple[Finding, ...]
+    counts: dict[str, dict[str, int]]
+    exit_code: int
+    out_dir: Path
+    snapshot: dict[str, Any] = field(default_factory=dict)
+    audit: dict[str, Any] = field(default_factory=dict)
+
+    def document(self) -> dict[str, Any]:
+        return {"snapshot": self.snapshot, "audit": self.audit, "findings": [f.to_json() for f in self.findings]}
+
+
+def sort_key(f: Finding) -> tuple[Any, ...]:
+    order = DETECTIONS.index(f.detection) if f.detection in DETECTIONS else len(DETECTIONS)
+    return (order, f.path or "", -1 if f.ledger_id is None else f.ledger_id, f.topic or "", f.subscription or "")
+
+
+def count_findings(findings: tuple[Finding, ...], detections: list[str]) -> dict[str, dict[str, int]]:
+    counts = {d: dict.fromkeys(SEVERITIES, 0) for d in detections}
+    for f in findings:
+        counts.setdefault(f.detection, dict.fromkeys(SEVERITIES, 0))[f.severity] += 1
+    return counts
+
+
+def audit_metadata(
+    params: AuditParams, detections: list[str], findings: tuple[Finding, ...], wall: float, master: str
+) -> dict[str, Any]:
+    counts = count_findings(findings, detections)
+    return {
+        "params": params.to_json(),
+        "detections": detections,
+        "counts": counts,
+        "severity_counts": {s: sum(c[s] for c in counts.values()) for s in SEVERITIES},
+        "total": len(findings),
+        "plannable": sum(1 for f in findings if f.plannable),
+        "bytes_reclaimable": sum(f.bytes for f in findings if f.plannable),
+        "wall_seconds": round(wall, 3),
+        "engine": "spark",
+        "master": master,
+        "exit_code": exit_code(findings),
+    }
+
+
+def write_json_atomic(path: Path, doc: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    tmp.replace(path)
+
+
+def run_audit(
+    snapshot_dir: Path,
+    out_dir: Path,
+    params: AuditParams | None = None,
+    *,
+    spark: SparkSession | None = None,
+    master: str = "local[*]",
+    sql_root: Path | None = None,
+) -> AuditResult:
+    """Audit ``snapshot_dir`` into ``out_dir`` (``findings.json`` + ``findings/``)."""
+    started = time.monotonic()
+    snapshot_dir = Path(snapshot_dir)
+    out_dir = Path(out_dir)
+    manifest = read_manifest(snapshot_dir)
+    finished = manifest.get("finished_at_ms")
+    if not isinstance(finished, int):
+        raise SnapshotError(f"{snapshot_dir}/manifest.json has no finished_at_ms")
+    resolved = (params or AuditParams()).resolved(finished)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AuditError(f"--out {out_dir} exists and is not a directory", hint="pass a directory to --out")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    session = spark or build_session(master=master)
+    etl.extract(session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")),
+                sql_root=sql_root)
+    frame, detections = etl.transform(session, sql_root)
+    written = etl.load(frame, out_dir)
+    findings = tuple(sorted((Finding.from_json(r.asDict()) for r in written.collect()), key=sort_key))
+    wall = time.monotonic() - started
+    snapshot = manifest_summary(manifest, snapshot_dir)
+    audit = audit_metadata(resolved, detections, findings, wall, session.sparkContext.master)
+    result = AuditResult(
+        findings=findings,
+        counts=audit["counts"],
+        exit_code=audit["exit_code"],
+        out_dir=out_dir,
+        snapshot=snapshot,
+        audit=audit,
+    )
+    write_json_atomic(out_dir / "findings.json", result.document())
+    return result

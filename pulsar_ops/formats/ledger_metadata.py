@@ -1,0 +1,277 @@
+"""BookKeeper ledger metadata (value of a ledger znode), ``LedgerMetadataSerDe`` formats 1, 2 and 3.
+
+Every value starts with ``BookieMetadataFormatVersion\\t<N>\\n`` (at most 10 version digits), then:
+
+* v1 (BK 4.0/4.1): text lines ``quorumSize``, ``ensembleSize``, ``length``, one ``<firstEntryId>\\t<bookie>...``
+  line per ensemble, optionally ``<lastEntryId>\\tCLOSED`` (``-102\\tCLOSED`` = IN_RECOVERY). v1 has no digest
+  type, password, ack quorum, ctime, custom metadata or cToken: ``encode_ledger_metadata(md, 1)`` drops them
+  and decoding v1 gives ``ack_quorum == write_quorum``, ``digest_type None``, ``password b""``.
+* v2 (BK 4.2-4.8): protobuf text format of ``LedgerMetadataFormat``.
+* v3 (BK 4.9+): varint32 length prefix + binary ``LedgerMetadataFormat``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from google.protobuf import text_format
+
+from pulsar_ops.errors import DecodeError, TruncatedInputError, UnknownFormatVersionError
+from pulsar_ops.formats import proto
+from pulsar_ops.formats._pb import try_binary, try_text
+from pulsar_ops.formats.ledger_path import ledger_id_from_path
+
+HEADER_PREFIX = b"BookieMetadataFormatVersion\t"
+SUPPORTED_VERSIONS = (1, 2, 3)
+IN_RECOVERY_MARKER = -102
+_MAX_HEADER = len(HEADER_PREFIX) + 11
+
+LedgerState = Literal["OPEN", "IN_RECOVERY", "CLOSED"]
+PulsarKind = Literal["data", "cursor", "schema", "compacted", "bucket", "pulsar-unknown", "unowned"]
+
+Ensemble = tuple[int, tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerMetadata:
+    ledger_id: int | None
+    format_version: int
+    ensemble_size: int
+    write_quorum: int
+    ack_quorum: int
+    state: LedgerState
+    length: int
+    last_entry_id: int
+    ensembles: tuple[Ensemble, ...]
+    digest_type: str | None
+    password: bytes
+    ctime_ms: int | None
+    custom_metadata: tuple[tuple[str, bytes], ...]
+    ctoken: int | None
+
+    def custom_bytes(self, key: str) -> bytes | None:
+        for k, v in self.custom_metadata:
+            if k == key:
+                return v
+        return None
+
+    def custom(self, key: str) -> str | None:
+        """A custom-metadata value decoded as UTF-8 (invalid bytes replaced), None when absent."""
+        raw = self.custom_bytes(key)
+        return None if raw is None else raw.decode("utf-8", errors="replace")
+
+    @property
+    def bookies(self) -> tuple[str, ...]:
+        """Every bookie of every ensemble, distinct, in first-seen order."""
+        return tuple(dict.fromkeys(b for _, members in self.ensembles for b in members))
+
+    @property
+    def is_pulsar(self) -> bool:
+        return self.custom_bytes("application") == b"pulsar"
+
+    @property
+    def managed_ledger_name(self) -> str | None:
+        return self.custom("pulsar/managed-ledger")
+
+    @property
+    def pulsar_kind(self) -> PulsarKind:
+        """Which Pulsar component owns the ledger, from its custom metadata (reference §6, §12.3).
+
+        The delayed-delivery bucket component string (PIP-195) is not verified: any component containing
+        ``delayed`` or ``bucket`` counts as a bucket snapshot.
+        """
+        if not self.is_pulsar:
+            return "unowned"
+        component = self.custom("component")
+        if component == "managed-ledger":
+            return "cursor" if self.custom_bytes("pulsar/cursor") is not None else "data"
+        if component == "schema":
+            return "schema"
+        if component == "compacted-ledger":
+            return "compacted"
+        if component is not None and ("delayed" in component.lower() or "bucket" in component.lower()):
+            return "bucket"
+        return "pulsar-unknown"
+
+
+def _split_header(data: bytes, path: str) -> tuple[int, bytes]:
+    if not data.startswith(HEADER_PREFIX):
+        if HEADER_PREFIX.startswith(data):
+            raise TruncatedInputError(path, "ledger metadata truncated inside the format-version header")
+        raise DecodeError(path, "not ledger metadata: missing 'BookieMetadataFormatVersion' header")
+    nl = data.find(b"\n", len(HEADER_PREFIX), _MAX_HEADER + 1)
+    if nl < 0:
+        if len(data) <= _MAX_HEADER and data[len(HEADER_PREFIX) :].isdigit():
+            raise TruncatedInputError(path, "ledger metadata truncated: no newline after the format version")
+        raise DecodeError(path, "malformed format-version header (no newline within 10 digits)")
+    token = data[len(HEADER_PREFIX) : nl]
+    if not token or len(token) > 10 or not token.isdigit():
+        raise DecodeError(path, f"malformed format version {token[:20]!r}")
+    version = int(token)
+    if version not in SUPPORTED_VERSIONS:
+        raise UnknownFormatVersionError(
+            path, f"ledger metadata format version {version} (supported: 1, 2, 3)", hint=None
+        )
+    return version, data[nl + 1 :]
+
+
+def _read_varint32(buf: bytes, path: str) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    for i in range(min(len(buf), 10)):
+        b = buf[i]
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            if result >= 1 << 32 or (i == 4 and b > 0x0F):
+                raise DecodeError(path, "v3 length prefix does not fit in 32 bits")
+            return result, i + 1
+        shift += 7
+        if i >= 4:
+            raise DecodeError(path, "v3 length prefix is longer than 5 bytes")
+    raise TruncatedInputError(path, "ledger metadata truncated inside the v3 length prefix")
+
+
+def _from_message(msg: Any, version: int, ledger_id: int | None) -> LedgerMetadata:
+    state = proto.LEDGER_STATES.get(msg.state, "OPEN")
+    return LedgerMetadata(
+        ledger_id=ledger_id,
+        format_version=version,
+        ensemble_size=msg.ensembleSize,
+        write_quorum=msg.quorumSize,
+        ack_quorum=msg.ackQuorumSize if msg.HasField("ackQuorumSize") else msg.quorumSize,
+        state=state,  # type: ignore[arg-type]
+        length=msg.length,
+        last_entry_id=msg.lastEntryId if msg.HasField("lastEntryId") else -1,
+        ensembles=tuple([(s.firstEntryId, tuple(s.ensembleMember[:])) for s in msg.segment[:]]),
+        digest_type=proto.DIGEST_TYPES.get(msg.digestType) if msg.HasField("digestType") else None,
+        password=bytes(msg.password),
+        ctime_ms=msg.ctime if msg.HasField("ctime") else None,
+        custom_metadata=tuple([(e.key, e.value) for e in msg.customMetadata[:]])
+        if len(msg.customMetadata)
+        else (),
+        ctoken=msg.cToken if msg.HasField("cToken") else None,
+    )
+
+
+def _int(text: str, what: str, path: str) -> int:
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise DecodeError(path, f"v1 ledger metadata: {what} {text[:40]!r} is not an integer") from None
+
+
+def _decode_v1(body: bytes, path: str, ledger_id: int | None) -> LedgerMetadata:
+    try:
+        lines = body.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        raise DecodeError(path, "v1 ledger metadata is not UTF-8 text") from None
+    if len(lines) < 3:
+        raise TruncatedInputError(path, f"v1 ledger metadata has {len(lines)} line(s), needs at least 3")
+    quorum = _int(lines[0], "quorumSize", path)
+    ensemble_size = _int(lines[1], "ensembleSize", path)
+    length = _int(lines[2], "length", path)
+    state: LedgerState = "OPEN"
+    last_entry = -1
+    ensembles: list[Ensemble] = []
+    for line in lines[3:]:
+        parts = line.split("\t")
+        if len(parts) < 2:
+            raise DecodeError(path, f"v1 ledger metadata: malformed line {line[:60]!r}")
+        if parts[1] == "CLOSED":
+            value = _int(parts[0], "lastEntryId", path)
+            if value == IN_RECOVERY_MARKER:
+                state = "IN_RECOVERY"
+            else:
+                state, last_entry = "CLOSED", value
+            break
+        ensembles.append((_int(parts[0], "firstEntryId", path), tuple(parts[1:])))
+    return LedgerMetadata(
+        ledger_id, 1, ensemble_size, quorum, quorum, state, length, last_entry, tuple(ensembles),
+        None, b"", None, (), None,
+    )  # fmt: skip
+
+
+def decode_ledger_metadata(data: bytes, path: str) -> LedgerMetadata:
+    """Decode a ledger znode value; ``ledger_id`` comes from ``path`` (None when it is not a ledger path)."""
+    data = bytes(data)
+    version, body = _split_header(data, path)
+    try:
+        ledger_id = ledger_id_from_path(path)
+    except DecodeError:
+        ledger_id = None
+    if version == 1:
+        return _decode_v1(body, path, ledger_id)
+    if version == 2:
+        msg, reason = try_text(proto.LedgerMetadataFormat, body)
+        if msg is None:
+            raise DecodeError(path, f"v2 ledger metadata: {reason}")
+        return _from_message(msg, 2, ledger_id)
+    size, off = _read_varint32(body, path)
+    if off + size > len(body):
+        raise TruncatedInputError(
+            path, f"v3 ledger metadata truncated: length prefix {size}, {len(body) - off} byte(s) present"
+        )
+    msg, reason = try_binary(proto.LedgerMetadataFormat, body[off : off + size])
+    if msg is None:
+        raise DecodeError(path, f"v3 ledger metadata: {reason}")
+    return _from_message(msg, 3, ledger_id)
+
+
+def _to_message(md: LedgerMetadata) -> Any:
+    msg = proto.LedgerMetadataFormat(
+        quorumSize=md.write_quorum,
+        ensembleSize=md.ensemble_size,
+        length=md.length,
+        lastEntryId=md.last_entry_id,
+        state=proto.LEDGER_STATE_NUMBERS[md.state],
+    )
+    for first, members in md.ensembles:
+        msg.segment.add(ensembleMember=members, firstEntryId=first)
+    if md.digest_type is not None:
+        msg.digestType = proto.DIGEST_TYPE_NUMBERS[md.digest_type]
+    if md.digest_type is not None or md.password:
+        msg.password = md.password
+    msg.ackQuorumSize = md.ack_quorum
+    if md.ctime_ms is not None:
+        msg.ctime = md.ctime_ms
+    for key, value in md.custom_metadata:
+        msg.customMetadata.add(key=key, value=value)
+    if md.ctoken is not None:
+        msg.cToken = md.ctoken
+    return msg
+
+
+def _encode_v1(md: LedgerMetadata) -> bytes:
+    lines = [str(md.write_quorum), str(md.ensemble_size), str(md.length)]
+    for first, members in md.ensembles:
+        lines.append("\t".join([str(first), *members]))
+    if md.state == "IN_RECOVERY":
+        lines.append(f"{IN_RECOVERY_MARKER}\tCLOSED")
+    elif md.state == "CLOSED":
+        lines.append(f"{md.last_entry_id}\tCLOSED")
+    return "\n".join(lines).encode("utf-8")
+
+
+def encode_ledger_metadata(md: LedgerMetadata, version: int = 3) -> bytes:
+    """Serialize like ``LedgerMetadataSerDe`` for format 1, 2 or 3 (ValueError for any other version).
+
+    v1 cannot carry digest type, password, ack quorum, ctime, custom metadata or cToken: they are dropped.
+    """
+    header = HEADER_PREFIX + str(version).encode() + b"\n"
+    if version == 1:
+        return header + _encode_v1(md)
+    if version == 2:
+        return header + text_format.MessageToString(_to_message(md)).encode("utf-8")
+    if version == 3:
+        body = _to_message(md).SerializeToString()
+        n = len(body)
+        prefix = bytearray()
+        while True:
+            if n < 0x80:
+                prefix.append(n)
+                break
+            prefix.append((n & 0x7F) | 0x80)
+            n >>= 7
+        return header + bytes(prefix) + body
+    raise ValueError(f"unsupported ledger metadata format version {version} (1, 2 or 3)")

@@ -1,0 +1,98 @@
+"""Pictures of the model outputs (matplotlib, Agg backend). Imported lazily by the CLI only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops.errors import ModelError
+
+_HINT = "use a file name ending in .png or .svg"
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _check(path: Path) -> None:
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise ModelError(f"--plot {path}: unsupported picture format", hint=_HINT)
+
+
+def plot_gc(doc: dict[str, Any], path: Path) -> None:
+    """Disk usage (entry logs) per bookie over time, and cumulative bytes reclaimed by kind."""
+    _check(path)
+    plt = _pyplot()
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    start = doc.get("start_ms", 0)
+    horizon_h = (doc.get("horizon_ms", start) - start) / 3_600_000
+    for bid, b in doc["bookies"].items():
+        xs, ys = [0.0], [b["used_bytes_before"] / 1e9]
+        for ev in b["timeline"]:
+            xs += [(ev["t_ms"] - start) / 3_600_000, (ev["end_ms"] - start) / 3_600_000]
+            ys += [ys[-1], ev["used_bytes"] / 1e9]
+        xs.append(max(horizon_h, xs[-1]))
+        ys.append(ys[-1])
+        ax1.plot(xs, ys, label=bid, drawstyle="default")
+        if b.get("disk_bytes"):
+            ax1.axhline(b["disk_bytes"] / 1e9, linestyle=":", linewidth=0.8)
+    ax1.set_ylabel("entry-log bytes on disk (GB)")
+    ax1.set_title("Bookie disk usage after the deletions")
+    if len(doc["bookies"]) <= 12:
+        ax1.legend(fontsize="small")
+    for kind in ("deletion", "minor", "major"):
+        xs, ys, cum = [0.0], [0.0], 0.0
+        for ev in doc["total"]["timeline"]:
+            got = ev["reclaimed_by"].get(kind, 0)
+            if got:
+                cum += got / 1e9
+                xs += [(ev["t_ms"] - start) / 3_600_000, (ev["end_ms"] - start) / 3_600_000]
+                ys += [ys[-1], cum]
+        xs.append(max(horizon_h, xs[-1]))
+        ys.append(ys[-1])
+        ax2.plot(xs, ys, label=kind)
+    ax2.set_xlabel("hours after the deletion")
+    ax2.set_ylabel("reclaimed, cumulative (GB)")
+    ax2.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_cache(doc: dict[str, Any], path: Path) -> None:
+    _check(path)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for policy, r in doc["policies"].items():
+        xs = [p["t_s"] for p in r["per_second"]]
+        ax.plot(xs, [p["hit_rate"] * 100 for p in r["per_second"]], label=f"{policy} ({r['hit_rate']:.1%})")
+    ax.set_xlabel("simulated seconds")
+    ax.set_ylabel("hit rate (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title("Broker entry cache hit rate per policy")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_nack(points: list[dict[str, Any]], path: Path) -> None:
+    _check(path)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    xs = [p["input"]["delay_ms"] / 1000 for p in points]
+    ax.loglog(xs, [p["old"]["bytes"] / 2**20 for p in points], marker="o", label="ConcurrentLongLongPairHashMap")
+    ax.loglog(xs, [p["new"]["bytes"] / 2**20 for p in points], marker="s", label="PIP-393 buckets + Roaring")
+    ax.set_xlabel("redelivery delay (s)")
+    ax.set_ylabel("tracker memory (MiB)")
+    rate = points[0]["input"]["rate"] if points else 0
+    ax.set_title(f"NegativeAcksTracker memory at {rate:g} nacks/s")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,383 @@
+"""Two-phase apply: ``mark`` (re-verify + back up, no ZooKeeper change) and ``delete`` (re-verify + CAS delete).
+
+Both phases walk the plan's actions in plan order, in batches of ``batch_size``; every transition is
+journaled (fsync per record) before the next step, so a crash at any point followed by the same command
+finishes the work without deleting anything twice:
+
+* an action journaled ``deleting`` whose target is gone (and whose backup exists) counts as committed;
+* one whose target still exists is re-verified and deleted;
+* ``failed`` actions are re-verified and retried.
+
+After each delete batch every committed target is re-read; a target still present stops the run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops.errors import ApplyError, QuarantineError
+from pulsar_ops.repair import journal as J
+from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, ROLE_CURSOR, ROLE_MANAGED_LEDGER, Action
+from pulsar_ops.repair.backup import BackupEntry, BackupStore
+from pulsar_ops.repair.plan_file import Plan
+from pulsar_ops.repair.units import human_duration
+from pulsar_ops.repair.validate import Observed, ObservedRef, decide_delete, decide_mark, sha256_hex
+from pulsar_ops.repair.zk_writer import ZkSession
+
+FAULT_ENV = "PULSAR_OPS_FAULT_KILL_AFTER_COMMITS"
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class ActionOutcome:
+    id: str
+    kind: str
+    target: str
+    outcome: str
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "target": self.target, "outcome": self.outcome,
+                "reason": self.reason}
+
+
+@dataclass
+class ApplyReport:
+    phase: str
+    applied: bool
+    plan_id: str
+    plan_checksum: str
+    backup_dir: str
+    journal: str
+    outcomes: list[ActionOutcome] = field(default_factory=list)
+    quarantine_ms: int | None = None
+
+    def counts(self) -> dict[str, int]:
+        c: dict[str, int] = {}
+        for o in self.outcomes:
+            c[o.outcome] = c.get(o.outcome, 0) + 1
+        return dict(sorted(c.items()))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "applied": self.applied,
+            "plan_id": self.plan_id,
+            "plan_checksum": self.plan_checksum,
+            "backup_dir": self.backup_dir,
+            "journal": self.journal,
+            "quarantine_ms": self.quarantine_ms,
+            "counts": self.counts(),
+            "actions": [o.to_json() for o in self.outcomes],
+        }
+
+
+def _target(a: Action) -> str:
+    return str(a.ledger_id) if a.kind == KIND_DELETE_LEDGER else a.path
+
+
+def _outcome(a: Action, outcome: str, reason: str = "") -> ActionOutcome:
+    return ActionOutcome(a.id, a.kind, _target(a), outcome, reason)
+
+
+def _batches(actions: Sequence[Action], size: int) -> list[Sequence[Action]]:
+    size = max(1, size)
+    return [actions[i : i + size] for i in range(0, len(actions), size)]
+
+
+class _FaultHook:
+    """Test-only: ``PULSAR_OPS_FAULT_KILL_AFTER_COMMITS=N`` kills this process (SIGKILL) right after the Nth
+    committed transaction, before it is journaled: the worst moment for a crash."""
+
+    def __init__(self) -> None:
+        raw = os.environ.get(FAULT_ENV, "").strip()
+        self.limit = int(raw) if raw.isdigit() else None
+        self.commits = 0
+
+    def after_commit(self) -> None:
+        self.commits += 1
+        if self.limit is not None and self.commits >= self.limit:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+# --- reading -----------------------------------------------------------------------------------------
+
+
+def _read_targets(session: ZkSession, a: Action) -> list[Observed]:
+    if a.kind == KIND_DELETE_LEDGER:
+        return session.read(a.store, [a.path])
+    return session.read_subtree(a.store, a.path)
+
+
+def _read_refs(session: ZkSession, a: Action) -> list[ObservedRef]:
+    """Planned referencing znodes, plus every cursor now under a referencing managed-ledger znode."""
+    roles: dict[tuple[str, str], str] = {}
+    for r in a.preconditions.references:
+        roles[(r.znode.store, r.znode.path)] = r.role
+    for r in a.preconditions.references:
+        if r.role == ROLE_MANAGED_LEDGER:
+            for child in session.children(r.znode.store, r.znode.path) or ():
+                roles.setdefault((r.znode.store, f"{r.znode.path}/{child}"), ROLE_CURSOR)
+    out: list[ObservedRef] = []
+    for store in sorted({s for s, _ in roles}):
+        paths = sorted(p for s, p in roles if s == store)
+        for node in session.read(store, paths):
+            out.append(ObservedRef(role=roles[(store, node.path)], node=node))
+    return out
+
+
+def _all_gone(session: ZkSession, a: Action) -> bool:
+    paths = [z.path for z in a.preconditions.znodes]
+    return not any(session.exists(a.store, paths).values())
+
+
+def _backup_spec(a: Action) -> list[tuple[str, str, str]]:
+    return [(z.store, z.path, z.sha256 or "") for z in a.preconditions.znodes]
+
+
+# --- mark ----------------------------------------------------------------------------------------------
+
+
+def _back_up(
+    session: ZkSession, backups: BackupStore, plan: Plan, a: Action
+) -> tuple[str | None, list[str]]:
+    """Re-read every target with stat + ACL, verify against the plan, store bytes. (skip reason, shas)."""
+    with_acl = {}
+    for z in a.preconditions.znodes:
+        got = session.read_with_acl(z.store, z.path)
+        with_acl[z.path] = got
+    observed = [
+        got.node if got is not None else Observed(store=a.store, path=p, exists=False)
+        for p, got in with_acl.items()
+    ]
+    if a.kind != KIND_DELETE_LEDGER:  # also notice znodes created inside the subtree since the snapshot
+        known = {o.path for o in observed}
+        observed.extend(o for o in session.read_subtree(a.store, a.path) if o.path not in known)
+    verdict = decide_mark(a, observed)
+    if not verdict.proceed:
+        return verdict.reason, []
+    shas: list[str] = []
+    for z in a.preconditions.znodes:
+        got = with_acl[z.path]
+        assert got is not None
+        sha = backups.put_object(got.node.data)
+        if sha != z.sha256 or sha256_hex(got.node.data) != sha:
+            raise ApplyError(f"backup of {z.path} does not match the verified bytes; nothing was marked")
+        backups.add(
+            BackupEntry(
+                store=z.store,
+                path=z.path,
+                sha256=sha,
+                stat=got.stat,
+                acl=got.acl,
+                action_id=a.id,
+                plan_id=plan.plan_id,
+                plan_checksum=plan.checksum,
+                backed_up_at_ms=J.now_ms(),
+            )
+        )
+        shas.append(sha)
+    return None, shas
+
+
+def run_mark(
+    plan: Plan,
+    session: ZkSession,
+    journal: J.Journal,
+    backups: BackupStore,
+    *,
+    batch_size: int = 100,
+    progress: Progress | None = None,
+) -> ApplyReport:
+    """Re-verify every target, back it up, journal ``marked``. Changes no ZooKeeper data."""
+    report = ApplyReport("mark", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path))
+    done = 0
+    for batch in _batches(plan.actions, batch_size):
+        to_mark: list[tuple[Action, list[str]]] = []
+        for a in batch:
+            st = journal.state(a.id)
+            if st.state in J.FINAL:
+                report.outcomes.append(_outcome(a, st.state, st.reason))
+                continue
+            if st.state != J.PENDING:
+                missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
+                if missing is not None and st.state != J.DELETING:
+                    reason, _ = _back_up(session, backups, plan, a)
+                    if reason is not None:
+                        report.outcomes.append(_outcome(a, "failed", f"backup lost and {reason}"))
+                        continue
+                report.outcomes.append(_outcome(a, "marked", f"already {st.state}"))
+                continue
+            reason, shas = _back_up(session, backups, plan, a)
+            if reason is not None:
+                journal.record(a.id, J.SKIPPED, phase="mark", reason=reason)
+                report.outcomes.append(_outcome(a, "skipped", reason))
+                continue
+            to_mark.append((a, shas))
+        if backups.dirty:
+            backups.flush()  # the manifest holding these entries is on disk before anything is journaled
+        for a, shas in to_mark:
+            journal.record(a.id, J.MARKED, phase="mark", backup=shas, znodes=a.znode_count)
+            report.outcomes.append(_outcome(a, "marked"))
+        done += len(batch)
+        if progress:
+            progress("mark", done, len(plan.actions))
+    return report
+
+
+# --- delete --------------------------------------------------------------------------------------------
+
+
+def check_quarantine(plan: Plan, journal: J.Journal, quarantine_ms: int, now_ms: int) -> None:
+    """Refuse the whole delete run before ``quarantine_ms`` has passed since the latest mark."""
+    marks = [
+        st.marked_at_ms
+        for a in plan.actions
+        if (st := journal.state(a.id)).state in (J.MARKED, J.DELETING, J.FAILED) and st.marked_at_ms is not None
+    ]
+    if not marks:
+        return
+    ready_at = max(marks) + quarantine_ms
+    if now_ms < ready_at:
+        raise QuarantineError(
+            f"quarantine of {human_duration(quarantine_ms)} has not passed since the last mark: "
+            f"{human_duration(ready_at - now_ms)} to go; nothing was deleted"
+        )
+
+
+def _delete_one(
+    session: ZkSession,
+    journal: J.Journal,
+    backups: BackupStore,
+    plan: Plan,
+    a: Action,
+    fault: _FaultHook,
+) -> ActionOutcome:
+    st = journal.state(a.id)
+    if st.state in J.FINAL:
+        return _outcome(a, st.state, st.reason)
+    if st.state == J.PENDING:
+        return _outcome(a, "pending", "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first")
+    missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
+    if st.state == J.DELETING and _all_gone(session, a):
+        if missing is None:
+            reason = "deleted before an interruption (target gone, backup present)"
+            journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
+            return _outcome(a, "committed", reason)
+        reason = f"target gone but {missing}"
+        journal.record(a.id, J.FAILED, phase="delete", reason=reason)
+        return _outcome(a, "failed", reason)
+    if missing is not None:
+        reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
+        journal.record(a.id, J.FAILED, phase="delete", reason=reason)
+        return _outcome(a, "failed", reason)
+    targets = _read_targets(session, a)
+    refs = _read_refs(session, a) if a.kind == KIND_DELETE_LEDGER else []
+    verdict = decide_delete(a, targets, refs)
+    if not verdict.proceed:
+        journal.record(a.id, J.SKIPPED, phase="delete", reason=verdict.reason)
+        return _outcome(a, "skipped", verdict.reason)
+    if st.state != J.DELETING:
+        journal.record(
+            a.id, J.DELETING, phase="delete", checks=[list(c) for c in verdict.checks],
+            deletes=[list(d) for d in verdict.deletes],
+        )
+    result = session.commit_delete(a.store, verdict.checks, verdict.deletes)
+    if result.committed:
+        fault.after_commit()
+        journal.record(a.id, J.COMMITTED, phase="delete", ops=list(result.ops))
+        return _outcome(a, "committed")
+    if result.unknown and _all_gone(session, a):
+        reason = f"commit outcome confirmed by re-read after {result.error}"
+        journal.record(a.id, J.COMMITTED, phase="delete", reason=reason)
+        return _outcome(a, "committed", reason)
+    reason = f"transaction failed: {result.error}"
+    journal.record(a.id, J.FAILED, phase="delete", reason=reason, ops=list(result.ops))
+    return _outcome(a, "failed", reason)
+
+
+def run_delete(
+    plan: Plan,
+    session: ZkSession,
+    journal: J.Journal,
+    backups: BackupStore,
+    *,
+    quarantine_ms: int,
+    now_ms: int,
+    batch_size: int = 100,
+    progress: Progress | None = None,
+) -> ApplyReport:
+    check_quarantine(plan, journal, quarantine_ms, now_ms)
+    report = ApplyReport(
+        "delete", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path),
+        quarantine_ms=quarantine_ms,
+    )
+    fault = _FaultHook()
+    done = 0
+    for batch in _batches(plan.actions, batch_size):
+        committed: list[Action] = []
+        for a in batch:
+            before = journal.state(a.id).state
+            out = _delete_one(session, journal, backups, plan, a, fault)
+            report.outcomes.append(out)
+            if out.outcome == "committed" and before not in J.FINAL:
+                committed.append(a)
+        for a in committed:  # verify the batch before the next one begins
+            if not _all_gone(session, a):
+                raise ApplyError(
+                    f"verification failed: {a.path} still exists after its delete committed; stopping",
+                    hint="inspect the znode and the journal before re-running `pulsar-ops apply`",
+                )
+        done += len(batch)
+        if progress:
+            progress("delete", done, len(plan.actions))
+    return report
+
+
+# --- dry run -------------------------------------------------------------------------------------------
+
+
+def dry_run(
+    plan: Plan,
+    phase: str,
+    journal_path: Path,
+    backup_dir: Path,
+    *,
+    quarantine_ms: int,
+    now_ms: int,
+) -> ApplyReport:
+    """What ``--apply`` would do, from the plan and the journal file alone (no ZooKeeper access)."""
+    journal = J.Journal.read_only(journal_path, plan_checksum=plan.checksum)
+    report = ApplyReport(
+        phase, False, plan.plan_id, plan.checksum, str(backup_dir), str(journal_path),
+        quarantine_ms=quarantine_ms if phase == "delete" else None,
+    )
+    for a in plan.actions:
+        st = journal.state(a.id)
+        n = a.znode_count
+        if st.state in J.FINAL:
+            report.outcomes.append(_outcome(a, st.state, st.reason))
+        elif phase == "mark":
+            if st.state == J.PENDING:
+                report.outcomes.append(
+                    _outcome(a, "would-mark", f"re-read and back up {n} znode(s) of {a.path}")
+                )
+            else:
+                report.outcomes.append(_outcome(a, "marked", f"already {st.state}"))
+        elif st.state == J.PENDING:
+            report.outcomes.append(_outcome(a, "pending", "not marked: run --phase mark first"))
+        else:
+            assert st.marked_at_ms is not None or st.state != J.MARKED
+            wait = (st.marked_at_ms or 0) + quarantine_ms - now_ms
+            refs = len(a.preconditions.references)
+            why = f"re-verify {n} znode(s) and {refs} reference(s), then delete with compare-and-set"
+            if wait > 0:
+                why += f" (quarantine: {human_duration(wait)} to go)"
+            report.outcomes.append(_outcome(a, "would-delete", why))
+    return report

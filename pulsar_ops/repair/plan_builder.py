@@ -1,0 +1,128 @@
+"""Build a plan from an audit directory: load findings + snapshot facts, plan (pure), add impact, write.
+
+Never touches ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops import __version__
+from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, Action
+from pulsar_ops.repair.plan_file import Plan, dump_plan
+from pulsar_ops.repair.planner import ORDER_DOC, PlanDraft, PlanParams, plan_actions, summarize, with_impact
+from pulsar_ops.repair.snapshot_facts import (
+    LedgerRow,
+    load_audit,
+    load_facts,
+    load_ledgers,
+    open_audited_snapshot,
+)
+
+
+@dataclass(frozen=True)
+class BuiltPlan:
+    plan: Plan
+    path: Path
+    checksum: str
+    impact_lines: tuple[str, ...]
+
+
+def compute_impact(
+    actions: Sequence[Action], ledgers: Sequence[LedgerRow], *, now_ms: int
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], tuple[str, ...]]:
+    """(plan-level impact, per-action impact by id, human lines) from ``pulsar_ops.model.impact``.
+
+    Integration point with the reference model. When the model is not importable the plan says so
+    (``available: false``) instead of guessing.
+    """
+    znode_deletes = sum(a.znode_count for a in actions)
+    per_action: dict[str, dict[str, Any]] = {
+        a.id: {"metadata_ops": a.znode_count} for a in actions
+    }
+    try:
+        from pulsar_ops.model.impact import LedgerFacts, plan_impact
+    except ImportError as e:  # the model is another component; say so rather than invent numbers
+        reason = f"pulsar_ops.model.impact unavailable: {e}"
+        missing = {"available": False, "reason": reason, "metadata_ops": znode_deletes}
+        return missing, per_action, (f"impact: not computed ({reason})",)
+
+    def facts(r: LedgerRow) -> LedgerFacts:
+        return LedgerFacts(
+            ledger_id=r.ledger_id,
+            length=r.length,
+            bookies=r.bookies,
+            ensemble_size=r.ensemble_size,
+            write_quorum=r.write_quorum,
+            ctime_ms=r.ctime_ms,
+            state=r.state,
+            entries=r.last_entry_id + 1 if r.last_entry_id >= 0 else None,
+        )
+
+    all_facts = [facts(r) for r in ledgers]
+    by_id = {f.ledger_id: f for f in all_facts}
+    delete = [by_id[a.ledger_id] for a in actions if a.kind == KIND_DELETE_LEDGER and a.ledger_id in by_id]
+    report = plan_impact(delete, all_facts, now_ms=now_ms, znode_deletes=znode_deletes)
+    doc: dict[str, Any] = report.to_json()
+    per_ledger: dict[str, Any] = doc.get("per_ledger", {})
+    for a in actions:
+        if a.kind == KIND_DELETE_LEDGER:
+            per_action[a.id].update(per_ledger.get(str(a.ledger_id), {}))
+        else:
+            per_action[a.id].update({"bytes_on_disk": 0, "note": "metadata only: no bookie data"})
+    lines = tuple(report.summary_lines())
+    total: dict[str, Any] = {"available": True, **doc.get("total", {}), "summary": list(lines)}
+    return total, per_action, lines
+
+
+def build_plan(
+    audit_dir: Path,
+    out: Path,
+    params: PlanParams,
+    *,
+    now_ms: int | None = None,
+    plan_id: str | None = None,
+) -> BuiltPlan:
+    created = int(time.time() * 1000) if now_ms is None else now_ms
+    audit = load_audit(audit_dir)
+    snap = open_audited_snapshot(audit)
+    ledger_facts, ledger_rows = load_ledgers(snap)
+    facts = load_facts(snap, audit.findings, ledger_facts)
+    draft: PlanDraft = plan_actions(audit.findings, facts, params)
+    impact, per_action, lines = compute_impact(draft.actions, ledger_rows, now_ms=created)
+    draft = with_impact(draft, per_action)
+    summary = summarize(draft.actions, draft.not_planned)
+    plan = Plan(
+        plan_id=plan_id or str(uuid.uuid4()),
+        created_at_ms=created,
+        tool_version=__version__,
+        snapshot={
+            "id": snap.manifest.snapshot_id,
+            "path": str(snap.path.resolve()),
+            "finished_at_ms": snap.manifest.finished_at_ms,
+        },
+        audit={"path": str(Path(audit_dir).resolve()), "findings": len(audit.findings)},
+        params={
+            "max_actions": params.max_actions,
+            "max_bytes": params.max_bytes,
+            "subtree_max_znodes": params.subtree_max_znodes,
+        },
+        caps={
+            "max_actions": params.max_actions,
+            "max_bytes": params.max_bytes,
+            "order": ORDER_DOC,
+            "cut_actions": summary["cut"]["actions"],
+            "cut_bytes": summary["cut"]["bytes"],
+        },
+        summary=summary,
+        impact=impact,
+        actions=draft.actions,
+        not_planned=draft.not_planned,
+    )
+    checksum = dump_plan(plan, out)
+    return BuiltPlan(plan=plan, path=Path(out), checksum=checksum, impact_lines=lines)

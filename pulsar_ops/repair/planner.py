@@ -1,0 +1,402 @@
+"""The pure planner: findings + snapshot facts (plain values) -> actions and not-planned findings.
+
+No I/O. ``plan_builder`` loads the audit and the snapshot, calls ``plan_actions`` and adds the impact.
+
+Which findings become actions:
+
+* ``orphan-ledger`` with ``plannable`` true and a Pulsar-owned kind (data, cursor, schema, compacted, bucket)
+  -> ``delete-ledger-metadata``;
+* ``znode-leak`` with ``plannable`` true -> ``delete-subtree``;
+* everything else is listed as not planned with a stable ``reason_code``.
+
+Caps (``max_actions``, ``max_bytes``) are applied in the plan order: oldest first (ledger ctime for ledger
+actions, newest znode mtime for subtrees), then biggest first, then ledger id / path. The walk keeps every
+action that still fits: an action bigger than the remaining byte budget is cut and smaller later ones may still
+be planned; once ``max_actions`` actions are kept every later one is cut. Cut actions are reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pulsar_ops.errors import DecodeError
+from pulsar_ops.findings import Finding
+from pulsar_ops.formats import names
+from pulsar_ops.repair.actions import (
+    KIND_DELETE_LEDGER,
+    KIND_DELETE_SUBTREE,
+    ROLE_CURSOR,
+    ROLE_MANAGED_LEDGER,
+    ROLE_SCHEMA_LOCATOR,
+    Action,
+    FindingRef,
+    NotPlanned,
+    Precondition,
+    Reference,
+    ZnodeRef,
+)
+
+PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
+# Custom-metadata keys that identify who owns a ledger: re-checked before delete (PIP-186 style).
+IDENTITY_KEYS = (
+    "application",
+    "component",
+    "pulsar/managed-ledger",
+    "pulsar/cursor",
+    "pulsar/schemaId",
+    "pulsar/compactedTopic",
+)
+# Subtree roots that are never deleted whatever a finding says.
+PROTECTED_ROOTS = frozenset(
+    {
+        "/",
+        "/managed-ledgers",
+        "/admin",
+        "/admin/policies",
+        "/admin/local-policies",
+        "/admin/partitioned-topics",
+        "/admin/clusters",
+        "/admin/topic-policies",
+        "/schemas",
+        "/loadbalance",
+        "/loadbalance/bundle-data",
+        "/loadbalance/brokers",
+        "/namespace",
+        "/zookeeper",
+        "/ledgers",
+    }
+)
+DEFAULT_SUBTREE_MAX_ZNODES = 1000
+MANAGED_LEDGERS_ROOT = "/managed-ledgers"
+SCHEMAS_ROOT = "/schemas"
+COMPACTION_CURSOR = "__compaction"
+
+ORDER_DOC = (
+    "oldest first (ledger ctime / newest subtree mtime), then biggest first, then ledger id / path; "
+    "an action that does not fit the remaining --max-bytes is cut and later smaller ones may still fit"
+)
+
+
+@dataclass(frozen=True)
+class LedgerFact:
+    """One ``bk_ledgers`` row, reduced to what the planner needs."""
+
+    ledger_id: int
+    path: str
+    version: int
+    mzxid: int
+    sha256: str
+    ctime_ms: int
+    length: int
+    custom_metadata: tuple[tuple[str, str], ...] = ()
+
+    def custom(self, key: str) -> str | None:
+        for k, v in self.custom_metadata:
+            if k == key:
+                return v
+        return None
+
+
+@dataclass(frozen=True)
+class SubtreeZnode:
+    znode: ZnodeRef
+    mtime_ms: int
+    ephemeral_owner: int = 0
+    data_length: int = 0
+
+
+@dataclass(frozen=True)
+class SnapshotFacts:
+    """Everything the planner reads from the snapshot, as plain values keyed for lookup."""
+
+    snapshot_id: str = ""
+    ledgers: Mapping[int, LedgerFact] = field(default_factory=dict)
+    managed_ledgers: Mapping[str, ZnodeRef] = field(default_factory=dict)  # by ml_name
+    ml_name_by_topic: Mapping[str, str] = field(default_factory=dict)  # persistent://... -> ml_name
+    cursors: Mapping[str, tuple[ZnodeRef, ...]] = field(default_factory=dict)  # by managed-ledger path
+    schema_locators: Mapping[str, ZnodeRef] = field(default_factory=dict)  # by schema_id
+    subtrees: Mapping[str, tuple[SubtreeZnode, ...]] = field(default_factory=dict)  # by root path
+
+
+@dataclass(frozen=True)
+class PlanParams:
+    max_actions: int | None = None
+    max_bytes: int | None = None
+    subtree_max_znodes: int = DEFAULT_SUBTREE_MAX_ZNODES
+
+
+@dataclass(frozen=True)
+class PlanDraft:
+    actions: tuple[Action, ...]
+    not_planned: tuple[NotPlanned, ...]
+
+
+class _Skip(Exception):  # internal control flow, never escapes this module
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+def _np(f: Finding, code: str, reason: str) -> NotPlanned:
+    return NotPlanned(
+        key=f.key(),
+        detection=f.detection,
+        reason_code=code,
+        reason=reason,
+        bytes=f.bytes,
+        path=f.path,
+        ledger_id=f.ledger_id,
+    )
+
+
+def _action_id(kind: str, store: str, target: str) -> str:
+    if kind == KIND_DELETE_LEDGER:
+        return f"ledger-{target}"
+    return "subtree-" + hashlib.sha256(f"{store}:{target}".encode()).hexdigest()[:16]
+
+
+def _absent(store: str, path: str) -> ZnodeRef:
+    return ZnodeRef(store=store, path=path, version=-1, mzxid=0, sha256=None)
+
+
+def _ml_path(ml_name: str) -> str:
+    return f"{MANAGED_LEDGERS_ROOT}/{ml_name}"
+
+
+def _ml_refs(facts: SnapshotFacts, ml_name: str) -> list[Reference]:
+    """The owner's managed-ledger znode and its cursor znodes (or the absent ML path)."""
+    ml = facts.managed_ledgers.get(ml_name)
+    if ml is None:
+        return [Reference(ROLE_MANAGED_LEDGER, _absent("local", _ml_path(ml_name)), exists=False)]
+    refs = [Reference(ROLE_MANAGED_LEDGER, ml)]
+    refs.extend(Reference(ROLE_CURSOR, c) for c in sorted(facts.cursors.get(ml.path, ()), key=lambda z: z.path))
+    return refs
+
+
+def _references(f: Finding, kind: str, owner: str | None, facts: SnapshotFacts) -> tuple[Reference, ...]:
+    if not owner:
+        raise _Skip("owner-unknown", f"orphan {kind} ledger has no owner in its custom metadata")
+    if kind in ("data", "cursor", "bucket"):
+        if owner.count("/") not in (3, 4) or "/persistent/" not in owner:
+            raise _Skip("owner-unmappable", f"owner {owner!r} is not a managed-ledger name")
+        return tuple(_ml_refs(facts, owner))
+    if kind == "schema":
+        loc = facts.schema_locators.get(owner)
+        if loc is None:
+            return (Reference(ROLE_SCHEMA_LOCATOR, _absent("local", f"{SCHEMAS_ROOT}/{owner}"), exists=False),)
+        return (Reference(ROLE_SCHEMA_LOCATOR, loc),)
+    if kind == "compacted":
+        ml_name = facts.ml_name_by_topic.get(owner)
+        if ml_name is None:
+            try:
+                ml_name = names.parse_topic(owner).ml_name
+            except DecodeError as e:  # an unmappable owner is never evidence of absence: do not plan
+                raise _Skip("owner-unmappable", f"compacted owner {owner!r}: {e.reason}") from None
+        ml = facts.managed_ledgers.get(ml_name)
+        ml_path = ml.path if ml is not None else _ml_path(ml_name)
+        cursor_path = f"{ml_path}/{COMPACTION_CURSOR}"
+        for c in facts.cursors.get(ml_path, ()):
+            if c.path == cursor_path:
+                return (Reference(ROLE_CURSOR, c),)
+        return (Reference(ROLE_CURSOR, _absent("local", cursor_path), exists=False),)
+    raise _Skip("kind-not-plannable", f"orphan kind {kind!r} is never planned")
+
+
+def _ledger_action(f: Finding, facts: SnapshotFacts) -> Action:
+    if f.ledger_id is None:
+        raise _Skip("malformed-finding", "orphan-ledger finding without ledger_id")
+    kind = str(f.evidence.get("kind") or "")
+    if kind not in PLANNABLE_LEDGER_KINDS:
+        raise _Skip("kind-not-plannable", f"orphan kind {kind or 'unknown'!r} is never planned")
+    fact = facts.ledgers.get(f.ledger_id)
+    if fact is None:
+        raise _Skip("missing-in-snapshot", f"ledger {f.ledger_id} is not in the snapshot's bk_ledgers table")
+    if f.path and f.path != fact.path:
+        raise _Skip("path-mismatch", f"finding path {f.path} differs from the snapshot's {fact.path}")
+    if fact.custom("application") != "pulsar":
+        raise _Skip("custom-metadata-mismatch", "ledger custom metadata has no application=pulsar")
+    owner_ev = f.evidence.get("owner")
+    owner = str(owner_ev) if owner_ev else None
+    refs = _references(f, kind, owner, facts)
+    expected = tuple((k, v) for k in IDENTITY_KEYS if (v := fact.custom(k)) is not None)
+    target = ZnodeRef("local", fact.path, fact.version, fact.mzxid, fact.sha256)
+    return Action(
+        id=_action_id(KIND_DELETE_LEDGER, "local", str(f.ledger_id)),
+        kind=KIND_DELETE_LEDGER,
+        store="local",
+        path=fact.path,
+        ledger_id=f.ledger_id,
+        finding=FindingRef(f.key(), f.detection),
+        preconditions=Precondition(znodes=(target,), custom_metadata=expected, references=refs),
+        bytes=max(fact.length, 0),
+        time_ms=fact.ctime_ms,
+        ledger_kind=kind,
+        owner=owner,
+    )
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.count("/")
+
+
+def _subtree_action(f: Finding, facts: SnapshotFacts, params: PlanParams) -> Action:
+    root = f.path
+    if not root or not root.startswith("/") or (root != "/" and root.endswith("/")):
+        raise _Skip("malformed-finding", f"znode-leak finding has no usable path ({root!r})")
+    if root in PROTECTED_ROOTS or root.startswith("/ledgers/") or _depth(root) < 2:
+        raise _Skip("protected-path", f"{root} is a protected root and is never deleted")
+    nodes = facts.subtrees.get(root)
+    if not nodes:
+        raise _Skip("missing-in-snapshot", f"{root} is not in the snapshot's znodes table")
+    stores = {n.znode.store for n in nodes}
+    if len(stores) != 1:
+        raise _Skip("ambiguous-store", f"{root} appears in both stores ({', '.join(sorted(stores))})")
+    if len(nodes) > params.subtree_max_znodes:
+        raise _Skip(
+            "subtree-too-large",
+            f"{root} holds {len(nodes)} znodes (> {params.subtree_max_znodes} per transaction)",
+        )
+    eph = [n.znode.path for n in nodes if n.ephemeral_owner]
+    if eph:
+        raise _Skip("ephemeral-in-subtree", f"{root} holds ephemeral znode {eph[0]} (a live session)")
+    if any(n.znode.sha256 is None for n in nodes):
+        raise _Skip("missing-in-snapshot", f"{root}: a znode has no scraped sha256")
+    ordered = tuple(sorted((n.znode for n in nodes), key=lambda z: (_depth(z.path), z.path)))
+    if ordered[0].path != root:
+        raise _Skip("missing-in-snapshot", f"{root} itself is not in the snapshot's znodes table")
+    store = next(iter(stores))
+    leak = f.evidence.get("leak")
+    return Action(
+        id=_action_id(KIND_DELETE_SUBTREE, store, root),
+        kind=KIND_DELETE_SUBTREE,
+        store=store,
+        path=root,
+        finding=FindingRef(f.key(), f.detection),
+        preconditions=Precondition(znodes=ordered),
+        bytes=sum(max(n.data_length, 0) for n in nodes),
+        time_ms=max(n.mtime_ms for n in nodes),
+        leak=None if leak is None else str(leak),
+    )
+
+
+def _order_key(a: Action) -> tuple[Any, ...]:
+    return (a.time_ms, -a.bytes, a.kind, a.ledger_id if a.ledger_id is not None else -1, a.path, a.id)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _drop_overlaps(actions: list[Action]) -> tuple[list[Action], list[tuple[Action, str]]]:
+    """Keep the outermost of nested subtree actions (same store); report the inner ones."""
+    subtrees = sorted((a for a in actions if a.kind == KIND_DELETE_SUBTREE), key=lambda a: (a.store, a.path))
+    dropped: dict[str, str] = {}
+    kept_roots: list[Action] = []
+    for a in subtrees:
+        outer = next((k for k in kept_roots if k.store == a.store and _within(a.path, k.path)), None)
+        if outer is not None:
+            dropped[a.id] = outer.path
+        else:
+            kept_roots.append(a)
+    keep = [a for a in actions if a.id not in dropped]
+    return keep, [(a, dropped[a.id]) for a in actions if a.id in dropped]
+
+
+def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: PlanParams) -> PlanDraft:
+    """Turn findings into ordered, capped actions. Deterministic for any order of ``findings``."""
+    not_planned: list[NotPlanned] = []
+    candidates: list[tuple[Action, Finding]] = []
+    seen_keys: set[str] = set()
+    seen_targets: set[str] = set()
+    for f in sorted(findings, key=lambda x: (x.key(), x.severity, x.reason)):
+        k = f.key()
+        if k in seen_keys:
+            not_planned.append(_np(f, "duplicate", "duplicate finding"))
+            continue
+        seen_keys.add(k)
+        if f.detection not in ("orphan-ledger", "znode-leak"):
+            not_planned.append(_np(f, "no-repair-action", f"{f.detection} has no repair action"))
+            continue
+        if not f.plannable:
+            not_planned.append(_np(f, "not-plannable", f.reason or "finding is not plannable"))
+            continue
+        try:
+            is_ledger = f.detection == "orphan-ledger"
+            action = _ledger_action(f, facts) if is_ledger else _subtree_action(f, facts, params)
+        except _Skip as s:
+            not_planned.append(_np(f, s.code, s.reason))
+            continue
+        if action.id in seen_targets:
+            not_planned.append(_np(f, "duplicate", f"target of {action.id} is already planned"))
+            continue
+        seen_targets.add(action.id)
+        candidates.append((action, f))
+
+    by_id = {a.id: f for a, f in candidates}
+    actions, overlapped = _drop_overlaps([a for a, _ in candidates])
+    for a, outer in overlapped:
+        not_planned.append(_np(by_id[a.id], "contained-in-subtree", f"inside planned subtree {outer}"))
+
+    kept: list[Action] = []
+    total_bytes = 0
+    for a in sorted(actions, key=_order_key):
+        if params.max_actions is not None and len(kept) >= params.max_actions:
+            not_planned.append(
+                _np(by_id[a.id], "cut-max-actions", f"cut by --max-actions {params.max_actions}")
+            )
+            continue
+        if params.max_bytes is not None and total_bytes + a.bytes > params.max_bytes:
+            not_planned.append(_np(by_id[a.id], "cut-max-bytes", f"cut by --max-bytes {params.max_bytes}"))
+            continue
+        kept.append(a)
+        total_bytes += a.bytes
+    not_planned.sort(key=lambda n: (n.detection, n.reason_code, n.key))
+    return PlanDraft(actions=tuple(kept), not_planned=tuple(not_planned))
+
+
+def with_impact(draft: PlanDraft, impacts: Mapping[str, Mapping[str, Any]]) -> PlanDraft:
+    """Attach per-action impact documents (by action id)."""
+    return replace(
+        draft,
+        actions=tuple(replace(a, impact=dict(impacts.get(a.id, {}))) for a in draft.actions),
+    )
+
+
+def summarize(actions: Sequence[Action], not_planned: Sequence[NotPlanned]) -> dict[str, Any]:
+    by_kind: dict[str, dict[str, int]] = {}
+    for a in actions:
+        s = by_kind.setdefault(a.kind, {"actions": 0, "bytes": 0, "znodes": 0})
+        s["actions"] += 1
+        s["bytes"] += a.bytes
+        s["znodes"] += a.znode_count
+    ledger_kinds = Counter(a.ledger_kind for a in actions if a.ledger_kind)
+    leaks = Counter(a.leak or "unknown" for a in actions if a.kind == KIND_DELETE_SUBTREE)
+    by_reason = Counter(n.reason_code for n in not_planned)
+    by_detection = Counter(n.detection for n in not_planned)
+    cut = [n for n in not_planned if n.reason_code.startswith("cut-")]
+    return {
+        "actions": len(actions),
+        "bytes": sum(a.bytes for a in actions),
+        "znodes": sum(a.znode_count for a in actions),
+        "by_kind": dict(sorted(by_kind.items())),
+        "ledger_kinds": dict(sorted(ledger_kinds.items())),
+        "leaks": dict(sorted(leaks.items())),
+        "loads_topics": sum(1 for a in actions if a.loads_topics),
+        "loads_topics_note": "no action in this plan loads a topic (metadata-only deletions)",
+        "order": ORDER_DOC,
+        "not_planned": {
+            "total": len(not_planned),
+            "by_reason": dict(sorted(by_reason.items())),
+            "by_detection": dict(sorted(by_detection.items())),
+        },
+        "cut": {
+            "actions": len(cut),
+            "bytes": sum(n.bytes for n in cut),
+            "by_reason": dict(sorted(Counter(n.reason_code for n in cut).items())),
+        },
+    }

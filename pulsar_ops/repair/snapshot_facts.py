@@ -1,0 +1,222 @@
+"""Load what the planner needs from an audit directory and its snapshot (pyarrow; no Spark, no ZooKeeper).
+
+Only the rows the plannable findings touch are turned into Python values, except ``bk_ledgers`` which the
+impact model needs whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pulsar_ops.errors import FindingsError, SnapshotError
+from pulsar_ops.findings import Finding
+from pulsar_ops.repair.actions import ZnodeRef
+from pulsar_ops.repair.planner import IDENTITY_KEYS, LedgerFact, SnapshotFacts, SubtreeZnode
+from pulsar_ops.snapshot.reader import Snapshot, open_snapshot
+
+# bk_ledgers column -> custom-metadata key
+_IDENTITY_COLUMNS = (
+    ("application", "application"),
+    ("component", "component"),
+    ("ml_name", "pulsar/managed-ledger"),
+    ("cursor_name", "pulsar/cursor"),
+    ("schema_id", "pulsar/schemaId"),
+    ("compacted_topic", "pulsar/compactedTopic"),
+)
+assert {k for _, k in _IDENTITY_COLUMNS} == set(IDENTITY_KEYS)
+
+
+@dataclass(frozen=True)
+class AuditInput:
+    audit_dir: Path
+    snapshot_summary: dict[str, Any]
+    audit: dict[str, Any]
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    """A ``bk_ledgers`` row as the impact model needs it."""
+
+    ledger_id: int
+    length: int
+    bookies: tuple[str, ...]
+    ensemble_size: int
+    write_quorum: int
+    ctime_ms: int
+    state: str
+    last_entry_id: int
+
+
+def load_audit(audit_dir: Path) -> AuditInput:
+    audit_dir = Path(audit_dir)
+    path = audit_dir / "findings.json"
+    hint = f"run `pulsar-ops audit SNAPSHOT --out {audit_dir}` first"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FindingsError(f"{path} does not exist", hint=hint) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise FindingsError(f"{path} cannot be read: {e}", hint=hint) from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
+        raise FindingsError(f"{path}: expected an object with a findings list", hint=hint)
+    snap = doc.get("snapshot")
+    if not isinstance(snap, dict) or not snap.get("path"):
+        raise FindingsError(f"{path}: the snapshot section (with its path) is missing", hint=hint)
+    try:
+        findings = tuple(Finding.from_json(f) for f in doc["findings"])
+    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as e:
+        raise FindingsError(f"{path}: malformed finding: {e}", hint=hint) from e
+    return AuditInput(audit_dir, dict(snap), dict(doc.get("audit") or {}), findings)
+
+
+def open_audited_snapshot(audit: AuditInput) -> Snapshot:
+    """The snapshot the audit names; its id must match."""
+    raw = Path(str(audit.snapshot_summary["path"]))
+    candidates = [raw] if raw.is_absolute() else [raw, audit.audit_dir / raw, audit.audit_dir.parent / raw]
+    chosen = next((c for c in candidates if (c / "manifest.json").exists()), candidates[0])
+    snap = open_snapshot(chosen)
+    want = audit.snapshot_summary.get("snapshot_id")
+    if want and snap.manifest.snapshot_id != want:
+        raise SnapshotError(
+            f"{chosen} is snapshot {snap.manifest.snapshot_id}, but the audit was made from {want}",
+            hint=f"re-run `pulsar-ops audit {chosen} --out {audit.audit_dir}`",
+        )
+    return snap
+
+
+def _read(snap: Snapshot, table: str, columns: Sequence[str]) -> pa.Table:
+    parts = sorted(snap.table_dir(table).glob("part-*.parquet"))
+    if not parts:
+        raise SnapshotError(f"{snap.table_dir(table)}: no part files; the snapshot is damaged")
+    tables = [pq.read_table(p, columns=list(columns)) for p in parts]
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _rows(t: pa.Table) -> Iterable[dict[str, Any]]:
+    return t.to_pylist()
+
+
+_BK_COLUMNS = (
+    "ledger_id", "path", "version", "mzxid", "data_sha256", "ctime_ms", "length", "bookies", "ensemble_size",
+    "write_quorum", "state", "last_entry_id", *(c for c, _ in _IDENTITY_COLUMNS),
+)
+
+
+def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerRow]]:
+    t = _read(snap, "bk_ledgers", _BK_COLUMNS)
+    facts: dict[int, LedgerFact] = {}
+    rows: list[LedgerRow] = []
+    cols = {name: t.column(name).to_pylist() for name in _BK_COLUMNS}
+    for i in range(t.num_rows):
+        lid = int(cols["ledger_id"][i])
+        custom = tuple(
+            (key, str(cols[col][i])) for col, key in _IDENTITY_COLUMNS if cols[col][i] is not None
+        )
+        facts[lid] = LedgerFact(
+            ledger_id=lid,
+            path=str(cols["path"][i]),
+            version=int(cols["version"][i]),
+            mzxid=int(cols["mzxid"][i]),
+            sha256=str(cols["data_sha256"][i]),
+            ctime_ms=int(cols["ctime_ms"][i]),
+            length=int(cols["length"][i]),
+            custom_metadata=custom,
+        )
+        rows.append(
+            LedgerRow(
+                ledger_id=lid,
+                length=int(cols["length"][i]),
+                bookies=tuple(cols["bookies"][i] or ()),
+                ensemble_size=int(cols["ensemble_size"][i]),
+                write_quorum=int(cols["write_quorum"][i]),
+                ctime_ms=int(cols["ctime_ms"][i]),
+                state=str(cols["state"][i]),
+                last_entry_id=int(cols["last_entry_id"][i]),
+            )
+        )
+    return facts, rows
+
+
+def _znode_rows(snap: Snapshot, exact: set[str], roots: set[str]) -> list[dict[str, Any]]:
+    if not exact and not roots:
+        return []
+    t = _read(
+        snap,
+        "znodes",
+        ("store", "path", "version", "mzxid", "data_sha256", "mtime_ms", "ephemeral_owner", "data_length"),
+    )
+    paths = t.column("path")
+    mask = pc.is_in(paths, value_set=pa.array(sorted(exact | roots), type=pa.string()))
+    for root in sorted(roots):
+        mask = pc.or_(mask, pc.starts_with(paths, pattern=root.rstrip("/") + "/"))
+    return list(_rows(t.filter(mask)))
+
+
+def _ancestors_in(path: str, roots: set[str]) -> list[str]:
+    """``path`` and each of its ancestors that is one of ``roots``."""
+    out = []
+    p = path
+    while p and p != "/":
+        if p in roots:
+            out.append(p)
+        p = p.rsplit("/", 1)[0]
+    return out
+
+
+def load_facts(snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, LedgerFact]) -> SnapshotFacts:
+    """Facts for the plannable orphan-ledger and znode-leak findings."""
+    wanted = [f for f in findings if f.plannable and f.detection in ("orphan-ledger", "znode-leak")]
+    roots = {f.path for f in wanted if f.detection == "znode-leak" and f.path}
+
+    mls = _rows(_read(snap, "managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid")))
+    curs = _rows(_read(snap, "cursors", ("path", "ml_path", "version", "mzxid")))
+    schemas = _rows(_read(snap, "schema_index", ("path", "schema_id", "version", "mzxid")))
+    owners_ml = {str(f.evidence.get("owner")) for f in wanted if f.detection == "orphan-ledger"}
+
+    ml_rows = [r for r in mls if r["ml_name"] in owners_ml or r["topic"] in owners_ml]
+    ml_paths = {r["path"] for r in ml_rows}
+    cursor_rows = [r for r in curs if r["ml_path"] in ml_paths]
+    schema_rows = {r["schema_id"]: r for r in schemas if r["schema_id"] in owners_ml}
+    exact = ml_paths | {r["path"] for r in cursor_rows} | {r["path"] for r in schema_rows.values()}
+    zrows = _znode_rows(snap, exact, roots)
+
+    sha: dict[str, str] = {}
+    subtrees: dict[str, list[SubtreeZnode]] = {}
+    for z in zrows:
+        zref = ZnodeRef(str(z["store"]), str(z["path"]), int(z["version"]), int(z["mzxid"]), z["data_sha256"])
+        if z["store"] == "local" and z["path"] in exact:
+            sha[z["path"]] = z["data_sha256"]
+        for root in _ancestors_in(str(z["path"]), roots):
+            subtrees.setdefault(root, []).append(
+                SubtreeZnode(
+                    znode=zref,
+                    mtime_ms=int(z["mtime_ms"]),
+                    ephemeral_owner=int(z["ephemeral_owner"] or 0),
+                    data_length=int(z["data_length"] or 0),
+                )
+            )
+
+    def ref(row: dict[str, Any]) -> ZnodeRef:
+        return ZnodeRef("local", str(row["path"]), int(row["version"]), int(row["mzxid"]), sha.get(row["path"]))
+
+    cursors: dict[str, list[ZnodeRef]] = {}
+    for r in cursor_rows:
+        cursors.setdefault(str(r["ml_path"]), []).append(ref(r))
+    return SnapshotFacts(
+        snapshot_id=snap.manifest.snapshot_id,
+        ledgers=ledgers,
+        managed_ledgers={str(r["ml_name"]): ref(r) for r in ml_rows},
+        ml_name_by_topic={str(r["topic"]): str(r["ml_name"]) for r in ml_rows},
+        cursors={k: tuple(v) for k, v in cursors.items()},
+        schema_locators={k: ref(r) for k, r in schema_rows.items()},
+        subtrees={k: tuple(v) for k, v in subtrees.items()},
+    )

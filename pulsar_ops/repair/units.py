@@ -1,0 +1,84 @@
+"""Parsing of human sizes (``10GB``) and durations (``1h``) for repair flags. Pure."""
+
+from __future__ import annotations
+
+import re
+
+from pulsar_ops.errors import ConfigError
+
+_SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
+_SIZE_UNITS: dict[str, int] = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "pb": 1000**5,
+    "k": 1000,
+    "m": 1000**2,
+    "g": 1000**3,
+    "t": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+    "pib": 1024**5,
+}
+
+_DURATION_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
+_DURATION_UNITS: dict[str, int] = {
+    "ms": 1,
+    "": 1000,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+    "w": 7 * 86_400_000,
+}
+
+
+def parse_size(text: str, *, flag: str = "--max-bytes") -> int:
+    """``10GB`` -> 10_000_000_000 (KB/MB/GB/TB are powers of 1000; KiB/MiB/GiB/TiB powers of 1024)."""
+    m = _SIZE_RE.fullmatch(text)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in _SIZE_UNITS:
+        raise ConfigError(
+            f"{flag}: cannot parse size {text!r}",
+            hint=f"use a number with an optional unit, e.g. {flag} 10GB or {flag} 512MiB",
+        )
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+def parse_duration_ms(text: str, *, flag: str = "--quarantine") -> int:
+    """``1h`` -> 3_600_000; a bare number is seconds; ``0`` is allowed."""
+    m = _DURATION_RE.fullmatch(text)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in _DURATION_UNITS:
+        raise ConfigError(
+            f"{flag}: cannot parse duration {text!r}",
+            hint=f"use a number with a unit (ms, s, m, h, d), e.g. {flag} 1h or {flag} 0",
+        )
+    return int(float(m.group(1)) * _DURATION_UNITS[unit])
+
+
+def human_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(value) < 1000 or unit == "TB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
+def human_duration(ms: int) -> str:
+    if ms % 86_400_000 == 0 and ms:
+        return f"{ms // 86_400_000}d"
+    if ms % 3_600_000 == 0 and ms:
+        return f"{ms // 3_600_000}h"
+    if ms % 60_000 == 0 and ms:
+        return f"{ms // 60_000}m"
+    if ms % 1000 == 0:
+        return f"{ms // 1000}s"
+    return f"{ms}ms"

@@ -1,0 +1,276 @@
+"""The ONLY module of pulsar-ops that writes ZooKeeper (plus the reads apply and restore re-verify with).
+
+Writes are compare-and-set kazoo transactions: ``check(path, version)`` for referencing znodes and
+``delete(path, version)`` for every znode deleted. A failed kazoo transaction does not raise: ``commit()``
+returns one result per operation, exception objects for the failed one and ``RolledBackError`` for the rest,
+so every result is inspected. A connection error while committing leaves the outcome unknown; the caller
+re-reads the target to find out.
+
+Reads are pipelined (``get_async``) and retried on connection loss (reads are idempotent). Neither reads nor
+writes are retried on any other error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
+from kazoo.security import ACL, Id
+
+from pulsar_ops.errors import ZooKeeperError
+from pulsar_ops.repair.validate import Observed
+
+STAT_FIELDS = (
+    "czxid",
+    "mzxid",
+    "ctime",
+    "mtime",
+    "version",
+    "cversion",
+    "aversion",
+    "ephemeralOwner",
+    "dataLength",
+    "numChildren",
+    "pzxid",
+)
+
+
+def stat_to_json(stat: Any) -> dict[str, int]:
+    return {f: int(getattr(stat, f)) for f in STAT_FIELDS}
+
+
+def acl_to_json(acls: Iterable[Any]) -> list[dict[str, Any]]:
+    return [{"perms": int(a.perms), "scheme": str(a.id.scheme), "id": str(a.id.id)} for a in acls]
+
+
+def acl_from_json(acls: Iterable[Mapping[str, Any]]) -> list[ACL]:
+    return [ACL(int(a["perms"]), Id(str(a["scheme"]), str(a["id"]))) for a in acls]
+
+
+def redact_hosts(hosts: str) -> str:
+    """Hosts without any credentials (``user:pw@`` prefixes are dropped)."""
+    return ",".join(h.rsplit("@", 1)[-1] for h in hosts.split(","))
+
+
+@dataclass(frozen=True)
+class TxnResult:
+    committed: bool
+    unknown: bool  # connection lost while committing: outcome must be re-read
+    ops: tuple[str, ...]  # per operation: "ok" or the error class name
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class NodeWithAcl:
+    node: Observed
+    stat: Mapping[str, int]
+    acl: tuple[Mapping[str, Any], ...]
+
+
+_CONNECTION_ERRORS = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError)
+
+
+class ZkSession:
+    """Kazoo clients for the local store and (optionally separate) configuration store."""
+
+    def __init__(self, zookeeper: str, config_zookeeper: str | None = None, *, timeout_s: float = 30.0) -> None:
+        self._hosts = {"local": zookeeper, "config": config_zookeeper or zookeeper}
+        self._timeout = timeout_s
+        self._clients: dict[str, KazooClient] = {}
+        self._retry = KazooRetry(max_tries=5, delay=0.2, max_delay=5.0, ignore_expire=False)
+
+    def __enter__(self) -> ZkSession:
+        try:
+            for store in ("local", "config"):
+                hosts = self._hosts[store]
+                if store == "config" and hosts == self._hosts["local"]:
+                    self._clients["config"] = self._clients["local"]
+                    continue
+                c = KazooClient(hosts=hosts, timeout=self._timeout)
+                c.start(timeout=self._timeout)
+                self._clients[store] = c
+        except (KazooTimeoutError, KazooException, ValueError) as e:
+            self.close()
+            raise ZooKeeperError(
+                f"cannot connect to ZooKeeper {redact_hosts(self._hosts[store])}: {type(e).__name__}: {e}"
+            ) from e
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        seen: set[int] = set()
+        for c in self._clients.values():
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            try:
+                c.stop()
+                c.close()
+            except KazooException:  # closing is best effort
+                pass
+        self._clients.clear()
+
+    def client(self, store: str) -> KazooClient:
+        try:
+            return self._clients[store]
+        except KeyError:
+            raise ZooKeeperError(f"no ZooKeeper client for store {store!r}") from None
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        try:
+            return self._retry(fn, *args)
+        except NoAuthError as e:
+            raise ZooKeeperError(
+                f"not authorised to read {args[0] if args else ''}: {e}",
+                hint="run with credentials that can read and delete the znodes",
+                code="zookeeper-auth-failed",
+            ) from e
+        except (KazooException, KazooTimeoutError) as e:
+            if isinstance(e, NoNodeError):
+                raise
+            raise ZooKeeperError(f"ZooKeeper read failed: {type(e).__name__}: {e}") from e
+
+    # --- reads ---------------------------------------------------------------------------------------
+    def read(self, store: str, paths: Sequence[str]) -> list[Observed]:
+        """Read many znodes (pipelined). Missing znodes come back with ``exists=False``."""
+        result: list[Observed] = self._call(self._read_once, store, list(paths))
+        return result
+
+    def _read_once(self, store: str, paths: list[str]) -> list[Observed]:
+        c = self.client(store)
+        pending = [(p, c.get_async(p)) for p in paths]
+        out: list[Observed] = []
+        for p, res in pending:
+            try:
+                data, stat = res.get(timeout=self._timeout)
+            except NoNodeError:
+                out.append(Observed(store=store, path=p, exists=False))
+                continue
+            out.append(
+                Observed(
+                    store=store,
+                    path=p,
+                    exists=True,
+                    data=bytes(data or b""),
+                    version=int(stat.version),
+                    mzxid=int(stat.mzxid),
+                    ephemeral_owner=int(stat.ephemeralOwner),
+                )
+            )
+        return out
+
+    def children(self, store: str, path: str) -> list[str] | None:
+        """Child names, or None when the znode does not exist."""
+        try:
+            return sorted(self._call(self.client(store).get_children, path))
+        except NoNodeError:
+            return None
+
+    def read_subtree(self, store: str, root: str) -> list[Observed]:
+        """Every znode under ``root`` (inclusive) as it is now; empty when ``root`` is gone."""
+        out: list[Observed] = []
+        level = [root]
+        while level:
+            nodes = self.read(store, level)
+            out.extend(nodes)
+            nxt: list[str] = []
+            for n in nodes:
+                if not n.exists:
+                    continue
+                kids = self.children(store, n.path)
+                base = "" if n.path == "/" else n.path
+                nxt.extend(f"{base}/{k}" for k in kids or ())
+            level = nxt
+        return [o for o in out if o.exists]
+
+    def exists(self, store: str, paths: Sequence[str]) -> dict[str, bool]:
+        return {o.path: o.exists for o in self.read(store, paths)}
+
+    def read_with_acl(self, store: str, path: str) -> NodeWithAcl | None:
+        """Bytes, full stat and ACL of one znode (None when it does not exist)."""
+        c = self.client(store)
+        for _ in range(5):
+            try:
+                data, stat = self._call(c.get, path)
+                acls, acl_stat = self._call(c.get_acls, path)
+            except NoNodeError:
+                return None
+            if acl_stat.mzxid == stat.mzxid and acl_stat.aversion == stat.aversion:
+                break
+        else:
+            raise ZooKeeperError(f"{path} keeps changing while being read; try again later")
+        node = Observed(
+            store=store,
+            path=path,
+            exists=True,
+            data=bytes(data or b""),
+            version=int(stat.version),
+            mzxid=int(stat.mzxid),
+            ephemeral_owner=int(stat.ephemeralOwner),
+        )
+        return NodeWithAcl(node=node, stat=stat_to_json(stat), acl=tuple(acl_to_json(acls)))
+
+    # --- writes --------------------------------------------------------------------------------------
+    def commit_delete(
+        self, store: str, checks: Sequence[tuple[str, int]], deletes: Sequence[tuple[str, int]]
+    ) -> TxnResult:
+        """One atomic transaction: every check, then every delete (children first), all with versions."""
+        if not deletes:
+            raise ValueError("a delete transaction needs at least one delete")
+        c = self.client(store)
+        tx = c.transaction()
+        for path, version in checks:
+            tx.check(path, int(version))
+        for path, version in deletes:
+            tx.delete(path, int(version))
+        try:
+            results = tx.commit()
+        except _CONNECTION_ERRORS as e:
+            return TxnResult(committed=False, unknown=True, ops=(), error=f"{type(e).__name__}: {e}")
+        except KazooException as e:
+            return TxnResult(committed=False, unknown=False, ops=(), error=f"{type(e).__name__}: {e}")
+        ops = tuple("ok" if r is True else type(r).__name__ for r in results)
+        expected = len(checks) + len(deletes)
+        ok = len(results) == expected and all(r is True for r in results)
+        error = ""
+        if not ok:
+            failed = [
+                f"{(list(checks) + list(deletes))[i][0]}: {type(r).__name__}"
+                for i, r in enumerate(results)
+                if r is not True and type(r).__name__ != "RolledBackError"
+            ]
+            error = "; ".join(failed) or f"{len(results)}/{expected} results"
+        return TxnResult(committed=ok, unknown=False, ops=ops, error=error)
+
+    def create(self, store: str, path: str, data: bytes, acl: Sequence[Mapping[str, Any]]) -> str:
+        """Create one znode with its ACL: "created" | "exists". Other errors raise ZooKeeperError."""
+        c = self.client(store)
+        try:
+            c.create(path, data, acl=acl_from_json(acl) or None)
+        except NodeExistsError:
+            return "exists"
+        except NoNodeError as e:
+            raise ZooKeeperError(f"cannot create {path}: its parent does not exist") from e
+        except (KazooException, KazooTimeoutError) as e:
+            raise ZooKeeperError(f"cannot create {path}: {type(e).__name__}: {e}") from e
+        return "created"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,499 @@
+"""The report model: ``findings.json`` folded into frozen aggregates that every renderer reads.
+
+Pure: no kazoo, httpx, pyspark, rich or typer. :func:`build_report` works on the parsed document;
+:func:`load_report` reads ``AUDIT_DIR/findings.json`` (or a ``findings.json`` path) and calls it.
+
+Definitions (the renderers and the Prometheus metrics rely on them):
+
+- **reclaimable bytes** = the sum of ``bytes`` over *plannable* findings (orphan ledgers: BookKeeper ledger
+  length; znode leaks: summed znode data length). Findings without a namespace are grouped under ``(none)``.
+- **per-bookie bytes** (orphan-ledger findings only): when the finding's evidence holds ``write_quorum`` and
+  ``ensemble_size`` (the ``bk_ledgers`` columns), each bookie in ``evidence.bookies`` is attributed
+  ``bytes * write_quorum / max(ensemble_size, len(bookies))``: the *replicated* bytes stored on it, with
+  entries striped evenly over the ensemble (when ensemble changes put more distinct bookies than
+  ``ensemble_size`` in the list, the denominator is the number of bookies so that the total never exceeds
+  ``bytes * write_quorum``). Otherwise each bookie gets ``bytes / len(bookies)`` (the logical bytes split
+  evenly). A finding without bookies is attributed to the bookie ``(unknown)``.
+- **histograms** use fixed, roughly logarithmic buckets so reports of different audits compare; a value
+  that is missing, not a number or negative is counted as ``unknown``, apart from the buckets.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops.errors import FindingsError
+from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
+
+NO_NAMESPACE = "(none)"
+UNKNOWN_BOOKIE = "(unknown)"
+FINDINGS_FILE = "findings.json"
+DEFAULT_TOP_N = 10
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+
+# (label, lower bound inclusive, upper bound exclusive or None)
+AGE_BUCKETS_MS: tuple[tuple[str, int, int | None], ...] = (
+    ("< 1h", 0, HOUR_MS),
+    ("1h–6h", HOUR_MS, 6 * HOUR_MS),
+    ("6h–1d", 6 * HOUR_MS, DAY_MS),
+    ("1d–7d", DAY_MS, 7 * DAY_MS),
+    ("7d–30d", 7 * DAY_MS, 30 * DAY_MS),
+    ("30d–90d", 30 * DAY_MS, 90 * DAY_MS),
+    ("90d–1y", 90 * DAY_MS, 365 * DAY_MS),
+    ("≥ 1y", 365 * DAY_MS, None),
+)
+
+# Ack-hole range counts; 1000 and 10000 are the broker's default caps (metadata store / cursor ledger).
+RANGE_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
+    ("1", 1, 2),
+    ("2–4", 2, 5),
+    ("5–9", 5, 10),
+    ("10–49", 10, 50),
+    ("50–99", 50, 100),
+    ("100–499", 100, 500),
+    ("500–999", 500, 1000),
+    ("1000–4999", 1000, 5000),
+    ("5000–9999", 5000, 10000),
+    ("≥ 10000", 10000, None),
+)
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    snapshot_id: str | None
+    cluster: str | None
+    finished_at_ms: int | None
+    path: str | None
+    incomplete_scopes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AuditInfo:
+    params: Mapping[str, Any]
+    counts: Mapping[str, Any]
+    wall_seconds: float | None
+    # When the audit finished (``audit.finished_at_ms``, else ``started_at_ms + wall``, else the mtime of
+    # findings.json when loaded from disk); None when nothing tells.
+    finished_at_ms: int | None
+
+
+@dataclass(frozen=True)
+class DetectionCounts:
+    detection: str
+    by_severity: Mapping[str, int]
+    findings: int
+    plannable: int
+    bytes: int
+    reclaimable_bytes: int
+
+
+@dataclass(frozen=True)
+class GroupBytes:
+    """One tenant or namespace: all its findings, and the plannable part of them."""
+
+    key: str
+    findings: int
+    plannable: int
+    bytes: int
+    reclaimable_bytes: int
+    by_detection: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class BookieBytes:
+    bookie: str
+    orphan_ledgers: int
+    orphan_bytes: int
+    reclaimable_bytes: int
+
+
+@dataclass(frozen=True)
+class Bucket:
+    label: str
+    lo: int
+    hi: int | None
+    count: int
+
+
+@dataclass(frozen=True)
+class Histogram:
+    title: str
+    short: str
+    unit: str
+    buckets: tuple[Bucket, ...]
+    unknown: int
+
+    @property
+    def known(self) -> int:
+        return sum(b.count for b in self.buckets)
+
+    @property
+    def total(self) -> int:
+        return self.known + self.unknown
+
+
+@dataclass(frozen=True)
+class ReportModel:
+    snapshot: SnapshotInfo
+    audit: AuditInfo
+    generated_at_ms: int
+    top_n: int
+    findings: tuple[Finding, ...]
+    counts: tuple[DetectionCounts, ...]
+    severity_totals: Mapping[str, int]
+    plannable_findings: int
+    reclaimable_bytes: int
+    tenants: tuple[GroupBytes, ...]
+    namespaces: tuple[GroupBytes, ...]
+    bookies: tuple[BookieBytes, ...]
+    largest_findings: tuple[Finding, ...]
+    ack_holes: Histogram
+    orphan_ages: Histogram
+    inactive_ages: Histogram
+    retention_ages: Histogram
+    incomplete_scopes: tuple[str, ...]
+    exit_code: int
+    source: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def total_findings(self) -> int:
+        return len(self.findings)
+
+    @property
+    def top_tenants(self) -> tuple[GroupBytes, ...]:
+        return self.tenants[: self.top_n]
+
+    @property
+    def top_namespaces(self) -> tuple[GroupBytes, ...]:
+        return self.namespaces[: self.top_n]
+
+    @property
+    def snapshot_age_ms(self) -> int | None:
+        """Age of the snapshot when this report was generated."""
+        if self.snapshot.finished_at_ms is None:
+            return None
+        return self.generated_at_ms - self.snapshot.finished_at_ms
+
+    def count(self, detection: str, severity: str) -> int:
+        for c in self.counts:
+            if c.detection == detection:
+                return int(c.by_severity.get(severity, 0))
+        return 0
+
+
+# ----------------------------------------------------------------------------------------------- loading
+
+
+def load_report(path: Path | str, *, top_n: int = DEFAULT_TOP_N, now_ms: int | None = None) -> ReportModel:
+    """Read ``AUDIT_DIR/findings.json`` (``path`` may be the directory or the file) into a report model."""
+    p = Path(path)
+    file = p / FINDINGS_FILE if p.is_dir() else p
+    if not file.exists():
+        raise FindingsError(
+            f"{file}: no findings.json here",
+            hint="point at an audit directory written by `pulsar-ops audit SNAPSHOT --out DIR`",
+            code="findings-missing",
+        )
+    try:
+        raw = file.read_bytes()
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise FindingsError(f"{file}: cannot read findings ({e})") from e
+    try:
+        mtime_ms: int | None = int(os.stat(file).st_mtime * 1000)
+    except OSError:
+        mtime_ms = None
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    return build_report(doc, top_n=top_n, now_ms=now, source=str(file), file_mtime_ms=mtime_ms)
+
+
+def build_report(
+    doc: Any,
+    *,
+    top_n: int = DEFAULT_TOP_N,
+    now_ms: int,
+    source: str | None = None,
+    file_mtime_ms: int | None = None,
+) -> ReportModel:
+    """Fold a parsed findings document into a :class:`ReportModel`. ``now_ms`` stamps the report."""
+    where = source or FINDINGS_FILE
+    if not isinstance(doc, Mapping):
+        raise FindingsError(f"{where}: not a findings document (expected a JSON object)")
+    if top_n < 1:
+        raise FindingsError(
+            f"top N must be at least 1, got {top_n}", hint="pass --top 10", code="config-invalid"
+        )
+    raw_findings = doc.get("findings")
+    if not isinstance(raw_findings, list):
+        raise FindingsError(f"{where}: `findings` is missing or not a list")
+    findings = tuple(_parse_finding(d, i, where) for i, d in enumerate(raw_findings))
+    snapshot = _snapshot_info(doc.get("snapshot"))
+    audit = _audit_info(doc.get("audit"), file_mtime_ms)
+    return aggregate(findings, snapshot=snapshot, audit=audit, top_n=top_n, now_ms=now_ms, source=source)
+
+
+def aggregate(
+    findings: Sequence[Finding],
+    *,
+    snapshot: SnapshotInfo,
+    audit: AuditInfo,
+    top_n: int,
+    now_ms: int,
+    source: str | None = None,
+) -> ReportModel:
+    """The aggregates over already-parsed findings (used by :func:`build_report` and by tests)."""
+    findings = tuple(findings)
+    reclaimable = sum(f.bytes for f in findings if f.plannable)
+    incomplete = sorted(
+        {f.path for f in findings if f.detection == "scrape-incomplete" and f.path}
+        | set(snapshot.incomplete_scopes)
+    )
+    return ReportModel(
+        snapshot=snapshot,
+        audit=audit,
+        generated_at_ms=now_ms,
+        top_n=top_n,
+        findings=findings,
+        counts=_detection_counts(findings),
+        severity_totals={s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES},
+        plannable_findings=sum(1 for f in findings if f.plannable),
+        reclaimable_bytes=reclaimable,
+        tenants=_groups(findings, lambda f: f.tenant or NO_NAMESPACE),
+        namespaces=_groups(findings, lambda f: f.namespace or NO_NAMESPACE),
+        bookies=bookie_bytes(findings),
+        largest_findings=tuple(sorted(findings, key=_size_order)[:top_n]),
+        ack_holes=_histogram(
+            "Ack-hole range counts",
+            "ack holes",
+            "ranges",
+            RANGE_BUCKETS,
+            (f.evidence.get("range_count") for f in findings if f.detection == "ack-holes"),
+        ),
+        orphan_ages=_histogram(
+            "Orphan ledger ages",
+            "orphan ledgers",
+            "ms",
+            AGE_BUCKETS_MS,
+            (f.evidence.get("age_ms") for f in findings if f.detection == "orphan-ledger"),
+        ),
+        inactive_ages=_histogram(
+            "Inactive subscriptions: time since last activity",
+            "inactive subscriptions",
+            "ms",
+            AGE_BUCKETS_MS,
+            (f.evidence.get("inactive_ms") for f in findings if f.detection == "inactive-subscription"),
+        ),
+        retention_ages=_histogram(
+            "Expired retention: age of the oldest trimmable ledger",
+            "expired retention (oldest ledger)",
+            "ms",
+            AGE_BUCKETS_MS,
+            (
+                f.evidence.get("oldest_age_ms")
+                for f in findings
+                if f.detection == "expired-retention-unloaded"
+            ),
+        ),
+        incomplete_scopes=tuple(incomplete),
+        exit_code=exit_code(findings),
+        source=source,
+    )
+
+
+# ------------------------------------------------------------------------------------------- aggregates
+
+
+def bookie_shares(f: Finding) -> dict[str, float]:
+    """Bytes of one orphan-ledger finding attributed to each bookie (see the module docstring)."""
+    raw = f.evidence.get("bookies")
+    bookies: list[str] = []
+    if isinstance(raw, list):
+        for b in raw:
+            if isinstance(b, str) and b and b not in bookies:
+                bookies.append(b)
+    if not bookies:
+        return {UNKNOWN_BOOKIE: float(f.bytes)}
+    wq = _positive_int(f.evidence.get("write_quorum"))
+    es = _positive_int(f.evidence.get("ensemble_size"))
+    if wq is not None and es is not None and wq <= es:
+        share = f.bytes * wq / max(es, len(bookies))
+    else:
+        share = f.bytes / len(bookies)
+    return {b: share for b in bookies}
+
+
+def bookie_bytes(findings: Iterable[Finding]) -> tuple[BookieBytes, ...]:
+    orphan: dict[str, float] = defaultdict(float)
+    reclaim: dict[str, float] = defaultdict(float)
+    ledgers: dict[str, int] = defaultdict(int)
+    for f in findings:
+        if f.detection != "orphan-ledger":
+            continue
+        for bookie, share in bookie_shares(f).items():
+            orphan[bookie] += share
+            ledgers[bookie] += 1
+            if f.plannable:
+                reclaim[bookie] += share
+    rows = [BookieBytes(b, ledgers[b], round(orphan[b]), round(reclaim.get(b, 0.0))) for b in orphan]
+    rows.sort(key=lambda r: (-r.reclaimable_bytes, -r.orphan_bytes, r.bookie))
+    return tuple(rows)
+
+
+def _detection_counts(findings: Sequence[Finding]) -> tuple[DetectionCounts, ...]:
+    order = list(DETECTIONS) + sorted({f.detection for f in findings} - set(DETECTIONS))
+    rows = []
+    for d in order:
+        mine = [f for f in findings if f.detection == d]
+        rows.append(
+            DetectionCounts(
+                detection=d,
+                by_severity={s: sum(1 for f in mine if f.severity == s) for s in SEVERITIES},
+                findings=len(mine),
+                plannable=sum(1 for f in mine if f.plannable),
+                bytes=sum(f.bytes for f in mine),
+                reclaimable_bytes=sum(f.bytes for f in mine if f.plannable),
+            )
+        )
+    return tuple(rows)
+
+
+def _groups(findings: Sequence[Finding], key_of: Callable[[Finding], str]) -> tuple[GroupBytes, ...]:
+    acc: dict[str, list[Finding]] = defaultdict(list)
+    for f in findings:
+        acc[key_of(f)].append(f)
+    rows = []
+    for key, mine in acc.items():
+        by_det: dict[str, int] = defaultdict(int)
+        for f in mine:
+            by_det[f.detection] += 1
+        rows.append(
+            GroupBytes(
+                key=key,
+                findings=len(mine),
+                plannable=sum(1 for f in mine if f.plannable),
+                bytes=sum(f.bytes for f in mine),
+                reclaimable_bytes=sum(f.bytes for f in mine if f.plannable),
+                by_detection=dict(by_det),
+            )
+        )
+    rows.sort(key=lambda g: (-g.reclaimable_bytes, -g.bytes, -g.findings, g.key))
+    return tuple(rows)
+
+
+def _size_order(f: Finding) -> tuple[int, int, str]:
+    sev_rank = {"critical": 0, "warning": 1, "info": 2}.get(f.severity, 3)
+    return (-f.bytes, sev_rank, f.key())
+
+
+def _histogram(
+    title: str, short: str, unit: str, spec: Sequence[tuple[str, int, int | None]], values: Iterable[Any]
+) -> Histogram:
+    counts = [0] * len(spec)
+    unknown = 0
+    for v in values:
+        n = _number(v)
+        if n is None or n < spec[0][1]:
+            unknown += 1
+            continue
+        for i, (_, lo, hi) in enumerate(spec):
+            if n >= lo and (hi is None or n < hi):
+                counts[i] += 1
+                break
+    buckets = tuple(Bucket(label, lo, hi, c) for (label, lo, hi), c in zip(spec, counts, strict=True))
+    return Histogram(title, short, unit, buckets, unknown)
+
+
+# -------------------------------------------------------------------------------------------- parsing
+
+
+def _parse_finding(d: Any, i: int, where: str) -> Finding:
+    if not isinstance(d, Mapping):
+        raise FindingsError(f"{where}: findings[{i}] is not an object")
+    if not isinstance(d.get("detection"), str) or not d.get("detection"):
+        raise FindingsError(f"{where}: findings[{i}] has no `detection`")
+    if d.get("severity") not in SEVERITIES:
+        raise FindingsError(
+            f"{where}: findings[{i}] has severity {d.get('severity')!r}, "
+            f"expected one of {', '.join(SEVERITIES)}"
+        )
+    try:
+        f = Finding.from_json(d)
+    except (TypeError, ValueError, KeyError) as e:
+        raise FindingsError(f"{where}: findings[{i}] is malformed ({e})") from e
+    if not isinstance(f.evidence, Mapping):
+        raise FindingsError(f"{where}: findings[{i}].evidence is not an object")
+    for name in ("topic", "subscription", "path", "namespace"):
+        value = getattr(f, name)
+        if value is not None and not isinstance(value, str):
+            raise FindingsError(f"{where}: findings[{i}].{name} is not a string")
+    return f
+
+
+def _snapshot_info(raw: Any) -> SnapshotInfo:
+    s = raw if isinstance(raw, Mapping) else {}
+    scopes: list[str] = []
+    for sc in s.get("incomplete_scopes") or ():
+        if isinstance(sc, Mapping) and isinstance(sc.get("scope"), str):
+            scopes.append(sc["scope"])
+        elif isinstance(sc, str):
+            scopes.append(sc)
+    return SnapshotInfo(
+        snapshot_id=_opt_str(s.get("snapshot_id")),
+        cluster=_opt_str(s.get("cluster")),
+        finished_at_ms=_opt_int(s.get("finished_at_ms")),
+        path=_opt_str(s.get("path")),
+        incomplete_scopes=tuple(scopes),
+    )
+
+
+def _audit_info(raw: Any, file_mtime_ms: int | None) -> AuditInfo:
+    a = raw if isinstance(raw, Mapping) else {}
+    wall = _number(a.get("wall_seconds"))
+    finished = _opt_int(a.get("finished_at_ms"))
+    if finished is None:
+        started = _opt_int(a.get("started_at_ms"))
+        if started is not None:
+            finished = started + int((wall or 0.0) * 1000)
+    if finished is None:
+        finished = file_mtime_ms
+    params = a.get("params")
+    counts = a.get("counts")
+    return AuditInfo(
+        params=dict(params) if isinstance(params, Mapping) else {},
+        counts=dict(counts) if isinstance(counts, Mapping) else {},
+        wall_seconds=wall,
+        finished_at_ms=finished,
+    )
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _opt_int(v: Any) -> int | None:
+    n = _number(v)
+    return None if n is None else int(n)
+
+
+def _positive_int(v: Any) -> int | None:
+    n = _opt_int(v)
+    return n if n is not None and n > 0 else None
+
+
+def _opt_str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None

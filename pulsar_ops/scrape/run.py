@@ -1,0 +1,227 @@
+"""``scrape(config) -> Manifest``: walk both metadata stores into a snapshot directory, manifest last.
+
+The CLI, the demo and the benchmark call this. HTTP scrapers (admin REST, bookie HTTP) plug in through
+``ScrapeConfig.extra``: a callable returning ``ExtraTables`` (rows for ``loaded_topics`` / ``bookies`` and
+whether each source was scraped completely).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops import __version__
+from pulsar_ops.errors import ConfigError
+from pulsar_ops.scrape import zk
+from pulsar_ops.scrape.classify import CONFIG, LOCAL, MANAGED_LEDGERS, POLICIES, classify, roots_for
+from pulsar_ops.scrape.extract import DEFAULT_MAX_ZNODE_BYTES, ExtractConfig
+from pulsar_ops.scrape.sink import SnapshotSink
+from pulsar_ops.snapshot import schema
+from pulsar_ops.snapshot.manifest import MANIFEST_NAME, IncompleteScope, Manifest, write_manifest
+from pulsar_ops.snapshot.writer import DEFAULT_BATCH_ROWS, SnapshotWriter
+
+
+@dataclass(frozen=True)
+class ExtraTables:
+    """What an HTTP scraper contributes. ``bookies`` rows are merged over the /ledgers/available rows."""
+
+    loaded_topics: Sequence[Mapping[str, Any]] = ()
+    bookies: Sequence[Mapping[str, Any]] = ()
+    admin_scraped: bool = False
+    bookie_scraped: bool = False
+    # (source, scope, code, error) of every part that could not be read, e.g. ("admin", "broker-stats", ...)
+    incomplete: Sequence[tuple[str, str, str, str]] = ()
+
+
+@dataclass(frozen=True)
+class ScrapeProgress:
+    store: str
+    znodes: int
+    errors: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ScrapeConfig:
+    zookeeper: str
+    out: Path
+    config_zookeeper: str | None = None
+    ledgers_root: str = "/ledgers"
+    zk_auth: str | None = field(default=None, repr=False)
+    cluster: str | None = None
+    batch: int | None = None
+    window: int | None = None
+    multiread: bool | None = None  # None: detect from the server version (srvr) or a probe
+    max_znode_bytes: int = DEFAULT_MAX_ZNODE_BYTES
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    retry_seconds: float = zk.DEFAULT_RETRY_SECONDS
+    connect_timeout: float = 30.0
+    extra: Callable[[], ExtraTables] | None = None
+    progress: Callable[[ScrapeProgress], None] | None = None
+
+
+ROOT_MISSING = "zookeeper-root-missing"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _check_out_dir(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} exists and is not a directory", hint="pass --out NEW_DIR")
+    if (out / MANIFEST_NAME).exists():
+        raise ConfigError(
+            f"--out {out} already holds a snapshot", hint="pass --out NEW_DIR (snapshots are never overwritten)"
+        )
+    if out.is_dir() and any(out.iterdir()):
+        raise ConfigError(
+            f"--out {out} is not empty", hint=f"pass --out NEW_DIR, or remove the unfinished snapshot {out}"
+        )
+
+
+def _ledgers_root(value: str) -> str:
+    root = "/" + value.strip().strip("/")
+    if root == "/":
+        raise ConfigError("--ledgers-root must not be /", hint="pass --ledgers-root /ledgers")
+    return root
+
+
+def _pick_cluster(flag: str | None, seen: list[str]) -> str | None:
+    if flag:
+        return flag
+    real = sorted({c for c in seen if c != "global"})
+    return real[0] if len(real) == 1 else None
+
+
+def _guard_missing_roots(sink: SnapshotSink, ledgers_root: str) -> None:
+    """A missing root is normally just absence, except where absence would make everything else look leaked:
+    ledgers without /managed-ledgers (every ledger an orphan) or managed ledgers without /admin/policies
+    (every namespace a leak) almost always mean a wrong --zookeeper / --config-zookeeper / chroot."""
+    if sink.scope_znodes(LOCAL, MANAGED_LEDGERS) == 0 and sink.scope_znodes(LOCAL, ledgers_root) > 1:
+        sink.mark_incomplete(
+            LOCAL,
+            MANAGED_LEDGERS,
+            ROOT_MISSING,
+            f"{MANAGED_LEDGERS} does not exist while {ledgers_root} holds znodes: wrong --zookeeper or chroot?",
+        )
+    ml_znodes = sum(st.znodes for (store, scope), st in sink.scopes.items() if scope.startswith(MANAGED_LEDGERS))
+    if sink.scope_znodes(CONFIG, POLICIES) == 0 and ml_znodes > 1:
+        sink.mark_incomplete(
+            CONFIG,
+            POLICIES,
+            ROOT_MISSING,
+            f"{POLICIES} does not exist while {MANAGED_LEDGERS} holds znodes: wrong --config-zookeeper?",
+        )
+
+
+def scrape(config: ScrapeConfig) -> Manifest:
+    """Walk the stores into ``config.out`` and write the manifest last. Incomplete scopes do not raise."""
+    out = Path(config.out)
+    _check_out_dir(out)
+    ledgers_root = _ledgers_root(config.ledgers_root)
+    local_t = zk.ZkTarget.parse(config.zookeeper, flag="--zookeeper")
+    config_t = (
+        zk.ZkTarget.parse(config.config_zookeeper, flag="--config-zookeeper")
+        if config.config_zookeeper
+        else local_t
+    )
+    separate = config_t != local_t
+    auth = zk.parse_auth(config.zk_auth)
+    started_ms = _now_ms()
+    t0 = time.monotonic()
+
+    clients: dict[str, Any] = {}
+    try:
+        clients[LOCAL] = zk.connect(local_t, auth, timeout=config.connect_timeout)
+        clients[CONFIG] = (
+            zk.connect(config_t, auth, timeout=config.connect_timeout) if separate else clients[LOCAL]
+        )
+        writer = SnapshotWriter(out, batch_rows=config.batch_rows)
+        sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ledgers_root, max_znode_bytes=config.max_znode_bytes))
+        versions: dict[str, str] = {}
+        multiread_used: dict[str, bool] = {}
+        for store, target in ((CONFIG, config_t), (LOCAL, local_t)):
+            client = clients[store]
+            if config.multiread is None:
+                use_mr, version = zk.detect_multiread(client, target)
+            else:
+                use_mr, version = config.multiread, zk.server_version(target) or "unknown"
+            versions[store] = version
+            multiread_used[store] = use_mr
+            roots = roots_for(store, ledgers_root, separate_config=separate)
+            sink.store = store
+            for r in roots:
+                sink.ensure_scope(store, classify(r, ledgers_root).scope)
+
+            def _progress(n: int, store: str = store) -> None:
+                if config.progress is not None:
+                    config.progress(
+                        ScrapeProgress(store, sink.counters.znodes, sink.counters.errors, time.monotonic() - t0)
+                    )
+
+            walker = zk.ZkWalker(
+                client,
+                multiread=use_mr,
+                batch=config.batch,
+                window=config.window,
+                retry_seconds=config.retry_seconds,
+                progress=_progress,
+            )
+            walker.walk(roots, sink)
+    finally:
+        for c in {id(c): c for c in clients.values()}.values():
+            zk.close(c)
+    _guard_missing_roots(sink, ledgers_root)
+
+    extra = config.extra() if config.extra is not None else ExtraTables()
+    for row in extra.loaded_topics:
+        writer.add("loaded_topics", row)
+    bookies = dict(sink.bookies)
+    for row in extra.bookies:
+        bookies[str(row["bookie_id"])] = {**bookies.get(str(row["bookie_id"]), {}), **row}
+    for _bid, row in sorted(bookies.items()):
+        writer.add("bookies", row)
+    scope_rows = sink.scope_rows()
+    for source, scope, code, error in extra.incomplete:
+        scope_rows.append(
+            {"store": source, "scope": scope, "complete": False, "znodes": 0, "error_code": code, "error": error}
+        )
+    for row in scope_rows:
+        writer.add("scopes", row)
+    row_counts = writer.close()
+    seconds = time.monotonic() - t0
+    incomplete = tuple(
+        IncompleteScope(r["store"], r["scope"], r["error_code"] or "", r["error"] or "")
+        for r in scope_rows
+        if not r["complete"]
+    )
+    manifest = Manifest(
+        snapshot_id=str(uuid.uuid4()),
+        cluster=_pick_cluster(config.cluster, sink.clusters),
+        tool_version=__version__,
+        schema_version=schema.SCHEMA_VERSION,
+        complete=True,
+        started_at_ms=started_ms,
+        finished_at_ms=_now_ms(),
+        zxid_range={
+            s: {"min": sink.zxid[s][0], "max": sink.zxid[s][1]} if s in sink.zxid else {"min": None, "max": None}
+            for s in (LOCAL, CONFIG)
+        },
+        stores={LOCAL: local_t.describe(), CONFIG: config_t.describe()},
+        ledgers_root=ledgers_root,
+        row_counts=row_counts,
+        incomplete_scopes=incomplete,
+        errors_count=sink.counters.errors,
+        admin_scraped=extra.admin_scraped,
+        bookie_scraped=extra.bookie_scraped,
+        multiread=all(multiread_used.values()),
+        server_versions=versions,
+        znodes_per_second=round(sink.counters.znodes / seconds, 1) if seconds > 0 else None,
+    )
+    write_manifest(out, manifest)
+    return manifest

@@ -1,0 +1,121 @@
+"""The walk sink: turns znode reads and read errors into snapshot rows, scope completeness and zxid ranges.
+
+Pure bookkeeping over ``extract`` and the streaming ``SnapshotWriter``; no kazoo, so it is unit-testable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pulsar_ops.scrape.classify import CLUSTERS, classify
+from pulsar_ops.scrape.extract import ExtractConfig, Row, extract_znode
+from pulsar_ops.scrape.multiread import Stat
+from pulsar_ops.snapshot.writer import SnapshotWriter
+
+
+@dataclass
+class ScopeState:
+    znodes: int = 0
+    error_code: str | None = None
+    error: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.error_code is None
+
+
+@dataclass
+class ScrapeCounters:
+    znodes: int = 0
+    errors: int = 0
+
+
+@dataclass
+class SnapshotSink:
+    """Receives reads of one or more stores (set ``store`` before each walk)."""
+
+    writer: SnapshotWriter
+    cfg: ExtractConfig
+    store: str = "local"
+    scopes: dict[tuple[str, str], ScopeState] = field(default_factory=dict)
+    zxid: dict[str, list[int]] = field(default_factory=dict)
+    bookies: dict[str, Row] = field(default_factory=dict)
+    clusters: list[str] = field(default_factory=list)
+    counters: ScrapeCounters = field(default_factory=ScrapeCounters)
+    on_error: Callable[[str, str, str, str], None] | None = None
+
+    def ensure_scope(self, store: str, scope: str) -> ScopeState:
+        key = (store, scope)
+        st = self.scopes.get(key)
+        if st is None:
+            st = self.scopes[key] = ScopeState()
+        return st
+
+    def node(self, path: str, data: bytes, stat: Stat) -> None:
+        store = self.store
+        ex = extract_znode(store, path, data, stat, self.cfg)
+        w = self.writer
+        w.add_tuple("znodes", ex.znode)
+        for table, row in ex.rows:
+            if table == "bookies":
+                self.bookies.setdefault(row["bookie_id"], row)
+            else:
+                w.add(table, row)
+        scope = self.ensure_scope(store, ex.info.scope)
+        scope.znodes += 1
+        self.counters.znodes += 1
+        if ex.info.kind == "cluster" and ex.info.root == CLUSTERS:
+            self.clusters.append(ex.info.segments[0])
+        rng = self.zxid.get(store)
+        mz = stat[1]
+        if rng is None:
+            self.zxid[store] = [mz, mz]
+        elif mz < rng[0]:
+            rng[0] = mz
+        elif mz > rng[1]:
+            rng[1] = mz
+        if ex.error is not None:
+            self._record_error(path, ex.info.scope, ex.error.code, ex.error.reason)
+
+    def error(self, path: str, code: str, reason: str) -> None:
+        """A znode that could not be read (NoAuth, connection lost for good, ...)."""
+        scope = classify(path, self.cfg.ledgers_root).scope
+        self._record_error(path, scope, code, reason)
+
+    def _record_error(self, path: str, scope: str, code: str, reason: str) -> None:
+        st = self.ensure_scope(self.store, scope)
+        if st.error_code is None:
+            st.error_code, st.error = code, f"{path}: {reason}"
+        self.counters.errors += 1
+        self.writer.add(
+            "scrape_errors", {"store": self.store, "path": path, "scope": scope, "code": code, "reason": reason}
+        )
+        if self.on_error is not None:
+            self.on_error(self.store, path, code, reason)
+
+    def scope_znodes(self, store: str, scope: str) -> int:
+        st = self.scopes.get((store, scope))
+        return st.znodes if st is not None else 0
+
+    def mark_incomplete(self, store: str, scope: str, code: str, reason: str) -> None:
+        """Mark a scope incomplete without a znode to blame (e.g. a root that should exist but does not)."""
+        prev, self.store = self.store, store
+        try:
+            self._record_error(scope, scope, code, reason)
+        finally:
+            self.store = prev
+
+    def scope_rows(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "store": store,
+                "scope": scope,
+                "complete": st.complete,
+                "znodes": st.znodes,
+                "error_code": st.error_code,
+                "error": st.error,
+            }
+            for (store, scope), st in sorted(self.scopes.items())
+        ]

@@ -1,0 +1,449 @@
+"""Read-only ZooKeeper walker: pipelined multiRead batches (ZooKeeper >= 3.6) or pipelined async reads.
+
+The walk reads every znode below the given roots: ``getData`` gives the bytes and the full Stat, and nodes with
+``numChildren > 0`` are listed with ``getChildren``. Several batches stay in flight (pipelining). Per-op errors do
+not stop the walk: NoNode (deleted meanwhile) is skipped, anything else (NoAuth on an ACL-protected subtree, ...)
+is handed to the sink, which marks the scope incomplete. Connection loss re-issues every unfinished batch once
+the client is connected again (tenacity); if the ensemble stays away, the unfinished paths are reported to the
+sink as ``zookeeper-unavailable`` so the snapshot names what is missing.
+
+This module only reads. Writes live in ``repair/zk_writer.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import time
+import warnings
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionDropped,
+    ConnectionLoss,
+    KazooException,
+    OperationTimeoutError,
+    SessionExpiredError,
+    ZookeeperError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.paths import _prefix_root
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from pulsar_ops.errors import ConfigError, ZooKeeperAuthError, ZooKeeperError
+from pulsar_ops.scrape.multiread import (
+    OP_GET_CHILDREN,
+    OP_GET_DATA,
+    ZNOAUTH,
+    ZNONODE,
+    DataResult,
+    MultiRead,
+    OpError,
+    OpResult,
+    ReadOp,
+    Stat,
+)
+
+log = logging.getLogger(__name__)
+
+RETRYABLE: tuple[type[BaseException], ...] = (
+    ConnectionLoss,
+    ConnectionDropped,
+    ConnectionClosedError,
+    SessionExpiredError,
+    OperationTimeoutError,
+    KazooTimeoutError,
+)
+
+DEFAULT_BATCH = 1000
+DEFAULT_WINDOW = 8
+FALLBACK_BATCH = 200
+FALLBACK_WINDOW = 8
+DEFAULT_RETRY_SECONDS = 90.0
+REQUEST_TIMEOUT = 60.0
+
+CODE_NO_AUTH = "zookeeper-no-auth"
+CODE_READ_FAILED = "zookeeper-read-failed"
+CODE_UNAVAILABLE = "zookeeper-unavailable"
+
+
+# --------------------------------------------------------------------------------------------- targets
+
+
+@dataclass(frozen=True)
+class ZkTarget:
+    """``HOSTS[/chroot]`` split into the ensemble and the chroot ('' = none)."""
+
+    hosts: str
+    chroot: str = ""
+
+    @classmethod
+    def parse(cls, spec: str, *, flag: str = "--zookeeper") -> ZkTarget:
+        spec = spec.strip()
+        if not spec:
+            raise ConfigError(f"{flag} is empty", hint=f"pass {flag} HOST:PORT[,HOST:PORT...][/chroot]")
+        hosts, sep, chroot = spec.partition("/")
+        chroot = ("/" + chroot.rstrip("/")) if sep and chroot.strip("/") else ""
+        if not hosts or "@" in hosts:
+            raise ConfigError(
+                f"{flag} {spec!r} is not HOST:PORT[,HOST:PORT...][/chroot]",
+                hint=f"pass {flag} 127.0.0.1:2181/pulsar (credentials go in --zk-auth, never in the hosts)",
+            )
+        for hp in hosts.split(","):
+            host, _, port = hp.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ConfigError(
+                    f"{flag}: {hp!r} is not HOST:PORT", hint=f"pass {flag} HOST:PORT[,HOST:PORT...][/chroot]"
+                )
+        return cls(hosts=hosts, chroot=chroot)
+
+    @property
+    def connect_string(self) -> str:
+        return f"{self.hosts}{self.chroot}"
+
+    def host_ports(self) -> list[tuple[str, int]]:
+        out = []
+        for hp in self.hosts.split(","):
+            host, _, port = hp.strip().rpartition(":")
+            out.append((host.strip("[]"), int(port)))
+        return out
+
+    def describe(self) -> dict[str, str]:
+        return {"hosts": self.hosts, "chroot": self.chroot}
+
+
+def parse_auth(spec: str | None) -> tuple[str, str] | None:
+    """``digest:user:password`` -> ``("digest", "user:password")``."""
+    if not spec:
+        return None
+    scheme, sep, cred = spec.partition(":")
+    if not sep or not scheme or not cred:
+        raise ConfigError(
+            "--zk-auth must be SCHEME:CREDENTIALS", hint="pass --zk-auth digest:user:password", code="config-invalid"
+        )
+    if scheme == "digest" and ":" not in cred:
+        raise ConfigError("--zk-auth digest needs user:password", hint="pass --zk-auth digest:user:password")
+    return scheme, cred
+
+
+def connect(target: ZkTarget, auth: tuple[str, str] | None = None, *, timeout: float = 30.0) -> KazooClient:
+    """A started read client. Raises ZooKeeperError / ZooKeeperAuthError with hints."""
+    client = KazooClient(
+        hosts=target.connect_string,
+        timeout=30.0,
+        auth_data=[auth] if auth else None,
+        connection_retry={"max_tries": -1, "delay": 0.2, "backoff": 2, "max_delay": 3.0},
+        logger=logging.getLogger("pulsar_ops.kazoo"),
+    )
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="No chroot path exists")
+            client.start(timeout=timeout)
+    except KazooTimeoutError as e:
+        _close(client)
+        raise ZooKeeperError(f"cannot connect to ZooKeeper {target.hosts} within {timeout:.0f}s") from e
+    except KazooException as e:
+        _close(client)
+        if "auth" in type(e).__name__.lower():
+            raise ZooKeeperAuthError(f"ZooKeeper {target.hosts} rejected the credentials: {e!r}") from e
+        raise ZooKeeperError(f"cannot connect to ZooKeeper {target.hosts}: {e!r}") from e
+    if target.chroot:
+        try:
+            exists = client.exists("/") is not None
+        except KazooException as e:
+            _close(client)
+            raise ZooKeeperError(f"cannot read the chroot {target.chroot} on {target.hosts}: {e!r}") from e
+        if not exists:
+            _close(client)
+            raise ZooKeeperError(
+                f"the chroot {target.chroot} does not exist on {target.hosts}",
+                hint="check the /chroot part of --zookeeper / --config-zookeeper (e.g. HOST:2181/pulsar)",
+            )
+    return client
+
+
+def _close(client: KazooClient) -> None:
+    with contextlib.suppress(Exception):
+        client.stop()
+    with contextlib.suppress(Exception):
+        client.close()
+
+
+def close(client: KazooClient) -> None:
+    _close(client)
+
+
+# --------------------------------------------------------------------------------------------- versions
+
+
+def parse_server_version(srvr_output: str) -> str | None:
+    for line in srvr_output.splitlines():
+        if line.startswith("Zookeeper version:"):
+            return line.split(":", 1)[1].strip().split("-")[0].split(",")[0].strip()
+    return None
+
+
+def version_supports_multiread(version: str) -> bool | None:
+    """True for >= 3.6, False for older, None when the string is not a version."""
+    try:
+        parts = tuple(int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return None
+    if len(parts) < 2:
+        return None
+    return parts >= (3, 6)
+
+
+def server_version(target: ZkTarget, *, timeout: float = 3.0) -> str | None:
+    """Ask the ``srvr`` four-letter word of each host until one answers with a version."""
+    for host, port in target.host_ports():
+        try:
+            with socket.create_connection((host, port), timeout=timeout) as s:
+                s.sendall(b"srvr")
+                chunks = []
+                while True:
+                    b = s.recv(4096)
+                    if not b:
+                        break
+                    chunks.append(b)
+        except OSError:
+            continue
+        v = parse_server_version(b"".join(chunks).decode("utf-8", "replace"))
+        if v:
+            return v
+    return None
+
+
+def probe_multiread(client: KazooClient, *, timeout: float = 10.0) -> bool:
+    """Send one multiRead of ``/``; an unimplemented / marshalling error or a dropped connection means no."""
+    ar = client.handler.async_result()
+    client._call(MultiRead([ReadOp(OP_GET_DATA, _prefix_root(client.chroot, "/"))]), ar)
+    try:
+        res = ar.get(timeout=timeout)
+    except Exception as e:  # any failure: the server does not speak multiRead
+        log.info("multiRead probe failed (%r); falling back to pipelined async reads", e)
+        return False
+    return isinstance(res, list) and len(res) == 1
+
+
+def detect_multiread(client: KazooClient, target: ZkTarget) -> tuple[bool, str]:
+    """(use multiRead?, server version or 'unknown')."""
+    version = server_version(target)
+    if version is not None:
+        ok = version_supports_multiread(version)
+        if ok is not None:
+            return ok, version
+    return probe_multiread(client), version or "unknown"
+
+
+# --------------------------------------------------------------------------------------------- walker
+
+
+class WalkSink(Protocol):
+    def node(self, path: str, data: bytes, stat: Stat) -> None: ...
+
+    def error(self, path: str, code: str, reason: str) -> None: ...
+
+
+@dataclass
+class WalkStats:
+    znodes: int = 0
+    batches: int = 0
+    reconnects: int = 0
+    aborted: bool = False
+    seconds: float = 0.0
+
+
+def join_path(parent: str, child: str) -> str:
+    return f"{parent}/{child}" if parent != "/" else f"/{child}"
+
+
+def _error_code_name(code: int) -> str:
+    if code == ZNOAUTH:
+        return CODE_NO_AUTH
+    return CODE_READ_FAILED
+
+
+_Batch = tuple[list[ReadOp], Any]
+
+
+class ZkWalker:
+    """Walk subtrees of one store with pipelined batches. ``multiread=False`` uses kazoo's async reads."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        *,
+        multiread: bool,
+        batch: int | None = None,
+        window: int | None = None,
+        retry_seconds: float = DEFAULT_RETRY_SECONDS,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.multiread = multiread
+        self.batch = max(1, batch or (DEFAULT_BATCH if multiread else FALLBACK_BATCH))
+        self.window = max(1, window or (DEFAULT_WINDOW if multiread else FALLBACK_WINDOW))
+        self.retry_seconds = retry_seconds
+        self.progress = progress
+        self.stats = WalkStats()
+
+    # -- issuing and collecting one batch
+
+    def _issue(self, ops: list[ReadOp]) -> Any:
+        client = self.client
+        if self.multiread:
+            chroot = client.chroot or ""
+            ar = client.handler.async_result()
+            if chroot:
+                ops = [ReadOp(op.type, chroot + op.path if op.path != "/" else chroot) for op in ops]
+            client._call(MultiRead(ops), ar)
+            return ar
+        return [
+            client.get_async(op.path) if op.type == OP_GET_DATA else client.get_children_async(op.path)
+            for op in ops
+        ]
+
+    def _collect(self, ops: list[ReadOp], handle: Any) -> list[OpResult]:
+        """Results per op. Raises a RETRYABLE exception when the connection failed under the batch."""
+        if self.multiread:
+            try:
+                res = handle.get(timeout=REQUEST_TIMEOUT)
+            except RETRYABLE:
+                raise
+            except ZookeeperError as e:  # the whole request was refused: every op failed the same way
+                return [OpError(int(getattr(e, "code", -1) or -1)) for _ in ops]
+            except (ValueError, IndexError) as e:  # unparsable response: report, do not loop
+                log.warning("multiRead response could not be parsed: %r", e)
+                return [OpError(-5) for _ in ops]
+            if not isinstance(res, list) or len(res) != len(ops):
+                return [OpError(-5) for _ in ops]
+            return res
+        out: list[OpResult] = []
+        for op, ar in zip(ops, handle, strict=True):
+            try:
+                value = ar.get(timeout=REQUEST_TIMEOUT)
+            except RETRYABLE:
+                raise
+            except ZookeeperError as e:
+                out.append(OpError(int(getattr(e, "code", -1) or -1)))
+                continue
+            if op.type == OP_GET_DATA:
+                data, stat = value
+                out.append((data or b"", tuple(stat)))
+            else:
+                out.append(list(value))
+        return out
+
+    # -- the walk
+
+    def walk(self, roots: Sequence[str], sink: WalkSink) -> WalkStats:
+        started = time.monotonic()
+        pending: list[ReadOp] = [ReadOp(OP_GET_DATA, r) for r in reversed(roots)]
+        inflight: deque[_Batch] = deque()
+        batch_size = self.batch
+        failures = 0
+        while pending or inflight:
+            while pending and len(inflight) < self.window:
+                n = min(batch_size, len(pending))
+                ops = pending[-n:]
+                del pending[-n:]
+                inflight.append((ops, self._issue(ops)))
+            ops, handle = inflight.popleft()
+            try:
+                results = self._collect(ops, handle)
+            except RETRYABLE as e:
+                # Every batch still in flight failed with the connection: re-issue all of them.
+                pending.extend(ops)
+                while inflight:
+                    pending.extend(inflight.popleft()[0])
+                failures += 1
+                self.stats.reconnects += 1
+                if failures > 2 and batch_size > 1:
+                    batch_size = max(1, batch_size // 2)  # a response the link cannot carry: smaller batches
+                log.warning("connection lost during the walk (%r); re-issuing %d reads", e, len(pending))
+                if not self._await_connection():
+                    self._abandon(pending, sink, f"connection lost and not restored within {self.retry_seconds}s")
+                    self.stats.aborted = True
+                    break
+                continue
+            failures = 0
+            self.stats.batches += 1
+            self._process(ops, results, pending, sink)
+            if self.progress is not None:
+                self.progress(self.stats.znodes)
+        self.stats.seconds = time.monotonic() - started
+        return self.stats
+
+    def _process(self, ops: list[ReadOp], results: list[OpResult], pending: list[ReadOp], sink: WalkSink) -> None:
+        node = sink.node
+        push = pending.append
+        done = 0
+        for op, res in zip(ops, results, strict=True):
+            if isinstance(res, OpError):
+                if res.code == ZNONODE:
+                    continue  # deleted while we walked: not an error, not evidence of anything
+                what = "read" if op.type == OP_GET_DATA else "list children of"
+                sink.error(op.path, _error_code_name(res.code), f"cannot {what} the znode: ZooKeeper error {res.code}")
+                continue
+            if isinstance(res, tuple):
+                data, stat = res
+                node(op.path, data, stat)
+                done += 1
+                if stat[9] > 0:
+                    push(ReadOp(OP_GET_CHILDREN, op.path))
+            else:
+                parent = op.path
+                prefix = parent + "/" if parent != "/" else "/"
+                for child in sorted(res, reverse=True):
+                    push(ReadOp(OP_GET_DATA, prefix + child))
+        self.stats.znodes += done
+
+    def _await_connection(self) -> bool:
+        """Wait (tenacity, exponential backoff) until a read succeeds again; False after retry_seconds."""
+        try:
+            for attempt in Retrying(
+                stop=stop_after_delay(self.retry_seconds),
+                wait=wait_exponential(multiplier=0.2, max=3.0),
+                retry=retry_if_exception_type(RETRYABLE),
+                reraise=False,
+            ):
+                with attempt:
+                    self.client.exists_async("/").get(timeout=10.0)
+        except RetryError:
+            return False
+        return True
+
+    def _abandon(self, pending: list[ReadOp], sink: WalkSink, reason: str) -> None:
+        for op in pending:
+            sink.error(op.path, CODE_UNAVAILABLE, reason)
+        pending.clear()
+
+
+def is_data_result(res: OpResult) -> bool:
+    return isinstance(res, tuple)
+
+
+__all__ = [
+    "CODE_NO_AUTH",
+    "CODE_READ_FAILED",
+    "CODE_UNAVAILABLE",
+    "DataResult",
+    "WalkSink",
+    "WalkStats",
+    "ZkTarget",
+    "ZkWalker",
+    "close",
+    "connect",
+    "detect_multiread",
+    "join_path",
+    "parse_auth",
+    "probe_multiread",
+    "server_version",
+]

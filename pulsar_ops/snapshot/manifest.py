@@ -1,0 +1,113 @@
+"""The snapshot manifest: what was scraped, from where, and whether every scope was read completely.
+
+``manifest.json`` is written LAST and atomically (temporary file + fsync + rename); its presence with
+``"complete": true`` is what makes a snapshot directory a finished snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops.errors import SnapshotError
+
+MANIFEST_NAME = "manifest.json"
+
+
+@dataclass(frozen=True)
+class IncompleteScope:
+    store: str
+    scope: str
+    code: str
+    error: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    snapshot_id: str
+    cluster: str | None
+    tool_version: str
+    schema_version: int
+    complete: bool
+    started_at_ms: int
+    finished_at_ms: int
+    # {"local": {"min": mzxid, "max": mzxid}, "config": {...}}; a store with no znodes has nulls.
+    zxid_range: dict[str, dict[str, int | None]]
+    # {"local": {"hosts": "h1:2181,h2:2181", "chroot": "/pulsar"}, "config": {...}}; never credentials.
+    stores: dict[str, dict[str, str]]
+    ledgers_root: str
+    row_counts: dict[str, int]
+    incomplete_scopes: tuple[IncompleteScope, ...] = ()
+    errors_count: int = 0
+    admin_scraped: bool = False
+    bookie_scraped: bool = False
+    multiread: bool = False
+    # ZooKeeper server version per store as reported by `srvr` ("unknown" when it could not be asked).
+    server_versions: dict[str, str] = field(default_factory=dict)
+    znodes_per_second: float | None = None
+
+    @property
+    def all_scopes_complete(self) -> bool:
+        return not self.incomplete_scopes
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["incomplete_scopes"] = [asdict(s) for s in self.incomplete_scopes]
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any], *, source: str = "manifest.json") -> Manifest:
+        try:
+            scopes = tuple(IncompleteScope(**s) for s in doc.get("incomplete_scopes", ()))
+            known = {f for f in cls.__dataclass_fields__ if f != "incomplete_scopes"}
+            kwargs = {k: v for k, v in doc.items() if k in known}
+            return cls(incomplete_scopes=scopes, **kwargs)
+        except TypeError as e:
+            raise SnapshotError(f"{source}: not a pulsar-ops manifest ({e})") from e
+
+    def summary(self) -> dict[str, Any]:
+        """The short form embedded in findings.json and printed by the CLI."""
+        return {
+            "snapshot_id": self.snapshot_id,
+            "cluster": self.cluster,
+            "schema_version": self.schema_version,
+            "started_at_ms": self.started_at_ms,
+            "finished_at_ms": self.finished_at_ms,
+            "complete": self.complete,
+            "incomplete_scopes": [asdict(s) for s in self.incomplete_scopes],
+            "errors_count": self.errors_count,
+            "admin_scraped": self.admin_scraped,
+            "bookie_scraped": self.bookie_scraped,
+        }
+
+
+def write_manifest(snapshot_dir: Path, manifest: Manifest) -> Path:
+    """Write ``manifest.json`` atomically: a reader sees either no manifest or the whole one."""
+    snapshot_dir = Path(snapshot_dir)
+    final = snapshot_dir / MANIFEST_NAME
+    tmp = snapshot_dir / f".{MANIFEST_NAME}.tmp-{os.getpid()}"
+    data = json.dumps(manifest.to_json(), indent=2, sort_keys=False).encode("utf-8") + b"\n"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    dir_fd = os.open(snapshot_dir, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return final
+
+
+def read_manifest_json(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SnapshotError(f"{path}: cannot read the manifest ({e})") from e
+    if not isinstance(doc, dict):
+        raise SnapshotError(f"{path}: the manifest is not a JSON object")
+    return doc

@@ -1,0 +1,67 @@
+"""Open a finished snapshot: refuse unfinished or other-version snapshots, read tables as Arrow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pulsar_ops.errors import SnapshotError, SnapshotIncompleteError, SnapshotVersionError
+from pulsar_ops.snapshot import schema
+from pulsar_ops.snapshot.arrow_schema import arrow_schema
+from pulsar_ops.snapshot.manifest import MANIFEST_NAME, Manifest, read_manifest_json
+from pulsar_ops.snapshot.writer import TABLES_DIR
+
+_RESCRAPE = "take a fresh snapshot with `pulsar-ops scrape --zookeeper HOSTS --out NEW_DIR`"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    path: Path
+    manifest: Manifest
+
+    def table_dir(self, name: str) -> Path:
+        if name not in schema.BY_NAME:
+            raise SnapshotError(f"unknown snapshot table {name!r}", hint="see pulsar_ops/snapshot/schema.py")
+        return self.path / TABLES_DIR / name
+
+    def table(self, name: str) -> pa.Table:
+        d = self.table_dir(name)
+        parts = sorted(d.glob("part-*.parquet"))
+        if not parts:
+            raise SnapshotError(f"{d}: no part files; the snapshot is damaged", hint=_RESCRAPE)
+        sch = arrow_schema(name)
+        tables = [pq.read_table(p, schema=sch) for p in parts]
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+    def table_paths(self) -> dict[str, Path]:
+        return {t.name: self.table_dir(t.name) for t in schema.TABLES}
+
+
+def open_snapshot(path: Path | str) -> Snapshot:
+    """Open SNAPSHOT_DIR. Raises SnapshotIncompleteError / SnapshotVersionError / SnapshotError with hints."""
+    p = Path(path)
+    if not p.is_dir():
+        raise SnapshotError(f"{p}: no such snapshot directory", hint=_RESCRAPE)
+    mpath = p / MANIFEST_NAME
+    if not mpath.exists():
+        raise SnapshotIncompleteError(
+            f"{p}: no {MANIFEST_NAME}; the scrape that wrote it did not finish",
+            hint=f"remove {p} and {_RESCRAPE}",
+        )
+    doc = read_manifest_json(mpath)
+    if doc.get("complete") is not True:
+        raise SnapshotIncompleteError(f"{p}: the manifest says the snapshot is not complete", hint=_RESCRAPE)
+    version = doc.get("schema_version")
+    if version != schema.SCHEMA_VERSION:
+        raise SnapshotVersionError(
+            f"{p}: snapshot schema version {version!r}, this pulsar-ops reads version {schema.SCHEMA_VERSION}",
+            hint=f"use the pulsar-ops release that wrote it, or {_RESCRAPE}",
+        )
+    manifest = Manifest.from_json(doc, source=str(mpath))
+    missing = [t.name for t in schema.TABLES if not (p / TABLES_DIR / t.name).is_dir()]
+    if missing:
+        raise SnapshotError(f"{p}: table directories missing: {', '.join(missing)}", hint=_RESCRAPE)
+    return Snapshot(path=p, manifest=manifest)

@@ -1,0 +1,170 @@
+"""JSON and text payloads of the synthetic cluster (pure): Pulsar admin/load-balance JSON, BookKeeper text.
+
+Shapes follow the public formats (reference pulsar-http-apis.md §2.9, pulsar-metadata.md §2.2-§2.4).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+BUNDLE_SPACE = 0x100000000
+
+
+def bundle_boundaries(num_bundles: int) -> list[str]:
+    """Equal split of the hash space like the broker: ``0x%08x`` boundaries, the last one ``0xffffffff``."""
+    step = BUNDLE_SPACE // num_bundles
+    bounds = [f"0x{i * step:08x}" for i in range(num_bundles)]
+    bounds.append("0xffffffff")
+    return bounds
+
+
+def bundle_ranges(boundaries: list[str]) -> list[str]:
+    return [f"{lo}_{hi}" for lo, hi in itertools.pairwise(boundaries)]
+
+
+def dumps(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def cluster_data(name: str) -> dict[str, Any]:
+    host = f"{name}.pulsar.example"
+    return {
+        "serviceUrl": f"http://{host}:8080",
+        "serviceUrlTls": f"https://{host}:8443",
+        "brokerServiceUrl": f"pulsar://{host}:6650",
+        "brokerServiceUrlTls": f"pulsar+ssl://{host}:6651",
+        "peerClusterNames": None,
+        "authenticationPlugin": None,
+        "authenticationParameters": None,
+        "proxyServiceUrl": None,
+        "proxyProtocol": None,
+        "brokerClientTlsEnabled": False,
+    }
+
+
+def tenant_info(clusters: list[str], admin: str) -> dict[str, Any]:
+    return {"adminRoles": [admin], "allowedClusters": sorted(clusters)}
+
+
+def namespace_policies(
+    *,
+    boundaries: list[str],
+    clusters: list[str],
+    retention: tuple[int, int] | None = None,
+    ttl_seconds: int | None = None,
+    delayed: tuple[bool, int] | None = None,
+    dedup: bool | None = None,
+    subscription_expiration_minutes: int | None = None,
+) -> dict[str, Any]:
+    """Namespace ``Policies`` JSON with the keys the audit reads and a realistic set of the others."""
+    p: dict[str, Any] = {
+        "auth_policies": {
+            "namespace_auth": {},
+            "destination_auth": {},
+            "subscription_auth_roles": {},
+        },
+        "replication_clusters": sorted(clusters),
+        "bundles": {"boundaries": boundaries, "numBundles": len(boundaries) - 1},
+        "backlog_quota_map": {},
+        "clusterDispatchRate": {},
+        "topicDispatchRate": {},
+        "subscriptionDispatchRate": {},
+        "replicatorDispatchRate": {},
+        "clusterSubscribeRate": {},
+        "publishMaxMessageRate": {},
+        "latency_stats_sample_rate": {},
+        "deleted": False,
+        "encryption_required": False,
+        "subscription_auth_mode": "None",
+        "offload_threshold": -1,
+        "schema_auto_update_compatibility_strategy": "Full",
+        "schema_compatibility_strategy": "UNDEFINED",
+        "is_allow_auto_update_schema": True,
+        "schema_validation_enforced": False,
+        "subscription_types_enabled": [],
+        "properties": {},
+    }
+    if retention is not None:
+        p["retention_policies"] = {"retentionTimeInMinutes": retention[0], "retentionSizeInMB": retention[1]}
+    if ttl_seconds is not None:
+        p["message_ttl_in_seconds"] = ttl_seconds
+    if delayed is not None:
+        p["delayed_delivery_policies"] = {"active": delayed[0], "tickTime": delayed[1], "maxNumBuckets": -1}
+    if dedup is not None:
+        p["deduplicationEnabled"] = dedup
+    if subscription_expiration_minutes is not None:
+        p["subscription_expiration_time_minutes"] = subscription_expiration_minutes
+    return p
+
+
+def local_policies(boundaries: list[str]) -> dict[str, Any]:
+    return {
+        "bundles": {"boundaries": boundaries, "numBundles": len(boundaries) - 1},
+        "bookieAffinityGroup": None,
+        "namespaceAntiAffinityGroup": None,
+        "migrated": False,
+    }
+
+
+def partitioned_topic(partitions: int) -> dict[str, Any]:
+    return {"partitions": partitions, "deleted": False}
+
+
+def broker_urls(broker: str) -> dict[str, Any]:
+    return {
+        "nativeUrl": f"pulsar://{broker}:6650",
+        "nativeUrlTls": f"pulsar+ssl://{broker}:6651",
+        "httpUrl": f"http://{broker}:8080",
+        "httpUrlTls": f"https://{broker}:8443",
+        "disabled": False,
+        "advertisedListeners": {},
+    }
+
+
+def bundle_data(topics: int, rate: float) -> dict[str, Any]:
+    def sample(samples: int) -> dict[str, Any]:
+        return {
+            "maxSamples": samples,
+            "numSamples": samples,
+            "msgThroughputIn": rate * 1024.0,
+            "msgThroughputOut": rate * 2048.0,
+            "msgRateIn": rate,
+            "msgRateOut": rate * 2.0,
+        }
+
+    return {"shortTermData": sample(10), "longTermData": sample(1000), "topics": topics}
+
+
+def local_broker_data(broker: str, bundles: list[str]) -> dict[str, Any]:
+    urls = broker_urls(broker)
+    return {
+        "webServiceUrl": urls["httpUrl"],
+        "webServiceUrlTls": urls["httpUrlTls"],
+        "pulsarServiceUrl": urls["nativeUrl"],
+        "pulsarServiceUrlTls": urls["nativeUrlTls"],
+        "persistentTopicsEnabled": True,
+        "nonPersistentTopicsEnabled": True,
+        "bundles": sorted(bundles),
+        "brokerVersionString": "3.3.2",
+        "loadManagerClassName": "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
+    }
+
+
+def bk_layout() -> bytes:
+    return b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1\n"
+
+
+def bk_cookie(bookie: str, instance_id: str) -> bytes:
+    body = (
+        f'bookieHost: "{bookie}"\n'
+        'journalDir: "/pulsar/data/bookkeeper/journal"\n'
+        'ledgerDirs: "1\\t/pulsar/data/bookkeeper/ledgers"\n'
+        f'instanceId: "{instance_id}"\n'
+    )
+    return b"5\n" + body.encode()
+
+
+def underreplication_layout() -> bytes:
+    return b'type: "org.apache.bookkeeper.meta.ZkLedgerUnderreplicationManager"\nversion: 1\n'

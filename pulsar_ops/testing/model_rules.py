@@ -1,0 +1,176 @@
+"""The detection rules of docs/detections.md, evaluated over the typed model (pure; for the ground truth).
+
+The seeder computes its ground truth with these functions while it generates each topic, so the expected
+findings follow the same written rules the audit's SQL implements, not the generator's intentions. Tests
+re-derive the set-based detections (orphans, dangling references) from the decoded znodes independently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pulsar_ops.formats.cursor import ManagedCursorInfo
+from pulsar_ops.formats.managed_ledger import LedgerInfo
+from pulsar_ops.formats.names import MlName, is_system_cursor
+from pulsar_ops.testing.model_spec import (
+    BROKER_DEFAULTS,
+    INACTIVE_AFTER_MS,
+    MIB,
+    MIN_AGE_MS,
+    MINUTE_MS,
+    NEAR_CAP_FRACTION,
+)
+
+PLANNABLE_ORPHAN_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
+SYSTEM_NAMESPACE = "pulsar/system"
+
+
+@dataclass(frozen=True, slots=True)
+class BkFacts:
+    """What the audit sees of a ledger's BookKeeper metadata. ``ctime_ms`` None = no metadata ctime."""
+
+    ledger_id: int
+    last_entry_id: int
+    length: int
+    ctime_ms: int | None
+
+
+@dataclass(frozen=True)
+class TopicFacts:
+    ml: MlName
+    ledgers: tuple[LedgerInfo, ...]
+    cursors: tuple[tuple[str, ManagedCursorInfo], ...]  # (decoded name, info)
+    bk: Mapping[int, BkFacts]  # BookKeeper metadata readable for the topic's ledgers
+    owned: bool
+    retention_time_minutes: int
+    retention_size_mb: int
+
+
+def is_system_topic(ml: MlName) -> bool:
+    name = ml.local_name
+    return (
+        name.startswith("__")
+        or name.endswith("__transaction_pending_ack")
+        or name.endswith("__transaction_buffer_snapshot")
+        or ml.namespace == SYSTEM_NAMESPACE
+    )
+
+
+def effective_retention(ns_time: int | None, ns_size: int | None) -> tuple[int, int, str]:
+    """(minutes, MB, source) from namespace values (None = broker default on that dimension)."""
+    rt = int(BROKER_DEFAULTS["defaultRetentionTimeInMinutes"]) if ns_time is None else ns_time
+    rs = int(BROKER_DEFAULTS["defaultRetentionSizeInMB"]) if ns_size is None else ns_size
+    source = "broker" if ns_time is None and ns_size is None else "namespace"
+    return rt, rs, source
+
+
+def _slowest(cursors: Sequence[tuple[str, ManagedCursorInfo]]) -> tuple[int, int] | None:
+    positions = [c.mark_delete for _, c in cursors if c.mark_delete is not None]
+    return min(positions) if positions else None
+
+
+def expired_retention(t: TopicFacts, now_ms: int, znode_time_ms: int) -> list[int]:
+    """Ledger ids an unloaded topic's broker would trim now (empty when loaded or nothing expires).
+
+    The last ledger's timestamp is its BookKeeper ctime (metadata ctime, else the znode ctime).
+    """
+    if t.owned or not t.ledgers:
+        return []
+    last_idx = len(t.ledgers) - 1
+    slowest = _slowest(t.cursors)
+    candidates: list[tuple[int, int, int]] = []  # (ledger id, timestamp, size)
+    ts: int | None
+    for idx, li in enumerate(t.ledgers):
+        is_last = idx == last_idx
+        bk = t.bk.get(li.ledger_id)
+        if is_last:
+            if bk is None or bk.last_entry_id < 0:
+                continue
+            ts_bk = bk.ctime_ms if bk.ctime_ms is not None else znode_time_ms
+            entries, ts, size = bk.last_entry_id + 1, ts_bk, bk.length
+        else:
+            entries, ts, size = li.entries or 0, li.timestamp_ms, li.size or 0
+        if slowest is not None:
+            md_ledger, md_entry = slowest
+            if li.ledger_id > md_ledger:
+                break
+            if li.ledger_id == md_ledger and md_entry != entries - 1:
+                break
+        if li.offload is not None and li.offload.bookkeeper_deleted:
+            continue
+        if ts is None:
+            raise ValueError(f"model bug: retention candidate {li.ledger_id} without a timestamp")
+        candidates.append((li.ledger_id, ts, size))
+    total = sum(li.size or 0 for li in t.ledgers)
+    rt_ms = t.retention_time_minutes * MINUTE_MS
+    rs_bytes = t.retention_size_mb * MIB
+    trimmed: list[int] = []
+    so_far = 0
+    for ledger_id, ts, size in candidates:
+        by_time = t.retention_time_minutes >= 0 and now_ms - ts > rt_ms
+        by_size = t.retention_size_mb >= 0 and total - so_far >= rs_bytes
+        if not (by_time or by_size):
+            break
+        trimmed.append(ledger_id)
+        so_far += size
+    return trimmed
+
+
+def _user_cursors(t: TopicFacts) -> list[tuple[str, ManagedCursorInfo]]:
+    if is_system_topic(t.ml):
+        return []
+    return [(n, c) for n, c in t.cursors if not is_system_cursor(n)]
+
+
+def ack_holes(t: TopicFacts) -> list[dict[str, object]]:
+    cap = int(BROKER_DEFAULTS["managedLedgerMaxUnackedRangesToPersistInMetadataStore"])
+    out: list[dict[str, object]] = []
+    last_id = t.ledgers[-1].ledger_id if t.ledgers else None
+    for name, c in _user_cursors(t):
+        if c.cursors_ledger_id == -1:
+            n = len(c.individual_deleted)
+            if n > 0:
+                near = n >= NEAR_CAP_FRACTION * cap
+                out.append({"topic": t.ml.topic, "subscription": name, "range_count": n, "near_cap": near})
+        elif c.mark_delete is not None and last_id is not None and c.mark_delete[0] < last_id:
+            out.append({"topic": t.ml.topic, "subscription": name, "range_count": "unknown", "near_cap": False})
+    return out
+
+
+def inactive_subscriptions(t: TopicFacts, now_ms: int, znode_time_ms: int) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for name, c in _user_cursors(t):
+        active = c.last_active_ms if c.last_active_ms is not None else znode_time_ms
+        if active < now_ms - INACTIVE_AFTER_MS:
+            out.append({"topic": t.ml.topic, "subscription": name})
+    return out
+
+
+def ttl_expires_delayed(message_ttl_seconds: int | None, delayed_active: bool | None) -> bool:
+    ttl = message_ttl_seconds if message_ttl_seconds and message_ttl_seconds > 0 else 0
+    if ttl <= 0:
+        ttl = int(BROKER_DEFAULTS["ttlDurationDefaultInSeconds"])
+    active = bool(BROKER_DEFAULTS["delayedDeliveryEnabled"]) if delayed_active is None else delayed_active
+    return ttl > 0 and active
+
+
+def orphan_plannable(
+    *,
+    kind: str,
+    ctime_ms: int,
+    ledger_id: int,
+    watermark: int,
+    now_ms: int,
+    scopes_complete: bool,
+) -> tuple[bool, str]:
+    """(plannable, first failing reason) per the orphan-ledger rule order."""
+    if kind not in PLANNABLE_ORPHAN_KINDS:
+        return False, "kind"
+    if now_ms - ctime_ms < MIN_AGE_MS:
+        return False, "age"
+    if ledger_id >= watermark:
+        return False, "watermark"
+    if not scopes_complete:
+        return False, "scopes"
+    return True, ""

@@ -1,0 +1,158 @@
+-- orphan-ledger: a bk_ledgers row whose ledger_id is not in R (docs/detections.md "orphan-ledger").
+-- kind from the custom metadata; owner/topic/namespace resolved through the snapshot tables (never
+-- re-encoded here); when the owner is gone its names are derived from the metadata string itself.
+-- Plannable only when kind is Pulsar-owned and known, old enough, below the watermark, scopes complete.
+WITH refs AS (
+    SELECT DISTINCT ledger_id FROM int_references
+),
+classified AS (
+    SELECT
+        b.*,
+        CASE
+            WHEN b.application IS NULL OR b.application <> 'pulsar' THEN 'unowned'
+            WHEN b.component = 'managed-ledger' AND b.cursor_name IS NULL THEN 'data'
+            WHEN b.component = 'managed-ledger' THEN 'cursor'
+            WHEN b.component = 'schema' THEN 'schema'
+            WHEN b.component = 'compacted-ledger' THEN 'compacted'
+            WHEN b.component LIKE '%bucket%' THEN 'bucket'
+            ELSE 'pulsar-unknown'
+        END AS kind
+    FROM stg_bk_ledgers b
+    WHERE NOT EXISTS (SELECT 1 FROM refs r WHERE r.ledger_id = b.ledger_id)
+),
+owned AS (
+    SELECT
+        c.*,
+        CASE
+            WHEN c.kind IN ('data', 'cursor', 'bucket') THEN c.ml_name
+            WHEN c.kind = 'schema' THEN c.schema_id
+            WHEN c.kind = 'compacted' THEN c.compacted_topic
+        END AS owner
+    FROM classified c
+),
+ml_by_name AS (
+    SELECT ml_name, min(topic) AS topic, min(namespace) AS namespace FROM stg_managed_ledgers GROUP BY ml_name
+),
+ml_by_topic AS (
+    SELECT topic, min(namespace) AS namespace FROM stg_managed_ledgers GROUP BY topic
+),
+schema_by_id AS (
+    SELECT schema_id, min(topic) AS topic, min(namespace) AS namespace FROM stg_schema_index GROUP BY schema_id
+),
+resolved AS (
+    SELECT
+        o.*,
+        CASE
+            WHEN o.kind IN ('data', 'cursor', 'bucket') THEN ml.ml_name IS NOT NULL
+            WHEN o.kind = 'schema' THEN si.schema_id IS NOT NULL
+            WHEN o.kind = 'compacted' THEN mt.topic IS NOT NULL
+        END AS owner_exists,
+        CASE
+            WHEN o.kind IN ('data', 'cursor', 'bucket') THEN coalesce(
+                ml.topic,
+                concat(
+                    'persistent://',
+                    nullif(regexp_extract(o.owner, '^(.+)/persistent/[^/]+$', 1), ''),
+                    '/',
+                    try_url_decode(nullif(regexp_extract(o.owner, '/persistent/([^/]+)$', 1), ''))
+                )
+            )
+            WHEN o.kind = 'schema' THEN coalesce(
+                si.topic,
+                concat(
+                    'persistent://',
+                    nullif(regexp_extract(o.owner, '^(.+)/[^/]+$', 1), ''),
+                    '/',
+                    try_url_decode(nullif(regexp_extract(o.owner, '/([^/]+)$', 1), ''))
+                )
+            )
+            WHEN o.kind = 'compacted' THEN o.owner
+        END AS owner_topic,
+        CASE
+            WHEN o.kind IN ('data', 'cursor', 'bucket') THEN coalesce(
+                ml.namespace, nullif(regexp_extract(o.owner, '^(.+)/persistent/[^/]+$', 1), '')
+            )
+            WHEN o.kind = 'schema' THEN coalesce(
+                si.namespace, nullif(regexp_extract(o.owner, '^(.+)/[^/]+$', 1), '')
+            )
+            WHEN o.kind = 'compacted' THEN coalesce(
+                mt.namespace, nullif(regexp_extract(o.owner, '^[a-z-]+://(.+)/[^/]+$', 1), '')
+            )
+        END AS owner_namespace
+    FROM owned o
+    LEFT JOIN ml_by_name ml ON o.kind IN ('data', 'cursor', 'bucket') AND ml.ml_name = o.owner
+    LEFT JOIN schema_by_id si ON o.kind = 'schema' AND si.schema_id = o.owner
+    LEFT JOIN ml_by_topic mt ON o.kind = 'compacted' AND mt.topic = o.owner
+),
+judged AS (
+    SELECT
+        r.*,
+        p.now_ms - r.ctime_ms AS age_ms,
+        p.min_age_ms,
+        w.watermark,
+        filter(
+            array(
+                '/ledgers', '/managed-ledgers', '/schemas',
+                concat('/managed-ledgers/', r.owner_namespace), concat('/schemas/', r.owner_namespace)
+            ),
+            s -> array_contains(blk.incomplete_scopes, s)
+        ) AS blocked_scopes
+    FROM resolved r
+    CROSS JOIN params p
+    CROSS JOIN int_watermark w
+    CROSS JOIN int_blocking blk
+),
+decided AS (
+    SELECT
+        j.*,
+        CASE
+            WHEN j.kind NOT IN ('data', 'cursor', 'schema', 'compacted', 'bucket')
+                THEN concat('kind ', j.kind, ': not a known Pulsar ledger kind; never planned')
+            WHEN j.age_ms < j.min_age_ms
+                THEN concat(
+                    'younger than min-age: age ', CAST(j.age_ms AS STRING), ' ms < ',
+                    CAST(j.min_age_ms AS STRING), ' ms'
+                )
+            WHEN j.watermark IS NULL
+                THEN 'no referenced ledgers: watermark unknown'
+            WHEN j.ledger_id >= j.watermark
+                THEN concat(
+                    'ledger id ', CAST(j.ledger_id AS STRING), ' at or above the watermark ',
+                    CAST(j.watermark AS STRING), ' (may be in flight)'
+                )
+            WHEN size(j.blocked_scopes) > 0
+                THEN concat('incomplete scope(s): ', array_join(j.blocked_scopes, ', '))
+        END AS blocker
+    FROM judged j
+)
+SELECT
+    'orphan-ledger' AS detection,
+    CASE WHEN d.kind = 'unowned' THEN 'info' ELSE 'warning' END AS severity,
+    d.ledger_id AS ledger_id,
+    d.owner_topic AS topic,
+    CAST(NULL AS STRING) AS subscription,
+    d.path AS path,
+    d.owner_namespace AS namespace,
+    d.blocker IS NULL AS plannable,
+    d.length AS bytes,
+    coalesce(
+        d.blocker,
+        concat(
+            'unreferenced ', d.kind, ' ledger of ',
+            CASE WHEN d.owner_exists THEN 'an existing' ELSE 'a deleted' END, ' owner'
+        )
+    ) AS reason,
+    to_json(named_struct(
+        'kind', d.kind,
+        'owner', d.owner,
+        'owner_exists', d.owner_exists,
+        'cursor', d.cursor_name,
+        'state', d.state,
+        'ctime_ms', d.ctime_ms,
+        'age_ms', d.age_ms,
+        'bookies', d.bookies,
+        'format_version', d.format_version,
+        'watermark', d.watermark,
+        'blocked_scopes', d.blocked_scopes
+    )) AS evidence
+FROM decided d

@@ -1,0 +1,30 @@
+-- int_references: the referenced ledgers R (docs/detections.md), one row per reference.
+-- ref = data | cursor | compacted | bucket | schema; `size` only for ledger-list rows.
+SELECT
+    ledger_id, 'data' AS ref, topic, CAST(NULL AS STRING) AS subscription, ml_path AS path, namespace,
+    size, bookkeeper_deleted
+FROM stg_ledger_list
+UNION ALL
+SELECT
+    cursors_ledger_id AS ledger_id, 'cursor' AS ref, topic, subscription, path, namespace,
+    CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
+FROM stg_cursors
+WHERE cursors_ledger_id <> -1
+UNION ALL
+SELECT
+    compacted_topic_ledger AS ledger_id, 'compacted' AS ref, topic, subscription, path, namespace,
+    CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
+FROM stg_cursors
+WHERE compacted_topic_ledger IS NOT NULL
+UNION ALL
+SELECT
+    cp.bucket_ledger_id AS ledger_id, 'bucket' AS ref, cp.topic, cp.subscription, cp.cursor_path AS path,
+    c.namespace, CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
+FROM stg_cursor_properties cp
+LEFT JOIN stg_cursors c ON c.path = cp.cursor_path
+WHERE cp.bucket_ledger_id IS NOT NULL
+UNION ALL
+SELECT
+    ledger_id, 'schema' AS ref, topic, CAST(NULL AS STRING) AS subscription, path, namespace,
+    CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
+FROM stg_schema_index

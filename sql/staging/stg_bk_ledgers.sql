@@ -1,0 +1,32 @@
+-- stg_bk_ledgers: BookKeeper ledger metadata znodes under the ledgers root (any format version).
+-- Rename/cast only. Source: the snapshot table `bk_ledgers` (registered as src_bk_ledgers).
+SELECT
+    CAST(path AS STRING) AS path,
+    CAST(ledger_id AS BIGINT) AS ledger_id,
+    CAST(layout AS STRING) AS layout,
+    CAST(format_version AS INT) AS format_version,
+    CAST(state AS STRING) AS state,
+    CAST(length AS BIGINT) AS length,
+    CAST(last_entry_id AS BIGINT) AS last_entry_id,
+    CAST(ensemble_size AS INT) AS ensemble_size,
+    CAST(write_quorum AS INT) AS write_quorum,
+    CAST(ack_quorum AS INT) AS ack_quorum,
+    CAST(digest_type AS STRING) AS digest_type,
+    CAST(ctime_ms AS BIGINT) AS ctime_ms,
+    CAST(metadata_ctime_ms AS BIGINT) AS metadata_ctime_ms,
+    CAST(version AS INT) AS version,
+    CAST(mzxid AS BIGINT) AS mzxid,
+    CAST(znode_ctime_ms AS BIGINT) AS znode_ctime_ms,
+    CAST(znode_mtime_ms AS BIGINT) AS znode_mtime_ms,
+    CAST(data_length AS INT) AS data_length,
+    CAST(data_sha256 AS STRING) AS data_sha256,
+    CAST(application AS STRING) AS application,
+    CAST(component AS STRING) AS component,
+    CAST(ml_name AS STRING) AS ml_name,
+    CAST(cursor_name AS STRING) AS cursor_name,
+    CAST(schema_id AS STRING) AS schema_id,
+    CAST(compacted_topic AS STRING) AS compacted_topic,
+    CAST(custom_metadata_json AS STRING) AS custom_metadata_json,
+    bookies,
+    CAST(ensembles_json AS STRING) AS ensembles_json
+FROM src_bk_ledgers

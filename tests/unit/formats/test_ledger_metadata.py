@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+import base64
+
+import pytest
+from hypothesis import given
+
+from pulsar_ops.errors import DecodeError, TruncatedInputError, UnknownFormatVersionError
+from pulsar_ops.formats.ledger_metadata import (
+    LedgerMetadata,
+    decode_ledger_metadata,
+    encode_ledger_metadata,
+)
+
+from .strategies import ledger_metadatas
+
+# Test vectors from apache/bookkeeper bookkeeper-server/src/test/java/org/apache/bookkeeper/meta/
+# TestLedgerMetadataSerDe.java (base64 znode values written by BookKeeper 4.0/4.1, 4.2/4.3, 4.4-4.8, 4.9+).
+V1 = (
+    "Qm9va2llTWV0YWRhdGFGb3JtYXRWZXJzaW9uCTEKMgozCjAKMAkxOTIuMC4yLjE6MTIzNAkxOTIu"
+    "MC4yLjI6MTIzNAkxOTIuMC4yLjM6MTIzNAotMTAyCUNMT1NFRA=="
+)
+V2 = (
+    "Qm9va2llTWV0YWRhdGFGb3JtYXRWZXJzaW9uCTIKcXVvcnVtU2l6ZTogMgplbnNlbWJsZVNpemU6I"
+    "DMKbGVuZ3RoOiAwCmxhc3RFbnRyeUlkOiAtMQpzdGF0ZTogSU5fUkVDT1ZFUlkKc2VnbWVudCB7"
+    "CiAgZW5zZW1ibGVNZW1iZXI6ICIxOTIuMC4yLjE6MTIzNCIKICBlbnNlbWJsZU1lbWJlcjogIjE"
+    "5Mi4wLjIuMjoxMjM0IgogIGVuc2VtYmxlTWVtYmVyOiAiMTkyLjAuMi4zOjEyMzQiCiAgZmlyc3"
+    "RFbnRyeUlkOiAwCn0KZGlnZXN0VHlwZTogQ1JDMzIKcGFzc3dvcmQ6ICJwYXNzd2QiCmFja1F1b"
+    "3J1bVNpemU6IDIK"
+)
+V2_CTIME = (
+    "Qm9va2llTWV0YWRhdGFGb3JtYXRWZXJzaW9uCTIKcXVvcnVtU2l6ZTogMgplbnNlbWJsZVNpemU6I"
+    "DMKbGVuZ3RoOiAwCmxhc3RFbnRyeUlkOiAtMQpzdGF0ZTogSU5fUkVDT1ZFUlkKc2VnbWVudCB7"
+    "CiAgZW5zZW1ibGVNZW1iZXI6ICIxOTIuMC4yLjE6MTIzNCIKICBlbnNlbWJsZU1lbWJlcjogIjE"
+    "5Mi4wLjIuMjoxMjM0IgogIGVuc2VtYmxlTWVtYmVyOiAiMTkyLjAuMi4zOjEyMzQiCiAgZmlyc3"
+    "RFbnRyeUlkOiAwCn0KZGlnZXN0VHlwZTogQ1JDMzIKcGFzc3dvcmQ6ICJwYXNzd2QiCmFja1F1b"
+    "3J1bVNpemU6IDIKY3RpbWU6IDE1NDQwMDIzODMwNzUK"
+)
+V3 = (
+    "Qm9va2llTWV0YWRhdGFGb3JtYXRWZXJzaW9uCTMKYAgCEAMYACD///////////8BKAEyMgoOMTkyL"
+    "jAuMi4xOjMxODEKDjE5Mi4wLjIuMjozMTgxCg4xOTIuMC4yLjM6MzE4MRAAOANCBmZvb2JhckgB"
+    "UP///////////wFgAA=="
+)
+PATH = "/ledgers/00/0000/L0059"
+OLD_BOOKIES = ("192.0.2.1:1234", "192.0.2.2:1234", "192.0.2.3:1234")
+
+
+@pytest.mark.parametrize(("sample", "version"), [(V1, 1), (V2, 2), (V2_CTIME, 2), (V3, 3)])
+def test_upstream_samples_round_trip_byte_exact(sample: str, version: int) -> None:
+    raw = base64.b64decode(sample)
+    md = decode_ledger_metadata(raw, PATH)
+    assert md.format_version == version
+    assert md.ledger_id == 59
+    assert encode_ledger_metadata(md, version) == raw
+
+
+def test_v1_sample_fields() -> None:
+    md = decode_ledger_metadata(base64.b64decode(V1), PATH)
+    assert (md.write_quorum, md.ensemble_size, md.ack_quorum, md.length) == (2, 3, 2, 0)
+    assert md.state == "IN_RECOVERY"
+    assert md.ensembles == ((0, OLD_BOOKIES),)
+    assert (md.digest_type, md.password, md.ctime_ms, md.custom_metadata, md.ctoken) == (None, b"", None, (), None)
+
+
+def test_v2_sample_fields() -> None:
+    md = decode_ledger_metadata(base64.b64decode(V2), PATH)
+    assert md.state == "IN_RECOVERY"
+    assert (md.digest_type, md.password) == ("CRC32", b"passwd")
+    assert md.ctime_ms is None
+    assert md.last_entry_id == -1
+    assert md.bookies == OLD_BOOKIES
+    assert decode_ledger_metadata(base64.b64decode(V2_CTIME), PATH).ctime_ms == 1544002383075
+
+
+def test_v3_sample_fields() -> None:
+    md = decode_ledger_metadata(base64.b64decode(V3), PATH)
+    assert md == LedgerMetadata(
+        ledger_id=59,
+        format_version=3,
+        ensemble_size=3,
+        write_quorum=2,
+        ack_quorum=1,
+        state="OPEN",
+        length=0,
+        last_entry_id=-1,
+        ensembles=((0, ("192.0.2.1:3181", "192.0.2.2:3181", "192.0.2.3:3181")),),
+        digest_type="CRC32C",
+        password=b"foobar",
+        ctime_ms=-1,
+        custom_metadata=(),
+        ctoken=0,
+    )
+    assert base64.b64decode(V3)[len("BookieMetadataFormatVersion\t3\n")] == 0x60
+    assert md.pulsar_kind == "unowned"
+    assert not md.is_pulsar
+
+
+def _pulsar(*custom: tuple[str, bytes]) -> LedgerMetadata:
+    md = decode_ledger_metadata(base64.b64decode(V3), PATH)
+    return LedgerMetadata(**{**{f: getattr(md, f) for f in md.__dataclass_fields__}, "custom_metadata": custom})
+
+
+@pytest.mark.parametrize(
+    ("custom", "kind"),
+    [
+        ((("application", b"pulsar"), ("component", b"managed-ledger"), ("pulsar/managed-ledger", b"t/n/persistent/x")),
+         "data"),
+        ((("application", b"pulsar"), ("component", b"managed-ledger"), ("pulsar/cursor", b"sub")), "cursor"),
+        ((("application", b"pulsar"), ("component", b"schema"), ("pulsar/schemaId", b"t/n/x")), "schema"),
+        ((("application", b"pulsar"), ("component", b"compacted-ledger"), ("pulsar/compactedTo", b"\x08\x01")),
+         "compacted"),
+        ((("application", b"pulsar"), ("component", b"delayed-index-bucket")), "bucket"),
+        ((("application", b"pulsar"), ("component", b"functions")), "pulsar-unknown"),
+        ((("application", b"pulsar"),), "pulsar-unknown"),
+        ((("component", b"managed-ledger"),), "unowned"),
+        ((), "unowned"),
+    ],
+)  # fmt: skip
+def test_pulsar_kind(custom: tuple[tuple[str, bytes], ...], kind: str) -> None:
+    md = _pulsar(*custom)
+    assert md.pulsar_kind == kind
+    assert md.is_pulsar == (kind != "unowned")
+    again = decode_ledger_metadata(encode_ledger_metadata(md, 3), PATH)
+    assert again.pulsar_kind == kind
+
+
+def test_custom_helpers() -> None:
+    md = _pulsar(("pulsar/managed-ledger", b"public/default/persistent/t"), ("bin", b"\xff\x00"))
+    assert md.custom("pulsar/managed-ledger") == "public/default/persistent/t"
+    assert md.managed_ledger_name == "public/default/persistent/t"
+    assert md.custom("bin") == "\ufffd\x00"
+    assert md.custom_bytes("bin") == b"\xff\x00"
+    assert md.custom("absent") is None
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (b"", TruncatedInputError),
+        (b"BookieMeta", TruncatedInputError),
+        (b"BookieMetadataFormatVersion\t3", TruncatedInputError),
+        (b"BookieMetadataFormatVersion\t9\nxx", UnknownFormatVersionError),
+        (b"BookieMetadataFormatVersion\t0\n", UnknownFormatVersionError),
+        (b"BookieMetadataFormatVersion\tfoobar\nblahblah", DecodeError),
+        (b"BookieMetadataFormatVersion\t123456789123456789\nblahblah", DecodeError),
+        (b"garbage", DecodeError),
+        (b"BookieMetadataFormatVersion\t3\n", TruncatedInputError),
+        (b"BookieMetadataFormatVersion\t3\n\x80", TruncatedInputError),
+        (b"BookieMetadataFormatVersion\t3\n\x60\x08\x02", TruncatedInputError),
+        (b"BookieMetadataFormatVersion\t3\n\x02\x08\x02", DecodeError),  # required fields missing
+        (b"BookieMetadataFormatVersion\t3\n\xff\xff\xff\xff\xff\xff", DecodeError),
+        (b"BookieMetadataFormatVersion\t2\nquorumSize: 2\n", DecodeError),
+        (b"BookieMetadataFormatVersion\t2\nnot text proto", DecodeError),
+        (b"BookieMetadataFormatVersion\t1\n2\n3", TruncatedInputError),
+        (b"BookieMetadataFormatVersion\t1\n2\nx\n0", DecodeError),
+        (b"BookieMetadataFormatVersion\t1\n2\n3\n0\nnotab", DecodeError),
+        (b"BookieMetadataFormatVersion\t1\n\xff\n3\n0", DecodeError),
+    ],
+)
+def test_decode_errors(data: bytes, error: type[DecodeError]) -> None:
+    with pytest.raises(error) as info:
+        decode_ledger_metadata(data, PATH)
+    assert type(info.value) is error
+    assert info.value.path == PATH
+
+
+def test_truncated_v3_sample_is_truncated_error() -> None:
+    raw = base64.b64decode(V3)
+    with pytest.raises(TruncatedInputError) as info:
+        decode_ledger_metadata(raw[:-10], PATH)
+    assert info.value.code == "input-truncated"
+
+
+def test_v1_drops_what_it_cannot_carry() -> None:
+    md = _pulsar(("application", b"pulsar"))
+    v1 = decode_ledger_metadata(encode_ledger_metadata(md, 1), PATH)
+    assert v1.custom_metadata == ()
+    assert (v1.digest_type, v1.password, v1.ctime_ms, v1.ctoken) == (None, b"", None, None)
+    assert v1.ack_quorum == v1.write_quorum
+    assert v1.ensembles == md.ensembles
+
+
+def test_unsupported_encode_version() -> None:
+    with pytest.raises(ValueError):
+        encode_ledger_metadata(_pulsar(), 4)
+
+
+def test_ledger_id_from_non_ledger_path_is_none() -> None:
+    assert decode_ledger_metadata(base64.b64decode(V3), "/somewhere/else").ledger_id is None
+
+
+@given(ledger_metadatas(3))
+def test_v3_round_trip(md: LedgerMetadata) -> None:
+    assert decode_ledger_metadata(encode_ledger_metadata(md, 3), "/x") == md
+
+
+@given(ledger_metadatas(2))
+def test_v2_round_trip(md: LedgerMetadata) -> None:
+    assert decode_ledger_metadata(encode_ledger_metadata(md, 2), "/x") == md

@@ -1,0 +1,76 @@
+"""Plain-value builders for the pure repair tests: findings and snapshot facts."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pulsar_ops.findings import Finding
+from pulsar_ops.formats.ledger_path import ledger_path
+from pulsar_ops.repair.actions import ZnodeRef
+from pulsar_ops.repair.planner import LedgerFact, SnapshotFacts, SubtreeZnode
+
+NOW = 1_700_000_000_000
+DAY = 86_400_000
+
+
+def sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def ml_custom(ml_name: str, cursor: str | None = None) -> tuple[tuple[str, str], ...]:
+    out = [("application", "pulsar"), ("component", "managed-ledger"), ("pulsar/managed-ledger", ml_name)]
+    if cursor is not None:
+        out.append(("pulsar/cursor", cursor))
+    return tuple(out)
+
+
+def ledger_fact(lid: int, *, ctime_ms: int = NOW - 10 * DAY, length: int = 1000,
+                custom: tuple[tuple[str, str], ...] | None = None) -> LedgerFact:
+    return LedgerFact(
+        ledger_id=lid,
+        path=ledger_path(lid),
+        version=0,
+        mzxid=100 + lid,
+        sha256=sha(str(lid).encode()),
+        ctime_ms=ctime_ms,
+        length=length,
+        custom_metadata=custom if custom is not None else ml_custom("t/ns/persistent/topic"),
+    )
+
+
+def orphan(lid: int, *, kind: str = "data", owner: str | None = "t/ns/persistent/topic",
+           plannable: bool = True, nbytes: int = 1000, reason: str = "") -> Finding:
+    return Finding(
+        detection="orphan-ledger",
+        severity="warning",
+        ledger_id=lid,
+        path=ledger_path(lid),
+        plannable=plannable,
+        bytes=nbytes,
+        reason=reason,
+        evidence={"kind": kind, "owner": owner},
+    )
+
+
+def leak(path: str, *, plannable: bool = True, kind: str = "managed-ledgers-namespace") -> Finding:
+    return Finding(detection="znode-leak", severity="warning", path=path, plannable=plannable,
+                   evidence={"leak": kind})
+
+
+def znode(path: str, *, store: str = "local", version: int = 0, data: bytes = b"") -> ZnodeRef:
+    return ZnodeRef(store=store, path=path, version=version, mzxid=len(path), sha256=sha(data))
+
+
+def subtree(root: str, children: list[str], *, mtime_ms: int = NOW - 5 * DAY, store: str = "local",
+            ephemeral: set[str] | None = None) -> tuple[SubtreeZnode, ...]:
+    paths = [root, *(f"{root}/{c}" for c in children)]
+    return tuple(
+        SubtreeZnode(znode=znode(p, store=store), mtime_ms=mtime_ms,
+                     ephemeral_owner=1 if ephemeral and p in ephemeral else 0, data_length=len(p))
+        for p in paths
+    )
+
+
+def facts(**kw: Any) -> SnapshotFacts:
+    return SnapshotFacts(**kw)

@@ -1,0 +1,131 @@
+"""Snapshot writer (streaming parts), manifest (written last, atomically) and reader (refusals with hints)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pulsar_ops.errors import SnapshotError, SnapshotIncompleteError, SnapshotVersionError
+from pulsar_ops.snapshot import schema
+from pulsar_ops.snapshot.manifest import MANIFEST_NAME, IncompleteScope, Manifest, write_manifest
+from pulsar_ops.snapshot.reader import open_snapshot
+from pulsar_ops.snapshot.writer import SnapshotWriter
+
+
+def _manifest(**kw: object) -> Manifest:
+    base: dict[str, object] = {
+        "snapshot_id": "id-1",
+        "cluster": "c1",
+        "tool_version": "0.1.0",
+        "schema_version": schema.SCHEMA_VERSION,
+        "complete": True,
+        "started_at_ms": 1,
+        "finished_at_ms": 2,
+        "zxid_range": {"local": {"min": 1, "max": 9}},
+        "stores": {"local": {"hosts": "h:2181", "chroot": "/p"}},
+        "ledgers_root": "/ledgers",
+        "row_counts": {},
+        "incomplete_scopes": (IncompleteScope("local", "/ledgers", "zookeeper-no-auth", "x: denied"),),
+    }
+    base.update(kw)
+    return Manifest(**base)  # type: ignore[arg-type]
+
+
+def _bookie(i: int) -> dict[str, object]:
+    return {"bookie_id": f"bk{i}", "readonly": i % 2 == 0, "free_bytes": i, "total_bytes": None}
+
+
+def test_rows_stream_into_bounded_parts_and_every_table_gets_a_part(tmp_path: Path) -> None:
+    w = SnapshotWriter(tmp_path, batch_rows=3)
+    for i in range(7):
+        w.add("bookies", _bookie(i))
+    counts = w.close()
+    assert counts["bookies"] == 7 and counts["znodes"] == 0
+    parts = sorted((tmp_path / "tables" / "bookies").glob("part-*.parquet"))
+    assert [p.name for p in parts] == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert [pq.read_metadata(p).num_rows for p in parts] == [3, 3, 1]
+    for t in schema.TABLES:
+        assert list((tmp_path / "tables" / t.name).glob("part-*.parquet")), t.name
+    empty = pq.read_table(tmp_path / "tables" / "znodes" / "part-00000.parquet")
+    assert empty.num_rows == 0 and empty.column_names == list(schema.ZNODES.column_names)
+
+
+def test_list_and_null_columns_keep_their_types(tmp_path: Path) -> None:
+    w = SnapshotWriter(tmp_path)
+    w.add("namespaces", {
+        "path": "/admin/policies/t/ns", "tenant": "t", "namespace": "t/ns", "is_v1": False, "version": 0,
+        "mzxid": 1, "ctime_ms": 1, "mtime_ms": 1, "data_length": 2, "bundle_boundaries": ["0x0", "0x1"],
+        "num_bundles": 1, "deleted": False, "json": "{}",
+    })
+    w.close()
+    _write_ok_manifest(tmp_path)
+    t = open_snapshot(tmp_path).table("namespaces")
+    assert t.column("bundle_boundaries").to_pylist() == [["0x0", "0x1"]]
+    assert t.column("retention_time_minutes").to_pylist() == [None]
+    assert str(t.schema.field("retention_time_minutes").type) == "int64"
+
+
+def test_null_in_a_required_column_is_refused(tmp_path: Path) -> None:
+    w = SnapshotWriter(tmp_path)
+    w.add("bookies", {"bookie_id": None, "readonly": False})
+    with pytest.raises(SnapshotError, match="bookies.bookie_id"):
+        w.close()
+
+
+def _write_ok_manifest(d: Path) -> None:
+    write_manifest(d, _manifest())
+
+
+def test_manifest_round_trip_and_atomic_write(tmp_path: Path) -> None:
+    SnapshotWriter(tmp_path).close()
+    m = _manifest()
+    write_manifest(tmp_path, m)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp file left
+    snap = open_snapshot(tmp_path)
+    assert snap.manifest == m
+    assert snap.table("bookies").num_rows == 0
+    assert snap.table_dir("znodes") == tmp_path / "tables" / "znodes"
+    doc = json.loads((tmp_path / MANIFEST_NAME).read_text())
+    assert doc["incomplete_scopes"][0]["code"] == "zookeeper-no-auth"
+    assert "password" not in json.dumps(doc)
+
+
+def test_reader_refuses_a_snapshot_without_manifest(tmp_path: Path) -> None:
+    SnapshotWriter(tmp_path).close()
+    with pytest.raises(SnapshotIncompleteError) as ei:
+        open_snapshot(tmp_path)
+    assert ei.value.code == "snapshot-unfinished" and "pulsar-ops scrape" in ei.value.hint
+
+
+def test_reader_refuses_a_manifest_not_marked_complete(tmp_path: Path) -> None:
+    SnapshotWriter(tmp_path).close()
+    write_manifest(tmp_path, _manifest(complete=False))
+    with pytest.raises(SnapshotIncompleteError):
+        open_snapshot(tmp_path)
+
+
+def test_reader_refuses_another_schema_version(tmp_path: Path) -> None:
+    SnapshotWriter(tmp_path).close()
+    write_manifest(tmp_path, _manifest(schema_version=schema.SCHEMA_VERSION + 1))
+    with pytest.raises(SnapshotVersionError) as ei:
+        open_snapshot(tmp_path)
+    assert "pulsar-ops scrape" in ei.value.hint
+
+
+def test_reader_refuses_missing_dir_and_missing_tables(tmp_path: Path) -> None:
+    with pytest.raises(SnapshotError):
+        open_snapshot(tmp_path / "nope")
+    (tmp_path / "tables").mkdir()
+    write_manifest(tmp_path, _manifest())
+    with pytest.raises(SnapshotError, match="table directories missing"):
+        open_snapshot(tmp_path)
+
+
+def test_garbage_manifest_is_a_snapshot_error(tmp_path: Path) -> None:
+    SnapshotWriter(tmp_path).close()
+    (tmp_path / MANIFEST_NAME).write_text("{not json")
+    with pytest.raises(SnapshotError, match="cannot read the manifest"):
+        open_snapshot(tmp_path)

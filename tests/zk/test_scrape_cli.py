@@ -1,0 +1,47 @@
+"""`pulsar-ops scrape`: exit codes 0 / 3, human output only on stderr, --json manifest on stdout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from typer.testing import CliRunner
+
+from pulsar_ops.cli.main import app
+from pulsar_ops.snapshot.reader import open_snapshot
+from pulsar_ops.testing.seeder import SeedOptions, seed_cluster
+from pulsar_ops.testing.zk_server import free_port
+
+pytestmark = pytest.mark.zk
+
+
+def test_scrape_json_on_stdout_summary_on_stderr(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
+    seed_cluster(zk, None, SeedOptions(topics=5, seed=2, persistent_ownership=True, defects=frozenset({"corrupt"})))
+    out = tmp_path / "snap"
+    r = CliRunner().invoke(app, ["scrape", "--zookeeper", zk_hosts, "--out", str(out), "--json", "-q"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["complete"] is True and doc["schema_version"] == open_snapshot(out).manifest.schema_version
+    assert doc["incomplete_scopes"], "the corrupt defect must show as an incomplete scope"
+    assert "snapshot" in r.stderr and "incomplete" in r.stderr and "pulsar-ops audit" in r.stderr
+
+    r2 = CliRunner().invoke(app, ["scrape", "--zookeeper", zk_hosts, "--out", str(tmp_path / "s2"), "-q"])
+    assert r2.exit_code == 0 and r2.stdout == ""
+
+
+def test_scrape_tool_failures_exit_3_with_a_hint(zk_hosts: str, tmp_path: Path) -> None:
+    out = tmp_path / "busy"
+    out.mkdir()
+    (out / "x").write_text("x")
+    r = CliRunner().invoke(app, ["scrape", "--zookeeper", zk_hosts, "--out", str(out)])
+    assert r.exit_code == 3 and r.stdout == ""
+    assert "not empty" in r.stderr and "hint: pass --out NEW_DIR" in r.stderr
+
+    dead = f"127.0.0.1:{free_port()}"
+    r = CliRunner().invoke(
+        app, ["scrape", "--zookeeper", dead, "--out", str(tmp_path / "n"), "--connect-timeout", "1", "--json"]
+    )
+    assert r.exit_code == 3 and r.stdout == ""
+    assert "cannot connect to ZooKeeper" in r.stderr and "hint" in r.stderr
