@@ -50,7 +50,7 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
         except Exception as e:  # the tool failed in a way we did not foresee: still exit 3 with a hint
             if debug_enabled():
                 raise
-            err_console.print(f"[bold red]error[internal-error][/]: {type(e).__name__}: {e}", markup=True)
+            err_console.print(f"[bold red]error\\[internal-error][/]: {escape(type(e).__name__ + ': ' + str(e))}")
             err_console.print("  hint: re-run with --debug for a traceback and report it")
             raise typer.Exit(EXIT_TOOL_FAILED) from None
 
@@ -58,7 +58,7 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def report_error(e: PulsarOpsError) -> None:
-    err_console.print(f"[bold red]error[{e.code}][/]: {escape(e.message)}")
+    err_console.print(f"[bold red]error\\[{e.code}][/]: {escape(e.message)}")
     err_console.print(f"  hint: {escape(e.hint)}")
 
 

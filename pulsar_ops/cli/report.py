@@ -34,19 +34,30 @@ def register(app: typer.Typer) -> None:
     def report(
         audit_dir: Path = typer.Argument(
             ...,
+            metavar="AUDIT_DIR",
             help="Audit directory written by `pulsar-ops audit` (holds findings.json), or the file itself.",
         ),
         html_out: Path | None = typer.Option(
-            None, "--html", help="Write a self-contained HTML report (charts, sortable table) to FILE."
+            None,
+            "--html",
+            metavar="FILE",
+            help="Write a self-contained HTML report (charts, sortable table) to FILE.",
         ),
-        markdown_out: Path | None = typer.Option(None, "--markdown", help="Write a Markdown report to FILE."),
+        markdown_out: Path | None = typer.Option(
+            None, "--markdown", metavar="FILE", help="Write a Markdown report to FILE."
+        ),
         prometheus_out: Path | None = typer.Option(
             None,
             "--prometheus",
+            metavar="FILE",
             help="Write Prometheus metrics to FILE atomically (node_exporter textfile collector, *.prom).",
         ),
         top: int = typer.Option(
-            DEFAULT_TOP_N, "--top", min=1, help="How many worst tenants, namespaces and findings to list."
+            DEFAULT_TOP_N,
+            "--top",
+            min=1,
+            metavar="N",
+            help="How many worst tenants, namespaces and findings to list.",
         ),
     ) -> None:
         """Summarise an audit on stderr; write HTML, Markdown, Prometheus files when asked. Exit 0 if done."""

@@ -84,14 +84,15 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def _atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if sync_dir:
+        _fsync_dir(path.parent)
 
 
 class BackupStore:
@@ -156,7 +157,7 @@ class BackupStore:
         sha = hashlib.sha256(data).hexdigest()
         p = self.object_path(sha)
         if not self.has_valid_object(sha):
-            _atomic_write(p, data)
+            _atomic_write(p, data, sync_dir=False)  # the directory is fsynced once, in flush()
         return sha
 
     def add(self, entry: BackupEntry) -> None:
@@ -170,7 +171,8 @@ class BackupStore:
         return self._dirty
 
     def flush(self) -> None:
-        """Rewrite manifest.json atomically with every entry."""
+        """Make the objects' directory entries durable, then rewrite manifest.json atomically."""
+        _fsync_dir(self.root / OBJECTS)
         entries = sorted(self._entries.values(), key=lambda e: (e.plan_checksum, e.action_id, e.store, e.path))
         doc = {"schema_version": BACKUP_SCHEMA_VERSION, "entries": [e.to_json() for e in entries]}
         _atomic_write(self.root / MANIFEST, json.dumps(doc, indent=1, sort_keys=True).encode("utf-8") + b"\n")

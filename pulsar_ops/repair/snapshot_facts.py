@@ -177,15 +177,19 @@ def load_facts(snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, L
     wanted = [f for f in findings if f.plannable and f.detection in ("orphan-ledger", "znode-leak")]
     roots = {f.path for f in wanted if f.detection == "znode-leak" and f.path}
 
-    mls = _rows(_read(snap, "managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid")))
-    curs = _rows(_read(snap, "cursors", ("path", "ml_path", "version", "mzxid")))
-    schemas = _rows(_read(snap, "schema_index", ("path", "schema_id", "version", "mzxid")))
-    owners_ml = {str(f.evidence.get("owner")) for f in wanted if f.detection == "orphan-ledger"}
-
-    ml_rows = [r for r in mls if r["ml_name"] in owners_ml or r["topic"] in owners_ml]
+    owners = sorted({str(f.evidence.get("owner")) for f in wanted if f.detection == "orphan-ledger"})
+    owner_set = pa.array(owners, type=pa.string())
+    mls = _read(snap, "managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid"))
+    mls = mls.filter(pc.or_(pc.is_in(mls.column("ml_name"), value_set=owner_set),
+                            pc.is_in(mls.column("topic"), value_set=owner_set)))
+    ml_rows = list(_rows(mls))
     ml_paths = {r["path"] for r in ml_rows}
-    cursor_rows = [r for r in curs if r["ml_path"] in ml_paths]
-    schema_rows = {r["schema_id"]: r for r in schemas if r["schema_id"] in owners_ml}
+    curs = _read(snap, "cursors", ("path", "ml_path", "version", "mzxid"))
+    curs = curs.filter(pc.is_in(curs.column("ml_path"), value_set=pa.array(sorted(ml_paths), type=pa.string())))
+    cursor_rows = list(_rows(curs))
+    schemas = _read(snap, "schema_index", ("path", "schema_id", "version", "mzxid"))
+    schemas = schemas.filter(pc.is_in(schemas.column("schema_id"), value_set=owner_set))
+    schema_rows = {r["schema_id"]: r for r in _rows(schemas)}
     exact = ml_paths | {r["path"] for r in cursor_rows} | {r["path"] for r in schema_rows.values()}
     zrows = _znode_rows(snap, exact, roots)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import json
 from collections.abc import Sequence
 
@@ -343,13 +344,15 @@ def _finding_row(f: Finding) -> str:
 
 
 def _findings_section(model: ReportModel, max_rows: int) -> str:
-    ordered = sorted(model.findings, key=lambda f: (-_SEV_RANK.get(f.severity, 0), -f.bytes, f.key()))
-    shown = ordered[: max(max_rows, 0)]
+    total = len(model.findings)
+    shown = heapq.nsmallest(
+        max(max_rows, 0), model.findings, key=lambda f: (-_SEV_RANK.get(f.severity, 0), -f.bytes)
+    )
     note = (
-        f"Showing the {len(shown)} most severe and largest of {len(ordered)} findings; the full list is in "
+        f"Showing the {len(shown)} most severe and largest of {total} findings; the full list is in "
         "findings.json."
-        if len(shown) < len(ordered)
-        else f"All {len(ordered)} findings."
+        if len(shown) < total
+        else f"All {total} findings."
     )
     num_class = ' class="num"'
     head = "".join(

@@ -20,6 +20,7 @@ Definitions (the renderers and the Prometheus metrics rely on them):
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import os
@@ -33,6 +34,7 @@ from typing import Any
 from pulsar_ops.errors import FindingsError
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
 
+_SEV_ORDER = {"critical": 0, "warning": 1, "info": 2}
 NO_NAMESPACE = "(none)"
 UNKNOWN_BOOKIE = "(unknown)"
 FINDINGS_FILE = "findings.json"
@@ -272,7 +274,7 @@ def aggregate(
         tenants=_groups(findings, lambda f: f.tenant or NO_NAMESPACE),
         namespaces=_groups(findings, lambda f: f.namespace or NO_NAMESPACE),
         bookies=bookie_bytes(findings),
-        largest_findings=tuple(sorted(findings, key=_size_order)[:top_n]),
+        largest_findings=tuple(heapq.nsmallest(top_n, findings, key=_size_order)),
         ack_holes=_histogram(
             "Ack-hole range counts",
             "ack holes",
@@ -391,9 +393,9 @@ def _groups(findings: Sequence[Finding], key_of: Callable[[Finding], str]) -> tu
     return tuple(rows)
 
 
-def _size_order(f: Finding) -> tuple[int, int, str]:
-    sev_rank = {"critical": 0, "warning": 1, "info": 2}.get(f.severity, 3)
-    return (-f.bytes, sev_rank, f.key())
+def _size_order(f: Finding) -> tuple[int, int]:
+    """Largest first, then most severe; ties keep the input (audit) order, as heapq.nsmallest is stable."""
+    return (-f.bytes, _SEV_ORDER.get(f.severity, 3))
 
 
 def _histogram(

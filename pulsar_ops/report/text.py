@@ -13,6 +13,7 @@ import re
 # Characters never shown raw: C0/C1 controls (Unicode category Cc), lone surrogates, and the bidirectional
 # overrides and isolates that can make a name display as a different name ("Trojan Source").
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
@@ -41,9 +42,7 @@ def _escape_char(m: re.Match[str]) -> str:
 
 def utf8_safe(value: str) -> str:
     """``value`` with lone surrogates replaced by ``\\udNNN`` (all else untouched) so it encodes as UTF-8."""
-    if not any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
-        return value
-    return "".join(f"\\u{ord(ch):04x}" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", value)
 
 
 def human_bytes(n: float) -> str:

@@ -7,6 +7,7 @@ unverified upstream (reference §15): the seeder writes ``component=delayed-inde
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 
@@ -60,7 +61,12 @@ def schema_custom(schema_id: str) -> tuple[tuple[str, bytes], ...]:
     return (("application", b"pulsar"), ("component", b"schema"), ("pulsar/schemaId", schema_id.encode()))
 
 
+_SMALL = tuple(bytes((i,)) for i in range(128))
+
+
 def _varint(n: int) -> bytes:
+    if 0 <= n < 0x80:
+        return _SMALL[n]
     out = bytearray()
     while True:
         if n < 0x80:
@@ -108,6 +114,17 @@ _STATE = {"OPEN": 1, "IN_RECOVERY": 2, "CLOSED": 3}
 _DIGEST = {"CRC32": 1, "HMAC": 2, "CRC32C": 3, "DUMMY": 4}
 
 
+@functools.lru_cache(maxsize=1024)
+def _segment(ensemble: tuple[int, tuple[str, ...]]) -> bytes:
+    first, members = ensemble
+    return _ld(6, b"".join(_ld(1, m.encode()) for m in members) + b"\x10" + _v(first))
+
+
+@functools.lru_cache(maxsize=4096)
+def _custom_block(custom: tuple[tuple[str, bytes], ...]) -> bytes:
+    return b"".join(_ld(11, _ld(1, key.encode()) + _ld(2, value)) for key, value in custom)
+
+
 def fast_v3(md: LedgerMetadata) -> bytes:
     """``encode_ledger_metadata(md, 3)`` byte for byte (tests check it), without building a message.
 
@@ -115,9 +132,8 @@ def fast_v3(md: LedgerMetadata) -> bytes:
     """
     out = bytearray(b"\x08" + _v(md.write_quorum) + b"\x10" + _v(md.ensemble_size) + b"\x18" + _v(md.length))
     out += b"\x20" + _v(md.last_entry_id) + b"\x28" + _v(_STATE[md.state])
-    for first, members in md.ensembles:
-        seg = b"".join(_ld(1, m.encode()) for m in members) + b"\x10" + _v(first)
-        out += _ld(6, seg)
+    for ensemble in md.ensembles:
+        out += _segment(ensemble)
     if md.digest_type is not None:
         out += b"\x38" + _v(_DIGEST[md.digest_type])
     if md.digest_type is not None or md.password:
@@ -125,8 +141,7 @@ def fast_v3(md: LedgerMetadata) -> bytes:
     out += b"\x48" + _v(md.ack_quorum)
     if md.ctime_ms is not None:
         out += b"\x50" + _v(md.ctime_ms)
-    for key, value in md.custom_metadata:
-        out += _ld(11, _ld(1, key.encode()) + _ld(2, value))
+    out += _custom_block(md.custom_metadata)
     if md.ctoken is not None:
         out += b"\x60" + _v(md.ctoken)
     return b"BookieMetadataFormatVersion\t3\n" + _varint(len(out)) + bytes(out)

@@ -179,9 +179,10 @@ def _snapshot(tmp_path: Path) -> Path:
                               "is_last": False, "offloaded": False, "bookkeeper_deleted": False})
     w.add("bookies", {"bookie_id": "bk-1:3181", "readonly": False, "total_bytes": 100 * gib})
     counts = w.close()
-    write_manifest(snap, Manifest(snapshot_id="s1", cluster=None, tool_version="0", schema_version=schema.SCHEMA_VERSION,
-                                  complete=True, started_at_ms=400_000, finished_at_ms=500_000, zxid_range={},
-                                  stores={}, ledgers_root="/ledgers", row_counts=counts))
+    manifest = Manifest(snapshot_id="s1", cluster=None, tool_version="0", schema_version=schema.SCHEMA_VERSION,
+                        complete=True, started_at_ms=400_000, finished_at_ms=500_000, zxid_range={}, stores={},
+                        ledgers_root="/ledgers", row_counts=counts)
+    write_manifest(snap, manifest)
     return snap
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pulsar_ops.findings import Finding
 from pulsar_ops.report.model import build_report
@@ -57,6 +60,23 @@ def test_no_findings_summary() -> None:
     assert "(no findings)" in lines
     assert lines[-1] == "Status: exit 0 = clean (nothing above info)"
     assert lines[0] == "Snapshot unknown of unknown cluster, taken unknown"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(st.characters(), st.sampled_from(["\ud800", "\udfff", "\u202e", "\x1b", "\x85", "\n"])),
+        max_size=40,
+    ),
+    st.integers(1, 50),
+)
+def test_display_is_always_printable(s: str, limit: int) -> None:
+    for out in (display(s), display(s, limit=limit)):
+        out.encode("utf-8")
+        assert not any(unicodedata.category(ch) in ("Cc", "Cs") for ch in out)
+        assert "\u202e" not in out
+    assert display(display(s)) == display(s)
+    assert len(display(s, limit=limit)) <= limit
 
 
 def test_display() -> None:
