@@ -39,3 +39,37 @@ def bench_model(
             emit_json(doc)
 
     guarded(_go)()
+
+
+@app.command("scrape")
+def bench_scrape(
+    topics: int = typer.Option(100_000, "--topics", min=1, help="Topics to seed into the embedded ZooKeeper."),
+    seed: int = typer.Option(1, "--seed", help="Seeder random seed."),
+    batch: int = typer.Option(None, "--batch", min=1, help="Reads per multiRead batch (default: the scraper's)."),
+    naive_max_seconds: float = typer.Option(
+        120.0, "--naive-max-seconds", min=1.0, help="Stop the naive walk after this long (rate over what it read)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Write the figures as JSON to stdout."),
+) -> None:
+    """Scraper (multiRead, pipelined) vs a naive synchronous kazoo walk of the same seeded tree; peak RSS."""
+    from pulsar_ops.bench.scrape import run
+    from pulsar_ops.cli.common import emit_json, guarded, info
+
+    def _go() -> None:
+        doc = run(topics=topics, seed=seed, batch=batch, naive_max_seconds=naive_max_seconds, info=info)
+        m = doc["machine"]
+        info(f"machine: {m['cpus']} cpu(s), load {m['load_1min']} (shared machine: figures are lower bounds)")
+        s, n = doc["scraper"], doc["naive"]
+        info(
+            f"scraper : {s['znodes']:>9,} znodes in {s['seconds']:8.2f} s = {s['znodes_per_s']:>8,} znodes/s "
+            f"(multiRead {'on' if s['multiread'] else 'off'}, cpu {s['cpu_seconds']:.1f} s, "
+            f"peak RSS {s['peak_rss_mb']:,.0f} MB, child process ru_maxrss)"
+        )
+        sampled = "" if n["finished"] else " (stopped early: rate over the znodes read)"
+        info(f"naive   : {n['znodes']:>9,} znodes in {n['seconds']:8.2f} s = {n['znodes_per_s']:>8,} znodes/s{sampled}")
+        info(f"ratio   : {doc['ratio']}x; targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}"
+                                                          for k, v in doc["targets"].items()))
+        if as_json:
+            emit_json(doc)
+
+    guarded(_go)()

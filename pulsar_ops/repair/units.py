@@ -73,12 +73,13 @@ def human_bytes(n: int) -> str:
 
 
 def human_duration(ms: int) -> str:
-    if ms % 86_400_000 == 0 and ms:
-        return f"{ms // 86_400_000}d"
-    if ms % 3_600_000 == 0 and ms:
-        return f"{ms // 3_600_000}h"
-    if ms % 60_000 == 0 and ms:
-        return f"{ms // 60_000}m"
-    if ms % 1000 == 0:
-        return f"{ms // 1000}s"
-    return f"{ms}ms"
+    """``3_600_000`` -> ``1h``; ``3_597_292`` -> ``59m57s``; under a second -> ``NNNms``."""
+    if ms < 1000:
+        return f"{ms}ms"
+    secs = ms // 1000
+    parts = []
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
+        if secs >= size:
+            parts.append(f"{secs // size}{unit}")
+            secs %= size
+    return "".join(parts[:2])

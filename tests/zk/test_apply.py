@@ -120,7 +120,7 @@ def test_dry_run_changes_nothing(env: Env) -> None:
 def test_no_tty_and_no_yes_refuses(env: Env) -> None:
     before = dump(env.zk)
     code, _out, err = cli("apply", str(env.plan), "--zookeeper", env.hosts, "--phase", "mark", "--apply")
-    assert code == 3 and "needs confirmation" in err
+    assert code == 3 and "aborted" in err and "needs confirmation" in err
     assert dump(env.zk) == before
     assert not env.journal.exists() and not env.backup.exists()
 
@@ -130,7 +130,7 @@ def test_edited_plan_is_refused(env: Env) -> None:
     doc["actions"][0]["preconditions"]["znodes"][0]["version"] += 1
     env.plan.write_text(json.dumps(doc))
     code, _, err = apply(env, "mark", "--apply", "--yes")
-    assert code == 3 and "checksum mismatch" in err
+    assert code == 3 and "plan-checksum-mismatch" in err
     assert not env.journal.exists()
 
 
@@ -161,7 +161,7 @@ def test_delete_before_quarantine_is_refused(env: Env) -> None:
     assert apply(env, "mark", "--apply", "--yes")[0] == 0
     before = dump(env.zk)
     code, doc, err = apply(env, "delete", "--apply", "--yes", "--quarantine", "1h")
-    assert code == 3 and "quarantine of 1h has not passed" in err and doc is None
+    assert code == 3 and "quarantine-not-elapsed" in err and doc is None
     assert dump(env.zk) == before
     assert [r["state"] for r in env.journal_records() if r["type"] == "action"] == ["marked"] * 8
 
@@ -169,7 +169,7 @@ def test_delete_before_quarantine_is_refused(env: Env) -> None:
 def test_delete_without_mark_deletes_nothing(env: Env) -> None:
     before = dump(env.zk)
     code, _doc, err = apply(env, "delete", "--apply", "--yes", "--quarantine", "0")
-    assert code == 3 and "no backup manifest" in err  # refuse
+    assert code == 3 and "apply-failed" in err and "no backup manifest" in err
     assert dump(env.zk) == before
 
 
@@ -257,7 +257,7 @@ def test_another_plan_over_unfinished_journal_is_refused(env: Env) -> None:
     assert code == 0, err
     code, _out, err = cli("apply", str(other), "--zookeeper", env.hosts, "--phase", "mark", "--apply", "--yes",
                          "--journal", str(env.journal))
-    assert code == 3 and "holds unfinished plan" in err
+    assert code == 3 and "journal-conflict" in err and "holds unfinished plan" in err
 
 
 def test_caps_limit_the_plan(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:

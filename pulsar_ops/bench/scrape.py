@@ -1,0 +1,169 @@
+"""`pulsar-ops bench scrape`: this scraper vs a naive synchronous kazoo walk of the same seeded tree.
+
+Starts an embedded ZooKeeper, seeds N topics with the synthetic-cluster seeder, then in the same run:
+
+1. runs ``scrape()`` in a CHILD process (``python -m pulsar_ops.bench.scrape --child ...``), which reports its
+   own peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) and CPU time: the RSS figure is the scrape's
+   alone, not the benchmark's or the seeder's;
+2. walks the same roots with a naive synchronous recursive walk (``get`` + ``get_children`` per znode, one
+   request at a time). At 1-4K znodes/s a full naive walk of 600K znodes takes minutes, so it stops after
+   ``naive_max_seconds`` and its rate is measured over the znodes it read (the figures say so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from pulsar_ops.errors import PulsarOpsError
+from pulsar_ops.scrape.classify import CONFIG, LOCAL, roots_for
+from pulsar_ops.testing.seeder import SeedOptions, seed_cluster
+from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
+
+Info = Callable[[str], None]
+
+
+def _machine() -> dict[str, Any]:
+    try:
+        load = round(os.getloadavg()[0], 2)
+    except OSError:
+        load = None
+    return {"cpus": os.cpu_count(), "load_1min": load, "python": platform.python_version()}
+
+
+def naive_walk(client: KazooClient, roots: list[str], max_seconds: float) -> tuple[int, float, bool]:
+    """Synchronous recursive get + get_children. Returns (znodes, seconds, finished)."""
+    started = time.monotonic()
+    deadline = started + max_seconds
+    count = 0
+    stack = list(reversed(roots))
+    while stack:
+        if time.monotonic() > deadline:
+            return count, time.monotonic() - started, False
+        path = stack.pop()
+        try:
+            _data, stat = client.get(path)
+            count += 1
+            if stat.numChildren:
+                for child in client.get_children(path):
+                    stack.append(f"{path}/{child}")
+        except NoNodeError:
+            continue
+    return count, time.monotonic() - started, True
+
+
+def _child_scrape(hosts: str, out: str, batch: int | None) -> dict[str, Any]:
+    from pulsar_ops.scrape.run import ScrapeConfig, scrape
+
+    cpu0 = time.process_time()
+    t0 = time.monotonic()
+    m = scrape(ScrapeConfig(zookeeper=hosts, out=Path(out), batch=batch))
+    seconds = time.monotonic() - t0
+    return {
+        "znodes": m.row_counts["znodes"],
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(time.process_time() - cpu0, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "multiread": m.multiread,
+        "incomplete_scopes": len(m.incomplete_scopes),
+        "row_counts": m.row_counts,
+    }
+
+
+def run_scrape_child(hosts: str, out: Path, batch: int | None) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "pulsar_ops.bench.scrape", "--child", "--hosts", hosts, "--out", str(out)]
+    if batch:
+        cmd += ["--batch", str(batch)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise PulsarOpsError(
+            f"the scrape child process failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}",
+            hint="run `pulsar-ops scrape` against the same tree with --debug",
+            code="bench-failed",
+        )
+    doc: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return doc
+
+
+def run(
+    *,
+    topics: int = 100_000,
+    seed: int = 1,
+    batch: int | None = None,
+    naive_max_seconds: float = 120.0,
+    heap_mb: int = 3072,
+    info: Info = lambda _s: None,
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {"machine": _machine(), "topics": topics, "seed": seed}
+    with tempfile.TemporaryDirectory(prefix="pulsar-ops-bench-") as tmp, EmbeddedZooKeeper(
+        data_dir=Path(tmp) / "zk", heap_mb=heap_mb
+    ) as zk:
+        doc["zookeeper_version"] = zk.version()
+        client = KazooClient(hosts=zk.hosts)
+        client.start(timeout=60)
+        try:
+            info(f"seeding {topics:,} topics (seed {seed}) into ZooKeeper {doc['zookeeper_version']}...")
+            res = seed_cluster(
+                client,
+                None,
+                SeedOptions(topics=topics, seed=seed, persistent_ownership=True),
+                progress=None,
+            )
+            doc["seed"] = {"znodes": res.znodes_written, "seconds": round(res.seconds, 2)}
+            info(f"seeded {res.znodes_written:,} znodes in {res.seconds:.1f} s")
+
+            info("scraping (child process)...")
+            doc["scraper"] = run_scrape_child(zk.hosts, Path(tmp) / "snap", batch)
+            s = doc["scraper"]
+            s["znodes_per_s"] = round(s["znodes"] / s["seconds"]) if s["seconds"] else None
+
+            roots = list(roots_for(CONFIG, "/ledgers", separate_config=False)) + list(
+                roots_for(LOCAL, "/ledgers", separate_config=False)
+            )
+            info(f"naive synchronous walk (at most {naive_max_seconds:.0f} s)...")
+            n, secs, finished = naive_walk(client, roots, naive_max_seconds)
+            doc["naive"] = {
+                "znodes": n,
+                "seconds": round(secs, 3),
+                "finished": finished,
+                "znodes_per_s": round(n / secs) if secs else None,
+            }
+        finally:
+            client.stop()
+            client.close()
+    s, nv = doc["scraper"], doc["naive"]
+    doc["ratio"] = round(s["znodes_per_s"] / nv["znodes_per_s"], 1) if nv["znodes_per_s"] else None
+    doc["targets"] = {
+        "znodes_per_s>=50000": bool(s["znodes_per_s"] and s["znodes_per_s"] >= 50_000),
+        "ratio>=20": bool(doc["ratio"] and doc["ratio"] >= 20),
+        "rss<1GB": s["peak_rss_mb"] < 1024,
+    }
+    return doc
+
+
+def _main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="internal: the scrape half of `pulsar-ops bench scrape`")
+    p.add_argument("--child", action="store_true", required=True)
+    p.add_argument("--hosts", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--batch", type=int, default=None)
+    a = p.parse_args(argv)
+    print(json.dumps(_child_scrape(a.hosts, a.out, a.batch)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
