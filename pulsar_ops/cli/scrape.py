@@ -91,6 +91,9 @@ def register(app: typer.Typer) -> None:
         multiread: bool = typer.Option(
             None, "--multiread/--no-multiread", help="Force multiRead on/off (default: detect the server version)."
         ),
+        workers: int = typer.Option(
+            None, "--workers", min=0, max=64, help="Decode worker processes (0: in-process; default 2 on >= 2 CPUs)."
+        ),
         connect_timeout: float = typer.Option(
             30.0, "--connect-timeout", min=0.5, help="Seconds to wait for the first ZooKeeper connection."
         ),
@@ -111,6 +114,7 @@ def register(app: typer.Typer) -> None:
                     batch=batch,
                     multiread=multiread,
                     connect_timeout=connect_timeout,
+                    workers=workers,
                     progress=progress,
                 )
             )

@@ -7,6 +7,7 @@ whether each source was scraped completely).
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ from pulsar_ops import __version__
 from pulsar_ops.errors import ConfigError
 from pulsar_ops.scrape import zk
 from pulsar_ops.scrape.classify import CONFIG, LOCAL, MANAGED_LEDGERS, POLICIES, classify, roots_for
+from pulsar_ops.scrape.decode_pool import PoolSink, merge_summaries
 from pulsar_ops.scrape.extract import DEFAULT_MAX_ZNODE_BYTES, ExtractConfig
 from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.snapshot import schema
@@ -60,6 +62,8 @@ class ScrapeConfig:
     batch_rows: int = DEFAULT_BATCH_ROWS
     retry_seconds: float = zk.DEFAULT_RETRY_SECONDS
     connect_timeout: float = 30.0
+    # Decode worker processes (0 = decode in the walking process). None: 2 when the machine has >= 2 CPUs.
+    workers: int | None = None
     extra: Callable[[], ExtraTables] | None = None
     progress: Callable[[ScrapeProgress], None] | None = None
 
@@ -89,6 +93,14 @@ def _ledgers_root(value: str) -> str:
     if root == "/":
         raise ConfigError("--ledgers-root must not be /", hint="pass --ledgers-root /ledgers")
     return root
+
+
+def _workers(requested: int | None) -> int:
+    if requested is not None:
+        if requested < 0:
+            raise ConfigError("--workers must be >= 0", hint="pass --workers 0 to decode in-process")
+        return requested
+    return 2 if (os.cpu_count() or 1) >= 2 else 0
 
 
 def _pick_cluster(flag: str | None, seen: list[str]) -> str | None:
@@ -143,6 +155,10 @@ def scrape(config: ScrapeConfig) -> Manifest:
         )
         writer = SnapshotWriter(out, batch_rows=config.batch_rows)
         sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ledgers_root, max_znode_bytes=config.max_znode_bytes))
+        n_workers = _workers(config.workers)
+        pool = PoolSink(sink, out, n_workers, batch_rows=config.batch_rows) if n_workers else None
+        walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
+        walked = 0
         versions: dict[str, str] = {}
         multiread_used: dict[str, bool] = {}
         for store, target in ((CONFIG, config_t), (LOCAL, local_t)):
@@ -154,15 +170,13 @@ def scrape(config: ScrapeConfig) -> Manifest:
             versions[store] = version
             multiread_used[store] = use_mr
             roots = roots_for(store, ledgers_root, separate_config=separate)
-            sink.store = store
+            walk_sink.store = store
             for r in roots:
                 sink.ensure_scope(store, classify(r, ledgers_root).scope)
 
-            def _progress(n: int, store: str = store) -> None:
+            def _progress(n: int, store: str = store, base: int = walked) -> None:
                 if config.progress is not None:
-                    config.progress(
-                        ScrapeProgress(store, sink.counters.znodes, sink.counters.errors, time.monotonic() - t0)
-                    )
+                    config.progress(ScrapeProgress(store, base + n, sink.counters.errors, time.monotonic() - t0))
 
             walker = zk.ZkWalker(
                 client,
@@ -172,10 +186,14 @@ def scrape(config: ScrapeConfig) -> Manifest:
                 retry_seconds=config.retry_seconds,
                 progress=_progress,
             )
-            walker.walk(roots, sink)
+            walked += walker.walk(roots, walk_sink).znodes
+        summaries = pool.close() if pool is not None else []
     finally:
         for c in {id(c): c for c in clients.values()}.values():
             zk.close(c)
+        if pool is not None:
+            pool.terminate()
+    merge_summaries(sink, summaries)
     _guard_missing_roots(sink, ledgers_root)
 
     extra = config.extra() if config.extra is not None else ExtraTables()
@@ -194,6 +212,9 @@ def scrape(config: ScrapeConfig) -> Manifest:
     for row in scope_rows:
         writer.add("scopes", row)
     row_counts = writer.close()
+    for s in summaries:
+        for table, n in s.row_counts.items():
+            row_counts[table] = row_counts.get(table, 0) + n
     seconds = time.monotonic() - t0
     incomplete = tuple(
         IncompleteScope(r["store"], r["scope"], r["error_code"] or "", r["error"] or "")

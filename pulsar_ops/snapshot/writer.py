@@ -46,11 +46,23 @@ class SnapshotWriter:
     in schema column order (the hot path for ``znodes``). Call ``close()`` once; it returns the row counts.
     """
 
-    def __init__(self, out_dir: Path, *, batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
+    def __init__(
+        self,
+        out_dir: Path,
+        *,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        part_offset: int = 0,
+        empty_parts: bool = True,
+    ) -> None:
+        """``part_offset`` lets several writers (decode worker processes) share one snapshot directory: writer
+        k numbers its parts from ``k * 10000``; ``empty_parts=False`` leaves tables without rows to the writer
+        that closes last."""
         if batch_rows < 1:
             raise ValueError("batch_rows must be >= 1")
         self.out_dir = Path(out_dir)
         self.batch_rows = batch_rows
+        self.part_offset = part_offset
+        self.empty_parts = empty_parts
         self._buffers = {t.name: _TableBuffer(t.name) for t in schema.TABLES}
         self._closed = False
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -101,16 +113,20 @@ class SnapshotWriter:
         tbl = pa.Table.from_arrays(arrays, schema=sch)
         d = self.table_dir(buf.name)
         d.mkdir(parents=True, exist_ok=True)
-        pq.write_table(tbl, d / part_name(buf.parts), compression="zstd")
+        pq.write_table(tbl, d / part_name(self.part_offset + buf.parts), compression="zstd")
         buf.parts += 1
         buf.total += len(rows)
+
+    def _has_parts(self, name: str) -> bool:
+        return any(self.table_dir(name).glob("part-*.parquet"))
 
     def close(self) -> dict[str, int]:
         """Flush everything; every table gets at least one part file. Returns row counts per table."""
         if self._closed:
             return self.row_counts()
         for buf in self._buffers.values():
-            if buf.rows or buf.parts == 0:
+            needs_empty = buf.parts == 0 and self.empty_parts and not self._has_parts(buf.name)
+            if buf.rows or needs_empty:
                 self._flush(buf)
         self._closed = True
         return self.row_counts()

@@ -3,6 +3,7 @@ nothing is logged. Skips when no Chromium is installed or it cannot start (`apt-
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,8 +166,6 @@ def test_report_renders_charts_without_errors_or_requests(browser: Browser, tmp_
     assert visible == [6, "6"]
 
     shot = browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
-    import base64
-
     png = base64.b64decode(shot["data"])
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     (tmp_path / "report.png").write_bytes(png)

@@ -59,3 +59,12 @@ def test_units() -> None:
             parse_size(bad)
         with pytest.raises(ConfigError):
             parse_duration_ms(bad)
+
+
+def test_human_duration() -> None:
+    from pulsar_ops.repair.units import human_duration
+
+    assert human_duration(3_600_000) == "1h"
+    assert human_duration(3_597_292) == "59m57s"
+    assert human_duration(999) == "999ms"
+    assert human_duration(90_061_000) == "1d1h"

@@ -65,7 +65,9 @@ def test_no_findings_summary() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     st.text(
-        alphabet=st.one_of(st.characters(), st.sampled_from(["\ud800", "\udfff", "\u202e", "\x1b", "\x85", "\n"])),
+        alphabet=st.one_of(
+            st.characters(), st.sampled_from(["\ud800", "\udfff", "\u202e", "\x1b", "\x85", "\n"])
+        ),
         max_size=40,
     ),
     st.integers(1, 50),
