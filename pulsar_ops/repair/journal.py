@@ -16,6 +16,7 @@ anything is appended. A malformed record anywhere else is a JournalError.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -116,18 +117,27 @@ class Journal:
     ) -> Journal:
         """Load the journal; refuse when another plan is unfinished in it; append our header if new."""
         j = cls(path, plan_checksum)
-        if j.path.exists():
-            j._load()
-        for other in j._plans.values():
+        j._lock()
+        try:
+            j._start(plan_checksum, plan_id, actions, backup_dir, create)
+        except BaseException:
+            j.close()
+            raise
+        return j
+
+    def _start(self, plan_checksum: str, plan_id: str, actions: int, backup_dir: str | None, create: bool) -> None:
+        if self.path.stat().st_size:
+            self._load()
+        for other in self._plans.values():
             if other.checksum != plan_checksum and other.unfinished():
                 raise JournalError(
-                    f"journal {j.path} holds unfinished plan {other.plan_id} "
+                    f"journal {self.path} holds unfinished plan {other.plan_id} "
                     f"({other.settled()}/{other.actions} actions settled); refusing to start plan {plan_id}",
                     hint="finish that plan first (re-run its `pulsar-ops apply ... --phase delete`), or pass "
                     "a different --journal FILE",
                 )
-        if create and plan_checksum not in j._plans:
-            j._append(
+        if create and plan_checksum not in self._plans:
+            self._append(
                 {
                     "type": "plan",
                     "plan": plan_checksum,
@@ -137,8 +147,7 @@ class Journal:
                     "ts_ms": now_ms(),
                 }
             )
-            j._plans[plan_checksum] = _PlanRecord(plan_checksum, plan_id, actions, backup_dir)
-        return j
+            self._plans[plan_checksum] = _PlanRecord(plan_checksum, plan_id, actions, backup_dir)
 
     @classmethod
     def read_only(cls, path: Path, *, plan_checksum: str) -> Journal:
@@ -147,6 +156,19 @@ class Journal:
         if j.path.exists():
             j._load(repair=False)
         return j
+
+    def _lock(self) -> None:
+        """Open the journal for appending and hold an exclusive lock: one apply per journal at a time."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the run, closed in close()
+        try:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.close()
+            raise JournalError(
+                f"journal {self.path} is locked: another `pulsar-ops apply` is running with it",
+                hint="wait for the other run to finish (or stop it), then re-run the same command",
+            ) from None
 
     def _load(self, *, repair: bool = True) -> None:
         raw = self.path.read_bytes()
@@ -222,8 +244,7 @@ class Journal:
 
     def _append(self, rec: Mapping[str, Any]) -> None:
         if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open for the run, closed in close()
+            raise JournalError(f"journal {self.path} was opened read-only")
         line = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8") + b"\n"
         self._fh.write(line)
         self._fh.flush()

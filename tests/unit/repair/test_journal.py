@@ -79,3 +79,13 @@ def test_refuses_another_plan_over_an_unfinished_journal(tmp_path: Path) -> None
     with open_j(p, "c2") as j:  # once settled another plan may use the file
         j.record("x", J.MARKED)
     assert J.Journal.read_only(p, plan_checksum="c1").state("a").state == J.COMMITTED
+
+
+def test_one_apply_per_journal_at_a_time(tmp_path: Path) -> None:
+    p = tmp_path / "j.jsonl"
+    with open_j(p):
+        with pytest.raises(JournalError) as e:
+            open_j(p)
+        assert "locked" in e.value.message
+    with open_j(p) as j:  # released on close
+        j.record("a", J.MARKED)

@@ -144,3 +144,18 @@ def test_subtree_children_first_and_new_child_is_a_skip() -> None:
     assert not v.proceed and "/r/a/new appeared" in v.reason
     v = decide_delete(a, now[:-1], [])
     assert not v.proceed and "/r/c is gone" in v.reason
+
+
+def test_pure_modules_import_no_io_library() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import pulsar_ops.repair.planner, pulsar_ops.repair.validate, pulsar_ops.repair.plan_file;"
+        "from tests.unit.repair.encoders import ml_info;"
+        "from pulsar_ops.repair.validate import referenced_ledgers;"
+        "referenced_ledgers('managed-ledger', ml_info([1]), '/x');"
+        "print(sorted(m for m in ('kazoo', 'httpx', 'pyspark', 'pyarrow') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
