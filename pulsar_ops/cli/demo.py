@@ -1,9 +1,154 @@
-"""`pulsar-ops demo` (being built; registers nothing yet)."""
+"""`pulsar-ops demo`: the whole story on an embedded cluster, running the same commands an operator runs.
+
+Starts a real ZooKeeper (from pyspark's jars), seeds a synthetic Pulsar cluster with injected defects, then runs
+`scrape`, `audit`, `report` and `plan` exactly as printed; with `--apply` also both `apply` phases (quarantine 0)
+and a second scrape + audit that shows the repaired leaks gone. Everything it writes stays under `--out`.
+"""
 
 from __future__ import annotations
 
+import json
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from pulsar_ops.cli.common import err_console, guarded
+from pulsar_ops.errors import PulsarOpsError
+from pulsar_ops.findings import Finding
+
+EXIT_MISMATCH = 1
+
+
+class DemoStepFailed(PulsarOpsError):
+    code = "demo-step-failed"
+    default_hint = "re-run `pulsar-ops demo --debug` and read the step's own error above"
+
+
+def _say(text: str = "", style: str | None = None) -> None:
+    err_console.print(text, markup=False, highlight=False, emoji=False, style=style)
+
+
+def _run(args: list[str], *, ok: tuple[int, ...] = (0,)) -> int:
+    """Run one pulsar-ops command in-process, exactly as an operator would type it."""
+    from pulsar_ops.cli.main import app
+
+    _say("")
+    _say("$ pulsar-ops " + " ".join(shlex.quote(a) for a in args), style="bold cyan")
+    rv = app(args=args, standalone_mode=False, prog_name="pulsar-ops")
+    code = int(rv) if isinstance(rv, int) else 0
+    if code not in ok:
+        raise DemoStepFailed(f"`pulsar-ops {args[0]}` exited with {code}")
+    return code
+
+
+def _findings(audit_dir: Path) -> list[Finding]:
+    doc = json.loads((audit_dir / "findings.json").read_text())
+    return [Finding.from_json(f) for f in doc["findings"]]
+
+
+def _plannable_by_detection(findings: list[Finding]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in findings:
+        if f.plannable:
+            out[f.detection] = out.get(f.detection, 0) + 1
+    return out
+
+
+def _default_out() -> Path:
+    return Path("pulsar-ops-demo") / time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's command(s) to the root app."""
+    """Add `demo` to the root app."""
+
+    @app.command("demo")
+    @guarded
+    def demo(
+        topics: int = typer.Option(200, "--topics", min=1, help="Healthy topics to seed (defects come on top)."),
+        seed: int = typer.Option(1, "--seed", help="Seed of the synthetic cluster (same seed, same cluster)."),
+        do_apply: bool = typer.Option(
+            False, "--apply", help="Also run both apply phases (quarantine 0) and audit again."
+        ),
+        out: Path | None = typer.Option(None, "--out", help="Working directory (default ./pulsar-ops-demo/run-*)."),
+    ) -> None:
+        """Run scrape -> audit -> report -> plan (-> apply -> audit) on an embedded, seeded cluster."""
+        from pulsar_ops.testing.demo_cluster import CLOCK_AHEAD_MS, DemoCluster
+        from pulsar_ops.testing.truth import compare, summary_lines
+
+        started = time.monotonic()
+        work = (out or _default_out()).resolve()
+        if work.exists() and any(work.iterdir()):
+            raise DemoStepFailed(f"{work} is not empty", hint="pass --out NEW_DIR")
+        snap, audit, plan = work / "snapshot", work / "audit", work / "plan.json"
+        _say(f"pulsar-ops demo: working directory {work}", style="bold")
+        with DemoCluster(work, topics=topics, seed=seed) as cluster:
+            assert cluster.result is not None and cluster.zk is not None
+            r = cluster.result
+            _say(
+                f"embedded ZooKeeper {cluster.zk.version()} on {cluster.zk.hosts} (chroot /pulsar); seeded "
+                f"{r.znodes_written:,} znodes in {r.seconds:.1f}s: {topics} healthy topics plus injected defects"
+            )
+            _say(
+                f"the seeded clock runs {CLOCK_AHEAD_MS // 3_600_000} h ahead, so the audit uses --now "
+                f"{cluster.now_ms} (leaked znodes written seconds ago must look old enough to plan)"
+            )
+            now = str(cluster.now_ms)
+            _run(["scrape", "--zookeeper", cluster.hosts, "--out", str(snap)])
+            _run(["audit", str(snap), "--out", str(audit), "--now", now], ok=(0, 1, 2))
+            findings = _findings(audit)
+            diffs = compare(findings, cluster.ground_truth)
+            _say("")
+            _say("findings vs the seeder's ground truth:", style="bold")
+            for line in summary_lines(diffs):
+                _say(line)
+            all_match = all(d.ok for d in diffs.values())
+            _run(
+                [
+                    "report", str(audit), "--html", str(work / "report.html"), "--markdown",
+                    str(work / "report.md"), "--prometheus", str(work / "pulsar_ops.prom"),
+                ]
+            )
+            _run(["plan", str(audit), "--out", str(plan)])
+            before = _plannable_by_detection(findings)
+            after: dict[str, int] | None = None
+            if do_apply:
+                zk = ["--zookeeper", cluster.hosts]
+                _run(["apply", str(plan), *zk, "--phase", "mark", "--apply", "--yes"])
+                _run(["apply", str(plan), *zk, "--phase", "delete", "--quarantine", "0", "--apply", "--yes"])
+                snap2, audit2 = work / "snapshot-after", work / "audit-after"
+                _run(["scrape", "--zookeeper", cluster.hosts, "--out", str(snap2)])
+                _run(["audit", str(snap2), "--out", str(audit2), "--now", now], ok=(0, 1, 2))
+                after = _plannable_by_detection(_findings(audit2))
+        _summary(work, before, after, all_match, time.monotonic() - started, do_apply)
+        if not all_match:
+            _say("the findings differ from the seeded ground truth (see above): please report this", style="red")
+            raise typer.Exit(EXIT_MISMATCH)
+
+
+def _summary(
+    work: Path, before: dict[str, int], after: dict[str, int] | None, all_match: bool, seconds: float, applied: bool
+) -> None:
+    _say("")
+    _say("demo summary", style="bold")
+    rows: list[tuple[str, Any]] = [
+        ("plannable before", ", ".join(f"{k}={v}" for k, v in sorted(before.items())) or "none"),
+    ]
+    if after is not None:
+        rows.append(("plannable after apply", ", ".join(f"{k}={v}" for k, v in sorted(after.items())) or "none"))
+    rows += [
+        ("ground truth", "every detection matches" if all_match else "MISMATCH"),
+        ("snapshot", work / "snapshot"),
+        ("findings", work / "audit" / "findings.json"),
+        ("reports", f"{work / 'report.html'}, {work / 'report.md'}, {work / 'pulsar_ops.prom'}"),
+        ("plan", work / "plan.json"),
+    ]
+    if applied:
+        rows += [("backups", work / "plan.json.backup"), ("journal", work / "plan.json.journal.jsonl")]
+    rows.append(("took", f"{seconds:.1f}s (ZooKeeper stopped)"))
+    for k, v in rows:
+        _say(f"  {k:<22} {v}")
+    if not applied:
+        _say("  next: `pulsar-ops demo --apply` also runs both apply phases and audits again")

@@ -1,0 +1,109 @@
+-- ack-holes: individually acknowledged ranges pinning ledgers behind the mark-delete position
+-- (docs/detections.md). Durable, non-system cursors of non-system topics only.
+-- Known ranges (cursors_ledger_id = -1, the znode is authoritative): a finding when range_count > 0.
+-- Unknown (a cursor ledger holds them): a finding only when the mark-delete ledger is older than the last.
+-- Positions count entries across the ledger list: entry (L, e) is number entries_before(L) + e.
+WITH user_cursors AS (
+    SELECT c.*, t.last_ledger_id
+    FROM stg_cursors c
+    JOIN int_topics t ON t.path = c.ml_path
+    WHERE NOT c.is_system AND NOT t.is_system_topic
+),
+known AS (
+    SELECT * FROM user_cursors WHERE cursors_ledger_id = -1 AND range_count > 0
+),
+ranges AS (
+    SELECT
+        r.cursor_path,
+        max_by(r.upper_ledger_id, r.idx) AS last_upper_ledger,
+        max_by(r.upper_entry_id, r.idx) AS last_upper_entry,
+        sum((lu.entries_before + r.upper_entry_id) - (ll.entries_before + r.lower_entry_id)) AS covered,
+        count(*) AS ranges_read
+    FROM stg_ack_ranges r
+    JOIN known k ON k.path = r.cursor_path
+    LEFT JOIN int_ledgers ll ON ll.ml_path = k.ml_path AND ll.ledger_id = r.lower_ledger_id
+    LEFT JOIN int_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = r.upper_ledger_id
+    GROUP BY r.cursor_path
+),
+pinned AS (
+    SELECT k.path, sum(coalesce(x.size, CAST(0 AS BIGINT))) AS pinned_bytes
+    FROM known k
+    JOIN ranges g ON g.cursor_path = k.path
+    JOIN int_ledgers x
+        ON x.ml_path = k.ml_path AND NOT x.is_last
+        AND x.ledger_id >= k.mark_delete_ledger_id AND x.ledger_id <= g.last_upper_ledger
+    GROUP BY k.path
+),
+measured AS (
+    SELECT
+        k.*,
+        g.last_upper_ledger,
+        g.last_upper_entry,
+        (lu.entries_before + g.last_upper_entry) - (lm.entries_before + k.mark_delete_entry_id) - g.covered
+            AS unacked_in_window,
+        lm.timestamp_ms AS md_ledger_ts,
+        pb.pinned_bytes
+    FROM known k
+    LEFT JOIN ranges g ON g.cursor_path = k.path
+    LEFT JOIN int_ledgers lm ON lm.ml_path = k.ml_path AND lm.ledger_id = k.mark_delete_ledger_id
+    LEFT JOIN int_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = g.last_upper_ledger
+    LEFT JOIN pinned pb ON pb.path = k.path
+)
+SELECT
+    'ack-holes' AS detection,
+    CASE WHEN m.range_count * 5 >= p.max_unacked_ranges_metadata * 4 THEN 'warning' ELSE 'info' END AS severity,
+    CAST(NULL AS BIGINT) AS ledger_id,
+    m.topic AS topic,
+    m.subscription AS subscription,
+    m.path AS path,
+    m.namespace AS namespace,
+    false AS plannable,
+    coalesce(m.pinned_bytes, CAST(0 AS BIGINT)) AS bytes,
+    concat(
+        CAST(m.range_count AS STRING), ' acknowledged range(s) after the mark-delete position ',
+        CAST(m.mark_delete_ledger_id AS STRING), ':', CAST(m.mark_delete_entry_id AS STRING),
+        CASE WHEN m.range_count * 5 >= p.max_unacked_ranges_metadata * 4
+            THEN '; near the metadata-store cap' ELSE '' END
+    ) AS reason,
+    to_json(named_struct(
+        'range_count', m.range_count,
+        'first_hole', concat(CAST(m.mark_delete_ledger_id AS STRING), ':',
+                             CAST(m.mark_delete_entry_id + 1 AS STRING)),
+        'first_hole_age_ms', p.now_ms - m.md_ledger_ts,
+        'unacked_in_window', m.unacked_in_window,
+        'pinned_bytes', coalesce(m.pinned_bytes, CAST(0 AS BIGINT)),
+        'cap_metadata_store', p.max_unacked_ranges_metadata,
+        'cap_cursor_ledger', p.max_unacked_ranges_persist,
+        'near_cap', m.range_count * 5 >= p.max_unacked_ranges_metadata * 4
+    )) AS evidence
+FROM measured m
+CROSS JOIN params p
+UNION ALL
+SELECT
+    'ack-holes' AS detection,
+    'info' AS severity,
+    CAST(NULL AS BIGINT) AS ledger_id,
+    u.topic AS topic,
+    u.subscription AS subscription,
+    u.path AS path,
+    u.namespace AS namespace,
+    false AS plannable,
+    CAST(0 AS BIGINT) AS bytes,
+    concat(
+        'ranges unknown (held in cursor ledger ', CAST(u.cursors_ledger_id AS STRING),
+        '); mark-delete ledger ', CAST(u.mark_delete_ledger_id AS STRING), ' is older than the last ledger ',
+        CAST(u.last_ledger_id AS STRING)
+    ) AS reason,
+    to_json(named_struct(
+        'range_count', 'unknown',
+        'cursor_ledger', u.cursors_ledger_id,
+        'mark_delete', concat(CAST(u.mark_delete_ledger_id AS STRING), ':',
+                              CAST(u.mark_delete_entry_id AS STRING)),
+        'last_ledger_id', u.last_ledger_id,
+        'near_cap', false
+    )) AS evidence
+FROM user_cursors u
+WHERE u.cursors_ledger_id <> -1
+    AND u.mark_delete_ledger_id IS NOT NULL
+    AND u.last_ledger_id IS NOT NULL
+    AND u.mark_delete_ledger_id < u.last_ledger_id

@@ -1,0 +1,170 @@
+-- expired-retention-unloaded: ledgers an unloaded topic's broker would trim now (docs/detections.md).
+-- Not loaded: the topic's bundle (CRC32 of the full name in the namespace's boundaries) has no owner, or
+-- the admin API was scraped and the topic is not in loaded_topics. Retention: topic policy, else the
+-- namespace's (null dimension -> broker default), else the broker defaults. Candidates: ledgers before the
+-- slowest cursor's mark-delete ledger L (+ L when fully consumed); all ledgers without cursors; the last
+-- ledger only when BookKeeper shows entries; offloaded ledgers without a BookKeeper copy are skipped.
+-- The retention cut is a prefix: it stops at the first candidate that satisfies neither rule.
+WITH admin AS (
+    SELECT p.admin_scraped OR (SELECT count(*) FROM stg_loaded_topics) > 0 AS admin_scraped
+    FROM params p
+),
+bundled AS (
+    SELECT m.path, m.topic, m.base_topic, m.namespace, b.bundle_range, b.lower, b.upper
+    FROM stg_managed_ledgers m
+    LEFT JOIN int_bundles b
+        ON b.namespace = m.namespace
+        AND crc32(m.topic) >= b.lower
+        AND (crc32(m.topic) < b.upper OR (b.is_last AND crc32(m.topic) <= b.upper))
+),
+owners AS (
+    SELECT DISTINCT namespace, lower, upper FROM stg_bundle_owners
+),
+loaded AS (
+    SELECT DISTINCT topic FROM stg_loaded_topics
+),
+unloaded AS (
+    SELECT
+        t.*,
+        o.namespace IS NOT NULL AS owned
+    FROM bundled t
+    CROSS JOIN admin a
+    LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
+    LEFT JOIN loaded lt ON lt.topic = t.topic
+    WHERE o.namespace IS NULL OR (a.admin_scraped AND lt.topic IS NULL)
+),
+topic_retention AS (
+    SELECT
+        topic,
+        coalesce(
+            max(CASE WHEN scope = 'local' THEN retention_time_minutes END),
+            max(CASE WHEN scope = 'global' THEN retention_time_minutes END)
+        ) AS rt,
+        coalesce(
+            max(CASE WHEN scope = 'local' THEN retention_size_mb END),
+            max(CASE WHEN scope = 'global' THEN retention_size_mb END)
+        ) AS rs
+    FROM stg_topic_policies
+    WHERE retention_time_minutes IS NOT NULL OR retention_size_mb IS NOT NULL
+    GROUP BY topic
+),
+retention AS (
+    SELECT
+        u.*,
+        CASE
+            WHEN coalesce(tp.topic, tb.topic) IS NOT NULL THEN 'topic'
+            WHEN n.retention_time_minutes IS NOT NULL OR n.retention_size_mb IS NOT NULL THEN 'namespace'
+            ELSE 'broker'
+        END AS retention_source,
+        CASE
+            WHEN coalesce(tp.topic, tb.topic) IS NOT NULL
+                THEN coalesce(CASE WHEN tp.topic IS NOT NULL THEN tp.rt ELSE tb.rt END,
+                              p.default_retention_time_minutes)
+            ELSE coalesce(n.retention_time_minutes, p.default_retention_time_minutes)
+        END AS rt,
+        CASE
+            WHEN coalesce(tp.topic, tb.topic) IS NOT NULL
+                THEN coalesce(CASE WHEN tp.topic IS NOT NULL THEN tp.rs ELSE tb.rs END,
+                              p.default_retention_size_mb)
+            ELSE coalesce(n.retention_size_mb, p.default_retention_size_mb)
+        END AS rs
+    FROM unloaded u
+    CROSS JOIN params p
+    LEFT JOIN stg_namespaces n ON n.namespace = u.namespace
+    LEFT JOIN topic_retention tp ON tp.topic = u.topic
+    LEFT JOIN topic_retention tb ON tb.topic = u.base_topic AND u.base_topic <> u.topic
+),
+slowest_ledger AS (
+    SELECT ml_path, min(mark_delete_ledger_id) AS md_ledger
+    FROM stg_cursors
+    WHERE mark_delete_ledger_id IS NOT NULL
+    GROUP BY ml_path
+),
+slowest AS (
+    SELECT s.ml_path, s.md_ledger, min(coalesce(c.mark_delete_entry_id, CAST(-1 AS BIGINT))) AS md_entry
+    FROM slowest_ledger s
+    JOIN stg_cursors c ON c.ml_path = s.ml_path AND c.mark_delete_ledger_id = s.md_ledger
+    GROUP BY s.ml_path, s.md_ledger
+),
+totals AS (
+    SELECT ml_path, sum(coalesce(list_size, CAST(0 AS BIGINT))) AS total_size
+    FROM int_ledgers
+    GROUP BY ml_path
+),
+candidates AS (
+    SELECT
+        l.ml_path, l.idx, l.ledger_id, l.size, l.timestamp_ms, r.rt, r.rs, tot.total_size
+    FROM int_ledgers l
+    JOIN retention r ON r.path = l.ml_path
+    JOIN totals tot ON tot.ml_path = l.ml_path
+    LEFT JOIN slowest s ON s.ml_path = l.ml_path
+    WHERE NOT l.bookkeeper_deleted
+        AND (NOT l.is_last OR coalesce(l.bk_last_entry_id, CAST(-1 AS BIGINT)) >= 0)
+        AND (
+            s.md_ledger IS NULL
+            OR l.ledger_id < s.md_ledger
+            OR (l.ledger_id = s.md_ledger AND s.md_entry = l.entries - 1)
+        )
+),
+walked AS (
+    SELECT
+        c.*,
+        coalesce(
+            (c.rt >= 0 AND p.now_ms - c.timestamp_ms > c.rt * 60000)
+            OR (
+                c.rs >= 0
+                AND c.total_size - coalesce(
+                    sum(c.size) OVER (
+                        PARTITION BY c.ml_path ORDER BY c.idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+                    ),
+                    CAST(0 AS BIGINT)
+                ) >= c.rs * 1048576
+            ),
+            false
+        ) AS expired
+    FROM candidates c
+    CROSS JOIN params p
+),
+cut AS (
+    SELECT
+        w.*,
+        min(CASE WHEN NOT w.expired THEN w.idx END) OVER (PARTITION BY w.ml_path) AS first_kept
+    FROM walked w
+),
+trimmed AS (
+    SELECT
+        ml_path,
+        array_sort(collect_list(ledger_id)) AS ledger_ids,
+        count(*) AS ledgers,
+        sum(size) AS bytes,
+        min(timestamp_ms) AS oldest_ms
+    FROM cut
+    WHERE expired AND (first_kept IS NULL OR idx < first_kept)
+    GROUP BY ml_path
+)
+SELECT
+    'expired-retention-unloaded' AS detection,
+    'warning' AS severity,
+    CAST(NULL AS BIGINT) AS ledger_id,
+    r.topic AS topic,
+    CAST(NULL AS STRING) AS subscription,
+    r.path AS path,
+    r.namespace AS namespace,
+    false AS plannable,
+    coalesce(t.bytes, CAST(0 AS BIGINT)) AS bytes,
+    concat(
+        'topic not loaded (', CASE WHEN r.owned THEN 'not in loaded_topics' ELSE 'bundle unowned' END, '): ',
+        CAST(t.ledgers AS STRING), ' ledger(s) past retention are kept until it is loaded'
+    ) AS reason,
+    to_json(named_struct(
+        'ledger_ids', t.ledger_ids,
+        'oldest_age_ms', p.now_ms - t.oldest_ms,
+        'retention_time_minutes', r.rt,
+        'retention_size_mb', r.rs,
+        'retention_source', r.retention_source,
+        'bundle', r.bundle_range,
+        'owned', r.owned
+    )) AS evidence
+FROM trimmed t
+JOIN retention r ON r.path = t.ml_path
+CROSS JOIN params p

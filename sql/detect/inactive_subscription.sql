@@ -1,0 +1,60 @@
+-- inactive-subscription: a durable, non-system cursor of a non-system topic whose last activity
+-- (last_active_ms, else the cursor znode mtime) is older than now - inactive_after_ms (docs/detections.md).
+-- Backlog over the ledger list after the mark-delete position (BookKeeper values for the open ledger).
+WITH user_cursors AS (
+    SELECT c.*, coalesce(c.last_active_ms, c.mtime_ms) AS active_ms
+    FROM stg_cursors c
+    JOIN int_topics t ON t.path = c.ml_path
+    WHERE NOT c.is_system AND NOT t.is_system_topic
+),
+inactive AS (
+    SELECT u.*
+    FROM user_cursors u
+    CROSS JOIN params p
+    WHERE u.active_ms < p.now_ms - p.inactive_after_ms
+),
+backlog AS (
+    SELECT
+        i.path,
+        sum(
+            CASE
+                WHEN i.mark_delete_ledger_id IS NULL OR l.ledger_id > i.mark_delete_ledger_id
+                    THEN coalesce(l.entries, CAST(0 AS BIGINT))
+                WHEN l.ledger_id = i.mark_delete_ledger_id
+                    THEN greatest(coalesce(l.entries, CAST(0 AS BIGINT)) - (i.mark_delete_entry_id + 1),
+                                  CAST(0 AS BIGINT))
+                ELSE CAST(0 AS BIGINT)
+            END
+        ) AS backlog_entries,
+        sum(
+            CASE
+                WHEN i.mark_delete_ledger_id IS NULL OR l.ledger_id >= i.mark_delete_ledger_id
+                    THEN coalesce(l.size, CAST(0 AS BIGINT))
+                ELSE CAST(0 AS BIGINT)
+            END
+        ) AS backlog_bytes
+    FROM inactive i
+    JOIN int_ledgers l ON l.ml_path = i.ml_path
+    GROUP BY i.path
+)
+SELECT
+    'inactive-subscription' AS detection,
+    'warning' AS severity,
+    CAST(NULL AS BIGINT) AS ledger_id,
+    i.topic AS topic,
+    i.subscription AS subscription,
+    i.path AS path,
+    i.namespace AS namespace,
+    false AS plannable,
+    coalesce(b.backlog_bytes, CAST(0 AS BIGINT)) AS bytes,
+    concat('no activity for ', CAST(CAST((p.now_ms - i.active_ms) / 3600000 AS BIGINT) AS STRING), ' h') AS reason,
+    to_json(named_struct(
+        'last_active_ms', i.active_ms,
+        'last_active_source', CASE WHEN i.last_active_ms IS NULL THEN 'znode-mtime' ELSE 'cursor' END,
+        'inactive_ms', p.now_ms - i.active_ms,
+        'backlog_entries', coalesce(b.backlog_entries, CAST(0 AS BIGINT)),
+        'backlog_bytes', coalesce(b.backlog_bytes, CAST(0 AS BIGINT))
+    )) AS evidence
+FROM inactive i
+CROSS JOIN params p
+LEFT JOIN backlog b ON b.path = i.path

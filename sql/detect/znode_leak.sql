@@ -1,0 +1,171 @@
+-- znode-leak: metadata subtrees left behind by deleted tenants, namespaces and topics (docs/detections.md).
+-- One finding per subtree root to delete; evidence.leak = the sub-kind; znodes/bytes of the subtree from
+-- int_subtrees. Plannable when the newest mtime in the subtree is older than min_age_ms, the relevant scopes
+-- are complete and (managed-ledgers leaks) no managed ledger in it still has a ledger list.
+WITH tenants_known AS (
+    SELECT DISTINCT tenant FROM stg_tenants
+),
+ns_known AS (
+    SELECT DISTINCT namespace FROM stg_namespaces
+),
+ml_tenant_dirs AS (
+    SELECT path, name AS tenant FROM stg_znodes WHERE parent = '/managed-ledgers' AND depth = 2
+    UNION
+    SELECT concat('/managed-ledgers/', tenant) AS path, tenant FROM stg_managed_ledgers
+),
+ml_ns_dirs AS (
+    SELECT parent AS path, substr(parent, 18) AS namespace
+    FROM stg_znodes
+    WHERE name = 'persistent' AND depth IN (4, 5) AND parent LIKE '/managed-ledgers/%'
+        AND right(parent, 11) <> '/persistent'
+    UNION
+    SELECT path, substr(path, 18) AS namespace
+    FROM stg_znodes
+    WHERE depth = 3 AND parent LIKE '/managed-ledgers/%' AND num_children = 0
+    UNION
+    SELECT concat('/managed-ledgers/', namespace) AS path, namespace FROM stg_managed_ledgers
+),
+held_by_ns AS (
+    SELECT namespace, count(*) AS topics FROM stg_managed_ledgers WHERE ledger_count > 0 GROUP BY namespace
+),
+held_by_tenant AS (
+    SELECT tenant, count(*) AS topics FROM stg_managed_ledgers WHERE ledger_count > 0 GROUP BY tenant
+),
+schema_ledgers AS (
+    SELECT path, array_sort(collect_set(ledger_id)) AS ledgers FROM stg_schema_index GROUP BY path
+),
+bundle_ns_dirs AS (
+    SELECT DISTINCT regexp_extract(path, '^(.*)/[^/]+$', 1) AS path, namespace FROM stg_bundle_data
+),
+leaks AS (
+    -- 1. managed-ledgers subtrees of deleted tenants (one finding per tenant) ...
+    SELECT
+        'managed-ledgers-tenant' AS leak, d.path, CAST(NULL AS STRING) AS namespace,
+        array('/admin/policies', '/managed-ledgers') AS required, d.path AS scope_root,
+        coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics
+    FROM ml_tenant_dirs d
+    LEFT JOIN held_by_tenant h ON h.tenant = d.tenant
+    WHERE NOT EXISTS (SELECT 1 FROM tenants_known t WHERE t.tenant = d.tenant)
+    UNION ALL
+    -- ... and of deleted namespaces of live tenants
+    SELECT
+        'managed-ledgers-namespace' AS leak, d.path, d.namespace,
+        array('/admin/policies', '/managed-ledgers') AS required, d.path AS scope_root,
+        coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics
+    FROM ml_ns_dirs d
+    LEFT JOIN held_by_ns h ON h.namespace = d.namespace
+    WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = d.namespace)
+        AND EXISTS (SELECT 1 FROM tenants_known t WHERE t.tenant = split_part(d.namespace, '/', 1))
+    UNION ALL
+    -- 2. partitioned-topic nodes without any managed ledger of their partitions
+    SELECT
+        'partitioned-topic' AS leak, pt.path, pt.namespace,
+        array('/admin/policies', '/admin/partitioned-topics', '/managed-ledgers',
+              concat('/managed-ledgers/', pt.namespace)) AS required,
+        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
+    FROM stg_partitioned_topics pt
+    WHERE NOT EXISTS (SELECT 1 FROM stg_managed_ledgers m WHERE m.base_topic = pt.topic)
+    UNION ALL
+    -- 3. schema locators whose topic has neither a managed ledger nor a partitioned node
+    SELECT
+        'schema' AS leak, s.path, min(s.namespace) AS namespace,
+        array('/admin/policies', '/schemas', concat('/schemas/', min(s.namespace)), '/managed-ledgers',
+              concat('/managed-ledgers/', min(s.namespace)), '/admin/partitioned-topics') AS required,
+        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
+    FROM stg_schema_index s
+    WHERE NOT EXISTS (SELECT 1 FROM stg_managed_ledgers m WHERE m.base_topic = s.topic)
+        AND NOT EXISTS (SELECT 1 FROM stg_partitioned_topics pt WHERE pt.topic = s.topic)
+    GROUP BY s.path
+    UNION ALL
+    -- 4a. bundle-data directories of namespaces without policies
+    SELECT
+        'bundle-data' AS leak, d.path, d.namespace,
+        array('/admin/policies', '/loadbalance/bundle-data') AS required,
+        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
+    FROM bundle_ns_dirs d
+    WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = d.namespace)
+    UNION ALL
+    -- 4b. bundle-data of a live namespace for a range that is not one of its bundles
+    SELECT
+        'bundle-data' AS leak, bd.path, bd.namespace,
+        array('/admin/policies', '/loadbalance/bundle-data') AS required,
+        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
+    FROM stg_bundle_data bd
+    WHERE EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = bd.namespace)
+        AND NOT EXISTS (
+            SELECT 1 FROM int_bundles b
+            WHERE b.namespace = bd.namespace
+                AND (
+                    (b.lower = bd.lower AND b.upper = bd.upper)
+                    OR lower(b.bundle_range) = lower(bd.bundle_range)
+                )
+        )
+    UNION ALL
+    -- 5. local policies of namespaces without policies
+    SELECT
+        'local-policies' AS leak, lp.path, lp.namespace,
+        array('/admin/policies', '/admin/local-policies') AS required,
+        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
+    FROM stg_local_policies lp
+    WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = lp.namespace)
+),
+measured AS (
+    SELECT
+        l.*,
+        coalesce(st.znodes, CAST(1 AS BIGINT)) AS znodes,
+        coalesce(st.bytes, CAST(0 AS BIGINT)) AS bytes,
+        st.newest_mtime_ms,
+        p.now_ms - st.newest_mtime_ms AS idle_ms,
+        p.min_age_ms,
+        filter(
+            blk.incomplete_scopes,
+            s -> array_contains(l.required, s)
+                OR (l.scope_root IS NOT NULL
+                    AND (s = l.scope_root OR left(s, length(l.scope_root) + 1) = concat(l.scope_root, '/')))
+        ) AS blocked_scopes,
+        sl.ledgers AS schema_ledgers
+    FROM leaks l
+    CROSS JOIN params p
+    CROSS JOIN int_blocking blk
+    LEFT JOIN int_subtrees st ON st.prefix = l.path
+    LEFT JOIN schema_ledgers sl ON l.leak = 'schema' AND sl.path = l.path
+),
+decided AS (
+    SELECT
+        m.*,
+        CASE
+            WHEN m.held_topics > 0
+                THEN concat('holds ', CAST(m.held_topics AS STRING), ' topics with ledgers; delete the topics first')
+            WHEN m.newest_mtime_ms IS NULL
+                THEN 'subtree not in the znode inventory: age unknown'
+            WHEN m.idle_ms < m.min_age_ms
+                THEN concat('modified ', CAST(m.idle_ms AS STRING), ' ms ago, younger than min-age ',
+                            CAST(m.min_age_ms AS STRING), ' ms')
+            WHEN size(m.blocked_scopes) > 0
+                THEN concat('incomplete scope(s): ', array_join(m.blocked_scopes, ', '))
+        END AS blocker
+    FROM measured m
+)
+SELECT
+    'znode-leak' AS detection,
+    'warning' AS severity,
+    CAST(NULL AS BIGINT) AS ledger_id,
+    CAST(NULL AS STRING) AS topic,
+    CAST(NULL AS STRING) AS subscription,
+    d.path AS path,
+    d.namespace AS namespace,
+    d.blocker IS NULL AS plannable,
+    d.bytes AS bytes,
+    coalesce(d.blocker, concat(d.leak, ' leak: owner is gone')) AS reason,
+    to_json(named_struct(
+        'leak', d.leak,
+        'znodes', d.znodes,
+        'bytes', d.bytes,
+        'newest_mtime_ms', d.newest_mtime_ms,
+        'held_topics', d.held_topics,
+        'ledgers', d.schema_ledgers,
+        'note', CASE WHEN d.leak = 'schema'
+            THEN 'a non-persistent topic of the same name shares this schema; check it is gone too' END,
+        'blocked_scopes', d.blocked_scopes
+    )) AS evidence
+FROM decided d

@@ -1,0 +1,65 @@
+"""The findings contract: every sql/detect/*.sql emits exactly findings.FINDING_COLUMNS, every detection has a
+file, and an empty snapshot audits clean (nothing is invented from missing data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pulsar_ops.audit import etl
+from pulsar_ops.audit.params import AuditParams
+from pulsar_ops.audit.sql_files import detect_files, intermediate_files, sql_root, staging_files
+from pulsar_ops.findings import DETECTIONS, EXIT_CLEAN, FINDING_COLUMNS
+from pulsar_ops.snapshot import schema
+from tests.spark.helpers import audit
+from tests.spark.snapshot_builder import NOW, SnapshotBuilder
+
+pytestmark = pytest.mark.spark
+
+
+def test_every_detection_has_exactly_one_file() -> None:
+    names = [f.name for f in detect_files()]
+    assert sorted(names) == sorted(DETECTIONS)
+
+
+def test_every_snapshot_table_has_a_staging_view() -> None:
+    assert sorted(f.name for f in staging_files()) == sorted(f"stg_{t.name}" for t in schema.TABLES)
+
+
+def test_sql_root_is_the_source_checkout(repo_root: Path) -> None:
+    assert sql_root() == repo_root / "sql"
+
+
+@pytest.fixture(scope="module")
+def registered(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    snap = SnapshotBuilder().write(tmp_path_factory.mktemp("contract") / "snap")
+    etl.extract(spark, snap, AuditParams(now_ms=NOW), admin_scraped=False)
+    return spark
+
+
+@pytest.mark.parametrize("f", detect_files(), ids=lambda f: f.name)
+def test_detection_output_schema(registered: Any, f: Any) -> None:
+    df = registered.sql(f.text)
+    assert etl.column_contract(df) == list(FINDING_COLUMNS)
+
+
+def test_staging_views_keep_every_column(registered: Any) -> None:
+    for t in schema.TABLES:
+        cols = tuple(registered.table(f"stg_{t.name}").columns)
+        assert cols == t.column_names
+
+
+def test_intermediate_views_are_registered(registered: Any) -> None:
+    for f in intermediate_files():
+        assert registered.catalog.tableExists(f.name)
+
+
+def test_empty_snapshot_is_clean(spark: Any, tmp_path: Path) -> None:
+    r = audit(spark, SnapshotBuilder(), tmp_path)
+    assert r.findings == ()
+    assert r.exit_code == EXIT_CLEAN
+    assert set(r.audit["detections"]) == set(DETECTIONS)
+    assert (tmp_path / "out" / "findings.json").is_file()
+    assert list((tmp_path / "out" / "findings").glob("part-*.parquet"))
