@@ -98,7 +98,7 @@ def run_audit(
     findings = tuple(sorted((Finding.from_json(r.asDict()) for r in written.collect()), key=sort_key))
     wall = time.monotonic() - started
     snapshot = manifest_summary(manifest, snapshot_dir)
-    audit = audit_metadata(resolved, detections, findings, wall, session.sparkContext.master)
+    audit = audit_metadata(resolved, detections, findings, wall, str(session.sparkContext.master))
     result = AuditResult(
         findings=findings,
         counts=audit["counts"],

@@ -7,6 +7,7 @@ views, registered in file-name order; the ``NN_`` prefix is not part of the view
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,9 +47,15 @@ def strip_comments(sql: str) -> str:
     return "\n".join(out_lines).strip().rstrip(";").strip()
 
 
+SQL_DIR_ENV = "PULSAR_OPS_SQL_DIR"
+
+
 def sql_root() -> Path:
+    """``$PULSAR_OPS_SQL_DIR``, else ``<checkout>/sql``, else the wheel's ``pulsar_ops/_bundled/sql``."""
     package = Path(__file__).resolve().parent.parent  # pulsar_ops/
-    for candidate in (package.parent / "sql", package / "_bundled" / "sql"):
+    override = os.environ.get(SQL_DIR_ENV)
+    candidates = [Path(override)] if override else [package.parent / "sql", package / "_bundled" / "sql"]
+    for candidate in candidates:
         if (candidate / "detect").is_dir():
             return candidate
     raise AuditError(

@@ -3,8 +3,9 @@
 Starts an embedded ZooKeeper, seeds N topics with the synthetic-cluster seeder, then in the same run:
 
 1. runs ``scrape()`` in a CHILD process (``python -m pulsar_ops.bench.scrape --child ...``), which reports its
-   own peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) and CPU time: the RSS figure is the scrape's
-   alone, not the benchmark's or the seeder's;
+   own peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) and that of its decode workers
+   (``RUSAGE_CHILDREN``, the largest one); ``peak_rss_mb`` = parent + workers x largest worker, an upper bound
+   of the scrape's total, never the benchmark's or the seeder's memory;
 2. walks the same roots with a naive synchronous recursive walk (``get`` + ``get_children`` per znode, one
    request at a time). At 1-4K znodes/s a full naive walk of 600K znodes takes minutes, so it stops after
    ``naive_max_seconds`` and its rate is measured over the znodes it read (the figures say so).
@@ -65,28 +66,65 @@ def naive_walk(client: KazooClient, roots: list[str], max_seconds: float) -> tup
     return count, time.monotonic() - started, True
 
 
-def _child_scrape(hosts: str, out: str, batch: int | None) -> dict[str, Any]:
-    from pulsar_ops.scrape.run import ScrapeConfig, scrape
+class _CountingSink:
+    def __init__(self) -> None:
+        self.znodes = 0
+
+    def node(self, path: str, data: bytes, stat: tuple[int, ...]) -> None:
+        self.znodes += 1
+
+    def error(self, path: str, code: str, reason: str) -> None:
+        pass
+
+
+def walk_only(hosts: str, roots: list[str]) -> dict[str, Any]:
+    """The read path alone (pipelined multiRead + response parsing), to show what decoding costs."""
+    from pulsar_ops.scrape.zk import ZkTarget, ZkWalker, close, connect
+
+    client = connect(ZkTarget.parse(hosts))
+    try:
+        sink = _CountingSink()
+        t0 = time.monotonic()
+        ZkWalker(client, multiread=True).walk(roots, sink)
+        secs = time.monotonic() - t0
+    finally:
+        close(client)
+    return {"znodes": sink.znodes, "seconds": round(secs, 3), "znodes_per_s": round(sink.znodes / secs)}
+
+
+def _child_scrape(hosts: str, out: str, batch: int | None, workers: int | None) -> dict[str, Any]:
+    from pulsar_ops.scrape.run import ScrapeConfig, _workers, scrape
 
     cpu0 = time.process_time()
     t0 = time.monotonic()
-    m = scrape(ScrapeConfig(zookeeper=hosts, out=Path(out), batch=batch))
+    m = scrape(ScrapeConfig(zookeeper=hosts, out=Path(out), batch=batch, workers=workers))
     seconds = time.monotonic() - t0
+    parent_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    worker_mb = kids.ru_maxrss / 1024  # the largest decode worker (ru_maxrss of reaped children is a max)
+    n_workers = _workers(workers)
     return {
         "znodes": m.row_counts["znodes"],
         "seconds": round(seconds, 3),
         "cpu_seconds": round(time.process_time() - cpu0, 3),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "workers": n_workers,
+        "workers_cpu_seconds": round(kids.ru_utime + kids.ru_stime, 3),
+        "parent_peak_rss_mb": round(parent_mb, 1),
+        "worker_peak_rss_mb": round(worker_mb, 1),
+        # upper bound of the scrape's total: parent peak + every worker at the largest worker's peak
+        "peak_rss_mb": round(parent_mb + n_workers * worker_mb, 1),
         "multiread": m.multiread,
         "incomplete_scopes": len(m.incomplete_scopes),
         "row_counts": m.row_counts,
     }
 
 
-def run_scrape_child(hosts: str, out: Path, batch: int | None) -> dict[str, Any]:
+def run_scrape_child(hosts: str, out: Path, batch: int | None, workers: int | None = None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "pulsar_ops.bench.scrape", "--child", "--hosts", hosts, "--out", str(out)]
     if batch:
         cmd += ["--batch", str(batch)]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise PulsarOpsError(
@@ -103,6 +141,7 @@ def run(
     topics: int = 100_000,
     seed: int = 1,
     batch: int | None = None,
+    workers: int | None = None,
     naive_max_seconds: float = 120.0,
     heap_mb: int = 3072,
     info: Info = lambda _s: None,
@@ -126,13 +165,15 @@ def run(
             info(f"seeded {res.znodes_written:,} znodes in {res.seconds:.1f} s")
 
             info("scraping (child process)...")
-            doc["scraper"] = run_scrape_child(zk.hosts, Path(tmp) / "snap", batch)
+            doc["scraper"] = run_scrape_child(zk.hosts, Path(tmp) / "snap", batch, workers)
             s = doc["scraper"]
             s["znodes_per_s"] = round(s["znodes"] / s["seconds"]) if s["seconds"] else None
 
             roots = list(roots_for(CONFIG, "/ledgers", separate_config=False)) + list(
                 roots_for(LOCAL, "/ledgers", separate_config=False)
             )
+            info("walk only (multiRead reads, no decoding, no Parquet)...")
+            doc["walk_only"] = walk_only(zk.hosts, roots)
             info(f"naive synchronous walk (at most {naive_max_seconds:.0f} s)...")
             n, secs, finished = naive_walk(client, roots, naive_max_seconds)
             doc["naive"] = {
@@ -160,8 +201,9 @@ def _main(argv: list[str] | None = None) -> int:
     p.add_argument("--hosts", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--batch", type=int, default=None)
+    p.add_argument("--workers", type=int, default=None)
     a = p.parse_args(argv)
-    print(json.dumps(_child_scrape(a.hosts, a.out, a.batch)))
+    print(json.dumps(_child_scrape(a.hosts, a.out, a.batch, a.workers)))
     return 0
 
 

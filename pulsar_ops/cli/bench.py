@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 app = typer.Typer(no_args_is_help=True)
@@ -46,6 +48,7 @@ def bench_scrape(
     topics: int = typer.Option(100_000, "--topics", min=1, help="Topics to seed into the embedded ZooKeeper."),
     seed: int = typer.Option(1, "--seed", help="Seeder random seed."),
     batch: int = typer.Option(None, "--batch", min=1, help="Reads per multiRead batch (default: the scraper's)."),
+    workers: int = typer.Option(None, "--workers", min=0, help="Decode worker processes (default: the scraper's)."),
     naive_max_seconds: float = typer.Option(
         120.0, "--naive-max-seconds", min=1.0, help="Stop the naive walk after this long (rate over what it read)."
     ),
@@ -56,19 +59,52 @@ def bench_scrape(
     from pulsar_ops.cli.common import emit_json, guarded, info
 
     def _go() -> None:
-        doc = run(topics=topics, seed=seed, batch=batch, naive_max_seconds=naive_max_seconds, info=info)
+        doc = run(
+            topics=topics, seed=seed, batch=batch, workers=workers, naive_max_seconds=naive_max_seconds, info=info
+        )
         m = doc["machine"]
         info(f"machine: {m['cpus']} cpu(s), load {m['load_1min']} (shared machine: figures are lower bounds)")
         s, n = doc["scraper"], doc["naive"]
         info(
             f"scraper : {s['znodes']:>9,} znodes in {s['seconds']:8.2f} s = {s['znodes_per_s']:>8,} znodes/s "
-            f"(multiRead {'on' if s['multiread'] else 'off'}, cpu {s['cpu_seconds']:.1f} s, "
-            f"peak RSS {s['peak_rss_mb']:,.0f} MB, child process ru_maxrss)"
+            f"(multiRead {'on' if s['multiread'] else 'off'}, {s['workers']} decode workers, "
+            f"cpu {s['cpu_seconds']:.1f} s + workers {s['workers_cpu_seconds']:.1f} s)"
         )
+        info(
+            f"peak RSS: {s['peak_rss_mb']:,.0f} MB (scrape process {s['parent_peak_rss_mb']:,.0f} MB + "
+            f"{s['workers']} x largest worker {s['worker_peak_rss_mb']:,.0f} MB; ru_maxrss, child process)"
+        )
+        w = doc["walk_only"]
+        info(f"walk only: {w['znodes']:>8,} znodes in {w['seconds']:8.2f} s = {w['znodes_per_s']:>8,} znodes/s "
+             "(multiRead reads without decoding: the read path)")
         sampled = "" if n["finished"] else " (stopped early: rate over the znodes read)"
         info(f"naive   : {n['znodes']:>9,} znodes in {n['seconds']:8.2f} s = {n['znodes_per_s']:>8,} znodes/s{sampled}")
         info(f"ratio   : {doc['ratio']}x; targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}"
                                                           for k, v in doc["targets"].items()))
+        if as_json:
+            emit_json(doc)
+
+    guarded(_go)()
+
+
+@app.command("audit")
+def bench_audit(
+    topics: int = typer.Option(10_000, "--topics", min=1, help="Topics in the synthetic snapshot."),
+    snapshot: Path | None = typer.Option(None, "--snapshot", help="Audit this snapshot instead of a synthetic one."),
+    master: str = typer.Option("local[*]", "--master", help="Spark master."),
+    as_json: bool = typer.Option(False, "--json", help="Write the figures as JSON to stdout."),
+) -> None:
+    """Spark audit wall time vs the same SQL on DuckDB over the same Parquet, and the ratio."""
+    from pulsar_ops.bench.audit import run
+    from pulsar_ops.cli.common import emit_json, guarded, info
+
+    def _go() -> None:
+        doc = run(topics=topics, snapshot=snapshot, master=master)
+        info(f"machine: {doc['cpus']} cpu(s), load {doc['load_1min']} (shared machine: figures are upper bounds)")
+        info(f"snapshot: {doc['snapshot']} (generated in {doc['generate_s']} s)")
+        info(f"spark ({master}): startup {doc['spark_startup_s']} s, audit {doc['spark_audit_s']} s")
+        info(f"duckdb: {doc['duckdb_s']} s; spark/duckdb = {doc['ratio_spark_over_duckdb']}x")
+        info(f"same finding counts: {doc['same_counts']} {doc['findings_spark']}")
         if as_json:
             emit_json(doc)
 

@@ -10,21 +10,23 @@ the parent's own sink. No kazoo here.
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import queue
+import contextlib
+import gc
+import pickle
+import struct
+import subprocess
+import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pulsar_ops.errors import PulsarOpsError
-from pulsar_ops.scrape.extract import ExtractConfig
 from pulsar_ops.scrape.multiread import Stat
 from pulsar_ops.scrape.sink import ScopeState, SnapshotSink
 from pulsar_ops.snapshot.writer import SnapshotWriter
 
 CHUNK = 2000
-QUEUE_CHUNKS = 3
 PART_STRIDE = 10_000
 
 Read = tuple[str, bytes, Stat]
@@ -46,21 +48,32 @@ class WorkerSummary:
     row_counts: dict[str, int] = field(default_factory=dict)
 
 
-def _worker_main(
-    index: int,
-    out_dir: str,
-    cfg: ExtractConfig,
-    batch_rows: int,
-    inq: Any,
-    outq: Any,
-) -> None:
+def _read_msg(stream: IO[bytes]) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError("decode worker input closed")
+    (n,) = struct.unpack(">Q", head)
+    return pickle.loads(stream.read(n))
+
+
+def _write_msg(stream: IO[bytes], obj: Any) -> None:
+    raw = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack(">Q", len(raw)))
+    stream.write(raw)
+    stream.flush()
+
+
+def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
+    """Body of a decode worker process: a header message, then chunks, then None; writes one summary."""
+    gc.disable()  # a dedicated process creating only acyclic rows (see scrape.run)
     try:
+        index, out_dir, cfg, batch_rows = _read_msg(stdin)
         writer = SnapshotWriter(
             Path(out_dir), batch_rows=batch_rows, part_offset=(index + 1) * PART_STRIDE, empty_parts=False
         )
         sink = SnapshotSink(writer, cfg)
         while True:
-            item = inq.get()
+            item = _read_msg(stdin)
             if item is None:
                 break
             store, reads = item
@@ -78,36 +91,54 @@ def _worker_main(
             errors=sink.counters.errors,
             row_counts=counts,
         )
-        outq.put(("ok", index, summary))
+        _write_msg(stdout, ("ok", summary))
+        return 0
     except BaseException:  # report everything to the parent; it fails the scrape
-        outq.put(("error", index, traceback.format_exc()))
+        _write_msg(stdout, ("error", traceback.format_exc()))
+        return 1
 
 
 class PoolSink:
-    """A WalkSink that ships reads to decode workers; read errors go to the parent's ``SnapshotSink``."""
+    """A WalkSink that ships reads to decode worker processes; read errors go to the parent's sink.
 
-    def __init__(self, parent: SnapshotSink, out_dir: Path, workers: int, *, batch_rows: int) -> None:
+    Workers are plain ``python -m pulsar_ops.scrape.decode_pool`` subprocesses fed pickled chunks on stdin
+    (no multiprocessing: nothing re-imports the caller's main module, nothing forks kazoo's threads). A full
+    pipe blocks the walk: memory stays bounded. A worker that dies fails the scrape.
+    """
+
+    def __init__(
+        self, parent: SnapshotSink, out_dir: Path, workers: int, *, batch_rows: int, chunk: int = CHUNK
+    ) -> None:
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.parent = parent
-        ctx = mp.get_context("spawn")  # never fork a process that runs kazoo's threads
-        self._outq: Any = ctx.Queue()
-        self._inqs: list[Any] = [ctx.Queue(maxsize=QUEUE_CHUNKS) for _ in range(workers)]
-        self._procs = [
-            ctx.Process(
-                target=_worker_main,
-                args=(i, str(out_dir), parent.cfg, batch_rows, self._inqs[i], self._outq),
-                name=f"pulsar-ops-decode-{i}",
-                daemon=True,
-            )
-            for i in range(workers)
-        ]
-        for p in self._procs:
-            p.start()
+        self.out_dir = out_dir
+        self.workers = workers
+        self.batch_rows = batch_rows
+        self.chunk = max(1, chunk)
+        self._procs: list[subprocess.Popen[bytes]] = []
         self._buf: list[Read] = []
         self._next = 0
         self.dispatched = 0
-        self._closed = False
+
+    def _start(self) -> None:
+        """Workers start with the first full chunk: a small tree is decoded in-process, spawning nothing."""
+        try:
+            for i in range(self.workers):
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "pulsar_ops.scrape.decode_pool"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=None,
+                )
+                self._procs.append(proc)
+                assert proc.stdin is not None
+                # Each worker buffers its own rows: halve the batch so N workers stay near one writer's memory.
+                rows = max(5_000, self.batch_rows // 2)
+                _write_msg(proc.stdin, (i, str(self.out_dir), self.parent.cfg, rows))
+        except BaseException:
+            self.terminate()
+            raise
 
     @property
     def store(self) -> str:
@@ -120,7 +151,7 @@ class PoolSink:
 
     def node(self, path: str, data: bytes, stat: Stat) -> None:
         self._buf.append((path, data, stat))
-        if len(self._buf) >= CHUNK:
+        if len(self._buf) >= self.chunk:
             self.flush()
 
     def error(self, path: str, code: str, reason: str) -> None:
@@ -129,67 +160,60 @@ class PoolSink:
     def flush(self) -> None:
         if not self._buf:
             return
+        if not self._procs:
+            if len(self._buf) < self.chunk:  # a store switch or the end of a small walk: decode here
+                reads, self._buf = self._buf, []
+                for path, data, stat in reads:
+                    self.parent.node(path, data, stat)
+                return
+            self._start()
         item = (self.parent.store, self._buf)
         self._buf = []
         self.dispatched += len(item[1])
-        n = len(self._inqs)
-        while True:  # round robin; a full queue means that worker is busy: try the next; never wait forever
-            for k in range(n):
-                i = (self._next + k) % n
-                try:
-                    self._inqs[i].put(item, timeout=0.05 if k < n - 1 else 1.0)
-                except queue.Full:
-                    continue
-                self._next = (i + 1) % n
-                return
-            self._check_alive()
-
-    def _check_alive(self) -> None:
-        for p in self._procs:
-            if not p.is_alive():
-                self._drain_errors()
-                raise DecodeWorkerError(f"decode worker {p.name} exited with code {p.exitcode}")
-
-    def _drain_errors(self) -> None:
+        proc = self._procs[self._next]
+        self._next = (self._next + 1) % len(self._procs)
         try:
-            while True:
-                status, index, payload = self._outq.get_nowait()
-                if status == "error":
-                    raise DecodeWorkerError(f"decode worker {index} failed:\n{payload}")
-        except queue.Empty:
-            return
+            assert proc.stdin is not None
+            _write_msg(proc.stdin, item)
+        except (BrokenPipeError, OSError) as e:
+            raise DecodeWorkerError(f"decode worker {proc.pid} exited ({proc.poll()}): {e}") from e
 
     def close(self) -> list[WorkerSummary]:
         """Send the last chunk, stop the workers and return their summaries (raises if any failed)."""
         self.flush()
-        self._closed = True
-        for q in self._inqs:
-            q.put(None)
-        results: dict[int, WorkerSummary] = {}
+        out: list[WorkerSummary] = []
         try:
-            while len(results) < len(self._procs):
+            for proc in self._procs:
+                assert proc.stdin is not None
                 try:
-                    status, index, payload = self._outq.get(timeout=1.0)
-                except queue.Empty:
-                    for i, p in enumerate(self._procs):
-                        if i not in results and not p.is_alive() and p.exitcode not in (0, None):
-                            raise DecodeWorkerError(
-                                f"decode worker {p.name} exited with code {p.exitcode}"
-                            ) from None
-                    continue
-                if status == "error":
-                    raise DecodeWorkerError(f"decode worker {index} failed:\n{payload}")
-                results[index] = payload
+                    _write_msg(proc.stdin, None)
+                    proc.stdin.close()
+                except (BrokenPipeError, OSError) as e:
+                    raise DecodeWorkerError(f"decode worker {proc.pid} exited ({proc.poll()}): {e}") from e
+            for proc in self._procs:
+                assert proc.stdout is not None
+                try:
+                    status, payload = _read_msg(proc.stdout)
+                except (EOFError, pickle.UnpicklingError) as e:
+                    raise DecodeWorkerError(f"decode worker {proc.pid} died ({proc.wait()})") from e
+                if status != "ok":
+                    raise DecodeWorkerError(f"decode worker {proc.pid} failed:\n{payload}")
+                out.append(payload)
         finally:
             self.terminate()
-        return [results[i] for i in sorted(results)]
+        return out
 
     def terminate(self) -> None:
-        for p in self._procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.terminate()
-                p.join(timeout=5)
+        for proc in self._procs:
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
 
 
 def merge_summaries(parent: SnapshotSink, summaries: list[WorkerSummary]) -> None:
@@ -210,3 +234,10 @@ def merge_summaries(parent: SnapshotSink, summaries: list[WorkerSummary]) -> Non
         parent.clusters.extend(s.clusters)
         parent.counters.znodes += s.znodes
         parent.counters.errors += s.errors
+
+
+if __name__ == "__main__":
+    # Run the imported module's function so pickled classes resolve to pulsar_ops.scrape.decode_pool.*
+    from pulsar_ops.scrape import decode_pool as _self
+
+    raise SystemExit(_self.worker_main(sys.stdin.buffer, sys.stdout.buffer))

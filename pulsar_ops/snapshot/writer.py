@@ -101,7 +101,7 @@ class SnapshotWriter:
         sch = arrow_schema(buf.name)
         if rows:
             cols = list(zip(*rows, strict=True))
-            arrays = [pa.array(list(col), type=field.type) for col, field in zip(cols, sch, strict=True)]
+            arrays = [pa.array(col, type=field.type) for col, field in zip(cols, sch, strict=True)]
         else:
             arrays = [pa.array([], type=field.type) for field in sch]
         for arr, field in zip(arrays, sch, strict=True):

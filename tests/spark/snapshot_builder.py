@@ -11,6 +11,7 @@ Pure helper (pyarrow only). Every non-nullable column gets a neutral default so 
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,7 +105,7 @@ class SnapshotBuilder:
     def own_all_bundles(self, namespace: str) -> None:
         ns = next(r for r in self.rows["namespaces"] if r["namespace"] == namespace)
         b = ns["bundle_boundaries"]
-        for lo, hi in zip(b, b[1:], strict=False):
+        for lo, hi in itertools.pairwise(b):
             self.add("bundle_owners", path=f"/namespace/{namespace}/{lo}_{hi}", namespace=namespace,
                      bundle_range=f"{lo}_{hi}", lower=int(lo, 16), upper=int(hi, 16), ephemeral_owner=7)
 
@@ -136,7 +137,8 @@ class SnapshotBuilder:
 
     def cursor(self, namespace: str, local: str, sub: str, *, md: tuple[int, int] | None = None,
                ranges: list[tuple[int, int, int, int]] = (),  # type: ignore[assignment]
-               is_system: bool = False, cursors_ledger_id: int = -1, **values: Any) -> str:
+               is_system: bool = False, cursors_ledger_id: int = -1, range_count: int | None = None,
+               **values: Any) -> str:
         tpath = f"/managed-ledgers/{namespace}/persistent/{encode(local)}"
         path = f"{tpath}/{encode(sub)}"
         topic = f"persistent://{namespace}/{local}"
@@ -144,7 +146,7 @@ class SnapshotBuilder:
         self.add("cursors", path=path, ml_path=tpath, topic=topic, namespace=namespace, encoded_name=encode(sub),
                  subscription=sub, is_system=is_system, cursors_ledger_id=cursors_ledger_id,
                  mark_delete_ledger_id=md[0] if md else None, mark_delete_entry_id=md[1] if md else None,
-                 range_count=len(ranges), compression="NONE", **values)
+                 range_count=len(ranges) if range_count is None else range_count, compression="NONE", **values)
         for i, (ll, le, ul, ue) in enumerate(ranges):
             self.add("ack_ranges", cursor_path=path, topic=topic, subscription=sub, idx=i, lower_ledger_id=ll,
                      lower_entry_id=le, upper_ledger_id=ul, upper_entry_id=ue)
@@ -185,11 +187,20 @@ class SnapshotBuilder:
             md.update(component="functions-state")
         md.update(values)
         ct = ctime_ms if ctime_ms is not None else self.now_ms - 10 * DAY
+        md.setdefault("last_entry_id", 9)
         self.add("bk_ledgers", path=ledger_znode(ledger_id), ledger_id=ledger_id, layout="legacy",
-                 format_version=3, state="CLOSED", length=length, last_entry_id=9, ensemble_size=2,
+                 format_version=3, state="CLOSED", length=length, ensemble_size=2,
                  write_quorum=2, ack_quorum=2, ctime_ms=ct, metadata_ctime_ms=ct, znode_ctime_ms=ct,
                  znode_mtime_ms=ct, custom_metadata_json="{}", bookies=["b1:3181", "b2:3181"],
                  ensembles_json="{}", **md)
+
+    def znode(self, path: str, *, mtime_ms: int | None = None, data_length: int = 10, num_children: int = 0,
+              kind: str = "other", store: str = "local") -> None:
+        parent, _, name = path.rpartition("/")
+        mt = mtime_ms if mtime_ms is not None else self.now_ms - 30 * DAY
+        self.add("znodes", store=store, path=path, parent=parent or "/", name=name, depth=path.count("/"),
+                 ctime_ms=mt, mtime_ms=mt, data_length=data_length, num_children=num_children, kind=kind,
+                 data_sha256="")
 
     # --- scrape bookkeeping ---------------------------------------------------------------------------
     def scope(self, scope: str, complete: bool = True, error: str | None = None,

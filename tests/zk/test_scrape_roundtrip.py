@@ -64,9 +64,9 @@ def seeded(zk_server: EmbeddedZooKeeper) -> Iterator[tuple[str, SeedResult]]:
 def snaps(seeded: tuple[str, SeedResult], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Snapshot]:
     hosts, _ = seeded
     out: dict[str, Snapshot] = {}
-    for mode, mr in (("multiread", True), ("fallback", False)):
+    for mode, mr, workers in (("multiread", True, 0), ("fallback", False, 0), ("workers", True, 2)):
         d = tmp_path_factory.mktemp(mode) / "snap"
-        scrape(ScrapeConfig(zookeeper=hosts, out=d, multiread=mr, batch=50))
+        scrape(ScrapeConfig(zookeeper=hosts, out=d, multiread=mr, batch=50, workers=workers, decode_chunk=40))
         out[mode] = open_snapshot(d)
     return out
 
@@ -170,14 +170,21 @@ def _sorted_table(snap: Snapshot, name: str) -> pa.Table:
     return t.sort_by(keys) if t.num_rows else t
 
 
-def test_multiread_and_fallback_walks_produce_identical_tables(snaps: dict[str, Snapshot]) -> None:
-    a, b = snaps["multiread"], snaps["fallback"]
-    assert not b.manifest.multiread
+@pytest.mark.parametrize("other", ["fallback", "workers"])
+def test_multiread_fallback_and_worker_decoding_produce_identical_tables(
+    snaps: dict[str, Snapshot], other: str
+) -> None:
+    a, b = snaps["multiread"], snaps[other]
+    assert b.manifest.multiread == (other != "fallback")
     for t in schema.TABLES:
         ta, tb = _sorted_table(a, t.name), _sorted_table(b, t.name)
         assert ta.num_rows == tb.num_rows, t.name
         assert ta.equals(tb), t.name
     assert a.manifest.row_counts == b.manifest.row_counts
+    assert a.manifest.incomplete_scopes == b.manifest.incomplete_scopes
+    assert a.manifest.zxid_range == b.manifest.zxid_range
+    if other == "workers":  # the worker processes really wrote parts (numbered from 10000)
+        assert any(p.name >= "part-10000" for p in b.table_dir("znodes").glob("part-*.parquet"))
 
 
 def test_oversized_and_unknown_version_znodes(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
@@ -204,3 +211,17 @@ def test_missing_managed_ledgers_root_beside_ledgers_is_not_taken_as_absence(
     zk.create("/ledgers/00/0000/L0001", b"BookieMetadataFormatVersion\t3\n", makepath=True)
     m = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "s"))
     assert ("/managed-ledgers", "zookeeper-root-missing") in {(s.scope, s.code) for s in m.incomplete_scopes}
+
+
+def test_multiread_probe_and_version_detection_on_a_real_server(
+    zk_server: EmbeddedZooKeeper, zk_hosts: str
+) -> None:
+    from pulsar_ops.scrape.zk import ZkTarget, close, connect, detect_multiread, probe_multiread
+
+    target = ZkTarget.parse(zk_hosts)
+    client = connect(target)
+    try:
+        assert probe_multiread(client) is True
+        assert detect_multiread(client, target) == (True, zk_server.version())
+    finally:
+        close(client)

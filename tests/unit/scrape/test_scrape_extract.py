@@ -232,7 +232,8 @@ def test_bad_ledger_metadata_is_an_error_naming_the_znode(data: bytes, code: str
 
 def test_oversized_value_is_recorded_not_decoded() -> None:
     data = b"\x00" * 100
-    ex = extract_znode("local", "/managed-ledgers/t/ns/persistent/x", data, stat(data), ExtractConfig(max_znode_bytes=10))
+    cfg = ExtractConfig(max_znode_bytes=10)
+    ex = extract_znode("local", "/managed-ledgers/t/ns/persistent/x", data, stat(data), cfg)
     assert ex.error is not None and ex.error.code == "input-oversized"
     assert ex.rows == [] and ex.znode[-1] == "input-oversized"
 

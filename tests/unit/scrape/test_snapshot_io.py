@@ -71,7 +71,7 @@ def test_list_and_null_columns_keep_their_types(tmp_path: Path) -> None:
 def test_null_in_a_required_column_is_refused(tmp_path: Path) -> None:
     w = SnapshotWriter(tmp_path)
     w.add("bookies", {"bookie_id": None, "readonly": False})
-    with pytest.raises(SnapshotError, match="bookies.bookie_id"):
+    with pytest.raises(SnapshotError, match=r"bookies\.bookie_id"):
         w.close()
 
 

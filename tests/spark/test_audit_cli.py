@@ -1,0 +1,64 @@
+"""`pulsar-ops audit`: --json on stdout, human summary on stderr, exit codes 0/1/2/3."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from pulsar_ops.cli.main import app
+from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
+
+pytestmark = pytest.mark.spark
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, ["audit", *args])
+
+
+def test_json_and_critical_exit(spark: Any, tmp_path: Path) -> None:
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.topic("t/ns", "a", ledgers=[(10, 1, 5, NOW - DAY)])  # ledger 10 has no BookKeeper metadata
+    b.bk_ledger(3, owner="t/ns/persistent/a")
+    snap = b.write(tmp_path / "snap")
+    r = run(str(snap), "--out", str(tmp_path / "out"), "--json", "--min-age", "1h", "--now", str(NOW + 1))
+    assert r.exit_code == 2, r.stderr
+    doc = json.loads(r.stdout)
+    assert {f["detection"] for f in doc["findings"]} == {"dangling-ledger", "orphan-ledger"}
+    assert doc["snapshot"]["snapshot_id"] and doc["audit"]["params"]["min_age_ms"] == 3_600_000
+    assert doc["audit"]["params"]["now_ms"] == NOW + 1
+    assert "dangling-ledger" in r.stderr  # the summary goes to stderr
+    on_disk = json.loads((tmp_path / "out" / "findings.json").read_text())
+    assert on_disk["findings"] == doc["findings"]
+
+
+def test_clean_exit_zero_and_warning_exit_one(spark: Any, tmp_path: Path) -> None:
+    clean = SnapshotBuilder().write(tmp_path / "clean")
+    r = run(str(clean), "--out", str(tmp_path / "o1"))
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == ""
+    b = SnapshotBuilder()
+    b.namespace("t/ns", message_ttl_seconds=60)
+    warn = b.write(tmp_path / "warn")
+    cfg = tmp_path / "audit.json"
+    cfg.write_text(json.dumps({"inactive_after": "7d", "broker": {"delayedDeliveryEnabled": "true"}}))
+    assert run(str(warn), "--out", str(tmp_path / "o2"), "--config", str(cfg)).exit_code == 1
+    broker = tmp_path / "broker.conf"
+    broker.write_text("# broker\ndelayedDeliveryEnabled=false\n")
+    assert run(str(warn), "--out", str(tmp_path / "o3"), "--broker-config", str(broker)).exit_code == 0
+
+
+def test_tool_failures_exit_three(tmp_path: Path) -> None:
+    r = run(str(tmp_path / "missing"), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 3
+    assert "snapshot" in r.stderr and "hint" in r.stderr
+    unfinished = tmp_path / "unfinished"
+    unfinished.mkdir()
+    r = run(str(unfinished), "--out", str(tmp_path / "out"))
+    assert r.exit_code == 3 and "snapshot-unfinished" in r.stderr
+    r = run(str(unfinished), "--out", str(tmp_path / "out"), "--min-age", "soon")
+    assert r.exit_code == 3 and "config-invalid" in r.stderr
