@@ -152,3 +152,10 @@ class SeedError(PulsarOpsError):
 
 class SeedTargetNotEmptyError(SeedError):
     code = "seed-target-not-empty"
+
+
+class DecodeWorkerError(PulsarOpsError):
+    """A scrape decode worker process died or failed: the snapshot would miss rows, so the scrape fails."""
+
+    code = "decode-worker-failed"
+    default_hint = "re-run `pulsar-ops scrape` with --workers 0 (decode in-process) and --debug"

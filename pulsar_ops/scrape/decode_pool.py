@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pulsar_ops.errors import PulsarOpsError
+from pulsar_ops.errors import DecodeWorkerError
 from pulsar_ops.scrape.multiread import Stat
 from pulsar_ops.scrape.sink import ScopeState, SnapshotSink
 from pulsar_ops.snapshot.writer import SnapshotWriter
@@ -30,11 +30,6 @@ CHUNK = 2000
 PART_STRIDE = 10_000
 
 Read = tuple[str, bytes, Stat]
-
-
-class DecodeWorkerError(PulsarOpsError):
-    code = "decode-worker-failed"
-    default_hint = "re-run `pulsar-ops scrape` with --workers 0 (decode in-process) and --debug"
 
 
 @dataclass

@@ -46,6 +46,7 @@ resolved AS (
             WHEN o.kind IN ('data', 'cursor', 'bucket') THEN ml.ml_name IS NOT NULL
             WHEN o.kind = 'schema' THEN si.schema_id IS NOT NULL
             WHEN o.kind = 'compacted' THEN mt.topic IS NOT NULL
+            ELSE false  -- unowned / pulsar-unknown: no owner, so no owner exists
         END AS owner_exists,
         CASE
             WHEN o.kind IN ('data', 'cursor', 'bucket') THEN coalesce(

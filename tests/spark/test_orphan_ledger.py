@@ -120,6 +120,7 @@ def test_unowned_is_info_and_never_plannable(orphans: dict[int, Any]) -> None:
     f = orphans[7]
     assert (f.severity, f.plannable) == ("info", False)
     assert f.evidence["kind"] == "unowned" and f.evidence["owner"] is None
+    assert f.evidence["owner_exists"] is False
     assert "unowned" in f.reason
     assert f.topic is None and f.namespace is None
 
