@@ -57,6 +57,24 @@ def _plannable_by_detection(findings: list[Finding]) -> dict[str, int]:
     return out
 
 
+def _after_apply(before: list[Finding], after: list[Finding]) -> str:
+    """What the second audit says about the first plan: planned findings left, and ledgers newly released."""
+    planned = {f.key() for f in before if f.plannable}
+    left = [f for f in after if f.plannable and f.key() in planned]
+    released = {
+        int(i) for f in before if f.plannable and f.detection == "znode-leak" for i in f.evidence.get("ledgers") or []
+    }
+    new = [f for f in after if f.plannable and f.key() not in planned]
+    text = f"{len(left)} of {len(planned)} planned findings remain"
+    if new:
+        from_schemas = sum(1 for f in new if f.ledger_id in released)
+        text += (
+            f"; {len(new)} new plannable orphan(s), {from_schemas} of them schema ledgers released by deleting "
+            "leaked schema locators (plan again to remove them)"
+        )
+    return text
+
+
 def _default_out() -> Path:
     return Path("pulsar-ops-demo") / time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
 
@@ -113,7 +131,7 @@ def register(app: typer.Typer) -> None:
             )
             _run(["plan", str(audit), "--out", str(plan)])
             before = _plannable_by_detection(findings)
-            after: dict[str, int] | None = None
+            after: str | None = None
             if do_apply:
                 zk = ["--zookeeper", cluster.hosts]
                 _run(["apply", str(plan), *zk, "--phase", "mark", "--apply", "--yes"])
@@ -121,7 +139,7 @@ def register(app: typer.Typer) -> None:
                 snap2, audit2 = work / "snapshot-after", work / "audit-after"
                 _run(["scrape", "--zookeeper", cluster.hosts, "--out", str(snap2)])
                 _run(["audit", str(snap2), "--out", str(audit2), "--now", now], ok=(0, 1, 2))
-                after = _plannable_by_detection(_findings(audit2))
+                after = _after_apply(findings, _findings(audit2))
         _summary(work, before, after, all_match, time.monotonic() - started, do_apply)
         if not all_match:
             _say("the findings differ from the seeded ground truth (see above): please report this", style="red")
@@ -129,7 +147,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _summary(
-    work: Path, before: dict[str, int], after: dict[str, int] | None, all_match: bool, seconds: float, applied: bool
+    work: Path, before: dict[str, int], after: str | None, all_match: bool, seconds: float, applied: bool
 ) -> None:
     _say("")
     _say("demo summary", style="bold")
@@ -137,7 +155,7 @@ def _summary(
         ("plannable before", ", ".join(f"{k}={v}" for k, v in sorted(before.items())) or "none"),
     ]
     if after is not None:
-        rows.append(("plannable after apply", ", ".join(f"{k}={v}" for k, v in sorted(after.items())) or "none"))
+        rows.append(("after apply", after))
     rows += [
         ("ground truth", "every detection matches" if all_match else "MISMATCH"),
         ("snapshot", work / "snapshot"),
