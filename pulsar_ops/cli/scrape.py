@@ -65,7 +65,7 @@ def render_summary(manifest: Manifest, out: Path) -> None:
             "will not be plannable:"
         )
         for s in manifest.incomplete_scopes[:20]:
-            err_console.print(f"  {s.store} {escape(s.scope)} [{s.code}] {escape(s.error)}")
+            err_console.print(f"  {s.store} {escape(s.scope)} {escape('[' + s.code + ']')} {escape(s.error)}")
         if len(manifest.incomplete_scopes) > 20:
             err_console.print(f"  ... and {len(manifest.incomplete_scopes) - 20} more (see manifest.json)")
     err_console.print(f"next: pulsar-ops audit {escape(str(out))} --out AUDIT_DIR")
@@ -97,10 +97,35 @@ def register(app: typer.Typer) -> None:
         connect_timeout: float = typer.Option(
             30.0, "--connect-timeout", min=0.5, help="Seconds to wait for the first ZooKeeper connection."
         ),
+        admin_url: str = typer.Option(
+            None, "--admin-url", help="Pulsar admin REST URL: learn which topics are loaded (no topic is loaded)."
+        ),
+        bookie_url: str = typer.Option(
+            None, "--bookie-url", help="One bookie's HTTP admin URL: bookie ids, read-only state, disk space."
+        ),
+        bookie_http_port: int = typer.Option(
+            None, "--bookie-http-port", help="HTTP port of every bookie (default: the port of --bookie-url)."
+        ),
+        token: str = typer.Option(
+            None, "--token", envvar="PULSAR_OPS_TOKEN", help="Bearer token for the HTTP APIs (never printed)."
+        ),
+        http_timeout: float = typer.Option(10.0, "--http-timeout", min=0.5, help="Seconds per HTTP request."),
         json_out: bool = typer.Option(False, "--json", help="Print the manifest as JSON on stdout."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
     ) -> None:
         """Read ZooKeeper metadata (managed ledgers, ledgers, schemas, policies, bundles) into a snapshot."""
+        extra = None
+        if admin_url or bookie_url:
+            from pulsar_ops.scrape.http import HttpSettings
+            from pulsar_ops.scrape.http_sources import http_sources
+
+            extra = http_sources(
+                admin_url=admin_url,
+                bookie_url=bookie_url,
+                cluster=cluster,
+                settings=HttpSettings(timeout_s=http_timeout, token=token),
+                bookie_http_port=bookie_http_port,
+            )
         progress = _ProgressLine(enabled=not quiet)
         try:
             manifest = scrape(
@@ -116,6 +141,7 @@ def register(app: typer.Typer) -> None:
                     connect_timeout=connect_timeout,
                     workers=workers,
                     progress=progress,
+                    extra=extra,
                 )
             )
         finally:
