@@ -136,15 +136,64 @@ def _from_message(msg: Any) -> ManagedCursorInfo:
     )
 
 
-def decode_cursor_info(data: bytes, path: str) -> DecodedCursor:
-    """Decode a cursor znode value (optionally behind the compression header)."""
+def _decode_message(data: bytes, path: str) -> tuple[Any, str]:
     if not data:
         raise DecodeError(path, "ManagedCursorInfo: empty value (required cursorsLedgerId missing)")
     plain, codec = unwrap(bytes(data), path)
     msg, reason = try_binary(proto.ManagedCursorInfo, plain)
     if msg is None:
         raise DecodeError(path, f"ManagedCursorInfo{f' ({codec}-compressed)' if codec != 'NONE' else ''}: {reason}")
+    return msg, codec
+
+
+def decode_cursor_info(data: bytes, path: str) -> DecodedCursor:
+    """Decode a cursor znode value (optionally behind the compression header)."""
+    msg, codec = _decode_message(data, path)
     return DecodedCursor(_from_message(msg), codec)
+
+
+@dataclass(frozen=True, slots=True)
+class CursorFields:
+    """What the scraper stores of a ManagedCursorInfo (``cursor_fields``); ranges as
+    ``(lower ledger, lower entry, upper ledger, upper entry)``."""
+
+    compression: str
+    cursors_ledger_id: int
+    mark_delete: Position | None
+    last_active_ms: int | None
+    ranges: list[tuple[int, int, int, int]]
+    batch_index_count: int
+    properties: tuple[tuple[str, int], ...]
+    cursor_properties: tuple[tuple[str, str], ...]
+
+
+def cursor_fields(data: bytes, path: str) -> CursorFields:
+    """The scraper's view of a cursor znode value without building ``MessageRange`` objects.
+
+    Same values and the same errors as ``decode_cursor_info`` (property-tested).
+    """
+    msg, codec = _decode_message(data, path)
+    has = msg.HasField
+    md = None
+    if has("markDeleteLedgerId") and has("markDeleteEntryId"):
+        md = (msg.markDeleteLedgerId, msg.markDeleteEntryId)
+    rep = msg.individualDeletedMessages
+    ranges = []
+    if len(rep):
+        for r in rep:
+            lo, up = r.lowerEndpoint, r.upperEndpoint
+            ranges.append((lo.ledgerId, lo.entryId, up.ledgerId, up.entryId))
+    cprops = tuple([(p.name, p.value) for p in msg.cursorProperties]) if len(msg.cursorProperties) else ()
+    return CursorFields(
+        codec,
+        msg.cursorsLedgerId,
+        md,
+        msg.lastActive if has("lastActive") else None,
+        ranges,
+        len(msg.batchedEntryDeletionIndexInfo),
+        _long_props(msg.properties),
+        cprops,
+    )
 
 
 def _set_range(m: Any, r: MessageRange) -> None:

@@ -218,6 +218,188 @@ def decode_ledger_metadata(data: bytes, path: str) -> LedgerMetadata:
     return _from_message(msg, 3, ledger_id)
 
 
+# (format_version, state, length, last_entry_id, ensemble_size, write_quorum, ack_quorum, digest_type, ctime_ms,
+#  custom_metadata, ensembles): what the scraper stores of a ledger, in that order.
+LedgerFields = tuple[
+    int, str, int, int, int, int, int, str | None, int | None, tuple[tuple[str, bytes], ...], tuple[Ensemble, ...]
+]
+
+_V3_HEADER = HEADER_PREFIX + b"3\n"
+_V2_HEADER = HEADER_PREFIX + b"2\n"
+
+_I32 = (-(2**31), 2**31 - 1)
+_I64 = (-(2**63), 2**63 - 1)
+_V2_INTS: dict[str, tuple[int, int]] = {
+    "quorumSize": _I32, "ensembleSize": _I32, "length": _I64, "lastEntryId": _I64, "ackQuorumSize": _I32,
+    "ctime": _I64, "cToken": _I64,
+}  # fmt: skip
+_V2_STATES = {"OPEN": 1, "IN_RECOVERY": 2, "CLOSED": 3}
+_V2_DIGESTS = {"CRC32": 1, "HMAC": 2, "CRC32C": 3, "DUMMY": 4}
+
+
+def _v2_int(value: str, bounds: tuple[int, int]) -> int | None:
+    digits = value[1:] if value[:1] == "-" else value
+    if not digits or not (digits.isascii() and digits.isdigit()) or (digits[0] == "0" and len(digits) > 1):
+        return None
+    n = int(value)
+    return n if bounds[0] <= n <= bounds[1] else None
+
+
+def _v2_str(value: str) -> str | None:
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"' or '"' in value[1:-1]:
+        return None
+    return value[1:-1]
+
+
+def _text_v2_fields(body: bytes) -> LedgerFields | None:
+    """The v2 (protobuf text) values in the exact shape ``TextFormat`` prints them, or None for anything else
+    (escapes, comments, other spellings, duplicates, missing required fields): the caller then parses with
+    ``text_format`` and gets its values or its error. Equal to that parse where it answers (property-tested)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\\" in text or "#" in text or "'" in text or "\r" in text:
+        return None
+    top: dict[str, Any] = {}
+    ensembles: list[Ensemble] = []
+    custom: list[tuple[str, bytes]] = []
+    nested: str | None = None
+    members: list[str] = []
+    first: int | None = None
+    key, val = "", b""
+    for raw in text.split("\n"):
+        line = raw.strip(" ")
+        if not line:
+            continue
+        if line == "}":
+            if nested == "segment":
+                if first is None:
+                    return None
+                ensembles.append((first, tuple(members)))
+            elif nested == "customMetadata":
+                custom.append((key, val))
+            else:
+                return None
+            nested = None
+            continue
+        if line.endswith(" {"):
+            name = line[:-2]
+            if nested is not None or name not in ("segment", "customMetadata"):
+                return None
+            nested, members, first, key, val = name, [], None, "", b""
+            continue
+        name, sep, value = line.partition(": ")
+        if not sep or " " in name:
+            return None
+        if nested == "segment":
+            if name == "ensembleMember":
+                sv = _v2_str(value)
+                if sv is None:
+                    return None
+                members.append(sv)
+            elif name == "firstEntryId" and first is None:
+                first = _v2_int(value, _I64)
+                if first is None:
+                    return None
+            else:
+                return None
+            continue
+        if nested == "customMetadata":
+            sv = _v2_str(value)
+            if sv is None or (name == "key" and key) or (name == "value" and val):
+                return None
+            if name == "key":
+                key = sv
+            elif name == "value":
+                val = sv.encode("utf-8")
+            else:
+                return None
+            if not sv:
+                return None  # an explicit empty value: let text_format decide
+            continue
+        if name in top:
+            return None
+        bounds = _V2_INTS.get(name)
+        if bounds is not None:
+            iv = _v2_int(value, bounds)
+            if iv is None:
+                return None
+            top[name] = iv
+        elif name == "state" and value in _V2_STATES:
+            top[name] = _V2_STATES[value]
+        elif name == "digestType" and value in _V2_DIGESTS:
+            top[name] = _V2_DIGESTS[value]
+        elif name == "password" and _v2_str(value) is not None:
+            top[name] = value
+        else:
+            return None
+    if nested is not None or not {"quorumSize", "ensembleSize", "length", "state"} <= top.keys():
+        return None
+    wq = top["quorumSize"]
+    digest = top.get("digestType")
+    return (
+        2,
+        proto.LEDGER_STATES.get(top["state"], "OPEN"),
+        top["length"],
+        top.get("lastEntryId", -1),
+        top["ensembleSize"],
+        wq,
+        top.get("ackQuorumSize", wq),
+        None if digest is None else proto.DIGEST_TYPES.get(digest),
+        top.get("ctime"),
+        tuple(custom),
+        tuple(ensembles),
+    )
+
+
+def _fields_of(md: LedgerMetadata) -> LedgerFields:
+    return (
+        md.format_version, md.state, md.length, md.last_entry_id, md.ensemble_size, md.write_quorum,
+        md.ack_quorum, md.digest_type, md.ctime_ms, md.custom_metadata, md.ensembles,
+    )  # fmt: skip
+
+
+def ledger_metadata_fields(data: bytes, path: str) -> LedgerFields:
+    """The values ``decode_ledger_metadata`` gives for the fields the scraper stores, as one tuple (see
+    ``LedgerFields``), without building a ``LedgerMetadata`` nor parsing the ledger id from ``path``.
+
+    Same values and the same errors as ``decode_ledger_metadata`` (property-tested); v1 and v2 values go
+    through it, v3 (the common case) reads the protobuf message straight into the tuple.
+    """
+    data = bytes(data)
+    if not data.startswith(_V3_HEADER):
+        if data.startswith(_V2_HEADER):
+            fields = _text_v2_fields(data[len(_V2_HEADER) :])
+            if fields is not None:
+                return fields
+        return _fields_of(decode_ledger_metadata(data, path))
+    body = data[len(_V3_HEADER) :]
+    size, off = _read_varint32(body, path)
+    if off + size > len(body):
+        raise TruncatedInputError(
+            path, f"v3 ledger metadata truncated: length prefix {size}, {len(body) - off} byte(s) present"
+        )
+    msg, reason = try_binary(proto.LedgerMetadataFormat, body[off : off + size])
+    if msg is None:
+        raise DecodeError(path, f"v3 ledger metadata: {reason}")
+    has = msg.HasField
+    wq = msg.quorumSize
+    return (
+        3,
+        proto.LEDGER_STATES.get(msg.state, "OPEN"),
+        msg.length,
+        msg.lastEntryId if has("lastEntryId") else -1,
+        msg.ensembleSize,
+        wq,
+        msg.ackQuorumSize if has("ackQuorumSize") else wq,
+        proto.DIGEST_TYPES.get(msg.digestType) if has("digestType") else None,
+        msg.ctime if has("ctime") else None,
+        tuple([(e.key, e.value) for e in msg.customMetadata]) if len(msg.customMetadata) else (),
+        tuple([(sg.firstEntryId, tuple(sg.ensembleMember)) for sg in msg.segment]),
+    )
+
+
 def _to_message(md: LedgerMetadata) -> Any:
     msg = proto.LedgerMetadataFormat(
         quorumSize=md.write_quorum,

@@ -13,6 +13,7 @@ Very old clusters use the flat manager: ``/ledgers/L%010d``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from pulsar_ops.errors import DecodeError
@@ -24,11 +25,8 @@ SPECIAL_CHILDREN: frozenset[str] = frozenset(
     {"available", "cookies", "LAYOUT", "INSTANCEID", "underreplication", "idgen", "idgen-long"}
 )
 
-_D2 = re.compile(r"[0-9]{2}")
-_D3 = re.compile(r"[0-9]{3}")
 _D4 = re.compile(r"[0-9]{4}")
 _LEAF4 = re.compile(r"L([0-9]{4})")
-_FLAT = re.compile(r"L([0-9]{10,19})")
 
 ChildKind = Literal["legacy", "long", "flat-leaf", "special", "unknown"]
 
@@ -39,15 +37,17 @@ def is_special(name: str) -> bool:
 
 
 def classify_child(name: str) -> ChildKind:
-    """Classify a top-level child of the ledgers root."""
-    if _D2.fullmatch(name):
-        return "legacy"
-    if _D3.fullmatch(name):
-        return "long"
+    """Classify a top-level child of the ledgers root (``_D2`` / ``_D3`` / ``_FLAT`` spelled as string tests:
+    this runs once per scraped ledger znode)."""
+    n = len(name)
+    if (n == 2 or n == 3) and name.isascii() and name.isdigit():
+        return "legacy" if n == 2 else "long"
     if is_special(name):
         return "special"
-    if _FLAT.fullmatch(name):
-        return "flat-leaf"
+    if 11 <= n <= 20 and name[0] == "L":
+        digits = name[1:]
+        if digits.isascii() and digits.isdigit():
+            return "flat-leaf"
     return "unknown"
 
 
@@ -111,3 +111,31 @@ def ledger_id_from_path(path: str, root: str = "/ledgers") -> int | None:
     if value > INT64_MAX:
         raise DecodeError(path, "ledger id out of the signed 64-bit range")
     return value
+
+
+def _ascii_digits(s: str) -> bool:
+    return s.isascii() and s.isdigit()
+
+
+def ledger_id_from_parts(parts: Sequence[str], path: str, root: str = "/ledgers") -> int | None:
+    """``ledger_id_from_path`` for a path already split below ``root`` (``parts``): the same result and errors.
+
+    The well-formed legacy (2-4-L4) and long (3-4-4-4-L4) leaves are read straight from the parts (the scrape's
+    hot path); everything else goes through ``ledger_id_from_path``.
+    """
+    n = len(parts)
+    if n == 3:
+        a, b, leaf = parts
+        if len(a) == 2 and len(b) == 4 and len(leaf) == 5 and leaf[0] == "L":
+            digits = a + b + leaf[1:]
+            if _ascii_digits(digits):
+                return int(digits)
+    elif n == 5:
+        a, b, c, d, leaf = parts
+        if len(a) == 3 and len(b) == 4 and len(c) == 4 and len(d) == 4 and len(leaf) == 5 and leaf[0] == "L":
+            digits = a + b + c + d + leaf[1:]
+            if _ascii_digits(digits):
+                value = int(digits)
+                if value <= INT64_MAX:
+                    return value
+    return ledger_id_from_path(path, root)

@@ -92,10 +92,10 @@ def _from_message(msg: Any) -> ManagedLedgerInfo:
     return ManagedLedgerInfo(tuple([_ledger(li) for li in msg.ledgerInfo[:]]), term, props)
 
 
-def decode_managed_ledger_info(data: bytes, path: str) -> DecodedManagedLedger:
-    """Decode a topic znode value. Any failure is a DecodeError (or subclass) naming ``path``."""
+def _decode_message(data: bytes, path: str) -> tuple[Any | None, MlFormat, str]:
+    """(protobuf message or None for an empty value, format, codec): the one decode-order implementation."""
     if not data:
-        return DecodedManagedLedger(EMPTY_INFO, "empty", "NONE")
+        return None, "empty", "NONE"
     plain, codec = unwrap(bytes(data), path)
     msg, reason = try_binary(proto.ManagedLedgerInfo, plain)
     if msg is not None and plain and not msg.ListFields():
@@ -103,15 +103,71 @@ def decode_managed_ledger_info(data: bytes, path: str) -> DecodedManagedLedger:
         # value of another kind parsing as unknown fields): never report them as an empty ledger list.
         msg, reason = None, "bytes parse to unknown fields only"
     if msg is not None:
-        return DecodedManagedLedger(_from_message(msg), "binary", codec)
+        return msg, "binary", codec
     if codec == "NONE":
         tmsg, treason = try_text(proto.ManagedLedgerInfo, plain)
         if tmsg is not None and not tmsg.ListFields():
             tmsg, treason = None, "text holds no field (blank or comments only)"
         if tmsg is not None:
-            return DecodedManagedLedger(_from_message(tmsg), "text", codec)
+            return tmsg, "text", codec
         raise DecodeError(path, f"ManagedLedgerInfo: binary: {reason}; text: {treason}")
     raise DecodeError(path, f"ManagedLedgerInfo ({codec}-compressed): {reason}")
+
+
+def decode_managed_ledger_info(data: bytes, path: str) -> DecodedManagedLedger:
+    """Decode a topic znode value. Any failure is a DecodeError (or subclass) naming ``path``."""
+    msg, fmt, codec = _decode_message(data, path)
+    if msg is None:
+        return DecodedManagedLedger(EMPTY_INFO, fmt, codec)
+    return DecodedManagedLedger(_from_message(msg), fmt, codec)
+
+
+# (ledger_id, entries, size, timestamp_ms, offloaded, bookkeeper_deleted, offload_timestamp_ms) per ledger
+LedgerRow = tuple[int, int | None, int | None, int | None, bool, bool, int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedLedgerFields:
+    """What the scraper stores of a ManagedLedgerInfo (``managed_ledger_fields``)."""
+
+    format: MlFormat
+    compression: str
+    ledgers: list[LedgerRow]
+    terminated: bool
+    properties: tuple[tuple[str, str], ...]
+
+
+def managed_ledger_fields(data: bytes, path: str) -> ManagedLedgerFields:
+    """The scraper's view of a topic znode value without building ``LedgerInfo`` objects.
+
+    Same values and the same errors as ``decode_managed_ledger_info`` (property-tested): ``offloaded`` is
+    ``offload.complete``, ``bookkeeper_deleted`` ``offload.bookkeeper_deleted`` (False without an offload
+    context), ``offload_timestamp_ms`` None without one.
+    """
+    msg, fmt, codec = _decode_message(data, path)
+    if msg is None:
+        return ManagedLedgerFields(fmt, codec, [], False, ())
+    rows: list[LedgerRow] = []
+    for li in msg.ledgerInfo:
+        has = li.HasField
+        if has("offloadContext"):
+            oc = li.offloadContext
+            off: tuple[bool, bool, int | None] = (
+                oc.complete, oc.bookkeeperDeleted, oc.timestamp if oc.HasField("timestamp") else None
+            )
+        else:
+            off = (False, False, None)
+        rows.append(
+            (
+                li.ledgerId,
+                li.entries if has("entries") else None,
+                li.size if has("size") else None,
+                li.timestamp if has("timestamp") else None,
+                *off,
+            )
+        )
+    props = tuple([(kv.key, kv.value) for kv in msg.properties]) if len(msg.properties) else ()
+    return ManagedLedgerFields(fmt, codec, rows, msg.HasField("terminatedPosition"), props)
 
 
 def to_message(info: ManagedLedgerInfo) -> Any:

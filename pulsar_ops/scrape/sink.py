@@ -10,9 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pulsar_ops.scrape.classify import CLUSTERS, classify
-from pulsar_ops.scrape.extract import ExtractConfig, Row, extract_znode
+from pulsar_ops.scrape.extract import ExtractConfig, Row
+from pulsar_ops.scrape.extract_fast import extract_columns
 from pulsar_ops.scrape.multiread import Stat
+from pulsar_ops.snapshot import schema
 from pulsar_ops.snapshot.writer import SnapshotWriter
+
+_BOOKIE_COLUMNS = schema.table("bookies").column_names
 
 
 @dataclass
@@ -55,19 +59,21 @@ class SnapshotSink:
 
     def node(self, path: str, data: bytes, stat: Stat) -> None:
         store = self.store
-        ex = extract_znode(store, path, data, stat, self.cfg)
-        w = self.writer
-        w.add_tuple("znodes", ex.znode)
-        for table, row in ex.rows:
+        zrow, info, rows, error = extract_columns(store, path, data, stat, self.cfg)
+        add = self.writer.add_tuple
+        add("znodes", zrow)
+        for table, row in rows:
             if table == "bookies":
-                self.bookies.setdefault(row["bookie_id"], row)
+                self.bookies.setdefault(row[0], dict(zip(_BOOKIE_COLUMNS, row, strict=True)))
             else:
-                w.add(table, row)
-        scope = self.ensure_scope(store, ex.info.scope)
+                add(table, row)
+        scope = self.scopes.get((store, info.scope))
+        if scope is None:
+            scope = self.ensure_scope(store, info.scope)
         scope.znodes += 1
         self.counters.znodes += 1
-        if ex.info.kind == "cluster" and ex.info.root == CLUSTERS:
-            self.clusters.append(ex.info.segments[0])
+        if info.kind == "cluster" and info.root == CLUSTERS:
+            self.clusters.append(info.segments[0])
         rng = self.zxid.get(store)
         mz = stat[1]
         if rng is None:
@@ -76,8 +82,8 @@ class SnapshotSink:
             rng[0] = mz
         elif mz > rng[1]:
             rng[1] = mz
-        if ex.error is not None:
-            self._record_error(path, ex.info.scope, ex.error.code, ex.error.reason)
+        if error is not None:
+            self._record_error(path, info.scope, error.code, error.reason)
 
     def error(self, path: str, code: str, reason: str) -> None:
         """A znode that could not be read (NoAuth, connection lost for good, ...)."""

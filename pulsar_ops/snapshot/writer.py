@@ -89,7 +89,7 @@ class SnapshotWriter:
         buf = self._buffers[table]
         if len(row) != len(buf.columns):
             raise ValueError(f"{table}: expected {len(buf.columns)} values, got {len(row)}")
-        buf.rows.append(tuple(row))
+        buf.rows.append(row if type(row) is tuple else tuple(row))
         if len(buf.rows) >= self.batch_rows:
             self._flush(buf)
 
@@ -101,7 +101,8 @@ class SnapshotWriter:
         sch = arrow_schema(buf.name)
         if rows:
             cols = list(zip(*rows, strict=True))
-            arrays = [pa.array(col, type=field.type) for col, field in zip(cols, sch, strict=True)]
+            # pa.array converts a list of large ints ~10x faster than the same values in a tuple
+            arrays = [pa.array(list(col), type=field.type) for col, field in zip(cols, sch, strict=True)]
         else:
             arrays = [pa.array([], type=field.type) for field in sch]
         for arr, field in zip(arrays, sch, strict=True):
