@@ -186,7 +186,12 @@ def even_boundaries(num_bundles: int) -> tuple[str, ...]:
     return tuple(f"0x{b:08x}" for b in bounds)
 
 
-def encode_namespace_policies(
+def encode_namespace_policies(**kwargs: Any) -> bytes:
+    """Namespace ``Policies`` JSON bytes; the arguments are those of ``namespace_policies_doc``."""
+    return json.dumps(namespace_policies_doc(**kwargs), separators=(",", ":")).encode("utf-8")
+
+
+def namespace_policies_doc(
     *,
     retention_time_minutes: int | None = None,
     retention_size_mb: int | None = None,
@@ -199,8 +204,8 @@ def encode_namespace_policies(
     replication_clusters: Sequence[str] = ("standalone",),
     deleted: bool = False,
     extra: Mapping[str, Any] | None = None,
-) -> bytes:
-    """Namespace ``Policies`` JSON shaped like the broker's (subset of keys; ``extra`` adds/overrides)."""
+) -> dict[str, Any]:
+    """Namespace ``Policies`` JSON object shaped like the broker's (subset of keys; ``extra`` adds/overrides)."""
     bounds = list(boundaries) if boundaries is not None else list(even_boundaries(num_bundles))
     obj: dict[str, Any] = {
         "auth_policies": {"namespace_auth": {}, "destination_auth": {}, "subscription_auth_roles": {}},
@@ -240,7 +245,7 @@ def encode_namespace_policies(
         }
     if extra:
         obj.update(extra)
-    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+    return obj
 
 
 def encode_partitioned_topic(

@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pulsar_ops import __version__
+from pulsar_ops.model.facts import LedgerFacts
+from pulsar_ops.model.impact import plan_impact
 from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, Action
 from pulsar_ops.repair.plan_file import Plan, dump_plan
 from pulsar_ops.repair.planner import ORDER_DOC, PlanDraft, PlanParams, plan_actions, summarize, with_impact
 from pulsar_ops.repair.snapshot_facts import (
-    LedgerRow,
     load_audit,
+    load_disk_bytes,
     load_facts,
     load_ledgers,
     open_audited_snapshot,
@@ -35,40 +37,18 @@ class BuiltPlan:
 
 
 def compute_impact(
-    actions: Sequence[Action], ledgers: Sequence[LedgerRow], *, now_ms: int
+    actions: Sequence[Action],
+    ledgers: Sequence[LedgerFacts],
+    *,
+    now_ms: int,
+    disk_bytes: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], tuple[str, ...]]:
-    """(plan-level impact, per-action impact by id, human lines) from ``pulsar_ops.model.impact``.
-
-    Integration point with the reference model. When the model is not importable the plan says so
-    (``available: false``) instead of guessing.
-    """
+    """(plan-level impact, per-action impact by id, human lines) from the reference model's GC prediction."""
     znode_deletes = sum(a.znode_count for a in actions)
-    per_action: dict[str, dict[str, Any]] = {
-        a.id: {"metadata_ops": a.znode_count} for a in actions
-    }
-    try:
-        from pulsar_ops.model.impact import LedgerFacts, plan_impact
-    except ImportError as e:  # the model is another component; say so rather than invent numbers
-        reason = f"pulsar_ops.model.impact unavailable: {e}"
-        missing = {"available": False, "reason": reason, "metadata_ops": znode_deletes}
-        return missing, per_action, (f"impact: not computed ({reason})",)
-
-    def facts(r: LedgerRow) -> LedgerFacts:
-        return LedgerFacts(
-            ledger_id=r.ledger_id,
-            length=r.length,
-            bookies=r.bookies,
-            ensemble_size=r.ensemble_size,
-            write_quorum=r.write_quorum,
-            ctime_ms=r.ctime_ms,
-            state=r.state,
-            entries=r.last_entry_id + 1 if r.last_entry_id >= 0 else None,
-        )
-
-    all_facts = [facts(r) for r in ledgers]
-    by_id = {f.ledger_id: f for f in all_facts}
+    per_action: dict[str, dict[str, Any]] = {a.id: {"metadata_ops": a.znode_count} for a in actions}
+    by_id = {f.ledger_id: f for f in ledgers}
     delete = [by_id[a.ledger_id] for a in actions if a.kind == KIND_DELETE_LEDGER and a.ledger_id in by_id]
-    report = plan_impact(delete, all_facts, now_ms=now_ms, znode_deletes=znode_deletes)
+    report = plan_impact(delete, ledgers, now_ms=now_ms, znode_deletes=znode_deletes, disk_bytes=disk_bytes)
     doc: dict[str, Any] = report.to_json()
     per_ledger: dict[str, Any] = doc.get("per_ledger", {})
     for a in actions:
@@ -76,7 +56,7 @@ def compute_impact(
             per_action[a.id].update(per_ledger.get(str(a.ledger_id), {}))
         else:
             per_action[a.id].update({"bytes_on_disk": 0, "note": "metadata only: no bookie data"})
-    before = sum(max(f.length, 0) * max(f.write_quorum, 1) for f in all_facts)
+    before = sum(max(f.length, 0) * max(f.write_quorum, 1) for f in ledgers)
     reclaimed = sum(int(v) for v in doc.get("total", {}).get("reclaimed_bytes", {}).values())
     before_after = {"ledger_bytes_on_bookies_before": before, "after_gc": max(before - reclaimed, 0),
                     "reclaimed": reclaimed, "note": "ledger length x write quorum over every ledger"}
@@ -104,7 +84,9 @@ def build_plan(
     ledger_facts, ledger_rows = load_ledgers(snap)
     facts = load_facts(snap, audit.findings, ledger_facts)
     draft: PlanDraft = plan_actions(audit.findings, facts, params)
-    impact, per_action, lines = compute_impact(draft.actions, ledger_rows, now_ms=created)
+    impact, per_action, lines = compute_impact(
+        draft.actions, ledger_rows, now_ms=created, disk_bytes=load_disk_bytes(snap)
+    )
     draft = with_impact(draft, per_action)
     summary = summarize(draft.actions, draft.not_planned)
     plan = Plan(

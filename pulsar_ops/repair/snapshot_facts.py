@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from pulsar_ops.errors import FindingsError, SnapshotError
 from pulsar_ops.findings import Finding
+from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.repair.actions import ZnodeRef
 from pulsar_ops.repair.planner import IDENTITY_KEYS, LedgerFact, SnapshotFacts, SubtreeZnode
 from pulsar_ops.snapshot.reader import Snapshot, open_snapshot
@@ -40,20 +41,6 @@ class AuditInput:
     snapshot_summary: dict[str, Any]
     audit: dict[str, Any]
     findings: tuple[Finding, ...]
-
-
-@dataclass(frozen=True)
-class LedgerRow:
-    """A ``bk_ledgers`` row as the impact model needs it."""
-
-    ledger_id: int
-    length: int
-    bookies: tuple[str, ...]
-    ensemble_size: int
-    write_quorum: int
-    ctime_ms: int
-    state: str
-    last_entry_id: int
 
 
 def load_audit(audit_dir: Path) -> AuditInput:
@@ -111,10 +98,32 @@ _BK_COLUMNS = (
 )
 
 
-def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerRow]]:
+def _close_times(snap: Snapshot) -> dict[int, int]:
+    """Ledger id -> close time (``ledger_list.timestamp_ms``; the open ledger has none)."""
+    t = _read(snap, "ledger_list", ("ledger_id", "timestamp_ms"))
+    return {
+        int(lid): int(ts)
+        for lid, ts in zip(t.column("ledger_id").to_pylist(), t.column("timestamp_ms").to_pylist(), strict=True)
+        if ts
+    }
+
+
+def load_disk_bytes(snap: Snapshot) -> dict[str, int]:
+    """Bookie id -> disk capacity, when the bookie HTTP API was scraped."""
+    t = _read(snap, "bookies", ("bookie_id", "total_bytes"))
+    return {
+        str(b): int(total)
+        for b, total in zip(t.column("bookie_id").to_pylist(), t.column("total_bytes").to_pylist(), strict=True)
+        if total
+    }
+
+
+def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFacts]]:
+    """Re-verification facts per ledger id, and every ledger as the impact model takes it."""
     t = _read(snap, "bk_ledgers", _BK_COLUMNS)
+    closed = _close_times(snap)
     facts: dict[int, LedgerFact] = {}
-    rows: list[LedgerRow] = []
+    rows: list[LedgerFacts] = []
     cols = {name: t.column(name).to_pylist() for name in _BK_COLUMNS}
     for i in range(t.num_rows):
         lid = int(cols["ledger_id"][i])
@@ -131,8 +140,9 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerRow]
             length=int(cols["length"][i]),
             custom_metadata=custom,
         )
+        last_entry = int(cols["last_entry_id"][i])
         rows.append(
-            LedgerRow(
+            LedgerFacts(
                 ledger_id=lid,
                 length=int(cols["length"][i]),
                 bookies=tuple(cols["bookies"][i] or ()),
@@ -140,7 +150,8 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerRow]
                 write_quorum=int(cols["write_quorum"][i]),
                 ctime_ms=int(cols["ctime_ms"][i]),
                 state=str(cols["state"][i]),
-                last_entry_id=int(cols["last_entry_id"][i]),
+                closed_ms=closed.get(lid),
+                entries=last_entry + 1 if last_entry >= 0 else None,
             )
         )
     return facts, rows

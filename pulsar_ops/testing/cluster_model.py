@@ -37,6 +37,7 @@ from pulsar_ops.formats.managed_ledger import (
     encode_managed_ledger_info,
 )
 from pulsar_ops.formats.names import MlName, encode, schema_id_for
+from pulsar_ops.formats.policies import namespace_policies_doc
 from pulsar_ops.formats.schema_locator import SchemaIndexEntry, SchemaLocator, encode_schema_locator
 from pulsar_ops.testing import model_payloads as pay
 from pulsar_ops.testing import model_rules as rules
@@ -338,13 +339,19 @@ class ClusterModel:
             yield from self._tenant(ns.tenant, [CLUSTER, REMOTE_CLUSTER])
             if ns.is_v1:
                 yield from self._dir(CONFIG, f"/admin/policies/{ns.name.rsplit('/', 1)[0]}", "policies-dir")
-            policies = pay.namespace_policies(
+            policies = namespace_policies_doc(
                 boundaries=ns.boundaries,
-                clusters=clusters,
-                retention=ns.retention,
-                ttl_seconds=ns.ttl,
-                delayed=ns.delayed,
-                dedup=ns.dedup or None,
+                replication_clusters=sorted(clusters),
+                retention_time_minutes=ns.retention[0] if ns.retention else None,
+                retention_size_mb=ns.retention[1] if ns.retention else None,
+                message_ttl_seconds=ns.ttl,
+                delayed_delivery_active=ns.delayed[0] if ns.delayed else None,
+                delayed_delivery_tick_ms=ns.delayed[1] if ns.delayed else 1000,
+                extra={
+                    "subscription_types_enabled": [],
+                    "properties": {},
+                    **({"deduplicationEnabled": True} if ns.dedup else {}),
+                },
             )
             self._count("namespaces")
             yield from self._json(CONFIG, f"/admin/policies/{ns.name}", policies, "namespace")

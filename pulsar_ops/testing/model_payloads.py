@@ -48,57 +48,6 @@ def tenant_info(clusters: list[str], admin: str) -> dict[str, Any]:
     return {"adminRoles": [admin], "allowedClusters": sorted(clusters)}
 
 
-def namespace_policies(
-    *,
-    boundaries: list[str],
-    clusters: list[str],
-    retention: tuple[int, int] | None = None,
-    ttl_seconds: int | None = None,
-    delayed: tuple[bool, int] | None = None,
-    dedup: bool | None = None,
-    subscription_expiration_minutes: int | None = None,
-) -> dict[str, Any]:
-    """Namespace ``Policies`` JSON with the keys the audit reads and a realistic set of the others."""
-    p: dict[str, Any] = {
-        "auth_policies": {
-            "namespace_auth": {},
-            "destination_auth": {},
-            "subscription_auth_roles": {},
-        },
-        "replication_clusters": sorted(clusters),
-        "bundles": {"boundaries": boundaries, "numBundles": len(boundaries) - 1},
-        "backlog_quota_map": {},
-        "clusterDispatchRate": {},
-        "topicDispatchRate": {},
-        "subscriptionDispatchRate": {},
-        "replicatorDispatchRate": {},
-        "clusterSubscribeRate": {},
-        "publishMaxMessageRate": {},
-        "latency_stats_sample_rate": {},
-        "deleted": False,
-        "encryption_required": False,
-        "subscription_auth_mode": "None",
-        "offload_threshold": -1,
-        "schema_auto_update_compatibility_strategy": "Full",
-        "schema_compatibility_strategy": "UNDEFINED",
-        "is_allow_auto_update_schema": True,
-        "schema_validation_enforced": False,
-        "subscription_types_enabled": [],
-        "properties": {},
-    }
-    if retention is not None:
-        p["retention_policies"] = {"retentionTimeInMinutes": retention[0], "retentionSizeInMB": retention[1]}
-    if ttl_seconds is not None:
-        p["message_ttl_in_seconds"] = ttl_seconds
-    if delayed is not None:
-        p["delayed_delivery_policies"] = {"active": delayed[0], "tickTime": delayed[1], "maxNumBuckets": -1}
-    if dedup is not None:
-        p["deduplicationEnabled"] = dedup
-    if subscription_expiration_minutes is not None:
-        p["subscription_expiration_time_minutes"] = subscription_expiration_minutes
-    return p
-
-
 def local_policies(boundaries: list[str]) -> dict[str, Any]:
     return {
         "bundles": {"boundaries": boundaries, "numBundles": len(boundaries) - 1},

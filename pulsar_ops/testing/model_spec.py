@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from pulsar_ops.errors import ConfigError
+from pulsar_ops.findings import DETECTIONS
 
 MINUTE_MS = 60_000
 HOUR_MS = 60 * MINUTE_MS
@@ -32,15 +33,7 @@ NEAR_CAP_FRACTION = 0.8
 
 # Defect kinds. The first seven are on by default (``--defects all``); the corrupt kinds are opt-in because
 # they make scopes incomplete (``corrupt-ledgers`` makes ``/ledgers`` incomplete, which blocks every orphan).
-DEFECT_KINDS: tuple[str, ...] = (
-    "orphan-ledger",
-    "dangling-ledger",
-    "znode-leak",
-    "expired-retention-unloaded",
-    "ack-holes",
-    "inactive-subscription",
-    "ttl-expires-delayed",
-)
+DEFECT_KINDS: tuple[str, ...] = tuple(d for d in DETECTIONS if d != "scrape-incomplete")
 CORRUPT_KINDS: tuple[str, ...] = ("corrupt", "corrupt-ledgers")
 ALL_KINDS: tuple[str, ...] = DEFECT_KINDS + CORRUPT_KINDS
 DEFAULT_DEFECTS: frozenset[str] = frozenset(DEFECT_KINDS)

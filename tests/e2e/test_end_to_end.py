@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.security import make_digest_acl
 from typer.testing import CliRunner
 
 from pulsar_ops.audit.params import AuditParams
@@ -26,6 +25,7 @@ from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.model_spec import DEFAULT_DEFECTS, SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
 from pulsar_ops.testing.truth import compare, summary_lines
+from pulsar_ops.testing.zk_acl import lock_subtree
 from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
 
 pytestmark = [pytest.mark.zk, pytest.mark.spark, pytest.mark.slow]
@@ -103,23 +103,6 @@ def test_separate_config_store_and_corrupt_znodes(spark: Any, zk_server: Embedde
             c.close()
 
 
-def _lock_subtree(zk_hosts: str, path: str) -> None:
-    admin = KazooClient(hosts=zk_hosts, auth_data=[("digest", "owner:secret")])
-    admin.start(timeout=30)
-    try:
-        acl = [make_digest_acl("owner", "secret", all=True)]
-
-        def walk(p: str) -> None:
-            for child in admin.get_children(p):
-                walk(f"{p}/{child}")
-            admin.set_acls(p, acl)
-
-        walk(path)
-    finally:
-        admin.stop()
-        admin.close()
-
-
 def test_unreadable_namespace_blocks_planning_of_its_orphans_and_says_why(
     spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path
 ) -> None:
@@ -131,7 +114,7 @@ def test_unreadable_namespace_blocks_planning_of_its_orphans_and_says_why(
     )
     namespace = target["owner"].split("/persistent/")[0]
     scope = f"/managed-ledgers/{namespace}"
-    _lock_subtree(zk_hosts, scope)
+    lock_subtree(zk_hosts, scope)
     scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
     findings = _audit(spark, tmp_path / "snap", tmp_path / "audit", now)
 

@@ -7,33 +7,15 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.security import make_digest_acl
 
 from pulsar_ops.errors import ConfigError, ZooKeeperError
 from pulsar_ops.scrape.run import ScrapeConfig, ScrapeProgress, scrape
 from pulsar_ops.snapshot.reader import open_snapshot
 from pulsar_ops.testing.seeder import SeedOptions, seed_cluster
+from pulsar_ops.testing.zk_acl import lock_subtree
 from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
 
 pytestmark = pytest.mark.zk
-
-
-def _lock_subtree(zk_hosts: str, path: str) -> None:
-    """Give `path` and everything below it an ACL only user `owner` can read."""
-    admin = KazooClient(hosts=zk_hosts, auth_data=[("digest", "owner:secret")])
-    admin.start(timeout=30)
-    try:
-        acl = [make_digest_acl("owner", "secret", all=True)]
-
-        def walk(p: str) -> None:
-            for child in admin.get_children(p):
-                walk(f"{p}/{child}")
-            admin.set_acls(p, acl)
-
-        walk(path)
-    finally:
-        admin.stop()
-        admin.close()
 
 
 def _seed(zk: KazooClient, topics: int = 20) -> None:
@@ -51,7 +33,7 @@ def test_no_read_acl_on_one_namespace_makes_only_that_scope_incomplete(
         if "persistent" in zk.get_children(f"/managed-ledgers/{t}/{ns}")
     )
     locked = namespaces[0]
-    _lock_subtree(zk_hosts, locked)
+    lock_subtree(zk_hosts, locked)
 
     m = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "a", zk_auth="digest:scraper:pw"))
     assert [(s.scope, s.code) for s in m.incomplete_scopes] == [(locked, "zookeeper-no-auth")]
