@@ -395,8 +395,8 @@ def ledger_metadata_fields(data: bytes, path: str) -> LedgerFields:
         msg.ackQuorumSize if has("ackQuorumSize") else wq,
         proto.DIGEST_TYPES.get(msg.digestType) if has("digestType") else None,
         msg.ctime if has("ctime") else None,
-        tuple([(e.key, e.value) for e in msg.customMetadata]) if len(msg.customMetadata) else (),
-        tuple([(sg.firstEntryId, tuple(sg.ensembleMember)) for sg in msg.segment]),
+        tuple([(e.key, e.value) for e in msg.customMetadata[:]]) if len(msg.customMetadata) else (),
+        tuple([(sg.firstEntryId, tuple(sg.ensembleMember[:])) for sg in msg.segment[:]]),
     )
 
 
