@@ -58,6 +58,22 @@ def params_row(params: AuditParams, admin_scraped: bool) -> tuple[int | bool, ..
     )
 
 
+def params_sql(params: AuditParams, admin_scraped: bool) -> str:
+    """The one-row ``params`` view as a literal SELECT.
+
+    A literal projection has known, tiny statistics, so every ``CROSS JOIN params`` is planned as a broadcast
+    (a DataFrame built from Python data has unknown size and made Spark plan cartesian products, the audit's
+    main cost).
+    """
+    cols = []
+    for field, value in zip(PARAMS_SCHEMA.fields, params_row(params, admin_scraped), strict=True):
+        if isinstance(value, bool):
+            cols.append(f"{'true' if value else 'false'} AS {field.name}")
+        else:
+            cols.append(f"CAST({int(value)} AS BIGINT) AS {field.name}")
+    return "SELECT " + ", ".join(cols)
+
+
 def _view(spark: SparkSession, f: SqlFile) -> None:
     try:
         spark.sql(f.text).createOrReplaceTempView(f.name)
@@ -78,7 +94,7 @@ def extract(spark: SparkSession, snapshot_dir: Path, params: AuditParams, *, adm
         spark.read.parquet(str(table_dir(snapshot_dir, t.name))).createOrReplaceTempView(f"src_{t.name}")
     for f in staging_files(sql_root):
         _view(spark, f)
-    spark.createDataFrame([params_row(params, admin_scraped)], PARAMS_SCHEMA).createOrReplaceTempView("params")
+    spark.sql(params_sql(params, admin_scraped)).createOrReplaceTempView("params")
     for f in intermediate_files(sql_root):
         _view(spark, f)
 

@@ -89,8 +89,10 @@ def bench_scrape(
 
 @app.command("audit")
 def bench_audit(
-    topics: int = typer.Option(10_000, "--topics", min=1, help="Topics in the synthetic snapshot."),
-    snapshot: Path | None = typer.Option(None, "--snapshot", help="Audit this snapshot instead of a synthetic one."),
+    topics: int = typer.Option(
+        10_000, "--topics", min=1, help="Healthy topics to seed and scrape (defects come on top)."
+    ),
+    snapshot: Path | None = typer.Option(None, "--snapshot", help="Audit this snapshot instead of seeding one."),
     master: str = typer.Option("local[*]", "--master", help="Spark master."),
     as_json: bool = typer.Option(False, "--json", help="Write the figures as JSON to stdout."),
 ) -> None:
@@ -101,7 +103,7 @@ def bench_audit(
     def _go() -> None:
         doc = run(topics=topics, snapshot=snapshot, master=master)
         info(f"machine: {doc['cpus']} cpu(s), load {doc['load_1min']} (shared machine: figures are upper bounds)")
-        info(f"snapshot: {doc['snapshot']} (generated in {doc['generate_s']} s)")
+        info(f"snapshot: {doc['snapshot']} (seeded and scraped in {doc['generate_s']} s)")
         info(f"spark ({master}): startup {doc['spark_startup_s']} s, audit {doc['spark_audit_s']} s")
         info(f"duckdb: {doc['duckdb_s']} s; spark/duckdb = {doc['ratio_spark_over_duckdb']}x")
         info(f"same finding counts: {doc['same_counts']} {doc['findings_spark']}")

@@ -1,4 +1,4 @@
-"""Print the audit benchmark figures: Spark audit vs the same SQL on DuckDB over one synthetic snapshot.
+"""Print the audit benchmark figures: Spark audit vs the same SQL on DuckDB over one seeded and scraped snapshot.
 
     python tests/perf/bench_audit.py [TOPICS]      (default 10,000; the README figures use 100,000)
 

@@ -45,6 +45,18 @@ def test_detection_output_schema(registered: Any, f: Any) -> None:
     assert etl.column_contract(df) == list(FINDING_COLUMNS)
 
 
+@pytest.mark.parametrize("f", detect_files(), ids=lambda f: f.name)
+def test_no_detection_plans_a_cartesian_product(registered: Any, f: Any) -> None:
+    """`CROSS JOIN params` must broadcast the one-row view: a cartesian product grows with the data."""
+    plan = registered.sql(f.text)._jdf.queryExecution().executedPlan().toString()
+    assert "CartesianProduct" not in plan
+
+
+def test_params_view_is_one_literal_row(registered: Any) -> None:
+    rows = registered.table("params").collect()
+    assert len(rows) == 1 and rows[0]["now_ms"] == NOW and rows[0]["admin_scraped"] is False
+
+
 def test_staging_views_keep_every_column(registered: Any) -> None:
     for t in schema.TABLES:
         cols = tuple(registered.table(f"stg_{t.name}").columns)
