@@ -7,11 +7,15 @@ extract (config + snapshot tables + staging/params/intermediate views) -> transf
 unioned) -> load (OUT/findings/ Parquet + OUT/findings.json): ``pulsar_ops.audit.etl`` driven by
 ``pulsar_ops.audit.runner.run_audit``. This script only finds the master spark-submit was given and hands over
 to the `pulsar-ops audit` command, so errors, hints and exit codes (0/1/2, 3 on failure) are the CLI's.
+
+Spark's PythonRunner merges the driver's stderr into its stdout, so under spark-submit the human summary and a
+``--json`` document share one stream: scheduled jobs should read ``OUT/findings.json`` and the exit code.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -26,10 +30,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def submitted_master() -> str | None:
-    """The master spark-submit passed (a JVM system property), if any."""
-    from pyspark import SparkConf
+def under_spark_submit() -> bool:
+    """spark-submit starts the Python driver with a gateway to its own JVM and says so in the environment."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
+
+def submitted_master() -> str | None:
+    """The master spark-submit was given (a system property of its JVM), if launched by spark-submit.
+
+    ``SparkConf()`` only sees the JVM's properties once the gateway is attached, so attach first; without this
+    the job would silently run on ``local[*]`` instead of the cluster.
+    """
+    if not under_spark_submit():
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # attach to spark-submit's gateway (no SparkContext is created)
     value = SparkConf().get("spark.master", None)
     return str(value) if value else None
 

@@ -73,9 +73,7 @@ def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
                 break
             store, reads = item
             sink.store = store
-            node = sink.node
-            for path, data, stat in reads:
-                node(path, data, stat)
+            sink.nodes(reads)
         counts = writer.close()
         summary = WorkerSummary(
             scopes={k: (v.znodes, v.error_code, v.error) for k, v in sink.scopes.items()},
