@@ -73,7 +73,9 @@ def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
                 break
             store, reads = item
             sink.store = store
-            sink.nodes(reads)
+            node = sink.node
+            for path, data, stat in reads:
+                node(path, data, stat)
         counts = writer.close()
         summary = WorkerSummary(
             scopes={k: (v.znodes, v.error_code, v.error) for k, v in sink.scopes.items()},

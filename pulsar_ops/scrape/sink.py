@@ -5,7 +5,7 @@ Pure bookkeeping over ``extract`` and the streaming ``SnapshotWriter``; no kazoo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,55 +84,6 @@ class SnapshotSink:
             rng[1] = mz
         if error is not None:
             self._record_error(path, info.scope, error.code, error.reason)
-
-    def nodes(self, reads: Iterable[tuple[str, bytes, Stat]]) -> None:
-        """``node`` over many reads of the current store, with the same rows and bookkeeping (the decode
-        workers' loop: per-chunk locals, the last scope remembered, rows handed to the writer once)."""
-        store = self.store
-        cfg = self.cfg
-        scopes = self.scopes
-        out: list[tuple[str, Any]] = []
-        push = out.append
-        extend = out.extend
-        rng = self.zxid.get(store)
-        last_scope: str | None = None
-        st = ScopeState()
-        n = 0
-        try:
-            for path, data, stat in reads:
-                zrow, info, rows, error = extract_columns(store, path, data, stat, cfg)
-                push(("znodes", zrow))
-                kind = info.kind
-                if rows:
-                    if kind == "bk-internal":
-                        for table, row in rows:
-                            if table == "bookies":
-                                self.bookies.setdefault(row[0], dict(zip(_BOOKIE_COLUMNS, row, strict=True)))
-                            else:
-                                push((table, row))
-                    else:
-                        extend(rows)
-                scope = info.scope
-                if scope is not last_scope and scope != last_scope and False:
-                    got = scopes.get((store, scope))
-                    st = got if got is not None else self.ensure_scope(store, scope)
-                    last_scope = scope
-                st.znodes += 1
-                n += 1
-                if kind == "cluster" and info.root == CLUSTERS:
-                    self.clusters.append(info.segments[0])
-                mz = stat[1]
-                if rng is None:
-                    rng = self.zxid[store] = [mz, mz]
-                elif mz < rng[0]:
-                    rng[0] = mz
-                elif mz > rng[1]:
-                    rng[1] = mz
-                if error is not None:
-                    self._record_error(path, scope, error.code, error.reason)
-        finally:
-            self.counters.znodes += n
-            self.writer.add_tuples(out)
 
     def error(self, path: str, code: str, reason: str) -> None:
         """A znode that could not be read (NoAuth, connection lost for good, ...)."""

@@ -21,9 +21,6 @@ from pulsar_ops.snapshot.arrow_schema import arrow_schema
 
 DEFAULT_BATCH_ROWS = 50_000
 TABLES_DIR = "tables"
-# Columns unique per row: dictionary-encoding them only costs CPU (Parquet falls back to plain anyway) and
-# makes the files larger. Every other column keeps the default dictionary encoding.
-UNIQUE_COLUMNS = frozenset({"path", "name", "data_sha256"})
 
 
 def part_name(index: int) -> str:
@@ -31,12 +28,11 @@ def part_name(index: int) -> str:
 
 
 class _TableBuffer:
-    __slots__ = ("columns", "dictionary", "getter", "name", "parts", "rows", "total")
+    __slots__ = ("columns", "getter", "name", "parts", "rows", "total")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.columns = schema.table(name).column_names
-        self.dictionary = [c for c in self.columns if c not in UNIQUE_COLUMNS]
         self.getter = operator.itemgetter(*self.columns)
         self.rows: list[tuple[Any, ...]] = []
         self.parts = 0
@@ -97,19 +93,6 @@ class SnapshotWriter:
         if len(buf.rows) >= self.batch_rows:
             self._flush(buf)
 
-    def add_tuples(self, rows: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
-        """``add_tuple`` over ``(table, row)`` pairs (the decode workers' path: one call per chunk)."""
-        bufs = self._buffers
-        limit = self.batch_rows
-        for table, row in rows:
-            buf = bufs[table]
-            if len(row) != len(buf.columns):
-                raise ValueError(f"{table}: expected {len(buf.columns)} values, got {len(row)}")
-            lst = buf.rows
-            lst.append(row)
-            if len(lst) >= limit:
-                self._flush(buf)
-
     def row_counts(self) -> dict[str, int]:
         return {name: b.total + len(b.rows) for name, b in self._buffers.items()}
 
@@ -131,9 +114,7 @@ class SnapshotWriter:
         tbl = pa.Table.from_arrays(arrays, schema=sch)
         d = self.table_dir(buf.name)
         d.mkdir(parents=True, exist_ok=True)
-        pq.write_table(
-            tbl, d / part_name(self.part_offset + buf.parts), compression="zstd", use_dictionary=buf.dictionary
-        )
+        pq.write_table(tbl, d / part_name(self.part_offset + buf.parts), compression="zstd")
         buf.parts += 1
         buf.total += len(rows)
 
