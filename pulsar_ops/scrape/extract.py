@@ -37,6 +37,17 @@ Row = dict[str, Any]
 Rows = list[tuple[str, Row]]
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def total_size(sizes: list[int], path: str) -> int:
+    """Sum of a ledger list's sizes; a sum outside int64 means corrupt metadata, not a number to store."""
+    total = sum(sizes)
+    if not INT64_MIN <= total <= INT64_MAX:
+        raise DecodeError(path, f"ledger sizes add up to {total}, outside int64: corrupt ledger list")
+    return total
+
+
 @dataclass(frozen=True)
 class ExtractConfig:
     ledgers_root: str = "/ledgers"
@@ -149,7 +160,7 @@ def _managed_ledger(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: Ext
                 "format": dec.format,
                 "compression": dec.compression,
                 "ledger_count": len(ledgers),
-                "total_size": sum(li.size or 0 for li in ledgers),
+                "total_size": total_size([li.size or 0 for li in ledgers], path),
                 "last_ledger_id": ledgers[-1].ledger_id if ledgers else None,
                 "terminated": mli.terminated_position is not None,
                 "properties_json": json.dumps(dict(mli.properties), sort_keys=True),

@@ -95,7 +95,7 @@ def _managed_ledger(
                 path, ml.ml_name, ml.tenant, namespace, ml.is_v1, ml.encoded_name, ml.local_name, topic,
                 f"{names.PERSISTENT}://{namespace}/{local}", partition,
                 stat[4], stat[1], stat[2], stat[3], stat[8],
-                f.format, f.compression, len(ledgers), sum([li[2] or 0 for li in ledgers]),
+                f.format, f.compression, len(ledgers), ref.total_size([li[2] or 0 for li in ledgers], path),
                 ledgers[-1][0] if ledgers else None, f.terminated, _dumps_sorted(dict(f.properties)),
             ),
         )

@@ -248,3 +248,19 @@ def test_classify_child_equals_the_layout_patterns(name: str) -> None:
     else:
         want = "unknown"
     assert classify_child(name) == want
+
+
+def test_ledger_sizes_summing_past_int64_are_a_decode_error_not_a_crash() -> None:
+    """Corrupt sizes must not break the Parquet conversion of the whole batch: the znode gets a DecodeError."""
+    from pulsar_ops.formats.managed_ledger import LedgerInfo, ManagedLedgerInfo
+
+    huge = 2**62
+    ledgers = (LedgerInfo(1, 10, huge, 1), LedgerInfo(2, 10, huge, 2), LedgerInfo(3, None, None, 0))
+    info = ManagedLedgerInfo(ledgers=ledgers)
+    data = encode_managed_ledger_info(info)
+    path = "/managed-ledgers/t/ns/persistent/corrupt-sizes"
+    stat = (1, 1, 1, 1, 0, 0, 0, 0, len(data), 0, 1)
+    ref = extract_znode("local", path, data, stat, CFG)
+    assert ref.error is not None and ref.error.code == "decode-failed" and "int64" in ref.error.reason
+    assert not [t for t, _ in ref.rows if t == "managed_ledgers"]
+    assert_same("local", path, data, stat)
