@@ -22,21 +22,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pulsar_ops.snapshot import schema
+from pulsar_ops.snapshot.arrow_schema import arrow_schema
 from pulsar_ops.snapshot.manifest import IncompleteScope, Manifest, write_manifest
 
 HOUR = 3_600_000
 DAY = 24 * HOUR
 NOW = 1_700_000_000_000
 
-_ARROW = {
-    "string": pa.string(),
-    "int64": pa.int64(),
-    "int32": pa.int32(),
-    "bool": pa.bool_(),
-    "double": pa.float64(),
-    "list<string>": pa.list_(pa.string()),
-    "list<int64>": pa.list_(pa.int64()),
-}
 _DEFAULT = {"string": "", "int64": 0, "int32": 0, "bool": False, "double": 0.0, "list<string>": [],
             "list<int64>": []}
 
@@ -216,9 +208,8 @@ class SnapshotBuilder:
                 if s not in have:
                     self.scope(s)
         for t in schema.TABLES:
-            arrow_schema = pa.schema([pa.field(c.name, _ARROW[c.type], nullable=c.nullable) for c in t.columns])
             rows = self.rows.get(t.name, [])
-            table = pa.Table.from_pylist(rows, schema=arrow_schema)
+            table = pa.Table.from_pylist(rows, schema=arrow_schema(t.name))
             d = out / "tables" / t.name
             d.mkdir(parents=True, exist_ok=True)
             pq.write_table(table, d / "part-00000.parquet")
