@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,10 +60,7 @@ class ApplyReport:
     quarantine_ms: int | None = None
 
     def counts(self) -> dict[str, int]:
-        c: dict[str, int] = {}
-        for o in self.outcomes:
-            c[o.outcome] = c.get(o.outcome, 0) + 1
-        return dict(sorted(c.items()))
+        return dict(sorted(Counter(o.outcome for o in self.outcomes).items()))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -10,6 +10,7 @@ defaults to 15 min). Restoring ledger metadata is a safety net for that short wi
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,10 +56,7 @@ class RestoreReport:
     warning: str = GC_WARNING
 
     def counts(self) -> dict[str, int]:
-        c: dict[str, int] = {}
-        for o in self.outcomes:
-            c[o.outcome] = c.get(o.outcome, 0) + 1
-        return dict(sorted(c.items()))
+        return dict(sorted(Counter(o.outcome for o in self.outcomes).items()))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -76,6 +76,13 @@ def znode_row(
     store: str, path: str, data: bytes, stat: Stat, kind: str, decode_error: str | None
 ) -> tuple[Any, ...]:
     """The ``znodes`` row in schema column order."""
+    return znode_row_with_sha(store, path, stat, kind, decode_error, hashlib.sha256(data).hexdigest())
+
+
+def znode_row_with_sha(
+    store: str, path: str, stat: Stat, kind: str, decode_error: str | None, sha: str
+) -> tuple[Any, ...]:
+    """``znode_row`` for a value whose sha256 is already computed (the scrape's fast path hashes once)."""
     if path == "/":
         parent, name, depth = "", "", 0
     else:
@@ -85,26 +92,9 @@ def znode_row(
         depth = path.count("/")
     czxid, mzxid, ctime, mtime, version, cversion, aversion, eph, dlen, nchildren, pzxid = stat
     return (
-        store,
-        path,
-        parent,
-        name,
-        depth,
-        version,
-        cversion,
-        aversion,
-        czxid,
-        mzxid,
-        pzxid,
-        ctime,
-        mtime,
-        dlen,
-        nchildren,
-        eph,
-        hashlib.sha256(data).hexdigest(),
-        kind,
-        decode_error,
-    )
+        store, path, parent, name, depth, version, cversion, aversion, czxid, mzxid, pzxid, ctime, mtime, dlen,
+        nchildren, eph, sha, kind, decode_error,
+    )  # fmt: skip
 
 
 def _text(data: bytes, path: str) -> str:

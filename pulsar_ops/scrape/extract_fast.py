@@ -176,22 +176,7 @@ FAST_EXTRACTORS: dict[str, FastExtractor] = {kind: _via_reference(fn) for kind, 
 FAST_EXTRACTORS.update({"bk-ledger": _bk_ledger, "managed-ledger": _managed_ledger, "cursor": _cursor})
 
 
-def znode_tuple(
-    store: str, path: str, stat: Stat, kind: str, decode_error: str | None, sha: str
-) -> TupleRow:
-    """``extract.znode_row`` with the sha256 already computed."""
-    if path == "/":
-        parent, name, depth = "", "", 0
-    else:
-        cut = path.rfind("/")
-        parent = path[:cut] or "/"
-        name = path[cut + 1 :]
-        depth = path.count("/")
-    czxid, mzxid, ctime, mtime, version, cversion, aversion, eph, dlen, nchildren, pzxid = stat
-    return (
-        store, path, parent, name, depth, version, cversion, aversion, czxid, mzxid, pzxid, ctime, mtime, dlen,
-        nchildren, eph, sha, kind, decode_error,
-    )  # fmt: skip
+znode_tuple = ref.znode_row_with_sha
 
 
 def extract_columns(
