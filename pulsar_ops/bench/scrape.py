@@ -93,6 +93,7 @@ def walk_only(hosts: str, roots: list[str]) -> dict[str, Any]:
 
 
 def _child_scrape(hosts: str, out: str, batch: int | None, workers: int | None) -> dict[str, Any]:
+    from pulsar_ops import native
     from pulsar_ops.scrape.run import ScrapeConfig, _workers, scrape
 
     cpu0 = time.process_time()
@@ -114,6 +115,7 @@ def _child_scrape(hosts: str, out: str, batch: int | None, workers: int | None) 
         # upper bound of the scrape's total: parent peak + every worker at the largest worker's peak
         "peak_rss_mb": round(parent_mb + n_workers * worker_mb, 1),
         "multiread": m.multiread,
+        "native": native.STATUS,  # "native", or why the pure-Python decoders ran
         "incomplete_scopes": len(m.incomplete_scopes),
         "row_counts": m.row_counts,
     }
@@ -164,16 +166,18 @@ def run(
             doc["seed"] = {"znodes": res.znodes_written, "seconds": round(res.seconds, 2)}
             info(f"seeded {res.znodes_written:,} znodes in {res.seconds:.1f} s")
 
+            roots = list(roots_for(CONFIG, "/ledgers", separate_config=False)) + list(
+                roots_for(LOCAL, "/ledgers", separate_config=False)
+            )
+            # The read path alone runs first: it also warms the server's read path (JIT), so the scraper and the
+            # naive walk after it both meet a warm server, as they would in production.
+            info("walk only (multiRead reads, no decoding, no Parquet)...")
+            doc["walk_only"] = walk_only(zk.hosts, roots)
+
             info("scraping (child process)...")
             doc["scraper"] = run_scrape_child(zk.hosts, Path(tmp) / "snap", batch, workers)
             s = doc["scraper"]
             s["znodes_per_s"] = round(s["znodes"] / s["seconds"]) if s["seconds"] else None
-
-            roots = list(roots_for(CONFIG, "/ledgers", separate_config=False)) + list(
-                roots_for(LOCAL, "/ledgers", separate_config=False)
-            )
-            info("walk only (multiRead reads, no decoding, no Parquet)...")
-            doc["walk_only"] = walk_only(zk.hosts, roots)
             info(f"naive synchronous walk (at most {naive_max_seconds:.0f} s)...")
             n, secs, finished = naive_walk(client, roots, naive_max_seconds)
             doc["naive"] = {

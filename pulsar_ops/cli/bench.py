@@ -67,7 +67,7 @@ def bench_scrape(
         s, n = doc["scraper"], doc["naive"]
         info(
             f"scraper : {s['znodes']:>9,} znodes in {s['seconds']:8.2f} s = {s['znodes_per_s']:>8,} znodes/s "
-            f"(multiRead {'on' if s['multiread'] else 'off'}, {s['workers']} decode workers, "
+            f"(multiRead {'on' if s['multiread'] else 'off'}, {s['workers']} decode workers, decoders {s['native']}, "
             f"cpu {s['cpu_seconds']:.1f} s + workers {s['workers_cpu_seconds']:.1f} s)"
         )
         info(

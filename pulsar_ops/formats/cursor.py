@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pulsar_ops import native
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import proto
 from pulsar_ops.formats._pb import parse_binary, try_binary
@@ -140,6 +141,10 @@ def _decode_message(data: bytes, path: str) -> tuple[Any, str]:
     if not data:
         raise DecodeError(path, "ManagedCursorInfo: empty value (required cursorsLedgerId missing)")
     plain, codec = unwrap(bytes(data), path)
+    return _decode_plain(plain, codec, path)
+
+
+def _decode_plain(plain: bytes, codec: str, path: str) -> tuple[Any, str]:
     msg, reason = try_binary(proto.ManagedCursorInfo, plain)
     if msg is None:
         raise DecodeError(path, f"ManagedCursorInfo{f' ({codec}-compressed)' if codec != 'NONE' else ''}: {reason}")
@@ -167,12 +172,22 @@ class CursorFields:
     cursor_properties: tuple[tuple[str, str], ...]
 
 
+_native_cursor = native.cursor_info
+
+
 def cursor_fields(data: bytes, path: str) -> CursorFields:
     """The scraper's view of a cursor znode value without building ``MessageRange`` objects.
 
     Same values and the same errors as ``decode_cursor_info`` (property-tested).
     """
-    msg, codec = _decode_message(data, path)
+    if not data:
+        raise DecodeError(path, "ManagedCursorInfo: empty value (required cursorsLedgerId missing)")
+    plain, codec = unwrap(bytes(data), path)
+    if _native_cursor is not None:
+        fast = _native_cursor(plain)
+        if fast is not None:
+            return CursorFields(codec, *fast)
+    msg, codec = _decode_plain(plain, codec, path)
     has = msg.HasField
     md = None
     if has("markDeleteLedgerId") and has("markDeleteEntryId"):

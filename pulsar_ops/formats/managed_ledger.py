@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from google.protobuf import text_format
 
+from pulsar_ops import native
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import proto
 from pulsar_ops.formats._pb import try_binary, try_text
@@ -92,13 +93,25 @@ def _from_message(msg: Any) -> ManagedLedgerInfo:
     return ManagedLedgerInfo(tuple([_ledger(li) for li in msg.ledgerInfo[:]]), term, props)
 
 
+def _has_known_field(msg: Any) -> bool:
+    """``bool(msg.ListFields())`` for a ManagedLedgerInfo, without building the list (the scrape's hot path)."""
+    return bool(len(msg.ledgerInfo) or msg.HasField("terminatedPosition") or len(msg.properties))
+
+
+assert [f.name for f in proto.ManagedLedgerInfo.DESCRIPTOR.fields] == ["ledgerInfo", "terminatedPosition", "properties"]
+
+
 def _decode_message(data: bytes, path: str) -> tuple[Any | None, MlFormat, str]:
     """(protobuf message or None for an empty value, format, codec): the one decode-order implementation."""
     if not data:
         return None, "empty", "NONE"
     plain, codec = unwrap(bytes(data), path)
+    return _decode_plain(plain, codec, path)
+
+
+def _decode_plain(plain: bytes, codec: str, path: str) -> tuple[Any, MlFormat, str]:
     msg, reason = try_binary(proto.ManagedLedgerInfo, plain)
-    if msg is not None and plain and not msg.ListFields():
+    if msg is not None and plain and not _has_known_field(msg):
         # Non-empty bytes that parse to no known field at all are not a ManagedLedgerInfo (garbage or a
         # value of another kind parsing as unknown fields): never report them as an empty ledger list.
         msg, reason = None, "bytes parse to unknown fields only"
@@ -137,6 +150,9 @@ class ManagedLedgerFields:
     properties: tuple[tuple[str, str], ...]
 
 
+_native_ml = native.ml_info
+
+
 def managed_ledger_fields(data: bytes, path: str) -> ManagedLedgerFields:
     """The scraper's view of a topic znode value without building ``LedgerInfo`` objects.
 
@@ -144,9 +160,14 @@ def managed_ledger_fields(data: bytes, path: str) -> ManagedLedgerFields:
     ``offload.complete``, ``bookkeeper_deleted`` ``offload.bookkeeper_deleted`` (False without an offload
     context), ``offload_timestamp_ms`` None without one.
     """
-    msg, fmt, codec = _decode_message(data, path)
-    if msg is None:
-        return ManagedLedgerFields(fmt, codec, [], False, ())
+    if not data:
+        return ManagedLedgerFields("empty", "NONE", [], False, ())
+    plain, codec = unwrap(bytes(data), path)
+    if _native_ml is not None:
+        fast = _native_ml(plain)
+        if fast is not None:
+            return ManagedLedgerFields("binary", codec, fast[0], fast[1], fast[2])
+    msg, fmt, codec = _decode_plain(plain, codec, path)
     rows: list[LedgerRow] = []
     for li in msg.ledgerInfo:
         has = li.HasField

@@ -288,6 +288,51 @@ def _cls(full_name: str) -> Any:
     return message_factory.GetMessageClass(POOL.FindMessageTypeByName(full_name))
 
 
+def _strict_message(m: descriptor_pb2.DescriptorProto) -> None:
+    for f in m.field:
+        if f.label == _REQ:
+            f.label = _OPT
+        f.ClearField("default_value")
+        if f.type == _F.TYPE_ENUM:
+            f.type = _F.TYPE_INT32
+            f.ClearField("type_name")
+    del m.enum_type[:]
+    for nested in m.nested_type:
+        _strict_message(nested)
+
+
+def _strict_file(f: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.FileDescriptorProto:
+    """The same messages as proto3: parsers validate UTF-8 in proto3 string fields, never in proto2 ones.
+
+    Only a validation twin: required labels, defaults and enums (as int32, same varint wire format) are dropped,
+    which changes no parse outcome but the UTF-8 check."""
+    out = descriptor_pb2.FileDescriptorProto()
+    out.CopyFrom(f)
+    out.name = "strict/" + f.name
+    out.syntax = "proto3"
+    del out.enum_type[:]
+    for m in out.message_type:
+        _strict_message(m)
+    return out
+
+
+STRICT_POOL = descriptor_pool.DescriptorPool()
+for _file in (_ml_file(), _bk_file(), _schema_file()):
+    STRICT_POOL.Add(_strict_file(_file))
+
+_STRICT: dict[str, Any] = {}
+
+
+def strict_twin(cls: Any) -> Any:
+    """The proto3 twin of a message class here: parsing a value with it fails exactly when a string field (at any
+    depth) is not valid UTF-8, given that the class itself parsed it."""
+    name = cls.DESCRIPTOR.full_name
+    twin = _STRICT.get(name)
+    if twin is None:
+        twin = _STRICT[name] = message_factory.GetMessageClass(STRICT_POOL.FindMessageTypeByName(name))
+    return twin
+
+
 # pulsar.ml (MLDataFormats)
 KeyValue: Any = _cls("pulsar.ml.KeyValue")
 OffloadDriverMetadata: Any = _cls("pulsar.ml.OffloadDriverMetadata")

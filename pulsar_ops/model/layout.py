@@ -257,7 +257,8 @@ def _estimate_bookie(
 
     w = curve(rate)
     total = float(w[-1]) if n else 0.0
-    n_logs = max(1, math.ceil(total / limit)) if total > 0 else 0
+    # Whole bytes before counting logs: a float sum a hair above k * limit must not open an empty (k+1)-th log.
+    n_logs = max(1, math.ceil(round(total) / limit)) if total > 0 else 0
     if n_logs == 0:
         empty = np.zeros(0, dtype=np.int64)
         return BookieLayout(name, disk, empty, empty.copy(), np.zeros(0, np.bool_), np.zeros((0, n_groups), np.int64))

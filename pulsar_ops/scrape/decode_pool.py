@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import marshal
 import pickle
 import struct
 import subprocess
@@ -58,6 +59,23 @@ def _write_msg(stream: IO[bytes], obj: Any) -> None:
     stream.flush()
 
 
+# Chunks of reads are plain str/bytes/int tuples: marshal (same interpreter on both ends, the worker being
+# ``sys.executable``) encodes and decodes them about twice as fast as pickle. Header and summary stay pickled.
+def _read_chunk(stream: IO[bytes]) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError("decode worker input closed")
+    (n,) = struct.unpack(">Q", head)
+    return marshal.loads(stream.read(n))
+
+
+def _write_chunk(stream: IO[bytes], obj: Any) -> None:
+    raw = marshal.dumps(obj)
+    stream.write(struct.pack(">Q", len(raw)))
+    stream.write(raw)
+    stream.flush()
+
+
 def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
     """Body of a decode worker process: a header message, then chunks, then None; writes one summary."""
     gc.disable()  # a dedicated process creating only acyclic rows (see scrape.run)
@@ -68,7 +86,7 @@ def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
         )
         sink = SnapshotSink(writer, cfg)
         while True:
-            item = _read_msg(stdin)
+            item = _read_chunk(stdin)
             if item is None:
                 break
             store, reads = item
@@ -96,7 +114,7 @@ def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
 class PoolSink:
     """A WalkSink that ships reads to decode worker processes; read errors go to the parent's sink.
 
-    Workers are plain ``python -m pulsar_ops.scrape.decode_pool`` subprocesses fed pickled chunks on stdin
+    Workers are plain ``python -m pulsar_ops.scrape.decode_pool`` subprocesses fed marshalled chunks on stdin
     (no multiprocessing: nothing re-imports the caller's main module, nothing forks kazoo's threads). A full
     pipe blocks the walk: memory stays bounded. A worker that dies fails the scrape.
     """
@@ -169,7 +187,7 @@ class PoolSink:
         self._next = (self._next + 1) % len(self._procs)
         try:
             assert proc.stdin is not None
-            _write_msg(proc.stdin, item)
+            _write_chunk(proc.stdin, item)
         except (BrokenPipeError, OSError) as e:
             raise DecodeWorkerError(f"decode worker {proc.pid} exited ({proc.poll()}): {e}") from e
 
@@ -181,7 +199,7 @@ class PoolSink:
             for proc in self._procs:
                 assert proc.stdin is not None
                 try:
-                    _write_msg(proc.stdin, None)
+                    _write_chunk(proc.stdin, None)
                     proc.stdin.close()
                 except (BrokenPipeError, OSError) as e:
                     raise DecodeWorkerError(f"decode worker {proc.pid} exited ({proc.poll()}): {e}") from e

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _enc
 from typing import Any
 
+from pulsar_ops import native
 from pulsar_ops.errors import DecodeError, OversizedInputError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.cursor import BUCKET_PROPERTY_PREFIX, COMPACTED_TOPIC_LEDGER, cursor_fields
@@ -50,13 +51,15 @@ def _custom_cols(custom: tuple[tuple[str, bytes], ...]) -> tuple[dict[str, str],
     return cd, "{" + ", ".join([f"{_enc(k)}: {_enc(v)}" for k, v in sorted(cd.items())]) + "}"
 
 
-def _bk_ledger(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.ExtractConfig, sha: str) -> TupleRows:
-    ledger_id = ledger_id_from_parts(info.segments, path, cfg.ledgers_root)
-    if ledger_id is None:
-        raise DecodeError(path, "not a ledger znode path")
+BkParts = tuple[Any, ...]
+
+
+def bk_ledger_parts(data: bytes, path: str) -> BkParts:
+    """The pure-Python ``bk_ledgers`` row parts, in ``native.bk_ledger_v3`` order: (format_version, state, length,
+    last_entry_id, ensemble_size, write_quorum, ack_quorum, digest_type, ctime_ms or None for 0/absent,
+    application, component, managed_ledger, cursor, schema_id, compacted_topic, custom_metadata_json, bookies,
+    ensembles_json). Raises DecodeError like ``decode_ledger_metadata``."""
     fv, state, length, last, ens, wq, aq, digest, ctime, custom, ensembles = ledger_metadata_fields(data, path)
-    if not ctime:
-        ctime = None
     if custom:
         cd, cjson = _custom_cols(custom)
         get = cd.get
@@ -69,12 +72,29 @@ def _bk_ledger(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.Extr
         bookies = list(dict.fromkeys(ensembles[0][1]))
     else:
         bookies = list(dict.fromkeys(b for _, members in ensembles for b in members))
+    return (
+        fv, state, length, last, ens, wq, aq, digest, ctime or None,
+        app, comp, mln, cur, sid, cmp, cjson, bookies, ref._ensembles_json(ensembles),
+    )  # fmt: skip
+
+
+_native_bk = native.bk_ledger_v3
+
+
+def _bk_ledger(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.ExtractConfig, sha: str) -> TupleRows:
+    ledger_id = ledger_id_from_parts(info.segments, path, cfg.ledgers_root)
+    if ledger_id is None:
+        raise DecodeError(path, "not a ledger znode path")
+    parts = _native_bk(data) if _native_bk is not None else None
+    if parts is None:
+        parts = bk_ledger_parts(data, path)
+    fv, state, length, last, ens, wq, aq, digest, ctime, app, comp, mln, cur, sid, cmp, cjson, bookies, ej = parts
     top = len(info.segments[0])
     layout = "legacy" if top == 2 else ("long" if top == 3 else "flat")
     row = (
         path, ledger_id, layout, fv, state, length, last, ens, wq, aq, digest,
         ctime if ctime is not None else stat[2], ctime, stat[4], stat[1], stat[2], stat[3], stat[8], sha,
-        app, comp, mln, cur, sid, cmp, cjson, bookies, ref._ensembles_json(ensembles),
+        app, comp, mln, cur, sid, cmp, cjson, bookies, ej,
     )  # fmt: skip
     return [("bk_ledgers", row)]
 

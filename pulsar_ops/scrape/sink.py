@@ -60,13 +60,11 @@ class SnapshotSink:
     def node(self, path: str, data: bytes, stat: Stat) -> None:
         store = self.store
         zrow, info, rows, error = extract_columns(store, path, data, stat, self.cfg)
-        add = self.writer.add_tuple
-        add("znodes", zrow)
-        for table, row in rows:
-            if table == "bookies":
+        if info.kind == "bk-internal" and rows:
+            for _table, row in rows:
                 self.bookies.setdefault(row[0], dict(zip(_BOOKIE_COLUMNS, row, strict=True)))
-            else:
-                add(table, row)
+            rows = []
+        self.writer.add_tuples(("znodes", zrow), rows)
         scope = self.scopes.get((store, info.scope))
         if scope is None:
             scope = self.ensure_scope(store, info.scope)

@@ -7,6 +7,7 @@ part file (an empty table gets one empty part with the right schema), so readers
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +22,25 @@ from pulsar_ops.snapshot.arrow_schema import arrow_schema
 
 DEFAULT_BATCH_ROWS = 50_000
 TABLES_DIR = "tables"
+
+# Dictionary encoding only where values repeat a lot; trying it on unique values (paths, hashes, JSON) costs
+# time and bytes (measured on a 30K-topic scrape: 12% less write time, 9% smaller files than "every column").
+DICTIONARY_COLUMNS = frozenset(
+    {
+        "store", "kind", "decode_error", "layout", "state", "digest_type", "application", "component", "tenant",
+        "namespace", "cluster", "compression", "format", "subscription", "scope", "code",
+    }
+)  # fmt: skip
+
+
+@functools.cache
+def _struct_type(table: str) -> pa.StructType:
+    return pa.struct(list(arrow_schema(table)))
+
+
+@functools.cache
+def _dictionary_columns(table: str) -> list[str]:
+    return [c for c in schema.table(table).column_names if c in DICTIONARY_COLUMNS]
 
 
 def part_name(index: int) -> str:
@@ -93,6 +113,19 @@ class SnapshotWriter:
         if len(buf.rows) >= self.batch_rows:
             self._flush(buf)
 
+    def add_tuples(self, first: tuple[str, Sequence[Any]], more: Iterable[tuple[str, Sequence[Any]]]) -> None:
+        """``add_tuple`` for one znode's rows at once (the scrape's hot path: one call per znode, not per row)."""
+        buffers = self._buffers
+        limit = self.batch_rows
+        for table, row in (first, *more):
+            buf = buffers[table]
+            if len(row) != len(buf.columns):
+                raise ValueError(f"{table}: expected {len(buf.columns)} values, got {len(row)}")
+            rows = buf.rows
+            rows.append(row if type(row) is tuple else tuple(row))
+            if len(rows) >= limit:
+                self._flush(buf)
+
     def row_counts(self) -> dict[str, int]:
         return {name: b.total + len(b.rows) for name, b in self._buffers.items()}
 
@@ -100,9 +133,10 @@ class SnapshotWriter:
         rows, buf.rows = buf.rows, []
         sch = arrow_schema(buf.name)
         if rows:
-            cols = list(zip(*rows, strict=True))
-            # pa.array converts a list of large ints ~10x faster than the same values in a tuple
-            arrays = [pa.array(list(col), type=field.type) for col, field in zip(cols, sch, strict=True)]
+            # One conversion of the row tuples as a struct array: no transposition through Python lists
+            # (measured ~30% faster than a pa.array per column on the znodes table).
+            batch = pa.RecordBatch.from_struct_array(pa.array(rows, type=_struct_type(buf.name)))
+            arrays = list(batch.columns)
         else:
             arrays = [pa.array([], type=field.type) for field in sch]
         for arr, field in zip(arrays, sch, strict=True):
@@ -114,7 +148,12 @@ class SnapshotWriter:
         tbl = pa.Table.from_arrays(arrays, schema=sch)
         d = self.table_dir(buf.name)
         d.mkdir(parents=True, exist_ok=True)
-        pq.write_table(tbl, d / part_name(self.part_offset + buf.parts), compression="zstd")
+        pq.write_table(
+            tbl,
+            d / part_name(self.part_offset + buf.parts),
+            compression="zstd",
+            use_dictionary=_dictionary_columns(buf.name),
+        )
         buf.parts += 1
         buf.total += len(rows)
 

@@ -1,0 +1,835 @@
+/*
+ * pulsar_ops._native: the scrape's one native hot path, BookKeeper v3 ledger metadata -> the bk_ledgers row parts.
+ *
+ * bk_ledger_v3(data: bytes) -> tuple | None
+ *
+ * Returns, for a well-formed, ASCII-only, format-version-3 ledger metadata znode, exactly the values the pure-Python
+ * path (pulsar_ops.scrape.extract_fast._bk_ledger over formats.ledger_metadata.ledger_metadata_fields) computes:
+ *
+ *   (format_version, state, length, last_entry_id, ensemble_size, write_quorum, ack_quorum, digest_type, ctime_ms,
+ *    application, component, managed_ledger, cursor, schema_id, compacted_topic,
+ *    custom_metadata_json, bookies, ensembles_json)
+ *
+ * It returns None for ANYTHING else: another format version, a truncated or malformed message, a missing required
+ * field, an unknown field or enum value, a duplicate custom-metadata key or segment start, non-ASCII text, sizes
+ * past its fixed limits. The caller then takes the pure-Python path, which gives the same values or the precise
+ * DecodeError. So this module never decides an error; it only makes the common case fast. Equivalence with the
+ * Python path is property-tested (tests/unit/test_native.py).
+ *
+ * Field numbers: bookkeeper-server DataFormats.proto, LedgerMetadataFormat (see formats/proto.py).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NATIVE_ABI 2
+
+#define MAX_SEGMENTS 256
+#define MAX_MEMBERS 1024
+#define MAX_CUSTOM 64
+
+static const char V3_HEADER[] = "BookieMetadataFormatVersion\t3\n";
+#define V3_HEADER_LEN (sizeof(V3_HEADER) - 1)
+
+typedef struct {
+    const uint8_t *p;
+    Py_ssize_t n;
+} Slice;
+
+typedef struct {
+    int64_t first;
+    int mstart;
+    int mcount;
+} Segment;
+
+typedef struct {
+    Slice key;
+    Slice value;
+} Custom;
+
+typedef struct {
+    char *buf;
+    size_t len;
+    size_t cap;
+} Buf;
+
+/* ---- varints and text -------------------------------------------------------------------------------------- */
+
+static int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+    const uint8_t *p = *pp;
+    uint64_t r = 0;
+    for (int i = 0; i < 10; i++) {
+        if (p >= end) return -1;
+        uint8_t b = *p++;
+        if (i == 9 && b > 1) return -1; /* past 64 bits: let the Python path judge it */
+        r |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int read_slice(const uint8_t **pp, const uint8_t *end, Slice *out) {
+    uint64_t n;
+    if (read_varint(pp, end, &n) < 0) return -1;
+    if (n > (uint64_t)(end - *pp)) return -1;
+    out->p = *pp;
+    out->n = (Py_ssize_t)n;
+    *pp += n;
+    return 0;
+}
+
+static int is_ascii(Slice s) {
+    for (Py_ssize_t i = 0; i < s.n; i++) {
+        if (s.p[i] & 0x80) return 0;
+    }
+    return 1;
+}
+
+static int slice_eq(Slice a, Slice b) { return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, (size_t)a.n) == 0); }
+
+static int slice_eq_str(Slice a, const char *s) {
+    size_t n = strlen(s);
+    return (size_t)a.n == n && memcmp(a.p, s, n) == 0;
+}
+
+/* Python's str ordering for ASCII strings: bytewise, a proper prefix first. */
+static int slice_cmp(Slice a, Slice b) {
+    Py_ssize_t n = a.n < b.n ? a.n : b.n;
+    int c = n ? memcmp(a.p, b.p, (size_t)n) : 0;
+    if (c) return c;
+    return (a.n > b.n) - (a.n < b.n);
+}
+
+/* ---- a growable char buffer for the JSON columns ----------------------------------------------------------- */
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *nb = (char *)realloc(b->buf, cap);
+    if (!nb) return -1;
+    b->buf = nb;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const char *s, size_t n) {
+    if (buf_reserve(b, n) < 0) return -1;
+    memcpy(b->buf + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+/* json.dumps(str) with ensure_ascii for an ASCII string: escapes '"', '\\', control characters and DEL. */
+static int buf_json_str(Buf *b, Slice s) {
+    static const char hex[] = "0123456789abcdef";
+    if (buf_reserve(b, (size_t)s.n * 6 + 2) < 0) return -1;
+    char *o = b->buf + b->len;
+    *o++ = '"';
+    for (Py_ssize_t i = 0; i < s.n; i++) {
+        uint8_t c = s.p[i];
+        switch (c) {
+            case '"': *o++ = '\\'; *o++ = '"'; break;
+            case '\\': *o++ = '\\'; *o++ = '\\'; break;
+            case '\n': *o++ = '\\'; *o++ = 'n'; break;
+            case '\r': *o++ = '\\'; *o++ = 'r'; break;
+            case '\t': *o++ = '\\'; *o++ = 't'; break;
+            case '\b': *o++ = '\\'; *o++ = 'b'; break;
+            case '\f': *o++ = '\\'; *o++ = 'f'; break;
+            default:
+                if (c < 0x20 || c == 0x7F) {
+                    *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
+                    *o++ = hex[c >> 4]; *o++ = hex[c & 0xF];
+                } else {
+                    *o++ = (char)c;
+                }
+        }
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->buf);
+    return 0;
+}
+
+/* ---- the messages ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    int has_quorum, has_ensemble, has_length, has_last, has_state, has_digest, has_ack, has_ctime;
+    int32_t quorum, ensemble, ack;
+    int64_t length, last, ctime;
+    int state, digest;
+    Segment seg[MAX_SEGMENTS];
+    int nseg;
+    Slice members[MAX_MEMBERS];
+    int nmembers;
+    Custom custom[MAX_CUSTOM];
+    int ncustom;
+} Ledger;
+
+static int parse_segment(const uint8_t *p, const uint8_t *end, Ledger *L) {
+    if (L->nseg >= MAX_SEGMENTS) return -1;
+    Segment *s = &L->seg[L->nseg];
+    int has_first = 0;
+    s->mstart = L->nmembers;
+    s->mcount = 0;
+    while (p < end) {
+        uint64_t key, v;
+        if (read_varint(&p, end, &key) < 0 || key > 0xFFFFFFFFu) return -1;
+        if (key == ((1 << 3) | 2)) { /* ensembleMember: repeated string */
+            Slice m;
+            if (read_slice(&p, end, &m) < 0 || !is_ascii(m) || L->nmembers >= MAX_MEMBERS) return -1;
+            L->members[L->nmembers++] = m;
+            s->mcount++;
+        } else if (key == ((2 << 3) | 0)) { /* firstEntryId: required int64 */
+            if (read_varint(&p, end, &v) < 0) return -1;
+            s->first = (int64_t)v;
+            has_first = 1;
+        } else {
+            return -1;
+        }
+    }
+    if (!has_first) return -1;
+    L->nseg++;
+    return 0;
+}
+
+static int parse_custom(const uint8_t *p, const uint8_t *end, Ledger *L) {
+    if (L->ncustom >= MAX_CUSTOM) return -1;
+    Custom *c = &L->custom[L->ncustom];
+    c->key.p = c->value.p = (const uint8_t *)"";
+    c->key.n = c->value.n = 0;
+    while (p < end) {
+        uint64_t key;
+        if (read_varint(&p, end, &key) < 0 || key > 0xFFFFFFFFu) return -1;
+        if (key == ((1 << 3) | 2)) {
+            if (read_slice(&p, end, &c->key) < 0) return -1;
+        } else if (key == ((2 << 3) | 2)) {
+            if (read_slice(&p, end, &c->value) < 0) return -1;
+        } else {
+            return -1;
+        }
+    }
+    if (!is_ascii(c->key) || !is_ascii(c->value)) return -1;
+    for (int i = 0; i < L->ncustom; i++) {
+        if (slice_eq(L->custom[i].key, c->key)) return -1; /* duplicate key: the Python path decides */
+    }
+    L->ncustom++;
+    return 0;
+}
+
+static int parse_ledger(const uint8_t *p, const uint8_t *end, Ledger *L) {
+    while (p < end) {
+        uint64_t key, v;
+        Slice s;
+        if (read_varint(&p, end, &key) < 0 || key > 0xFFFFFFFFu) return -1;
+        uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
+        if (wire == 0) {
+            if (read_varint(&p, end, &v) < 0) return -1;
+            switch (field) {
+                case 1: L->quorum = (int32_t)(uint32_t)v; L->has_quorum = 1; break;
+                case 2: L->ensemble = (int32_t)(uint32_t)v; L->has_ensemble = 1; break;
+                case 3: L->length = (int64_t)v; L->has_length = 1; break;
+                case 4: L->last = (int64_t)v; L->has_last = 1; break;
+                case 5:
+                    if (v < 1 || v > 3) return -1;
+                    L->state = (int)v; L->has_state = 1; break;
+                case 7:
+                    if (v < 1 || v > 4) return -1;
+                    L->digest = (int)v; L->has_digest = 1; break;
+                case 9: L->ack = (int32_t)(uint32_t)v; L->has_ack = 1; break;
+                case 10: L->ctime = (int64_t)v; L->has_ctime = 1; break;
+                case 12: break; /* cToken: not stored */
+                default: return -1;
+            }
+        } else if (wire == 2) {
+            if (read_slice(&p, end, &s) < 0) return -1;
+            switch (field) {
+                case 6: if (parse_segment(s.p, s.p + s.n, L) < 0) return -1; break;
+                case 8: break; /* password: not stored */
+                case 11: if (parse_custom(s.p, s.p + s.n, L) < 0) return -1; break;
+                default: return -1;
+            }
+        } else {
+            return -1;
+        }
+    }
+    if (!(L->has_quorum && L->has_ensemble && L->has_length && L->has_state)) return -1;
+    for (int i = 0; i < L->nseg; i++) {
+        for (int j = 0; j < i; j++) {
+            if (L->seg[i].first == L->seg[j].first) return -1; /* duplicate segment start */
+        }
+    }
+    return 0;
+}
+
+/* ---- building the Python values ---------------------------------------------------------------------------- */
+
+static PyObject *str_of(Slice s) { return PyUnicode_DecodeASCII((const char *)s.p, s.n, NULL); }
+
+static PyObject *STATE_NAMES[4];
+static PyObject *DIGEST_NAMES[5];
+
+static const char *CUSTOM_KEYS[6] = {
+    "application", "component", "pulsar/managed-ledger", "pulsar/cursor", "pulsar/schemaId", "pulsar/compactedTopic",
+};
+
+static PyObject *custom_json(Ledger *L) {
+    int order[MAX_CUSTOM];
+    for (int i = 0; i < L->ncustom; i++) order[i] = i;
+    for (int i = 1; i < L->ncustom; i++) { /* insertion sort by key: at most MAX_CUSTOM entries */
+        int x = order[i], j = i - 1;
+        while (j >= 0 && slice_cmp(L->custom[order[j]].key, L->custom[x].key) > 0) {
+            order[j + 1] = order[j];
+            j--;
+        }
+        order[j + 1] = x;
+    }
+    Buf b = {NULL, 0, 0};
+    int bad = buf_put(&b, "{", 1);
+    for (int i = 0; i < L->ncustom && !bad; i++) {
+        Custom *c = &L->custom[order[i]];
+        if (i) bad |= buf_put(&b, ", ", 2);
+        bad |= buf_json_str(&b, c->key);
+        bad |= buf_put(&b, ": ", 2);
+        bad |= buf_json_str(&b, c->value);
+    }
+    bad |= buf_put(&b, "}", 1);
+    PyObject *out = bad ? PyErr_NoMemory() : PyUnicode_DecodeASCII(b.buf, (Py_ssize_t)b.len, NULL);
+    free(b.buf);
+    return out;
+}
+
+static PyObject *ensembles_json(Ledger *L) {
+    Buf b = {NULL, 0, 0};
+    char num[32];
+    int bad = buf_put(&b, "{", 1);
+    for (int i = 0; i < L->nseg && !bad; i++) {
+        Segment *s = &L->seg[i];
+        if (i) bad |= buf_put(&b, ", ", 2);
+        int n = snprintf(num, sizeof num, "\"%lld\": [", (long long)s->first);
+        bad |= buf_put(&b, num, (size_t)n);
+        for (int k = 0; k < s->mcount && !bad; k++) {
+            if (k) bad |= buf_put(&b, ", ", 2);
+            bad |= buf_json_str(&b, L->members[s->mstart + k]);
+        }
+        bad |= buf_put(&b, "]", 1);
+    }
+    bad |= buf_put(&b, "}", 1);
+    PyObject *out = bad ? PyErr_NoMemory() : PyUnicode_DecodeASCII(b.buf, (Py_ssize_t)b.len, NULL);
+    free(b.buf);
+    return out;
+}
+
+static PyObject *bookies_list(Ledger *L) {
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (int i = 0; i < L->nmembers; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = slice_eq(L->members[i], L->members[j]);
+        if (seen) continue;
+        PyObject *s = str_of(L->members[i]);
+        if (!s || PyList_Append(out, s) < 0) {
+            Py_XDECREF(s);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    return out;
+}
+
+static PyObject *custom_value(Ledger *L, const char *name) {
+    for (int i = 0; i < L->ncustom; i++) {
+        if (slice_eq_str(L->custom[i].key, name)) return str_of(L->custom[i].value);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *bk_ledger_v3(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) Py_RETURN_NONE;
+    const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(arg);
+    Py_ssize_t size = PyBytes_GET_SIZE(arg);
+    if ((size_t)size < V3_HEADER_LEN || memcmp(data, V3_HEADER, V3_HEADER_LEN) != 0) Py_RETURN_NONE;
+    const uint8_t *p = data + V3_HEADER_LEN, *end = data + size;
+    /* the length prefix: at most 5 bytes, below 2^32 (ledger_metadata._read_varint32) */
+    uint64_t n = 0;
+    int i = 0;
+    for (;; i++) {
+        if (i >= 5 || p >= end) Py_RETURN_NONE;
+        uint8_t b = *p++;
+        n |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) break;
+    }
+    if (n >= ((uint64_t)1 << 32) || n > (uint64_t)(end - p)) Py_RETURN_NONE;
+
+    /* One static scratch record: the GIL is held from here to the return and nothing below calls back into
+       Python code that could re-enter this function. Only the counters and presence flags need resetting. */
+    static Ledger scratch;
+    Ledger *L = &scratch;
+    memset(L, 0, offsetof(Ledger, seg));
+    L->nseg = L->nmembers = L->ncustom = 0;
+    if (parse_ledger(p, p + n, L) < 0) Py_RETURN_NONE;
+    PyObject *digest = L->has_digest ? DIGEST_NAMES[L->digest] : Py_None;
+    PyObject *ctime = (L->has_ctime && L->ctime != 0) ? PyLong_FromLongLong(L->ctime) : (Py_INCREF(Py_None), Py_None);
+    Py_INCREF(digest);
+    PyObject *out = PyTuple_New(18);
+    PyObject *items[18] = {
+        PyLong_FromLong(3),
+        (Py_INCREF(STATE_NAMES[L->state]), STATE_NAMES[L->state]),
+        PyLong_FromLongLong(L->length),
+        PyLong_FromLongLong(L->has_last ? L->last : -1),
+        PyLong_FromLong(L->ensemble),
+        PyLong_FromLong(L->quorum),
+        PyLong_FromLong(L->has_ack ? L->ack : L->quorum),
+        digest,
+        ctime,
+        custom_value(L, CUSTOM_KEYS[0]),
+        custom_value(L, CUSTOM_KEYS[1]),
+        custom_value(L, CUSTOM_KEYS[2]),
+        custom_value(L, CUSTOM_KEYS[3]),
+        custom_value(L, CUSTOM_KEYS[4]),
+        custom_value(L, CUSTOM_KEYS[5]),
+        custom_json(L),
+        bookies_list(L),
+        ensembles_json(L),
+    };
+    int failed = out == NULL;
+    for (int k = 0; k < 18; k++) {
+        if (items[k] == NULL) failed = 1;
+    }
+    if (failed) {
+        for (int k = 0; k < 18; k++) Py_XDECREF(items[k]);
+        Py_XDECREF(out);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return NULL;
+    }
+    for (int k = 0; k < 18; k++) PyTuple_SET_ITEM(out, k, items[k]);
+    return out;
+}
+
+
+/* ---- ManagedLedgerInfo and ManagedCursorInfo (pulsar MLDataFormats.proto) -----------------------------------
+ * Both take the PLAIN message (the caller strips the compression header) and return None for anything but a
+ * well-formed binary message with ASCII strings, no unknown field and no repeated singular sub-message (which
+ * protobuf would merge). Return codes of the helpers: OK, BAIL (give None), FAIL (a Python exception is set). */
+
+#define OK 0
+#define BAIL 1
+#define FAIL (-1)
+
+#define NEXT_KEY(p, end, key)                                                   \
+    do {                                                                        \
+        if (read_varint(&(p), (end), &(key)) < 0 || (key) > 0xFFFFFFFFu) return BAIL; \
+    } while (0)
+
+static PyObject *int_or_none(int has, int64_t v) {
+    if (has) return PyLong_FromLongLong(v);
+    Py_RETURN_NONE;
+}
+
+/* NestedPositionInfo: 1 ledgerId, 2 entryId, both required. */
+static int parse_position(Slice s, int64_t *lid, int64_t *eid) {
+    const uint8_t *p = s.p, *end = s.p + s.n;
+    int hl = 0, he = 0;
+    while (p < end) {
+        uint64_t key, v;
+        NEXT_KEY(p, end, key);
+        if (key == ((1 << 3) | 0)) {
+            if (read_varint(&p, end, &v) < 0) return BAIL;
+            *lid = (int64_t)v;
+            hl = 1;
+        } else if (key == ((2 << 3) | 0)) {
+            if (read_varint(&p, end, &v) < 0) return BAIL;
+            *eid = (int64_t)v;
+            he = 1;
+        } else {
+            return BAIL;
+        }
+    }
+    return (hl && he) ? OK : BAIL;
+}
+
+/* KeyValue / StringProperty: 1 and 2 both required ASCII strings. */
+static int parse_str_pair(Slice s, Slice *a, Slice *b) {
+    const uint8_t *p = s.p, *end = s.p + s.n;
+    int ha = 0, hb = 0;
+    while (p < end) {
+        uint64_t key;
+        NEXT_KEY(p, end, key);
+        if (key == ((1 << 3) | 2)) {
+            if (read_slice(&p, end, a) < 0) return BAIL;
+            ha = 1;
+        } else if (key == ((2 << 3) | 2)) {
+            if (read_slice(&p, end, b) < 0) return BAIL;
+            hb = 1;
+        } else {
+            return BAIL;
+        }
+    }
+    if (!(ha && hb) || !is_ascii(*a) || !is_ascii(*b)) return BAIL;
+    return OK;
+}
+
+/* OffloadDriverMetadata: 1 name (required string), 2 properties (KeyValue). Validated, not returned. */
+static int check_driver(Slice s) {
+    const uint8_t *p = s.p, *end = s.p + s.n;
+    int has_name = 0;
+    while (p < end) {
+        uint64_t key;
+        Slice x, k, v;
+        NEXT_KEY(p, end, key);
+        if ((key & 7) != 2 || read_slice(&p, end, &x) < 0) return BAIL;
+        if (key == ((1 << 3) | 2)) {
+            if (!is_ascii(x)) return BAIL;
+            has_name = 1;
+        } else if (key == ((2 << 3) | 2)) {
+            if (parse_str_pair(x, &k, &v) != OK) return BAIL;
+        } else {
+            return BAIL;
+        }
+    }
+    return has_name ? OK : BAIL;
+}
+
+/* OffloadSegment: 1-6 varints, 7 driverMetadata (once). Validated, not returned. */
+static int check_offload_segment(Slice s) {
+    const uint8_t *p = s.p, *end = s.p + s.n;
+    int has_driver = 0;
+    while (p < end) {
+        uint64_t key, v;
+        NEXT_KEY(p, end, key);
+        uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
+        if (wire == 0 && field >= 1 && field <= 6) {
+            if (read_varint(&p, end, &v) < 0) return BAIL;
+        } else if (wire == 2 && field == 7 && !has_driver) {
+            Slice x;
+            if (read_slice(&p, end, &x) < 0 || check_driver(x) != OK) return BAIL;
+            has_driver = 1;
+        } else {
+            return BAIL;
+        }
+    }
+    return OK;
+}
+
+typedef struct {
+    int complete, bk_deleted, has_ts;
+    int64_t ts;
+} Offload;
+
+/* OffloadContext: 1 uidMsb, 2 uidLsb, 3 complete, 4 bookkeeperDeleted, 5 timestamp, 6 driverMetadata (once),
+ * 7 offloadSegment (repeated). */
+static int parse_offload(Slice s, Offload *o) {
+    const uint8_t *p = s.p, *end = s.p + s.n;
+    int has_driver = 0;
+    while (p < end) {
+        uint64_t key, v;
+        NEXT_KEY(p, end, key);
+        uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
+        if (wire == 0 && field >= 1 && field <= 5) {
+            if (read_varint(&p, end, &v) < 0) return BAIL;
+            if (field == 3) o->complete = v != 0;
+            if (field == 4) o->bk_deleted = v != 0;
+            if (field == 5) {
+                o->ts = (int64_t)v;
+                o->has_ts = 1;
+            }
+        } else if (wire == 2 && (field == 6 || field == 7)) {
+            Slice x;
+            if (read_slice(&p, end, &x) < 0) return BAIL;
+            if (field == 6) {
+                if (has_driver || check_driver(x) != OK) return BAIL;
+                has_driver = 1;
+            } else if (check_offload_segment(x) != OK) {
+                return BAIL;
+            }
+        } else {
+            return BAIL;
+        }
+    }
+    return OK;
+}
+
+/* ManagedLedgerInfo.LedgerInfo -> (ledgerId, entries, size, timestamp, offloaded, bookkeeper_deleted,
+ * offload_timestamp) as managed_ledger_fields gives it. */
+static int ledger_info_row(Slice s, PyObject **row) {
+    const uint8_t *p = s.p, *end = s.p + s.n;
+    int has[5] = {0, 0, 0, 0, 0};
+    int64_t val[5] = {0, 0, 0, 0, 0};
+    int has_offload = 0;
+    Offload o = {0, 0, 0, 0};
+    while (p < end) {
+        uint64_t key, v;
+        NEXT_KEY(p, end, key);
+        uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
+        if (wire == 0 && field >= 1 && field <= 4) {
+            if (read_varint(&p, end, &v) < 0) return BAIL;
+            has[field] = 1;
+            val[field] = (int64_t)v;
+        } else if (wire == 2 && field == 5) {
+            Slice x;
+            if (has_offload || read_slice(&p, end, &x) < 0 || parse_offload(x, &o) != OK) return BAIL;
+            has_offload = 1;
+        } else if (wire == 2 && field == 6) {
+            Slice x, k, v2;
+            if (read_slice(&p, end, &x) < 0 || parse_str_pair(x, &k, &v2) != OK) return BAIL;
+        } else {
+            return BAIL;
+        }
+    }
+    if (!has[1]) return BAIL;
+    PyObject *t = Py_BuildValue(
+        "(LNNNOON)", (long long)val[1], int_or_none(has[2], val[2]), int_or_none(has[3], val[3]),
+        int_or_none(has[4], val[4]), o.complete ? Py_True : Py_False, o.bk_deleted ? Py_True : Py_False,
+        int_or_none(has_offload && o.has_ts, o.ts));
+    if (!t) return FAIL;
+    *row = t;
+    return OK;
+}
+
+static PyObject *str_pair(Slice a, Slice b) {
+    PyObject *x = str_of(a), *y = str_of(b);
+    if (!x || !y) {
+        Py_XDECREF(x);
+        Py_XDECREF(y);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", x, y);
+}
+
+static int append_new(PyObject *list, PyObject *item) {
+    if (!item) return FAIL;
+    int rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc < 0 ? FAIL : OK;
+}
+
+static int ml_info_parse(const uint8_t *p, const uint8_t *end, PyObject *rows, PyObject *props, int *terminated) {
+    while (p < end) {
+        uint64_t key;
+        Slice x;
+        NEXT_KEY(p, end, key);
+        if ((key & 7) != 2 || read_slice(&p, end, &x) < 0) return BAIL;
+        uint32_t field = (uint32_t)(key >> 3);
+        if (field == 1) {
+            PyObject *row = NULL;
+            int rc = ledger_info_row(x, &row);
+            if (rc != OK) return rc;
+            if (append_new(rows, row) != OK) return FAIL;
+        } else if (field == 2) {
+            int64_t lid, eid;
+            if (*terminated || parse_position(x, &lid, &eid) != OK) return BAIL;
+            *terminated = 1;
+        } else if (field == 3) {
+            Slice k, v;
+            if (parse_str_pair(x, &k, &v) != OK) return BAIL;
+            if (append_new(props, str_pair(k, v)) != OK) return FAIL;
+        } else {
+            return BAIL;
+        }
+    }
+    return OK;
+}
+
+static PyObject *ml_info(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) Py_RETURN_NONE;
+    const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(arg);
+    Py_ssize_t n = PyBytes_GET_SIZE(arg);
+    PyObject *rows = PyList_New(0), *props = PyList_New(0), *out = NULL;
+    int terminated = 0;
+    if (!rows || !props) goto done;
+    int rc = ml_info_parse(p, p + n, rows, props, &terminated);
+    if (rc == FAIL) goto done;
+    if (rc == BAIL || (PyList_GET_SIZE(rows) == 0 && !terminated && PyList_GET_SIZE(props) == 0)) {
+        out = Py_None; /* nothing known parsed: the Python path decides (text format, garbage, ...) */
+        Py_INCREF(out);
+        goto done;
+    }
+    PyObject *ptuple = PyList_AsTuple(props);
+    if (!ptuple) goto done;
+    out = Py_BuildValue("(OON)", rows, terminated ? Py_True : Py_False, ptuple);
+done:
+    Py_XDECREF(rows);
+    Py_XDECREF(props);
+    return out;
+}
+
+static int cursor_parse(const uint8_t *p, const uint8_t *end, int64_t *scalars, int *has, PyObject *ranges,
+                        PyObject *lprops, PyObject *sprops, long *batched) {
+    while (p < end) {
+        uint64_t key, v;
+        NEXT_KEY(p, end, key);
+        uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
+        if (wire == 0 && (field == 1 || field == 2 || field == 3 || field == 6)) {
+            if (read_varint(&p, end, &v) < 0) return BAIL;
+            scalars[field] = (int64_t)v;
+            has[field] = 1;
+            continue;
+        }
+        Slice x;
+        if (wire != 2 || read_slice(&p, end, &x) < 0) return BAIL;
+        if (field == 4) { /* MessageRange: lowerEndpoint, upperEndpoint (each required, once) */
+            const uint8_t *q = x.p, *qend = x.p + x.n;
+            int hl = 0, hu = 0;
+            int64_t ll = 0, le = 0, ul = 0, ue = 0;
+            while (q < qend) {
+                uint64_t k2;
+                Slice y;
+                NEXT_KEY(q, qend, k2);
+                if (read_slice(&q, qend, &y) < 0) return BAIL;
+                if (k2 == ((1 << 3) | 2) && !hl) {
+                    if (parse_position(y, &ll, &le) != OK) return BAIL;
+                    hl = 1;
+                } else if (k2 == ((2 << 3) | 2) && !hu) {
+                    if (parse_position(y, &ul, &ue) != OK) return BAIL;
+                    hu = 1;
+                } else {
+                    return BAIL;
+                }
+            }
+            if (!(hl && hu)) return BAIL;
+            if (append_new(ranges, Py_BuildValue("(LLLL)", (long long)ll, (long long)le, (long long)ul,
+                                                 (long long)ue)) != OK)
+                return FAIL;
+        } else if (field == 5) { /* LongProperty: name (string), value (int64), both required */
+            const uint8_t *q = x.p, *qend = x.p + x.n;
+            int hn = 0, hv = 0;
+            Slice name = {NULL, 0};
+            int64_t value = 0;
+            while (q < qend) {
+                uint64_t k2, v2;
+                NEXT_KEY(q, qend, k2);
+                if (k2 == ((1 << 3) | 2)) {
+                    if (read_slice(&q, qend, &name) < 0) return BAIL;
+                    hn = 1;
+                } else if (k2 == ((2 << 3) | 0)) {
+                    if (read_varint(&q, qend, &v2) < 0) return BAIL;
+                    value = (int64_t)v2;
+                    hv = 1;
+                } else {
+                    return BAIL;
+                }
+            }
+            if (!(hn && hv) || !is_ascii(name)) return BAIL;
+            PyObject *ns = str_of(name);
+            if (!ns) return FAIL;
+            if (append_new(lprops, Py_BuildValue("(NL)", ns, (long long)value)) != OK) return FAIL;
+        } else if (field == 7) { /* BatchedEntryDeletionIndexInfo: position (required, once), deleteSet */
+            const uint8_t *q = x.p, *qend = x.p + x.n;
+            int hp = 0;
+            while (q < qend) {
+                uint64_t k2, v2;
+                NEXT_KEY(q, qend, k2);
+                if (k2 == ((1 << 3) | 2) && !hp) {
+                    Slice y;
+                    int64_t a, b;
+                    if (read_slice(&q, qend, &y) < 0 || parse_position(y, &a, &b) != OK) return BAIL;
+                    hp = 1;
+                } else if (k2 == ((2 << 3) | 0)) {
+                    if (read_varint(&q, qend, &v2) < 0) return BAIL;
+                } else if (k2 == ((2 << 3) | 2)) { /* packed */
+                    Slice y;
+                    if (read_slice(&q, qend, &y) < 0) return BAIL;
+                    const uint8_t *r = y.p, *rend = y.p + y.n;
+                    while (r < rend) {
+                        if (read_varint(&r, rend, &v2) < 0) return BAIL;
+                    }
+                } else {
+                    return BAIL;
+                }
+            }
+            if (!hp) return BAIL;
+            (*batched)++;
+        } else if (field == 8) { /* StringProperty */
+            Slice a, b;
+            if (parse_str_pair(x, &a, &b) != OK) return BAIL;
+            if (append_new(sprops, str_pair(a, b)) != OK) return FAIL;
+        } else {
+            return BAIL;
+        }
+    }
+    return has[1] ? OK : BAIL;
+}
+
+/* ManagedCursorInfo -> (cursorsLedgerId, mark_delete or None, lastActive or None, ranges, batched count,
+ * long properties, string properties) as cursor_fields gives them. */
+static PyObject *cursor_info(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) Py_RETURN_NONE;
+    const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(arg);
+    Py_ssize_t n = PyBytes_GET_SIZE(arg);
+    int64_t scalars[7] = {0, 0, 0, 0, 0, 0, 0};
+    int has[7] = {0, 0, 0, 0, 0, 0, 0};
+    long batched = 0;
+    PyObject *ranges = PyList_New(0), *lprops = PyList_New(0), *sprops = PyList_New(0), *out = NULL;
+    if (!ranges || !lprops || !sprops) goto done;
+    int rc = cursor_parse(p, p + n, scalars, has, ranges, lprops, sprops, &batched);
+    if (rc == FAIL) goto done;
+    if (rc == BAIL) {
+        out = Py_None;
+        Py_INCREF(out);
+        goto done;
+    }
+    PyObject *md;
+    if (has[2] && has[3]) {
+        md = Py_BuildValue("(LL)", (long long)scalars[2], (long long)scalars[3]);
+    } else {
+        md = Py_None;
+        Py_INCREF(md);
+    }
+    PyObject *lt = PyList_AsTuple(lprops), *st = PyList_AsTuple(sprops);
+    if (!md || !lt || !st) {
+        Py_XDECREF(md);
+        Py_XDECREF(lt);
+        Py_XDECREF(st);
+        goto done;
+    }
+    out = Py_BuildValue("(LNNOlNN)", (long long)scalars[1], md, int_or_none(has[6], scalars[6]), ranges, batched, lt,
+                        st);
+done:
+    Py_XDECREF(ranges);
+    Py_XDECREF(lprops);
+    Py_XDECREF(sprops);
+    return out;
+}
+
+static PyMethodDef METHODS[] = {
+    {"bk_ledger_v3", bk_ledger_v3, METH_O,
+     "bk_ledger_v3(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 ledger metadata znode, or None "
+     "when the pure-Python path must decide."},
+    {"ml_info", ml_info, METH_O,
+     "ml_info(plain: bytes) -> tuple | None: (ledger rows, terminated, properties) of a plain binary "
+     "ManagedLedgerInfo, or None when the pure-Python path must decide."},
+    {"cursor_info", cursor_info, METH_O,
+     "cursor_info(plain: bytes) -> tuple | None: (cursorsLedgerId, mark_delete, lastActive, ranges, batched count, "
+     "properties, cursorProperties) of a plain ManagedCursorInfo, or None when the pure-Python path must decide."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_native", "pulsar-ops native hot paths", -1, METHODS, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    static const char *states[4] = {NULL, "OPEN", "IN_RECOVERY", "CLOSED"};
+    static const char *digests[5] = {NULL, "CRC32", "HMAC", "CRC32C", "DUMMY"};
+    for (int i = 1; i < 4; i++) {
+        if (!(STATE_NAMES[i] = PyUnicode_InternFromString(states[i]))) return NULL;
+    }
+    for (int i = 1; i < 5; i++) {
+        if (!(DIGEST_NAMES[i] = PyUnicode_InternFromString(digests[i]))) return NULL;
+    }
+    PyObject *m = PyModule_Create(&MODULE);
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

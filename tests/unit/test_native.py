@@ -1,0 +1,354 @@
+"""The native hot path (pulsar_ops/_native.c) gives exactly the pure-Python row parts, or None and leaves the
+decision (values or the DecodeError) to Python. It must also really take the common case: a native module that
+returned None for everything would pass every equivalence check and make the scrape slow."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import replace
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from pulsar_ops import native
+from pulsar_ops.errors import DecodeError
+from pulsar_ops.formats import cursor, managed_ledger
+from pulsar_ops.formats.cursor import ManagedCursorInfo, encode_cursor_info
+from pulsar_ops.formats.ledger_metadata import LedgerMetadata, encode_ledger_metadata
+from pulsar_ops.formats.managed_ledger import LedgerInfo, ManagedLedgerInfo, OffloadInfo, encode_managed_ledger_info
+from pulsar_ops.scrape.extract_fast import bk_ledger_parts
+from tests.unit.formats.strategies import bookie, cursor_infos, i64, ledger_metadatas, ml_infos
+
+PATH = "/ledgers/00/0000/L0042"
+PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NATIVE = native.bk_ledger_v3
+
+
+def _compiler() -> str | None:
+    cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    return shutil.which(cc[0]) if cc else None
+
+
+def test_the_native_path_is_built_where_a_compiler_exists() -> None:
+    if os.environ.get(native.DISABLE_ENV, "").strip().lower() in ("0", "off", "false", "no"):
+        pytest.skip(f"{native.DISABLE_ENV}=0 switches the native path off")
+    if os.environ.get("PULSAR_OPS_NO_NATIVE", "").strip() not in ("", "0"):
+        pytest.skip("PULSAR_OPS_NO_NATIVE: installed without the native path on purpose")
+    if _compiler() is None:
+        pytest.skip("no C compiler: pulsar-ops runs its pure-Python path (same results, slower)")
+    assert NATIVE is not None, native.STATUS
+    assert native.STATUS == "native"
+
+
+needs_native = pytest.mark.skipif(NATIVE is None, reason=f"native path not loaded: {native.STATUS}")
+
+
+def python_parts(data: bytes) -> tuple[Any, ...] | DecodeError:
+    try:
+        return bk_ledger_parts(data, PATH)
+    except DecodeError as e:
+        return e
+
+
+def check(data: bytes) -> tuple[Any, ...] | None:
+    """native(data) is None or equals the Python parts; where Python raises, native must give None."""
+    assert NATIVE is not None
+    got = NATIVE(data)
+    want = python_parts(data)
+    if got is not None:
+        assert not isinstance(want, DecodeError), f"native accepted what Python rejects: {want}"
+        assert got == want
+        assert [type(v) for v in got] == [type(v) for v in want]
+    return got
+
+
+ascii_text = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=24)
+hostile_text = st.text(max_size=12) | st.sampled_from(['"', "\\", "\x00", "\x7f", "\n\t\r\b\f", "é", "€", "\ud7ff"])
+pulsar_keys = st.sampled_from(
+    ["application", "component", "pulsar/managed-ledger", "pulsar/cursor", "pulsar/schemaId", "pulsar/compactedTopic"]
+)
+
+
+@st.composite
+def ascii_ledgers(draw: st.DrawFn) -> LedgerMetadata:
+    md: LedgerMetadata = draw(ledger_metadatas())
+    keys = draw(st.lists(pulsar_keys | ascii_text, max_size=8, unique=True))
+    custom = tuple((k, draw(ascii_text).encode("ascii")) for k in keys)
+    starts = draw(st.lists(st.integers(0, 2**62), min_size=1, max_size=4, unique=True))
+    ensembles = tuple((s, tuple(draw(st.lists(bookie, max_size=4)))) for s in sorted(starts))
+    return replace(md, custom_metadata=custom, ensembles=ensembles)
+
+
+@needs_native
+@PROPS
+@given(ascii_ledgers())
+def test_well_formed_ascii_v3_is_taken_natively_with_python_values(md: LedgerMetadata) -> None:
+    data = encode_ledger_metadata(md, 3)
+    assert check(data) is not None, "the native path refused a well-formed ASCII v3 ledger"
+
+
+@needs_native
+@PROPS
+@given(ledger_metadatas(), st.lists(st.tuples(hostile_text, hostile_text.map(str.encode)), max_size=5))
+def test_hostile_custom_metadata_is_equal_or_left_to_python(md: LedgerMetadata, custom: list[Any]) -> None:
+    check(encode_ledger_metadata(replace(md, custom_metadata=tuple(custom)), 3))
+
+
+@needs_native
+@PROPS
+@given(ascii_ledgers(), st.data())
+def test_corrupted_encodings_are_equal_or_left_to_python(md: LedgerMetadata, data: st.DataObject) -> None:
+    raw = bytearray(encode_ledger_metadata(md, 3))
+    op = data.draw(st.sampled_from(["flip", "truncate", "insert", "delete"]))
+    i = data.draw(st.integers(0, len(raw) - 1))
+    if op == "flip":
+        raw[i] ^= data.draw(st.integers(1, 255))
+    elif op == "truncate":
+        del raw[i:]
+    elif op == "insert":
+        raw[i:i] = data.draw(st.binary(min_size=1, max_size=4))
+    else:
+        del raw[i]
+    check(bytes(raw))
+
+
+@needs_native
+@PROPS
+@given(st.binary(max_size=80))
+@example(b"")
+@example(b"BookieMetadataFormatVersion\t3\n")
+@example(b"BookieMetadataFormatVersion\t3\n\x00")
+@example(b"BookieMetadataFormatVersion\t3\n\xff\xff\xff\xff\x0f")
+def test_garbage_after_the_v3_header_is_equal_or_left_to_python(body: bytes) -> None:
+    check(b"BookieMetadataFormatVersion\t3\n" + body)
+
+
+@needs_native
+@pytest.mark.parametrize("version", [1, 2])
+def test_other_versions_are_left_to_python(version: int) -> None:
+    data = encode_ledger_metadata(LedgerMetadata(**_plain(format_version=version)), version)
+    assert not isinstance(python_parts(data), DecodeError)
+    assert NATIVE is not None and NATIVE(data) is None
+
+
+def _plain(**over: Any) -> dict[str, Any]:
+    base: dict[str, Any] = dict(
+        ledger_id=None, format_version=3, ensemble_size=2, write_quorum=2, ack_quorum=2, state="CLOSED",
+        length=10, last_entry_id=4, ensembles=((0, ("b1:3181", "b2:3181")),), digest_type="CRC32C",
+        password=b"", ctime_ms=1_700_000_000_000, custom_metadata=(), ctoken=None,
+    )  # fmt: skip
+    base.update(over)
+    return base
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("over", "taken"),
+    [
+        ({}, True),
+        ({"ctime_ms": 0}, True),  # 0 reads as "no ctime", like the Python path
+        ({"ctime_ms": None, "digest_type": None}, True),
+        ({"ensembles": ((0, ("b1:3181",)), (5, ("b1:3181", "b2:3181")))}, True),  # bookies de-duplicated in order
+        ({"custom_metadata": (("k", b"v"), ("k", b"w"))}, False),  # duplicate key: Python decides
+        ({"custom_metadata": (("k", b"\xff"),)}, False),  # not UTF-8: Python writes base64 in the JSON
+        ({"custom_metadata": tuple((f"k{i}", b"v") for i in range(65))}, False),  # past the fixed limit
+        ({"ensembles": tuple((i, ("b1:1",)) for i in range(257))}, False),
+    ],
+)
+def test_edges(over: dict[str, Any], taken: bool) -> None:
+    md = LedgerMetadata(**_plain(**over))
+    got = check(encode_ledger_metadata(md, 3))
+    assert (got is not None) is taken
+
+
+@needs_native
+def test_non_bytes_values_are_left_to_python() -> None:
+    data = encode_ledger_metadata(LedgerMetadata(**_plain()), 3)
+    assert NATIVE is not None
+    assert NATIVE(bytearray(data)) is None  # type: ignore[arg-type]
+    assert NATIVE(memoryview(data)) is None  # type: ignore[arg-type]
+    assert NATIVE(data) is not None
+
+
+def test_the_switch_turns_the_native_path_off() -> None:
+    code = "from pulsar_ops import native; print(native.bk_ledger_v3 is None, native.STATUS)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, native.DISABLE_ENV: "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.startswith("True off")
+
+
+# ---- managed-ledger and cursor infos: native(plain) vs the pure-Python fields of the same value ----------------
+
+ML_NATIVE = native.ml_info
+CURSOR_NATIVE = native.cursor_info
+
+
+def python_ml(data: bytes) -> tuple[Any, ...] | DecodeError:
+    with mock.patch.object(managed_ledger, "_native_ml", None):
+        try:
+            f = managed_ledger.managed_ledger_fields(data, PATH)
+        except DecodeError as e:
+            return e
+    return (f.format, f.compression, f.ledgers, f.terminated, f.properties)
+
+
+def python_cursor(data: bytes) -> tuple[Any, ...] | DecodeError:
+    with mock.patch.object(cursor, "_native_cursor", None):
+        try:
+            f = cursor.cursor_fields(data, PATH)
+        except DecodeError as e:
+            return e
+    return (
+        f.compression, f.cursors_ledger_id, f.mark_delete, f.last_active_ms, f.ranges, f.batch_index_count,
+        f.properties, f.cursor_properties,
+    )  # fmt: skip
+
+
+def check_ml(plain: bytes) -> tuple[Any, ...] | None:
+    assert ML_NATIVE is not None
+    got = ML_NATIVE(plain)
+    want = python_ml(plain)
+    if got is not None:
+        assert not isinstance(want, DecodeError), f"native accepted what Python rejects: {want}"
+        assert ("binary", "NONE", *got) == want
+        assert [type(v) for v in got[0]] == [type(v) for v in want[2]]
+    return got
+
+
+def check_cursor(plain: bytes) -> tuple[Any, ...] | None:
+    assert CURSOR_NATIVE is not None
+    got = CURSOR_NATIVE(plain)
+    want = python_cursor(plain)
+    if got is not None:
+        assert not isinstance(want, DecodeError), f"native accepted what Python rejects: {want}"
+        assert ("NONE", *got) == want
+    return got
+
+
+ascii_kv = st.tuples(ascii_text, ascii_text)
+
+
+@st.composite
+def ascii_ml_infos(draw: st.DrawFn) -> ManagedLedgerInfo:
+    info: ManagedLedgerInfo = draw(ml_infos)
+    ledgers = tuple(
+        replace(li, properties=tuple(draw(st.lists(ascii_kv, max_size=2)))) for li in info.ledgers
+    )
+    return replace(info, ledgers=ledgers, properties=tuple(draw(st.lists(ascii_kv, max_size=3))))
+
+
+@st.composite
+def ascii_cursor_infos(draw: st.DrawFn) -> ManagedCursorInfo:
+    info: ManagedCursorInfo = draw(cursor_infos)
+    props = tuple((k, v) for k, v in draw(st.lists(st.tuples(ascii_text, i64), max_size=3)))
+    return replace(info, properties=props, cursor_properties=tuple(draw(st.lists(ascii_kv, max_size=3))))
+
+
+def _mutate(raw: bytearray, data: st.DataObject) -> bytes:
+    if not raw:
+        return bytes(data.draw(st.binary(max_size=8)))
+    op = data.draw(st.sampled_from(["flip", "truncate", "insert", "delete"]))
+    i = data.draw(st.integers(0, len(raw) - 1))
+    if op == "flip":
+        raw[i] ^= data.draw(st.integers(1, 255))
+    elif op == "truncate":
+        del raw[i:]
+    elif op == "insert":
+        raw[i:i] = data.draw(st.binary(min_size=1, max_size=4))
+    else:
+        del raw[i]
+    return bytes(raw)
+
+
+needs_ml = pytest.mark.skipif(ML_NATIVE is None or CURSOR_NATIVE is None, reason=f"native: {native.STATUS}")
+
+
+@needs_ml
+@PROPS
+@given(ascii_ml_infos())
+def test_well_formed_ml_infos_are_taken_natively_with_python_values(info: ManagedLedgerInfo) -> None:
+    plain = encode_managed_ledger_info(info)
+    if info.ledgers or info.terminated_position is not None or info.properties:
+        assert check_ml(plain) is not None, "the native path refused a well-formed ASCII ManagedLedgerInfo"
+    else:
+        assert check_ml(plain) is None  # an empty message: Python reports the empty ledger list
+
+
+@needs_ml
+@PROPS
+@given(ascii_cursor_infos())
+def test_well_formed_cursor_infos_are_taken_natively_with_python_values(info: ManagedCursorInfo) -> None:
+    assert check_cursor(encode_cursor_info(info)) is not None, "the native path refused a well-formed cursor"
+
+
+@needs_ml
+@PROPS
+@given(ml_infos | ascii_ml_infos(), st.data())
+def test_corrupted_ml_infos_are_equal_or_left_to_python(info: ManagedLedgerInfo, data: st.DataObject) -> None:
+    raw = bytearray(encode_managed_ledger_info(info))
+    check_ml(_mutate(raw, data) if data.draw(st.booleans()) else bytes(raw))
+
+
+@needs_ml
+@PROPS
+@given(cursor_infos | ascii_cursor_infos(), st.data())
+def test_corrupted_cursor_infos_are_equal_or_left_to_python(info: ManagedCursorInfo, data: st.DataObject) -> None:
+    raw = bytearray(encode_cursor_info(info))
+    check_cursor(_mutate(raw, data) if data.draw(st.booleans()) else bytes(raw))
+
+
+@needs_ml
+@PROPS
+@given(st.binary(max_size=64))
+@example(b"ledgerInfo { ledgerId: 1 }")  # legacy text format: Python's business
+def test_garbage_ml_and_cursor_values_are_equal_or_left_to_python(raw: bytes) -> None:
+    check_ml(raw)
+    check_cursor(raw)
+
+
+@needs_ml
+def test_offloaded_ledgers_and_packed_delete_sets_are_taken_natively() -> None:
+    off = OffloadInfo(True, True, 1_700_000_000_000)
+    ml = ManagedLedgerInfo((LedgerInfo(1, 10, 100, 5, off), LedgerInfo(2, None, None, None)), (2, 5), (("a", "b"),))
+    msg = managed_ledger.to_message(ml)
+    msg.ledgerInfo[0].offloadContext.driverMetadata.name = "aws-s3"
+    msg.ledgerInfo[0].offloadContext.driverMetadata.properties.add(key="bucket", value="b1")
+    seg = msg.ledgerInfo[0].offloadContext.offloadSegment.add(complete=True, endEntryId=9)
+    seg.driverMetadata.name = "aws-s3"
+    got = check_ml(msg.SerializeToString())
+    assert got is not None and got[0][0] == (1, 10, 100, 5, True, True, 1_700_000_000_000)
+    assert got[0][1] == (2, None, None, None, False, False, None) and got[1] is True
+
+    cur = cursor.cursor_to_message(ManagedCursorInfo(7, (1, 2), batched_deletion=(((1, 3), (4, 5, 6)),)))
+    assert check_cursor(cur.SerializeToString()) is not None
+    # the same deleteSet unpacked (proto2 writers may use either encoding)
+    unpacked = b"\x08\x07\x10\x01\x18\x02" + b"\x3a\x0c\x0a\x04\x08\x01\x10\x03\x10\x04\x10\x05\x10\x06"
+    got_c = check_cursor(unpacked)
+    assert got_c is not None and got_c[4] == 1
+
+
+@needs_ml
+@pytest.mark.parametrize(
+    "plain",
+    [
+        b"\x12\x02\x08\x01",  # terminatedPosition without its required entryId
+        b"\x12\x04\x08\x01\x10\x02\x12\x04\x08\x01\x10\x02",  # a singular sub-message twice: protobuf merges
+        b"\x0a\x02\x10\x01",  # a LedgerInfo without its required ledgerId
+        b"\x0a\x02\x08\x01\x20\x01\x78\x01",  # an unknown field (15)
+    ],
+)
+def test_unusual_ml_infos_are_left_to_python(plain: bytes) -> None:
+    assert check_ml(plain) is None
