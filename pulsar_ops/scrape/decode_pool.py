@@ -14,6 +14,7 @@ import contextlib
 import gc
 import marshal
 import pickle
+import select
 import struct
 import subprocess
 import sys
@@ -42,6 +43,19 @@ class WorkerSummary:
     znodes: int = 0
     errors: int = 0
     row_counts: dict[str, int] = field(default_factory=dict)
+
+
+PIPE_BYTES = 1 << 20  # ~2 chunks queued per worker (Linux default pipe: 64 KiB, an eighth of one chunk)
+
+
+def _grow_pipe(fd: int) -> None:
+    """Enlarge a pipe's buffer where the OS allows it (Linux F_SETPIPE_SZ); elsewhere keep the default."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError):
+        pass
 
 
 def _read_msg(stream: IO[bytes]) -> Any:
@@ -116,7 +130,8 @@ class PoolSink:
 
     Workers are plain ``python -m pulsar_ops.scrape.decode_pool`` subprocesses fed marshalled chunks on stdin
     (no multiprocessing: nothing re-imports the caller's main module, nothing forks kazoo's threads). A full
-    pipe blocks the walk: memory stays bounded. A worker that dies fails the scrape.
+    pipe blocks the walk: memory stays bounded (pipes are enlarged to 1 MiB where Linux allows, about two chunks
+    per worker, and each chunk goes to a worker with room). A worker that dies fails the scrape.
     """
 
     def __init__(
@@ -130,8 +145,8 @@ class PoolSink:
         self.batch_rows = batch_rows
         self.chunk = max(1, chunk)
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._sent: list[int] = []  # reads sent to each worker
         self._buf: list[Read] = []
-        self._next = 0
         self.dispatched = 0
 
     def _start(self) -> None:
@@ -145,7 +160,9 @@ class PoolSink:
                     stderr=None,
                 )
                 self._procs.append(proc)
+                self._sent.append(0)
                 assert proc.stdin is not None
+                _grow_pipe(proc.stdin.fileno())
                 # Each worker buffers its own rows: halve the batch so N workers stay near one writer's memory.
                 rows = max(5_000, self.batch_rows // 2)
                 _write_msg(proc.stdin, (i, str(self.out_dir), self.parent.cfg, rows))
@@ -183,13 +200,30 @@ class PoolSink:
         item = (self.parent.store, self._buf)
         self._buf = []
         self.dispatched += len(item[1])
-        proc = self._procs[self._next]
-        self._next = (self._next + 1) % len(self._procs)
+        k = self._pick()
+        proc = self._procs[k]
+        self._sent[k] += len(item[1])
         try:
             assert proc.stdin is not None
             _write_chunk(proc.stdin, item)
         except (BrokenPipeError, OSError) as e:
             raise DecodeWorkerError(f"decode worker {proc.pid} exited ({proc.poll()}): {e}") from e
+
+    def _pick(self) -> int:
+        """The worker to send the next chunk to: among those whose pipe has room now, the one sent the fewest
+        reads. Round-robin with blocking writes stalled the walk on a busy worker while the other one sat idle
+        (a convoy: ~10% of both cores lost on a 100K-topic scrape)."""
+        n = len(self._procs)
+        if n == 1:
+            return 0
+        try:
+            fds = [p.stdin.fileno() for p in self._procs if p.stdin is not None]
+            _, ready, _ = select.select([], fds, [])  # blocks until some pipe has room: memory stays bounded
+        except (OSError, ValueError):  # a closed pipe: let the write raise the worker error
+            fds = ready = []
+        if len(fds) != n or not ready:
+            return min(range(n), key=self._sent.__getitem__)
+        return min((i for i in range(n) if fds[i] in ready), key=self._sent.__getitem__)
 
     def close(self) -> list[WorkerSummary]:
         """Send the last chunk, stop the workers and return their summaries (raises if any failed)."""

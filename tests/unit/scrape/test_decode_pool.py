@@ -60,3 +60,44 @@ def test_a_dead_worker_fails_the_scrape(tmp_path: Path) -> None:
             pool.close()
     finally:
         pool.terminate()
+
+
+class _FakeProc:
+    def __init__(self, stdin: object) -> None:
+        self.stdin = stdin
+
+
+def test_a_chunk_goes_to_a_worker_with_room_not_round_robin(tmp_path: Path) -> None:
+    """A worker whose pipe is full is skipped even when it was sent fewer reads; with room everywhere, the worker
+    sent the fewest reads gets the chunk."""
+    import os
+
+    pool = PoolSink(SnapshotSink(SnapshotWriter(tmp_path), ExtractConfig()), tmp_path, 2, batch_rows=10)
+    (ra, wa), (rb, wb) = os.pipe(), os.pipe()
+    fa, fb = os.fdopen(wa, "wb", buffering=0), os.fdopen(wb, "wb", buffering=0)
+    try:
+        os.set_blocking(wa, False)
+        try:
+            while True:
+                os.write(wa, b"x" * 65536)
+        except BlockingIOError:
+            pass  # pipe A is full
+        pool._procs = [_FakeProc(fa), _FakeProc(fb)]  # type: ignore[list-item]
+        pool._sent = [0, 100]
+        assert pool._pick() == 1
+        while os.read(ra, 1 << 20):  # drain A: now both have room
+            if not select_readable(ra):
+                break
+        assert pool._pick() == 0
+    finally:
+        pool._procs = []
+        for f in (fa, fb):
+            f.close()
+        for fd in (ra, rb):
+            os.close(fd)
+
+
+def select_readable(fd: int) -> bool:
+    import select
+
+    return bool(select.select([fd], [], [], 0)[0])
