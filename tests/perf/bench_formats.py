@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from unittest import mock
 
+from pulsar_ops import native
+from pulsar_ops.formats import cursor, managed_ledger
 from pulsar_ops.formats.cursor import ManagedCursorInfo, MessageRange, decode_cursor_info, encode_cursor_info
 from pulsar_ops.formats.ledger_metadata import LedgerMetadata, decode_ledger_metadata, encode_ledger_metadata
 from pulsar_ops.formats.managed_ledger import (
@@ -21,6 +24,7 @@ from pulsar_ops.formats.managed_ledger import (
     encode_managed_ledger_info,
 )
 from pulsar_ops.formats.names import ml_name_from_path
+from pulsar_ops.scrape import extract_fast
 
 
 def _rate(label: str, fn: Callable[[], object], n: int) -> None:
@@ -74,6 +78,27 @@ def main() -> None:
     _rate("ManagedCursorInfo (5 ranges, plain)", lambda: decode_cursor_info(cur_plain, path + "/sub"), n)
     _rate("LedgerMetadata v3 (3 custom keys)", lambda: decode_ledger_metadata(md_v3, "/ledgers/00/0000/L1004"), n)
     _rate("ml_name_from_path", lambda: ml_name_from_path(path), n)
+
+    # The scraper's hot paths, side by side: the native decoders (when built) against the pure-Python ones.
+    print(f"scraper fast paths (native decoders: {native.STATUS})")
+    lpath = "/ledgers/00/0000/L1004"
+    for label, fn in (
+        ("managed_ledger_fields (plain)", lambda: managed_ledger.managed_ledger_fields(ml_plain, path)),
+        ("cursor_fields (plain)", lambda: cursor.cursor_fields(cur_plain, path + "/sub")),
+        ("bk_ledger_parts (v3)", lambda: _bk_parts(md_v3, lpath)),
+    ):
+        _rate(f"{label}, native", fn, n)
+        with (
+            mock.patch.object(managed_ledger, "_native_ml", None),
+            mock.patch.object(cursor, "_native_cursor", None),
+            mock.patch.object(extract_fast, "_native_bk", None),
+        ):
+            _rate(f"{label}, pure Python", fn, n)
+
+
+def _bk_parts(data: bytes, path: str) -> object:
+    fast = extract_fast._native_bk
+    return (fast(data) if fast is not None else None) or extract_fast.bk_ledger_parts(data, path)
 
 
 if __name__ == "__main__":
