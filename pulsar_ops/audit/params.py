@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pulsar_ops import units
 from pulsar_ops.errors import ConfigError
 
 SECOND = 1000
@@ -20,22 +21,10 @@ MINUTE = 60 * SECOND
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
 
-_UNITS = {"ms": 1, "s": SECOND, "m": MINUTE, "h": HOUR, "d": DAY, "w": 7 * DAY}
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)?\s*$")
 
-
-def parse_duration_ms(text: str | int) -> int:
-    """``90s`` / ``15m`` / ``24h`` / ``7d`` / ``2w`` / ``500ms`` / a bare number of milliseconds -> ms."""
-    if isinstance(text, int):
-        if text < 0:
-            raise ConfigError(f"duration must not be negative: {text}")
-        return text
-    m = _DURATION.match(text)
-    if not m:
-        raise ConfigError(
-            f"not a duration: {text!r}", hint="use a number with a unit: 90s, 15m, 24h, 7d (or plain milliseconds)"
-        )
-    return int(m.group(1)) * _UNITS[m.group(2) or "ms"]
+def parse_duration_ms(text: str | int, *, flag: str = "duration") -> int:
+    """The one duration syntax (``pulsar_ops.units``): ``90s``, ``15m``, ``24h``, ``7d``; no bare numbers."""
+    return units.parse_duration_ms(text, flag=flag)
 
 
 def parse_time_ms(text: str | int) -> int:
@@ -160,9 +149,9 @@ def params_from_config(doc: Mapping[str, Any], base: AuditParams | None = None) 
     if doc.get("now") is not None:
         p = replace(p, now_ms=parse_time_ms(doc["now"]))
     if doc.get("min_age") is not None:
-        p = replace(p, min_age_ms=parse_duration_ms(doc["min_age"]))
+        p = replace(p, min_age_ms=parse_duration_ms(doc["min_age"], flag="min_age"))
     if doc.get("inactive_after") is not None:
-        p = replace(p, inactive_after_ms=parse_duration_ms(doc["inactive_after"]))
+        p = replace(p, inactive_after_ms=parse_duration_ms(doc["inactive_after"], flag="inactive_after"))
     if doc.get("broker_config"):
         p = replace(p, broker=load_broker_config(Path(str(doc["broker_config"])), p.broker))
     broker = doc.get("broker")

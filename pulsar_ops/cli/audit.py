@@ -58,9 +58,9 @@ def audit(
     if broker_config is not None:
         params = replace(params, broker=load_broker_config(broker_config, params.broker))
     if min_age is not None:
-        params = replace(params, min_age_ms=parse_duration_ms(min_age))
+        params = replace(params, min_age_ms=parse_duration_ms(min_age, flag="--min-age"))
     if inactive_after is not None:
-        params = replace(params, inactive_after_ms=parse_duration_ms(inactive_after))
+        params = replace(params, inactive_after_ms=parse_duration_ms(inactive_after, flag="--inactive-after"))
     if now is not None:
         params = replace(params, now_ms=parse_time_ms(now))
     spark_master = master or str(doc.get("master") or "local[*]")

@@ -108,7 +108,7 @@ def gc_cmd(
 
         cfg = gc_config(_config_overrides(settings), pulsar_conf=pulsar_conf)
         lay, start = snapshot_layout(snapshot, _parse_ids(delete), cfg)
-    horizon_ms = start + int(parse_duration_ms(horizon)) if horizon else None
+    horizon_ms = start + int(parse_duration_ms(horizon, flag="--horizon")) if horizon else None
     result = simulate(lay, cfg, GcOptions(start_ms=start, horizon_ms=horizon_ms)).to_json()
     _gc_human(result, start)
     if plot is not None:
@@ -184,7 +184,7 @@ def nack_cmd(
     from pulsar_ops.model.nack import NackInput, model_nack, sweep_delays
     from pulsar_ops.model.units import fmt_bytes, parse_duration_ms
 
-    inp = NackInput(rate=rate, delay_ms=parse_duration_ms(delay), precision_bits=precision_bits,
+    inp = NackInput(rate=rate, delay_ms=parse_duration_ms(delay, flag="--delay"), precision_bits=precision_bits,
                     entries_per_ledger=entries_per_ledger, batch_size=batch_size, consume_rate=consume_rate,
                     seed=seed)
     doc = model_nack(inp).to_json()

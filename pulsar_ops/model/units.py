@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import re
-
-from pulsar_ops.errors import ModelError
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$")
-_UNIT_MS = {"ms": 1.0, "s": 1000.0, "m": 60_000.0, "min": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0}
+from pulsar_ops import units
+from pulsar_ops.errors import ConfigError, ModelError
 
 
-def parse_duration_ms(text: str) -> float:
-    """``"1m"`` -> 60000.0; a bare number is milliseconds."""
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ModelError(f"not a duration: {text!r}", hint="use a number with a unit: 250ms, 20s, 1m, 5h, 2d")
-    return float(m.group(1)) * _UNIT_MS[m.group(2) or "ms"]
+def parse_duration_ms(text: str, *, flag: str = "duration") -> float:
+    """``"1m"`` -> 60000.0: the one duration syntax (``pulsar_ops.units``), as a model input error when wrong."""
+    try:
+        return float(units.parse_duration_ms(text, flag=flag))
+    except ConfigError as e:
+        raise ModelError(e.message, hint=e.hint) from None
 
 
 def fmt_bytes(n: float) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from pulsar_ops import units
 from pulsar_ops.errors import ConfigError
 
 _SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
@@ -26,19 +27,6 @@ _SIZE_UNITS: dict[str, int] = {
     "pib": 1024**5,
 }
 
-_DURATION_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
-_DURATION_UNITS: dict[str, int] = {
-    "ms": 1,
-    "": 1000,
-    "s": 1000,
-    "m": 60_000,
-    "min": 60_000,
-    "h": 3_600_000,
-    "d": 86_400_000,
-    "w": 7 * 86_400_000,
-}
-
-
 def parse_size(text: str, *, flag: str = "--max-bytes") -> int:
     """``10GB`` -> 10_000_000_000 (KB/MB/GB/TB are powers of 1000; KiB/MiB/GiB/TiB powers of 1024)."""
     m = _SIZE_RE.fullmatch(text)
@@ -52,15 +40,8 @@ def parse_size(text: str, *, flag: str = "--max-bytes") -> int:
 
 
 def parse_duration_ms(text: str, *, flag: str = "--quarantine") -> int:
-    """``1h`` -> 3_600_000; a bare number is seconds; ``0`` is allowed."""
-    m = _DURATION_RE.fullmatch(text)
-    unit = m.group(2).lower() if m else ""
-    if m is None or unit not in _DURATION_UNITS:
-        raise ConfigError(
-            f"{flag}: cannot parse duration {text!r}",
-            hint=f"use a number with a unit (ms, s, m, h, d), e.g. {flag} 1h or {flag} 0",
-        )
-    return int(float(m.group(1)) * _DURATION_UNITS[unit])
+    """``1h`` -> 3_600_000: the one duration syntax (``pulsar_ops.units``); ``0`` is the only bare number."""
+    return units.parse_duration_ms(text, flag=flag)
 
 
 def human_bytes(n: int) -> str:

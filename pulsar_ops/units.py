@@ -1,0 +1,44 @@
+"""One duration syntax for every command: a number and a unit. Pure.
+
+``500ms``, ``90s``, ``15m`` (or ``15min``), ``1.5h``, ``7d``, ``2w``. A bare number is refused, except ``0``:
+the commands used to disagree on what it meant (``audit --min-age 3600`` was 3.6 seconds while
+``apply --quarantine 3600`` was an hour), and a guessed unit in a safety margin is how the wrong thing gets
+deleted.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pulsar_ops.errors import ConfigError
+
+UNITS_MS: dict[str, int] = {
+    "ms": 1,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+    "w": 7 * 86_400_000,
+}
+_DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
+
+
+def parse_duration_ms(value: str | int, *, flag: str = "duration") -> int:
+    """``"1.5h"`` -> 5_400_000 milliseconds (rounded to whole ms). ``0`` / ``"0"`` -> 0; any other bare number,
+    a negative value or an unknown unit is a ConfigError whose hint shows ``flag`` with a unit."""
+    hint = f"give a unit: {flag} 24h (units: ms, s, m, h, d, w; e.g. 500ms, 90s, 15m, 1.5h, 7d)"
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConfigError(f"{flag}: not a duration: {value!r}", hint=hint)
+    text = str(value)
+    m = _DURATION.fullmatch(text)
+    if m is None:
+        raise ConfigError(f"{flag}: not a duration: {text!r}", hint=hint)
+    number, unit = m.group(1), m.group(2).lower()
+    if not unit:
+        if float(number) == 0:
+            return 0
+        raise ConfigError(f"{flag}: {text!r} has no unit (milliseconds? seconds?)", hint=hint)
+    if unit not in UNITS_MS:
+        raise ConfigError(f"{flag}: unknown unit {m.group(2)!r} in {text!r}", hint=hint)
+    return round(float(number) * UNITS_MS[unit])
