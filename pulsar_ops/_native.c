@@ -477,6 +477,27 @@ static int parse_str_pair(Slice s, Slice *a, Slice *b) {
     return OK;
 }
 
+/* LongProperty: 1 name (ASCII string), 2 value (int64), both required. */
+static int parse_long_property(Slice s, Slice *name, int64_t *value) {
+    const uint8_t *p = s.p, *end = s.p + s.n;
+    int hn = 0, hv = 0;
+    while (p < end) {
+        uint64_t key, v;
+        NEXT_KEY(p, end, key);
+        if (key == ((1 << 3) | 2)) {
+            if (read_slice(&p, end, name) < 0) return BAIL;
+            hn = 1;
+        } else if (key == ((2 << 3) | 0)) {
+            if (read_varint(&p, end, &v) < 0) return BAIL;
+            *value = (int64_t)v;
+            hv = 1;
+        } else {
+            return BAIL;
+        }
+    }
+    return (hn && hv && is_ascii(*name)) ? OK : BAIL;
+}
+
 /* OffloadDriverMetadata: 1 name (required string), 2 properties (KeyValue). Validated, not returned. */
 static int check_driver(Slice s) {
     const uint8_t *p = s.p, *end = s.p + s.n;
@@ -498,58 +519,41 @@ static int check_driver(Slice s) {
     return has_name ? OK : BAIL;
 }
 
-/* OffloadSegment: 1-6 varints, 7 driverMetadata (once). Validated, not returned. */
-static int check_offload_segment(Slice s) {
-    const uint8_t *p = s.p, *end = s.p + s.n;
-    int has_driver = 0;
-    while (p < end) {
-        uint64_t key, v;
-        NEXT_KEY(p, end, key);
-        uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
-        if (wire == 0 && field >= 1 && field <= 6) {
-            if (read_varint(&p, end, &v) < 0) return BAIL;
-        } else if (wire == 2 && field == 7 && !has_driver) {
-            Slice x;
-            if (read_slice(&p, end, &x) < 0 || check_driver(x) != OK) return BAIL;
-            has_driver = 1;
-        } else {
-            return BAIL;
-        }
-    }
-    return OK;
-}
-
 typedef struct {
     int complete, bk_deleted, has_ts;
     int64_t ts;
 } Offload;
 
-/* OffloadContext: 1 uidMsb, 2 uidLsb, 3 complete, 4 bookkeeperDeleted, 5 timestamp, 6 driverMetadata (once),
- * 7 offloadSegment (repeated). */
-static int parse_offload(Slice s, Offload *o) {
+/* OffloadContext (segment = 0): 1 uidMsb, 2 uidLsb, 3 complete, 4 bookkeeperDeleted, 5 timestamp,
+ * 6 driverMetadata (once), 7 offloadSegment (repeated; validated, not returned).
+ * OffloadSegment (segment = 1): 1-6 varints (uids, complete, timestamps, endEntryId), 7 driverMetadata (once). */
+static int parse_offload(Slice s, Offload *o, int segment) {
     const uint8_t *p = s.p, *end = s.p + s.n;
+    const uint32_t last_varint = segment ? 6 : 5, driver = segment ? 7 : 6;
     int has_driver = 0;
     while (p < end) {
         uint64_t key, v;
         NEXT_KEY(p, end, key);
         uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
-        if (wire == 0 && field >= 1 && field <= 5) {
+        if (wire == 0 && field >= 1 && field <= last_varint) {
             if (read_varint(&p, end, &v) < 0) return BAIL;
+            if (segment) continue;
             if (field == 3) o->complete = v != 0;
             if (field == 4) o->bk_deleted = v != 0;
             if (field == 5) {
                 o->ts = (int64_t)v;
                 o->has_ts = 1;
             }
-        } else if (wire == 2 && (field == 6 || field == 7)) {
-            Slice x;
-            if (read_slice(&p, end, &x) < 0) return BAIL;
-            if (field == 6) {
-                if (has_driver || check_driver(x) != OK) return BAIL;
-                has_driver = 1;
-            } else if (check_offload_segment(x) != OK) {
-                return BAIL;
-            }
+            continue;
+        }
+        Slice x;
+        if (wire != 2 || read_slice(&p, end, &x) < 0) return BAIL;
+        if (field == driver) {
+            if (has_driver || check_driver(x) != OK) return BAIL;
+            has_driver = 1;
+        } else if (field == 7 && !segment) {
+            Offload ignored = {0, 0, 0, 0};
+            if (parse_offload(x, &ignored, 1) != OK) return BAIL;
         } else {
             return BAIL;
         }
@@ -575,7 +579,7 @@ static int ledger_info_row(Slice s, PyObject **row) {
             val[field] = (int64_t)v;
         } else if (wire == 2 && field == 5) {
             Slice x;
-            if (has_offload || read_slice(&p, end, &x) < 0 || parse_offload(x, &o) != OK) return BAIL;
+            if (has_offload || read_slice(&p, end, &x) < 0 || parse_offload(x, &o, 0) != OK) return BAIL;
             has_offload = 1;
         } else if (wire == 2 && field == 6) {
             Slice x, k, v2;
@@ -699,26 +703,10 @@ static int cursor_parse(const uint8_t *p, const uint8_t *end, int64_t *scalars, 
             if (append_new(ranges, Py_BuildValue("(LLLL)", (long long)ll, (long long)le, (long long)ul,
                                                  (long long)ue)) != OK)
                 return FAIL;
-        } else if (field == 5) { /* LongProperty: name (string), value (int64), both required */
-            const uint8_t *q = x.p, *qend = x.p + x.n;
-            int hn = 0, hv = 0;
+        } else if (field == 5) { /* LongProperty */
             Slice name = {NULL, 0};
             int64_t value = 0;
-            while (q < qend) {
-                uint64_t k2, v2;
-                NEXT_KEY(q, qend, k2);
-                if (k2 == ((1 << 3) | 2)) {
-                    if (read_slice(&q, qend, &name) < 0) return BAIL;
-                    hn = 1;
-                } else if (k2 == ((2 << 3) | 0)) {
-                    if (read_varint(&q, qend, &v2) < 0) return BAIL;
-                    value = (int64_t)v2;
-                    hv = 1;
-                } else {
-                    return BAIL;
-                }
-            }
-            if (!(hn && hv) || !is_ascii(name)) return BAIL;
+            if (parse_long_property(x, &name, &value) != OK) return BAIL;
             PyObject *ns = str_of(name);
             if (!ns) return FAIL;
             if (append_new(lprops, Py_BuildValue("(NL)", ns, (long long)value)) != OK) return FAIL;

@@ -58,36 +58,36 @@ def _grow_pipe(fd: int) -> None:
         pass
 
 
-def _read_msg(stream: IO[bytes]) -> Any:
+def _read_frame(stream: IO[bytes]) -> bytes:
     head = stream.read(8)
     if len(head) < 8:
         raise EOFError("decode worker input closed")
     (n,) = struct.unpack(">Q", head)
-    return pickle.loads(stream.read(n))
+    return stream.read(n)
 
 
-def _write_msg(stream: IO[bytes], obj: Any) -> None:
-    raw = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def _write_frame(stream: IO[bytes], raw: bytes) -> None:
     stream.write(struct.pack(">Q", len(raw)))
     stream.write(raw)
     stream.flush()
+
+
+def _read_msg(stream: IO[bytes]) -> Any:
+    return pickle.loads(_read_frame(stream))
+
+
+def _write_msg(stream: IO[bytes], obj: Any) -> None:
+    _write_frame(stream, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 # Chunks of reads are plain str/bytes/int tuples: marshal (same interpreter on both ends, the worker being
 # ``sys.executable``) encodes and decodes them about twice as fast as pickle. Header and summary stay pickled.
 def _read_chunk(stream: IO[bytes]) -> Any:
-    head = stream.read(8)
-    if len(head) < 8:
-        raise EOFError("decode worker input closed")
-    (n,) = struct.unpack(">Q", head)
-    return marshal.loads(stream.read(n))
+    return marshal.loads(_read_frame(stream))
 
 
 def _write_chunk(stream: IO[bytes], obj: Any) -> None:
-    raw = marshal.dumps(obj)
-    stream.write(struct.pack(">Q", len(raw)))
-    stream.write(raw)
-    stream.flush()
+    _write_frame(stream, marshal.dumps(obj))
 
 
 def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
