@@ -99,6 +99,10 @@ def _bk_ledger(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.Extr
     return [("bk_ledgers", row)]
 
 
+def _props_json(props: tuple[tuple[str, str], ...]) -> str:
+    return _dumps_sorted(dict(props)) if props else "{}"  # most topics have none: skip the encoder
+
+
 def _managed_ledger(
     path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.ExtractConfig, sha: str
 ) -> TupleRows:
@@ -116,7 +120,7 @@ def _managed_ledger(
                 f"{names.PERSISTENT}://{namespace}/{local}", partition,
                 stat[4], stat[1], stat[2], stat[3], stat[8],
                 f.format, f.compression, len(ledgers), ref.total_size([li[2] or 0 for li in ledgers], path),
-                ledgers[-1][0] if ledgers else None, f.terminated, _dumps_sorted(dict(f.properties)),
+                ledgers[-1][0] if ledgers else None, f.terminated, _props_json(f.properties),
             ),
         )
     ]  # fmt: skip

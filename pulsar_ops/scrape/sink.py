@@ -64,7 +64,7 @@ class SnapshotSink:
             for _table, row in rows:
                 self.bookies.setdefault(row[0], dict(zip(_BOOKIE_COLUMNS, row, strict=True)))
             rows = []
-        self.writer.add_tuples(("znodes", zrow), rows)
+        self.writer.add_znode(zrow, rows)
         scope = self.scopes.get((store, info.scope))
         if scope is None:
             scope = self.ensure_scope(store, info.scope)

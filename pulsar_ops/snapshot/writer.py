@@ -48,11 +48,12 @@ def part_name(index: int) -> str:
 
 
 class _TableBuffer:
-    __slots__ = ("columns", "getter", "name", "parts", "rows", "total")
+    __slots__ = ("columns", "getter", "name", "parts", "rows", "total", "width")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.columns = schema.table(name).column_names
+        self.width = len(self.columns)
         self.getter = operator.itemgetter(*self.columns)
         self.rows: list[tuple[Any, ...]] = []
         self.parts = 0
@@ -84,6 +85,7 @@ class SnapshotWriter:
         self.part_offset = part_offset
         self.empty_parts = empty_parts
         self._buffers = {t.name: _TableBuffer(t.name) for t in schema.TABLES}
+        self._znodes = self._buffers["znodes"]
         self._closed = False
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / TABLES_DIR).mkdir(exist_ok=True)
@@ -113,17 +115,24 @@ class SnapshotWriter:
         if len(buf.rows) >= self.batch_rows:
             self._flush(buf)
 
-    def add_tuples(self, first: tuple[str, Sequence[Any]], more: Iterable[tuple[str, Sequence[Any]]]) -> None:
-        """``add_tuple`` for one znode's rows at once (the scrape's hot path: one call per znode, not per row)."""
-        buffers = self._buffers
+    def add_znode(self, zrow: tuple[Any, ...], rows: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
+        """One znode's ``znodes`` row and entity rows, tuples in column order (the scrape's hot path: one call
+        per znode; rows of the wrong width are a ValueError, like ``add_tuple``)."""
         limit = self.batch_rows
-        for table, row in (first, *more):
-            buf = buffers[table]
-            if len(row) != len(buf.columns):
-                raise ValueError(f"{table}: expected {len(buf.columns)} values, got {len(row)}")
-            rows = buf.rows
-            rows.append(row if type(row) is tuple else tuple(row))
-            if len(rows) >= limit:
+        buf = self._znodes
+        if len(zrow) != buf.width:
+            raise ValueError(f"znodes: expected {buf.width} values, got {len(zrow)}")
+        out = buf.rows
+        out.append(zrow)
+        if len(out) >= limit:
+            self._flush(buf)
+        for table, row in rows:
+            buf = self._buffers[table]
+            if len(row) != buf.width:
+                raise ValueError(f"{table}: expected {buf.width} values, got {len(row)}")
+            out = buf.rows
+            out.append(row)
+            if len(out) >= limit:
                 self._flush(buf)
 
     def row_counts(self) -> dict[str, int]:

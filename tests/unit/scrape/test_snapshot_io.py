@@ -129,3 +129,23 @@ def test_garbage_manifest_is_a_snapshot_error(tmp_path: Path) -> None:
     (tmp_path / MANIFEST_NAME).write_text("{not json")
     with pytest.raises(SnapshotError, match="cannot read the manifest"):
         open_snapshot(tmp_path)
+
+
+def test_add_znode_streams_rows_in_parts_and_refuses_a_wrong_width(tmp_path: Path) -> None:
+    w = SnapshotWriter(tmp_path, batch_rows=2)
+    width = len(schema.table("znodes").column_names)
+    zrow = ("local", "/a", "/", "a", 1, *([0] * (width - 8)), "sha", "other", None)
+    assert len(zrow) == width
+    ack = ("/c", "t", "s", 0, 1, 2, 3, 4)
+    for _ in range(3):
+        w.add_znode(zrow, [("ack_ranges", ack)])
+    with pytest.raises(ValueError, match="znodes: expected"):
+        w.add_znode(zrow[:-1], [])
+    with pytest.raises(ValueError, match="ack_ranges: expected"):
+        w.add_znode(zrow, [("ack_ranges", ack[:-1])])
+    counts = w.close()
+    assert counts["znodes"] == 4 and counts["ack_ranges"] == 3  # the refused ack row's znode row was taken
+    assert sorted(p.name for p in (tmp_path / "tables" / "znodes").iterdir()) == [
+        "part-00000.parquet", "part-00001.parquet"
+    ]
+    assert pq.read_table(tmp_path / "tables" / "ack_ranges").num_rows == 3
