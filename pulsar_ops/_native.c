@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NATIVE_ABI 2
+#define NATIVE_ABI 3
 
 #define MAX_SEGMENTS 256
 #define MAX_MEMBERS 1024
@@ -789,6 +789,84 @@ done:
     return out;
 }
 
+
+/* ---- the znodes row ------------------------------------------------------------------------------------------
+ * znode_row(store, path, stat, kind, decode_error, sha) -> the 19-tuple of scrape.extract.znode_row_with_sha:
+ * (store, path, parent, name, depth, version, cversion, aversion, czxid, mzxid, pzxid, ctime, mtime,
+ *  data_length, num_children, ephemeral_owner, sha, kind, decode_error), stat in kazoo ZnodeStat order
+ * (czxid, mzxid, ctime, mtime, version, cversion, aversion, ephemeralOwner, dataLength, numChildren, pzxid).
+ * Anything but a str path and an 11-tuple stat is a TypeError; the Python twin is the reference. */
+static PyObject *SLASH;
+static PyObject *EMPTY;
+
+static PyObject *znode_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "znode_row takes 6 arguments");
+        return NULL;
+    }
+    PyObject *store = args[0], *path = args[1], *stat = args[2], *kind = args[3], *error = args[4], *sha = args[5];
+    if (!PyUnicode_Check(path) || !PyTuple_Check(stat) || PyTuple_GET_SIZE(stat) != 11) {
+        PyErr_SetString(PyExc_TypeError, "znode_row: path must be str and stat an 11-tuple");
+        return NULL;
+    }
+    PyObject *parent, *name, *depth;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(path);
+    if (PyUnicode_CompareWithASCIIString(path, "/") == 0) {
+        parent = EMPTY;
+        name = EMPTY;
+        Py_INCREF(parent);
+        Py_INCREF(name);
+        depth = PyLong_FromLong(0);
+    } else {
+        Py_ssize_t cut = PyUnicode_FindChar(path, '/', 0, n, -1);
+        if (cut == -2) return NULL;
+        /* path[:cut] or "/" (cut == -1: path[:-1], as Python slices) */
+        Py_ssize_t end = cut >= 0 ? cut : (n > 0 ? n - 1 : 0);
+        if (end > 0) {
+            parent = PyUnicode_Substring(path, 0, end);
+        } else {
+            parent = SLASH;
+            Py_INCREF(parent);
+        }
+        name = PyUnicode_Substring(path, cut + 1, n);
+        Py_ssize_t slashes = PyUnicode_Count(path, SLASH, 0, n);
+        depth = slashes < 0 ? NULL : PyLong_FromSsize_t(slashes);
+    }
+    if (!parent || !name || !depth) {
+        Py_XDECREF(parent);
+        Py_XDECREF(name);
+        Py_XDECREF(depth);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(19);
+    if (!out) {
+        Py_DECREF(parent);
+        Py_DECREF(name);
+        Py_DECREF(depth);
+        return NULL;
+    }
+    /* stat positions for columns version, cversion, aversion, czxid, mzxid, pzxid, ctime, mtime, data_length,
+       num_children, ephemeral_owner */
+    static const int from_stat[11] = {4, 5, 6, 0, 1, 10, 2, 3, 8, 9, 7};
+    PyObject *head[5] = {store, path, parent, name, depth};
+    for (int i = 0; i < 5; i++) {
+        if (i < 2) Py_INCREF(head[i]);
+        PyTuple_SET_ITEM(out, i, head[i]);
+    }
+    for (int i = 0; i < 11; i++) {
+        PyObject *v = PyTuple_GET_ITEM(stat, from_stat[i]);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(out, 5 + i, v);
+    }
+    PyObject *tail[3] = {sha, kind, error};
+    for (int i = 0; i < 3; i++) {
+        Py_INCREF(tail[i]);
+        PyTuple_SET_ITEM(out, 16 + i, tail[i]);
+    }
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
     {"bk_ledger_v3", bk_ledger_v3, METH_O,
      "bk_ledger_v3(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 ledger metadata znode, or None "
@@ -799,6 +877,8 @@ static PyMethodDef METHODS[] = {
     {"cursor_info", cursor_info, METH_O,
      "cursor_info(plain: bytes) -> tuple | None: (cursorsLedgerId, mark_delete, lastActive, ranges, batched count, "
      "properties, cursorProperties) of a plain ManagedCursorInfo, or None when the pure-Python path must decide."},
+    {"znode_row", (PyCFunction)(void (*)(void))znode_row, METH_FASTCALL,
+     "znode_row(store, path, stat, kind, decode_error, sha) -> the znodes row tuple (scrape.extract.znode_row_with_sha)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -813,6 +893,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     for (int i = 1; i < 5; i++) {
         if (!(DIGEST_NAMES[i] = PyUnicode_InternFromString(digests[i]))) return NULL;
     }
+    if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0) {

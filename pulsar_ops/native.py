@@ -1,9 +1,10 @@
 """The optional native hot paths (``pulsar_ops/_native.c``, compiled at install time by ``hatch_build.py``).
 
-Each function takes a znode value (``bk_ledger_v3``) or a plain protobuf message (``ml_info``, ``cursor_info``:
+Each decoder takes a znode value (``bk_ledger_v3``) or a plain protobuf message (``ml_info``, ``cursor_info``:
 the compression header already stripped) and returns exactly what the pure-Python path computes, or None when
 the pure-Python path must decide: another format, anything malformed, unusual or past a fixed limit. So the
-native code never decides an error; it only makes the common case fast.
+native code never decides an error; it only makes the common case fast. ``znode_row`` builds the ``znodes`` row
+exactly as ``scrape.extract.znode_row_with_sha`` does.
 
 Each is None itself when the module was not built (no C compiler at install time), is stale, or is switched off
 with ``PULSAR_OPS_NATIVE=0``; ``STATUS`` says which. Results are identical either way (tests/unit/test_native.py);
@@ -16,13 +17,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 2  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 3  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
 
 
-def _load() -> tuple[dict[str, NativeFn], str]:
+def _load() -> tuple[dict[str, Any], str]:
     if os.environ.get(DISABLE_ENV, "").strip().lower() in ("0", "off", "false", "no"):
         return {}, f"off ({DISABLE_ENV}=0)"
     try:
@@ -31,10 +32,13 @@ def _load() -> tuple[dict[str, NativeFn], str]:
         return {}, "not built (no C compiler at install time?): pure Python"
     if getattr(_native, "ABI", None) != ABI:
         return {}, "stale build ignored (reinstall: pip install -e .): pure Python"
-    return {name: getattr(_native, name) for name in ("bk_ledger_v3", "ml_info", "cursor_info")}, "native"
+    names = ("bk_ledger_v3", "ml_info", "cursor_info", "znode_row")
+    return {name: getattr(_native, name) for name in names}, "native"
 
 
 _FNS, STATUS = _load()
 bk_ledger_v3: NativeFn | None = _FNS.get("bk_ledger_v3")
 ml_info: NativeFn | None = _FNS.get("ml_info")
 cursor_info: NativeFn | None = _FNS.get("cursor_info")
+# znode_row(store, path, stat, kind, decode_error, sha): the znodes row, exactly extract.znode_row_with_sha's
+znode_row: Callable[..., tuple[Any, ...]] | None = _FNS.get("znode_row")

@@ -200,7 +200,7 @@ FAST_EXTRACTORS: dict[str, FastExtractor] = {kind: _via_reference(fn) for kind, 
 FAST_EXTRACTORS.update({"bk-ledger": _bk_ledger, "managed-ledger": _managed_ledger, "cursor": _cursor})
 
 
-znode_tuple = ref.znode_row_with_sha
+znode_tuple = native.znode_row or ref.znode_row_with_sha
 
 
 def extract_columns(

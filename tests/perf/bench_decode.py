@@ -26,7 +26,7 @@ from pulsar_ops import native
 from pulsar_ops.formats import cursor, managed_ledger
 from pulsar_ops.scrape import extract_fast
 from pulsar_ops.scrape.classify import CONFIG, LOCAL, roots_for
-from pulsar_ops.scrape.extract import ExtractConfig
+from pulsar_ops.scrape.extract import ExtractConfig, znode_row_with_sha
 from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.scrape.zk import ZkTarget, ZkWalker, close, connect
 from pulsar_ops.snapshot import writer as writer_mod
@@ -119,6 +119,7 @@ def main() -> None:
         mock.patch.object(managed_ledger, "_native_ml", None),
         mock.patch.object(cursor, "_native_cursor", None),
         mock.patch.object(extract_fast, "_native_bk", None),
+        mock.patch.object(extract_fast, "znode_tuple", znode_row_with_sha),
     ):
         rows.append(("pure Python", replay(reads, args.repeat)))
     for label, r in rows:

@@ -337,3 +337,34 @@ def test_offloaded_ledgers_and_packed_delete_sets_are_taken_natively() -> None:
 )
 def test_unusual_ml_infos_are_left_to_python(plain: bytes) -> None:
     assert check_ml(plain) is None
+
+
+# ---- the znodes row ----------------------------------------------------------------------------------------------
+
+ZNODE_ROW = native.znode_row
+needs_row = pytest.mark.skipif(ZNODE_ROW is None, reason=f"native: {native.STATUS}")
+
+
+@needs_row
+@PROPS
+@given(
+    st.text(alphabet=st.sampled_from("/ab%é€\x00"), max_size=12) | st.sampled_from(["", "/", "//", "/a/"]),
+    st.tuples(*[i64 for _ in range(11)]),
+    st.sampled_from(["bk-ledger", "other"]),
+    st.none() | st.just("decode-error"),
+)
+def test_znode_row_equals_the_python_row(path: str, stat: tuple[int, ...], kind: str, err: str | None) -> None:
+    from pulsar_ops.scrape.extract import znode_row_with_sha
+
+    assert ZNODE_ROW is not None
+    got = ZNODE_ROW("local", path, stat, kind, err, "f" * 64)
+    assert got == znode_row_with_sha("local", path, stat, kind, err, "f" * 64)
+    assert [type(v) for v in got] == [type(v) for v in znode_row_with_sha("local", path, stat, kind, err, "f" * 64)]
+
+
+@needs_row
+@pytest.mark.parametrize("stat", [(1, 2, 3), [1] * 11, None])
+def test_znode_row_refuses_a_stat_that_is_not_an_11_tuple(stat: Any) -> None:
+    assert ZNODE_ROW is not None
+    with pytest.raises(TypeError):
+        ZNODE_ROW("local", "/a", stat, "other", None, "sha")
