@@ -13,18 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pulsar_ops import units
 from pulsar_ops.errors import ConfigError
+from pulsar_ops.units import parse_duration_ms
 
 SECOND = 1000
 MINUTE = 60 * SECOND
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
-
-
-def parse_duration_ms(text: str | int, *, flag: str = "duration") -> int:
-    """The one duration syntax (``pulsar_ops.units``): ``90s``, ``15m``, ``24h``, ``7d``; no bare numbers."""
-    return units.parse_duration_ms(text, flag=flag)
 
 
 def parse_time_ms(text: str | int) -> int:

@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
         """Apply a plan in two phases: `mark` backs up and changes nothing; `delete` deletes with CAS."""
         if phase not in ("mark", "delete"):
             raise ConfigError(f"--phase must be mark or delete, not {phase!r}", hint="pass --phase mark first")
-        quarantine_ms = parse_duration_ms(quarantine)
+        quarantine_ms = parse_duration_ms(quarantine, flag="--quarantine")
         plan = load_plan(plan_path)  # verifies schema version and checksum
         jpath = journal_path or J.default_journal_path(plan_path)
         recorded = J.Journal.read_only(jpath, plan_checksum=plan.checksum).backup_dir

@@ -192,6 +192,20 @@ def _decode_v1(body: bytes, path: str, ledger_id: int | None) -> LedgerMetadata:
     )  # fmt: skip
 
 
+def _v3_message(body: bytes, path: str) -> Any:
+    """The LedgerMetadataFormat message of a v3 body (after the header line): varint length prefix, then the
+    binary message. Truncation and protobuf failures are DecodeErrors naming ``path``."""
+    size, off = _read_varint32(body, path)
+    if off + size > len(body):
+        raise TruncatedInputError(
+            path, f"v3 ledger metadata truncated: length prefix {size}, {len(body) - off} byte(s) present"
+        )
+    msg, reason = try_binary(proto.LedgerMetadataFormat, body[off : off + size])
+    if msg is None:
+        raise DecodeError(path, f"v3 ledger metadata: {reason}")
+    return msg
+
+
 def decode_ledger_metadata(data: bytes, path: str) -> LedgerMetadata:
     """Decode a ledger znode value; ``ledger_id`` comes from ``path`` (None when it is not a ledger path)."""
     data = bytes(data)
@@ -207,15 +221,7 @@ def decode_ledger_metadata(data: bytes, path: str) -> LedgerMetadata:
         if msg is None:
             raise DecodeError(path, f"v2 ledger metadata: {reason}")
         return _from_message(msg, 2, ledger_id)
-    size, off = _read_varint32(body, path)
-    if off + size > len(body):
-        raise TruncatedInputError(
-            path, f"v3 ledger metadata truncated: length prefix {size}, {len(body) - off} byte(s) present"
-        )
-    msg, reason = try_binary(proto.LedgerMetadataFormat, body[off : off + size])
-    if msg is None:
-        raise DecodeError(path, f"v3 ledger metadata: {reason}")
-    return _from_message(msg, 3, ledger_id)
+    return _from_message(_v3_message(body, path), 3, ledger_id)
 
 
 # (format_version, state, length, last_entry_id, ensemble_size, write_quorum, ack_quorum, digest_type, ctime_ms,
@@ -374,15 +380,7 @@ def ledger_metadata_fields(data: bytes, path: str) -> LedgerFields:
             if fields is not None:
                 return fields
         return _fields_of(decode_ledger_metadata(data, path))
-    body = data[len(_V3_HEADER) :]
-    size, off = _read_varint32(body, path)
-    if off + size > len(body):
-        raise TruncatedInputError(
-            path, f"v3 ledger metadata truncated: length prefix {size}, {len(body) - off} byte(s) present"
-        )
-    msg, reason = try_binary(proto.LedgerMetadataFormat, body[off : off + size])
-    if msg is None:
-        raise DecodeError(path, f"v3 ledger metadata: {reason}")
+    msg = _v3_message(data[len(_V3_HEADER) :], path)
     has = msg.HasField
     wq = msg.quorumSize
     return (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from pulsar_ops import units
 from pulsar_ops.errors import ConfigError
+from pulsar_ops.units import parse_duration_ms as parse_duration_ms  # one syntax for every command
 
 _SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
 _SIZE_UNITS: dict[str, int] = {
@@ -37,11 +37,6 @@ def parse_size(text: str, *, flag: str = "--max-bytes") -> int:
             hint=f"use a number with an optional unit, e.g. {flag} 10GB or {flag} 512MiB",
         )
     return int(float(m.group(1)) * _SIZE_UNITS[unit])
-
-
-def parse_duration_ms(text: str, *, flag: str = "--quarantine") -> int:
-    """``1h`` -> 3_600_000: the one duration syntax (``pulsar_ops.units``); ``0`` is the only bare number."""
-    return units.parse_duration_ms(text, flag=flag)
 
 
 def human_bytes(n: int) -> str:

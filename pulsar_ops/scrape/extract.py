@@ -540,6 +540,15 @@ def bookie_row(path: str, ledgers_root: str) -> Row | None:
     return None
 
 
+def size_error(path: str, data: bytes, stat: Stat, cfg: ExtractConfig) -> OversizedInputError | None:
+    """The error for a value past the decode limit (by its stat or its bytes), else None: never decoded."""
+    if stat[8] > cfg.max_znode_bytes or len(data) > cfg.max_znode_bytes:
+        return OversizedInputError(
+            path, f"{max(stat[8], len(data))} bytes exceed the {cfg.max_znode_bytes}-byte decode limit"
+        )
+    return None
+
+
 def extract_znode(store: str, path: str, data: bytes, stat: Stat, cfg: ExtractConfig) -> Extracted:
     """Everything one znode contributes to the snapshot. Never raises DecodeError: it is returned."""
     info = classify(path, cfg.ledgers_root, stat[9])
@@ -548,11 +557,8 @@ def extract_znode(store: str, path: str, data: bytes, stat: Stat, cfg: ExtractCo
     rows: Rows = []
     error: DecodeError | None = None
     if fn is not None:
-        if stat[8] > cfg.max_znode_bytes or len(data) > cfg.max_znode_bytes:
-            error = OversizedInputError(
-                path, f"{max(stat[8], len(data))} bytes exceed the {cfg.max_znode_bytes}-byte decode limit"
-            )
-        else:
+        error = size_error(path, data, stat, cfg)
+        if error is None:
             try:
                 rows = fn(path, data, stat, info, cfg)
             except DecodeError as e:

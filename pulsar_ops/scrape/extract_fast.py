@@ -19,7 +19,7 @@ from json.encoder import encode_basestring_ascii as _enc
 from typing import Any
 
 from pulsar_ops import native
-from pulsar_ops.errors import DecodeError, OversizedInputError
+from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.cursor import BUCKET_PROPERTY_PREFIX, COMPACTED_TOPIC_LEDGER, cursor_fields
 from pulsar_ops.formats.ledger_metadata import ledger_metadata_fields
@@ -81,14 +81,19 @@ def bk_ledger_parts(data: bytes, path: str) -> BkParts:
 _native_bk = native.bk_ledger_v3
 
 
+def bk_parts(data: bytes, path: str) -> BkParts:
+    """The row parts from the native decoder when it takes the value, else from ``bk_ledger_parts``."""
+    parts = _native_bk(data) if _native_bk is not None else None
+    return parts if parts is not None else bk_ledger_parts(data, path)
+
+
 def _bk_ledger(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.ExtractConfig, sha: str) -> TupleRows:
     ledger_id = ledger_id_from_parts(info.segments, path, cfg.ledgers_root)
     if ledger_id is None:
         raise DecodeError(path, "not a ledger znode path")
-    parts = _native_bk(data) if _native_bk is not None else None
-    if parts is None:
-        parts = bk_ledger_parts(data, path)
-    fv, state, length, last, ens, wq, aq, digest, ctime, app, comp, mln, cur, sid, cmp, cjson, bookies, ej = parts
+    fv, state, length, last, ens, wq, aq, digest, ctime, app, comp, mln, cur, sid, cmp, cjson, bookies, ej = bk_parts(
+        data, path
+    )
     top = len(info.segments[0])
     layout = "legacy" if top == 2 else ("long" if top == 3 else "flat")
     row = (
@@ -214,11 +219,8 @@ def extract_columns(
     rows: TupleRows = []
     error: DecodeError | None = None
     if fn is not None:
-        if stat[8] > cfg.max_znode_bytes or len(data) > cfg.max_znode_bytes:
-            error = OversizedInputError(
-                path, f"{max(stat[8], len(data))} bytes exceed the {cfg.max_znode_bytes}-byte decode limit"
-            )
-        else:
+        error = ref.size_error(path, data, stat, cfg)
+        if error is None:
             try:
                 rows = fn(path, data, stat, info, cfg, sha)
             except DecodeError as e:

@@ -108,32 +108,22 @@ class SnapshotWriter:
             self.add(table, row)
 
     def add_tuple(self, table: str, row: Sequence[Any]) -> None:
-        buf = self._buffers[table]
-        if len(row) != len(buf.columns):
-            raise ValueError(f"{table}: expected {len(buf.columns)} values, got {len(row)}")
-        buf.rows.append(row if type(row) is tuple else tuple(row))
-        if len(buf.rows) >= self.batch_rows:
-            self._flush(buf)
+        self._append(self._buffers[table], row)
 
     def add_znode(self, zrow: tuple[Any, ...], rows: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
         """One znode's ``znodes`` row and entity rows, tuples in column order (the scrape's hot path: one call
         per znode; rows of the wrong width are a ValueError, like ``add_tuple``)."""
-        limit = self.batch_rows
-        buf = self._znodes
-        if len(zrow) != buf.width:
-            raise ValueError(f"znodes: expected {buf.width} values, got {len(zrow)}")
-        out = buf.rows
-        out.append(zrow)
-        if len(out) >= limit:
-            self._flush(buf)
+        self._append(self._znodes, zrow)
         for table, row in rows:
-            buf = self._buffers[table]
-            if len(row) != buf.width:
-                raise ValueError(f"{table}: expected {buf.width} values, got {len(row)}")
-            out = buf.rows
-            out.append(row)
-            if len(out) >= limit:
-                self._flush(buf)
+            self._append(self._buffers[table], row)
+
+    def _append(self, buf: _TableBuffer, row: Sequence[Any]) -> None:
+        if len(row) != buf.width:
+            raise ValueError(f"{buf.name}: expected {buf.width} values, got {len(row)}")
+        out = buf.rows
+        out.append(row if type(row) is tuple else tuple(row))
+        if len(out) >= self.batch_rows:
+            self._flush(buf)
 
     def row_counts(self) -> dict[str, int]:
         return {name: b.total + len(b.rows) for name, b in self._buffers.items()}

@@ -85,7 +85,7 @@ def main() -> None:
     for label, fn in (
         ("managed_ledger_fields (plain)", lambda: managed_ledger.managed_ledger_fields(ml_plain, path)),
         ("cursor_fields (plain)", lambda: cursor.cursor_fields(cur_plain, path + "/sub")),
-        ("bk_ledger_parts (v3)", lambda: _bk_parts(md_v3, lpath)),
+        ("bk_ledger_parts (v3)", lambda: extract_fast.bk_parts(md_v3, lpath)),
     ):
         _rate(f"{label}, native", fn, n)
         with (
@@ -94,11 +94,6 @@ def main() -> None:
             mock.patch.object(extract_fast, "_native_bk", None),
         ):
             _rate(f"{label}, pure Python", fn, n)
-
-
-def _bk_parts(data: bytes, path: str) -> object:
-    fast = extract_fast._native_bk
-    return (fast(data) if fast is not None else None) or extract_fast.bk_ledger_parts(data, path)
 
 
 if __name__ == "__main__":
