@@ -72,17 +72,22 @@ def test_zookeeper_restart_mid_walk_still_gives_a_complete_snapshot(tmp_path: Pa
         assert clean.incomplete_scopes == ()
 
         fired = threading.Event()
+        stopped = threading.Event()
         restarted = threading.Event()
         seen_after_restart: list[int] = []
 
-        def restart() -> None:
-            server.restart()
+        def restart() -> None:  # server.restart(), with a signal between the stop and the start
+            server.stop()
+            stopped.set()
+            server.start()
             restarted.set()
 
         def progress(p: ScrapeProgress) -> None:
             if not fired.is_set() and p.znodes > 200:
                 fired.set()
                 threading.Thread(target=restart, daemon=True).start()
+                # the walk calls back between batches: hold it until the server is down, so it cannot finish first
+                stopped.wait(60)
             elif restarted.is_set():
                 seen_after_restart.append(p.znodes)
 
