@@ -7,7 +7,6 @@ and a second scrape + audit that shows the repaired leaks gone. Everything it wr
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import typer
 
 from pulsar_ops.cli.common import err_console, guarded
 from pulsar_ops.errors import PulsarOpsError
-from pulsar_ops.findings import Finding
+from pulsar_ops.findings import Finding, read_findings
 
 EXIT_MISMATCH = 1
 
@@ -45,8 +44,7 @@ def _run(args: list[str], *, ok: tuple[int, ...] = (0,)) -> int:
 
 
 def _findings(audit_dir: Path) -> list[Finding]:
-    doc = json.loads((audit_dir / "findings.json").read_text())
-    return [Finding.from_json(f) for f in doc["findings"]]
+    return list(read_findings(audit_dir).findings)
 
 
 def _plannable_by_detection(findings: list[Finding]) -> dict[str, int]:

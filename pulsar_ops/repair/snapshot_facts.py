@@ -6,7 +6,6 @@ impact model needs whole.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pulsar_ops.errors import FindingsError, SnapshotError
-from pulsar_ops.findings import Finding
+from pulsar_ops.findings import Finding, read_findings
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.repair.actions import ZnodeRef
 from pulsar_ops.repair.planner import IDENTITY_KEYS, LedgerFact, SnapshotFacts, SubtreeZnode
@@ -45,24 +44,14 @@ class AuditInput:
 
 def load_audit(audit_dir: Path) -> AuditInput:
     audit_dir = Path(audit_dir)
-    path = audit_dir / "findings.json"
     hint = f"run `pulsar-ops audit SNAPSHOT --out {audit_dir}` first"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FindingsError(f"{path} does not exist", hint=hint) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise FindingsError(f"{path} cannot be read: {e}", hint=hint) from e
-    if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
-        raise FindingsError(f"{path}: expected an object with a findings list", hint=hint)
-    snap = doc.get("snapshot")
-    if not isinstance(snap, dict) or not snap.get("path"):
-        raise FindingsError(f"{path}: the snapshot section (with its path) is missing", hint=hint)
-    try:
-        findings = tuple(Finding.from_json(f) for f in doc["findings"])
-    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as e:
-        raise FindingsError(f"{path}: malformed finding: {e}", hint=hint) from e
-    return AuditInput(audit_dir, dict(snap), dict(doc.get("audit") or {}), findings)
+    if not audit_dir.is_dir():
+        raise FindingsError(f"{audit_dir} is not an audit directory", hint=hint)
+    doc = read_findings(audit_dir)
+    snap = doc.snapshot
+    if not isinstance(snap.get("path"), str) or not snap.get("path"):
+        raise FindingsError(f"{doc.source}: the snapshot section (with its path) is missing", hint=hint)
+    return AuditInput(audit_dir, dict(snap), dict(doc.audit), doc.findings)
 
 
 def open_audited_snapshot(audit: AuditInput) -> Snapshot:

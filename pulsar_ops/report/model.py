@@ -21,7 +21,6 @@ Definitions (the renderers and the Prometheus metrics rely on them):
 from __future__ import annotations
 
 import heapq
-import json
 import math
 import os
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_ops.errors import FindingsError
-from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
+from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code, parse_findings_document, read_findings
 
 _SEV_ORDER = {"critical": 0, "warning": 1, "info": 2}
 NO_NAMESPACE = "(none)"
@@ -199,25 +198,14 @@ class ReportModel:
 
 def load_report(path: Path | str, *, top_n: int = DEFAULT_TOP_N, now_ms: int | None = None) -> ReportModel:
     """Read ``AUDIT_DIR/findings.json`` (``path`` may be the directory or the file) into a report model."""
-    p = Path(path)
-    file = p / FINDINGS_FILE if p.is_dir() else p
-    if not file.exists():
-        raise FindingsError(
-            f"{file}: no findings.json here",
-            hint="point at an audit directory written by `pulsar-ops audit SNAPSHOT --out DIR`",
-            code="findings-missing",
-        )
-    try:
-        raw = file.read_bytes()
-        doc = json.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise FindingsError(f"{file}: cannot read findings ({e})") from e
+    doc = read_findings(path)
+    file = Path(doc.source)
     try:
         mtime_ms: int | None = int(os.stat(file).st_mtime * 1000)
     except OSError:
         mtime_ms = None
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    return build_report(doc, top_n=top_n, now_ms=now, source=str(file), file_mtime_ms=mtime_ms)
+    return build_report(doc.raw, top_n=top_n, now_ms=now, source=str(file), file_mtime_ms=mtime_ms)
 
 
 def build_report(
@@ -236,10 +224,7 @@ def build_report(
         raise FindingsError(
             f"top N must be at least 1, got {top_n}", hint="pass --top 10", code="config-invalid"
         )
-    raw_findings = doc.get("findings")
-    if not isinstance(raw_findings, list):
-        raise FindingsError(f"{where}: `findings` is missing or not a list")
-    findings = tuple(_parse_finding(d, i, where) for i, d in enumerate(raw_findings))
+    findings = parse_findings_document(doc, where).findings
     snapshot = _snapshot_info(doc.get("snapshot"))
     audit = _audit_info(doc.get("audit"), file_mtime_ms)
     return aggregate(findings, snapshot=snapshot, audit=audit, top_n=top_n, now_ms=now_ms, source=source)
@@ -417,29 +402,6 @@ def _histogram(
 
 
 # -------------------------------------------------------------------------------------------- parsing
-
-
-def _parse_finding(d: Any, i: int, where: str) -> Finding:
-    if not isinstance(d, Mapping):
-        raise FindingsError(f"{where}: findings[{i}] is not an object")
-    if not isinstance(d.get("detection"), str) or not d.get("detection"):
-        raise FindingsError(f"{where}: findings[{i}] has no `detection`")
-    if d.get("severity") not in SEVERITIES:
-        raise FindingsError(
-            f"{where}: findings[{i}] has severity {d.get('severity')!r}, "
-            f"expected one of {', '.join(SEVERITIES)}"
-        )
-    try:
-        f = Finding.from_json(d)
-    except (TypeError, ValueError, KeyError) as e:
-        raise FindingsError(f"{where}: findings[{i}] is malformed ({e})") from e
-    if not isinstance(f.evidence, Mapping):
-        raise FindingsError(f"{where}: findings[{i}].evidence is not an object")
-    for name in ("topic", "subscription", "path", "namespace"):
-        value = getattr(f, name)
-        if value is not None and not isinstance(value, str):
-            raise FindingsError(f"{where}: findings[{i}].{name} is not a string")
-    return f
 
 
 def _snapshot_info(raw: Any) -> SnapshotInfo:

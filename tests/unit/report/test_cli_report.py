@@ -72,7 +72,7 @@ def test_malformed_findings_exit_3(tmp_path: Path) -> None:
     (tmp_path / "findings.json").write_text(json.dumps({"findings": [{"detection": "x", "severity": "bad"}]}))
     result = CliRunner().invoke(app, ["report", str(tmp_path)])
     assert result.exit_code == 3
-    assert "severity 'bad'" in result.stderr
+    assert "severity: 'bad'" in result.stderr
 
 
 def test_bad_output_directory_fails_before_writing_anything(tmp_path: Path) -> None:
