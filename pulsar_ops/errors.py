@@ -109,9 +109,27 @@ class PlanChecksumError(PlanError):
     default_hint = "the plan file was edited after review; re-create it with `pulsar-ops plan`"
 
 
+class PlanUnsafeError(PlanError):
+    code = "plan-unsafe"
+    default_hint = (
+        "this plan breaks a safety rule `pulsar-ops plan` never breaks (was it edited?); "
+        "re-create it with `pulsar-ops plan AUDIT_DIR --out PLAN.json`"
+    )
+
+
 class ApplyError(PulsarOpsError):
     code = "apply-failed"
     default_hint = "inspect the journal, then re-run the same `pulsar-ops apply` command to resume"
+
+
+class TargetMismatchError(PulsarOpsError):
+    """The ZooKeeper named on the command line is not the cluster the plan (or backup) was made for."""
+
+    code = "target-mismatch"
+    default_hint = (
+        "check --zookeeper / --config-zookeeper (hosts and chroot) against the plan's target "
+        "(`target` in PLAN.json); nothing was journaled or changed"
+    )
 
 
 class QuarantineError(ApplyError):

@@ -17,6 +17,7 @@ from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.session import build_session
 from pulsar_ops.errors import AuditError, SnapshotError
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
+from pulsar_ops.snapshot.reader import verify_parts
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ def run_audit(
     resolved = (params or AuditParams()).resolved(finished)
     if out_dir.exists() and not out_dir.is_dir():
         raise AuditError(f"--out {out_dir} exists and is not a directory", hint="pass a directory to --out")
+    verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
     out_dir.mkdir(parents=True, exist_ok=True)
     session = spark or build_session(master=master)
     etl.extract(session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")),

@@ -11,13 +11,9 @@ from pathlib import Path
 import typer
 
 from pulsar_ops.cli.common import confirm, emit_json, err_console, guarded
-from pulsar_ops.errors import ApplyError, ConfigError
-from pulsar_ops.repair import journal as J
-from pulsar_ops.repair.backup import MANIFEST, BackupStore, default_backup_dir
-from pulsar_ops.repair.executor import ApplyReport, check_quarantine, dry_run, run_delete, run_mark
-from pulsar_ops.repair.plan_file import load_plan
-from pulsar_ops.repair.units import human_duration, parse_duration_ms
-from pulsar_ops.repair.zk_writer import ZkSession, redact_hosts
+from pulsar_ops.repair.apply_run import ApplyRequest, run_apply
+from pulsar_ops.repair.executor import ApplyReport
+from pulsar_ops.repair.units import parse_duration_ms
 
 _SHOW = 50
 
@@ -80,53 +76,19 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print per-action outcomes as JSON on stdout."),
     ) -> None:
         """Apply a plan in two phases: `mark` backs up and changes nothing; `delete` deletes with CAS."""
-        if phase not in ("mark", "delete"):
-            raise ConfigError(f"--phase must be mark or delete, not {phase!r}", hint="pass --phase mark first")
-        quarantine_ms = parse_duration_ms(quarantine, flag="--quarantine")
-        plan = load_plan(plan_path)  # verifies schema version and checksum
-        jpath = journal_path or J.default_journal_path(plan_path)
-        recorded = J.Journal.read_only(jpath, plan_checksum=plan.checksum).backup_dir
-        bdir = backup_dir or (Path(recorded) if recorded else default_backup_dir(plan_path))
-        now = J.now_ms()
-        if not do_apply:
-            report = dry_run(plan, phase, jpath, bdir, quarantine_ms=quarantine_ms, now_ms=now)
-        else:
-            if phase == "delete" and not (bdir / MANIFEST).exists():
-                raise ApplyError(
-                    f"no backup manifest in {bdir}: nothing of this plan has been marked there",
-                    hint=f"run `pulsar-ops apply {plan_path} --zookeeper HOSTS --phase mark --apply` first "
-                    "(or pass the --backup-dir it used)",
-                )
-            question = (
-                f"{phase} {len(plan.actions)} action(s) of plan {plan.plan_id} on {redact_hosts(zookeeper)}"
-                + (f" after a {human_duration(quarantine_ms)} quarantine" if phase == "delete" else "")
-                + "?"
-            )
-            if phase == "delete":  # refuse before asking or connecting when the quarantine has not passed
-                check_quarantine(plan, J.Journal.read_only(jpath, plan_checksum=plan.checksum), quarantine_ms, now)
-            confirm(question, yes=yes)
-            with J.Journal.open(
-                jpath,
-                plan_checksum=plan.checksum,
-                plan_id=plan.plan_id,
-                actions=len(plan.actions),
-                backup_dir=str(bdir.resolve()),
-            ) as journal:
-                backups = BackupStore.open(bdir, create=True)
-
-                def progress(ph: str, done: int, total: int) -> None:
-                    if done == total or done % (batch_size * 10) == 0:
-                        _say(f"  {ph}: {done}/{total} actions")
-
-                with ZkSession(zookeeper, config_zookeeper) as session:
-                    if phase == "mark":
-                        report = run_mark(plan, session, journal, backups, batch_size=batch_size,
-                                          progress=progress)
-                    else:
-                        report = run_delete(
-                            plan, session, journal, backups, quarantine_ms=quarantine_ms, now_ms=J.now_ms(),
-                            batch_size=batch_size, progress=progress,
-                        )
+        req = ApplyRequest(
+            plan_path=plan_path,
+            zookeeper=zookeeper,
+            config_zookeeper=config_zookeeper,
+            phase=phase,
+            quarantine_ms=parse_duration_ms(quarantine, flag="--quarantine"),
+            backup_dir=backup_dir,
+            journal_path=journal_path,
+            batch_size=batch_size,
+            apply=do_apply,
+            yes=yes,
+        )
+        report = run_apply(req, confirm=lambda q: confirm(q, yes=yes), say=_say)
         print_report(report)
         if as_json:
             emit_json(report.to_json())

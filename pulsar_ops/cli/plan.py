@@ -40,6 +40,9 @@ def print_plan_summary(built: BuiltPlan) -> None:
     _say("Predicted impact:")
     for line in built.impact_lines:
         _say(f"  {line}")
+    if not s["actions"]:
+        _say("Nothing to do: no finding is plannable (the plan file is written; applying it changes nothing).")
+        return
     _say(f"Next: pulsar-ops apply {built.path} --zookeeper HOSTS --phase mark   (dry run; add --apply to act)")
 
 

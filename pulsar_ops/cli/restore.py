@@ -11,7 +11,16 @@ from pathlib import Path
 import typer
 
 from pulsar_ops.cli.common import confirm, emit_json, err_console, guarded
-from pulsar_ops.repair.restore import GC_WARNING, RestoreReport, open_backup, run_restore, select_entries
+from pulsar_ops.repair.apply_run import verify_target
+from pulsar_ops.repair.plan_file import load_plan
+from pulsar_ops.repair.restore import (
+    GC_WARNING,
+    RestoreReport,
+    open_backup,
+    restore_target,
+    run_restore,
+    select_entries,
+)
 from pulsar_ops.repair.zk_writer import ZkSession, redact_hosts
 
 _SHOW = 50
@@ -42,6 +51,10 @@ def register(app: typer.Typer) -> None:
             None, "--config-zookeeper", help="Configuration store HOSTS[/chroot] (default: --zookeeper)."
         ),
         only: str | None = typer.Option(None, "--only", help="Restore only this znode path and its subtree."),
+        plan_path: Path | None = typer.Option(
+            None, "--plan", help="The plan whose backups to restore (needed when the directory holds several)."
+        ),
+        plan_id: str | None = typer.Option(None, "--plan-id", help="The same, by plan id."),
         do_apply: bool = typer.Option(False, "--apply", help="Write. Without it, only report what would happen."),
         yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
         as_json: bool = typer.Option(False, "--json", help="Print per-znode outcomes as JSON on stdout."),
@@ -49,11 +62,17 @@ def register(app: typer.Typer) -> None:
         """Recreate backed-up znodes (never overwriting a znode that exists with other bytes)."""
         _say(GC_WARNING, style="bold yellow")
         backups = open_backup(backup_dir)
-        entries = select_entries(backups.entries, only)
+        target = restore_target(backups, load_plan(plan_path) if plan_path else None, plan_id)
+        entries = select_entries(backups.entries, only, target.plan_id)
         if do_apply:
-            confirm(f"restore {len(entries)} znode(s) into {redact_hosts(zookeeper)}?", yes=yes)
+            confirm(f"restore {len(entries)} znode(s) of plan {target.plan_id} into {redact_hosts(zookeeper)}?",
+                    yes=yes)
         with ZkSession(zookeeper, config_zookeeper) as session:
-            report = run_restore(backups, session, only=only, apply=do_apply)
+            if entries:
+                verify_target(session, target.identity, target.ledgers_root, zookeeper, config_zookeeper)
+            report = run_restore(backups, session, only=only, apply=do_apply, plan_id=target.plan_id)
+        if not entries:
+            _say("nothing to do: the backup holds no znode to restore")
         mode = "applied" if do_apply else "DRY RUN (nothing written; add --apply to restore)"
         _say(f"restore {backup_dir}: {mode}", style="bold")
         shown = 0

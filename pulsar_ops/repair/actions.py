@@ -14,16 +14,20 @@ subtree root ``path`` for ``delete-subtree``) and what must still hold right bef
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pulsar_ops import strict
 from pulsar_ops.errors import PlanError
 
 KIND_DELETE_LEDGER = "delete-ledger-metadata"
 KIND_DELETE_SUBTREE = "delete-subtree"
 ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE)
 STORES = ("local", "config")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_HINT = "plans are written by `pulsar-ops plan AUDIT_DIR --out PLAN.json`; re-create it instead of editing it"
 
 # Roles of referencing znodes.
 ROLE_MANAGED_LEDGER = "managed-ledger"  # ManagedLedgerInfo: ledger list; its children are cursors
@@ -52,13 +56,20 @@ class ZnodeRef:
         }
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> ZnodeRef:
+    def from_json(cls, d: Any, where: str = "znode") -> ZnodeRef:
+        d = strict.obj(d, where, PlanError, hint=_HINT)
+        store = strict.req_text(d, "store", where, PlanError, hint=_HINT)
+        if store not in STORES:
+            raise PlanError(f"{where}.store: unknown store {strict.describe(store)}", hint=_HINT)
+        sha = strict.text(d, "sha256", where, PlanError, nullable=True, hint=_HINT)
+        if sha is not None and not _SHA256.fullmatch(sha):
+            raise PlanError(f"{where}.sha256: {strict.describe(sha)} is not a sha256 hex digest", hint=_HINT)
         return cls(
-            store=str(d["store"]),
-            path=str(d["path"]),
-            version=int(d["version"]),
-            mzxid=int(d["mzxid"]),
-            sha256=None if d.get("sha256") is None else str(d["sha256"]),
+            store=store,
+            path=strict.req_zk_path(d, "path", where, PlanError, hint=_HINT),
+            version=strict.req_int(d, "version", where, PlanError, lo=-1, hi=2**31 - 1, hint=_HINT),
+            mzxid=strict.req_int(d, "mzxid", where, PlanError, lo=0, hint=_HINT),
+            sha256=sha,
         )
 
 
@@ -74,11 +85,16 @@ class Reference:
         return {"role": self.role, "exists": self.exists, **self.znode.to_json()}
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Reference:
-        role = str(d["role"])
+    def from_json(cls, d: Any, where: str = "reference") -> Reference:
+        d = strict.obj(d, where, PlanError, hint=_HINT)
+        role = strict.req_text(d, "role", where, PlanError, hint=_HINT)
         if role not in REFERENCE_ROLES:
-            raise PlanError(f"unknown reference role {role!r} in plan")
-        return cls(role=role, znode=ZnodeRef.from_json(d), exists=bool(d.get("exists", True)))
+            raise PlanError(f"{where}.role: unknown reference role {strict.describe(role)}", hint=_HINT)
+        return cls(
+            role=role,
+            znode=ZnodeRef.from_json(d, where),
+            exists=strict.boolean(d, "exists", where, PlanError, default=True, hint=_HINT),
+        )
 
 
 @dataclass(frozen=True)
@@ -95,12 +111,23 @@ class Precondition:
         }
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Precondition:
-        cm = d.get("custom_metadata") or {}
+    def from_json(cls, d: Any, where: str = "preconditions") -> Precondition:
+        d = strict.obj(d, where, PlanError, hint=_HINT)
+        cm = strict.obj(d.get("custom_metadata") or {}, f"{where}.custom_metadata", PlanError, hint=_HINT)
+        for k, v in cm.items():
+            if not isinstance(v, str):
+                raise PlanError(f"{where}.custom_metadata.{k}: must be a string, not {strict.describe(v)}",
+                                hint=_HINT)
+        znodes = _list(d, "znodes", where)
+        if not znodes:
+            raise PlanError(f"{where}.znodes: an action deletes at least one znode", hint=_HINT)
         return cls(
-            znodes=tuple(ZnodeRef.from_json(z) for z in d.get("znodes") or ()),
-            custom_metadata=tuple(sorted((str(k), str(v)) for k, v in cm.items())),
-            references=tuple(Reference.from_json(r) for r in d.get("references") or ()),
+            znodes=tuple(ZnodeRef.from_json(z, f"{where}.znodes[{i}]") for i, z in enumerate(znodes)),
+            custom_metadata=tuple(sorted((str(k), v) for k, v in cm.items())),
+            references=tuple(
+                Reference.from_json(r, f"{where}.references[{i}]")
+                for i, r in enumerate(_list(d, "references", where))
+            ),
         )
 
 
@@ -156,36 +183,50 @@ class Action:
         return d
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Action:
-        try:
-            kind = str(d["kind"])
-            if kind not in ACTION_KINDS:
-                raise PlanError(f"unknown action kind {kind!r} in plan")
-            store = str(d["store"])
-            if store not in STORES:
-                raise PlanError(f"unknown store {store!r} in plan action {d.get('id')!r}")
-            ledger_id = d.get("ledger_id")
-            if kind == KIND_DELETE_LEDGER and ledger_id is None:
-                raise PlanError(f"plan action {d.get('id')!r} deletes ledger metadata but has no ledger_id")
-            fd = d["finding"]
-            return cls(
-                id=str(d["id"]),
-                kind=kind,
-                store=store,
-                path=str(d["path"]),
-                finding=FindingRef(key=str(fd["key"]), detection=str(fd["detection"])),
-                preconditions=Precondition.from_json(d["preconditions"]),
-                bytes=int(d.get("bytes") or 0),
-                time_ms=int(d.get("time_ms") or 0),
-                ledger_id=None if ledger_id is None else int(ledger_id),
-                ledger_kind=d.get("ledger_kind"),
-                owner=d.get("owner"),
-                leak=d.get("leak"),
-                loads_topics=bool(d.get("loads_topics", False)),
-                impact=dict(d.get("impact") or {}),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise PlanError(f"malformed plan action {d.get('id') if isinstance(d, Mapping) else d!r}: {e}") from e
+    def from_json(cls, d: Any, where: str = "action") -> Action:
+        """Strict: exactly the JSON types the planner writes (see :mod:`pulsar_ops.strict`)."""
+        E = PlanError
+        d = strict.obj(d, where, E, hint=_HINT)
+        where = f"{where} {strict.describe(d.get('id'))}"
+        kind = strict.req_text(d, "kind", where, E, hint=_HINT)
+        if kind not in ACTION_KINDS:
+            raise E(f"{where}.kind: unknown action kind {strict.describe(kind)}", hint=_HINT)
+        store = strict.req_text(d, "store", where, E, hint=_HINT)
+        if store not in STORES:
+            raise E(f"{where}.store: unknown store {strict.describe(store)}", hint=_HINT)
+        ledger_id = strict.integer(d, "ledger_id", where, E, lo=0, nullable=True, hint=_HINT)
+        if kind == KIND_DELETE_LEDGER and ledger_id is None:
+            raise E(f"{where}: deletes ledger metadata but has no ledger_id", hint=_HINT)
+        fd = strict.obj(d.get("finding"), f"{where}.finding", E, hint=_HINT)
+        impact = d.get("impact")
+        return cls(
+            id=strict.req_text(d, "id", where, E, hint=_HINT),
+            kind=kind,
+            store=store,
+            path=strict.req_zk_path(d, "path", where, E, hint=_HINT),
+            finding=FindingRef(
+                key=strict.req_text(fd, "key", f"{where}.finding", E, hint=_HINT),
+                detection=strict.req_text(fd, "detection", f"{where}.finding", E, hint=_HINT),
+            ),
+            preconditions=Precondition.from_json(d.get("preconditions"), f"{where}.preconditions"),
+            bytes=strict.integer(d, "bytes", where, E, lo=0, default=0, hint=_HINT) or 0,
+            time_ms=strict.integer(d, "time_ms", where, E, default=0, hint=_HINT) or 0,
+            ledger_id=ledger_id,
+            ledger_kind=strict.text(d, "ledger_kind", where, E, nullable=True, hint=_HINT),
+            owner=strict.text(d, "owner", where, E, nullable=True, hint=_HINT),
+            leak=strict.text(d, "leak", where, E, nullable=True, hint=_HINT),
+            loads_topics=strict.boolean(d, "loads_topics", where, E, default=False, hint=_HINT),
+            impact=dict(strict.obj(impact, f"{where}.impact", E, hint=_HINT)) if impact is not None else {},
+        )
+
+
+def _list(d: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    v = d.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise PlanError(f"{where}.{key}: must be a list, not {type(v).__name__}", hint=_HINT)
+    return v
 
 
 @dataclass(frozen=True)
@@ -212,14 +253,15 @@ class NotPlanned:
         }
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> NotPlanned:
-        lid = d.get("ledger_id")
+    def from_json(cls, d: Any, where: str = "not_planned") -> NotPlanned:
+        E = PlanError
+        d = strict.obj(d, where, E, hint=_HINT)
         return cls(
-            key=str(d["key"]),
-            detection=str(d["detection"]),
-            reason_code=str(d["reason_code"]),
-            reason=str(d["reason"]),
-            bytes=int(d.get("bytes") or 0),
-            path=d.get("path"),
-            ledger_id=None if lid is None else int(lid),
+            key=strict.req_text(d, "key", where, E, hint=_HINT),
+            detection=strict.req_text(d, "detection", where, E, hint=_HINT),
+            reason_code=strict.req_text(d, "reason_code", where, E, hint=_HINT),
+            reason=strict.req_text(d, "reason", where, E, hint=_HINT),
+            bytes=strict.integer(d, "bytes", where, E, lo=0, default=0, hint=_HINT) or 0,
+            path=strict.text(d, "path", where, E, nullable=True, hint=_HINT),
+            ledger_id=strict.integer(d, "ledger_id", where, E, lo=0, nullable=True, hint=_HINT),
         )

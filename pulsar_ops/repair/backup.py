@@ -4,7 +4,11 @@ Layout::
 
     BACKUP_DIR/objects/<sha256>      exact znode bytes (written to a temp file, fsynced, renamed)
     BACKUP_DIR/manifest.json         {"schema_version": 1, "entries": [{store, path, sha256, stat, acl,
-                                       action_id, plan_id, plan_checksum, backed_up_at_ms}]}
+                                       action_id, plan_id, plan_checksum, backed_up_at_ms}],
+                                      "plans": {plan_id: {"checksum", "target": {ledgers_root, identity}}}}
+
+``plans`` (added without a version bump: older readers ignore it) records which cluster each plan was made
+for, so ``restore --plan-id`` can refuse another cluster without the plan file.
 
 The manifest is rewritten atomically (tmp + fsync + rename). An action is journaled ``marked`` only after a
 manifest holding its entries is on disk, so a crash in between just re-marks it (marking is idempotent).
@@ -99,6 +103,7 @@ class BackupStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._entries: dict[tuple[str, str, str, str], BackupEntry] = {}
+        self.plans: dict[str, dict[str, Any]] = {}
         self._dirty = 0
 
     # --- reading -------------------------------------------------------------------------------------
@@ -107,8 +112,10 @@ class BackupStore:
         store = cls(root)
         manifest = store.root / MANIFEST
         if manifest.exists():
-            for e in read_manifest(store.root):
+            entries, plans = read_manifest_doc(store.root)
+            for e in entries:
                 store._entries[e.key] = e
+            store.plans = plans
         elif not create:
             raise RestoreError(
                 f"{store.root} is not a backup directory (no {MANIFEST})",
@@ -160,6 +167,13 @@ class BackupStore:
             _atomic_write(p, data, sync_dir=False)  # the directory is fsynced once, in flush()
         return sha
 
+    def record_plan(self, plan_id: str, checksum: str, target: Mapping[str, Any]) -> None:
+        """Remember which cluster ``plan_id`` targets (written with the next flush)."""
+        want = {"checksum": checksum, "target": json.loads(json.dumps(dict(target)))}
+        if self.plans.get(plan_id) != want:
+            self.plans[plan_id] = want
+            self._dirty += 1
+
     def add(self, entry: BackupEntry) -> None:
         if not self.has_valid_object(entry.sha256):
             raise ApplyError(f"refusing to index {entry.path}: its backup object is not on disk")
@@ -174,12 +188,17 @@ class BackupStore:
         """Make the objects' directory entries durable, then rewrite manifest.json atomically."""
         _fsync_dir(self.root / OBJECTS)
         entries = sorted(self._entries.values(), key=lambda e: (e.plan_checksum, e.action_id, e.store, e.path))
-        doc = {"schema_version": BACKUP_SCHEMA_VERSION, "entries": [e.to_json() for e in entries]}
+        doc = {"schema_version": BACKUP_SCHEMA_VERSION, "entries": [e.to_json() for e in entries],
+               "plans": self.plans}
         _atomic_write(self.root / MANIFEST, json.dumps(doc, indent=1, sort_keys=True).encode("utf-8") + b"\n")
         self._dirty = 0
 
 
 def read_manifest(root: Path) -> list[BackupEntry]:
+    return read_manifest_doc(root)[0]
+
+
+def read_manifest_doc(root: Path) -> tuple[list[BackupEntry], dict[str, dict[str, Any]]]:
     p = Path(root) / MANIFEST
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
@@ -190,8 +209,11 @@ def read_manifest(root: Path) -> list[BackupEntry]:
     version = doc.get("schema_version") if isinstance(doc, dict) else None
     if version != BACKUP_SCHEMA_VERSION:
         raise RestoreError(f"{p}: unsupported backup manifest (schema_version {version!r})")
+    plans = doc.get("plans") or {}
+    if not isinstance(plans, dict) or not all(isinstance(v, dict) for v in plans.values()):
+        raise RestoreError(f"{p}: malformed `plans` section")
     try:
-        return [BackupEntry.from_json(e) for e in doc.get("entries") or ()]
+        return [BackupEntry.from_json(e) for e in doc.get("entries") or ()], plans
     except (KeyError, TypeError, ValueError) as e:
         raise RestoreError(f"{p}: malformed entry: {e}") from e
 

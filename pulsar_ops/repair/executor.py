@@ -9,30 +9,36 @@ finishes the work without deleting anything twice:
 * ``failed`` actions are re-verified and retried.
 
 After each delete batch every committed target is re-read; a target still present stops the run.
+
+Before its transaction every action is re-proved against the live tree, whatever the plan says:
+
+* a ledger action: the ledger's owner (managed ledger + cursors, schema locator, ``__compaction`` cursor) is
+  re-read and re-decoded (the transaction then checks their versions), and no managed ledger, cursor or schema
+  locator anywhere references the ledger (:mod:`pulsar_ops.repair.references`, read once per delete run);
+* a subtree action: the condition that made it a leak still holds (:func:`pulsar_ops.repair.safety.prove_leak`).
 """
 
 from __future__ import annotations
 
-import os
-import signal
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pulsar_ops.errors import ApplyError, QuarantineError
+from pulsar_ops.errors import ApplyError, QuarantineError, ZooKeeperError
 from pulsar_ops.repair import journal as J
 from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, ROLE_CURSOR, ROLE_MANAGED_LEDGER, Action
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
 from pulsar_ops.repair.plan_file import Plan
+from pulsar_ops.repair.references import ReferenceIndex, build_index
+from pulsar_ops.repair.safety import MANAGED_LEDGERS, SCHEMAS, SubtreeNode, prove_leak
 from pulsar_ops.repair.units import human_duration
 from pulsar_ops.repair.validate import Observed, ObservedRef, decide_delete, decide_mark, sha256_hex
 from pulsar_ops.repair.zk_writer import ZkSession
 
-FAULT_ENV = "PULSAR_OPS_FAULT_KILL_AFTER_COMMITS"
-
 Progress = Callable[[str, int, int], None]
+AfterCommit = Callable[[], None]
 
 
 @dataclass
@@ -89,19 +95,25 @@ def _batches(actions: Sequence[Action], size: int) -> list[Sequence[Action]]:
     return [actions[i : i + size] for i in range(0, len(actions), size)]
 
 
-class _FaultHook:
-    """Test-only: ``PULSAR_OPS_FAULT_KILL_AFTER_COMMITS=N`` kills this process (SIGKILL) right after the Nth
-    committed transaction, before it is journaled: the worst moment for a crash."""
+class _SessionReader:
+    """:class:`pulsar_ops.repair.safety.TreeReader` over the apply session (failed reads raise)."""
 
-    def __init__(self) -> None:
-        raw = os.environ.get(FAULT_ENV, "").strip()
-        self.limit = int(raw) if raw.isdigit() else None
-        self.commits = 0
+    def __init__(self, session: ZkSession) -> None:
+        self._s = session
 
-    def after_commit(self) -> None:
-        self.commits += 1
-        if self.limit is not None and self.commits >= self.limit:
-            os.kill(os.getpid(), signal.SIGKILL)
+    def exists(self, store: str, path: str) -> bool:
+        return self._s.read(store, [path])[0].exists
+
+    def children(self, store: str, path: str) -> list[str] | None:
+        return self._s.children(store, path)
+
+    def data(self, store: str, path: str) -> bytes | None:
+        return self._s.data(store, path)
+
+
+def reference_index(session: ZkSession) -> ReferenceIndex:
+    """Read ``/managed-ledgers`` and ``/schemas`` of the local store and index every referenced ledger."""
+    return build_index(session.read_subtree("local", MANAGED_LEDGERS), session.read_subtree("local", SCHEMAS))
 
 
 # --- reading -----------------------------------------------------------------------------------------
@@ -255,7 +267,8 @@ def _delete_one(
     backups: BackupStore,
     plan: Plan,
     a: Action,
-    fault: _FaultHook,
+    refs_index: Callable[[], ReferenceIndex],
+    after_commit: AfterCommit | None,
 ) -> ActionOutcome:
     st = journal.state(a.id)
     if st.state in J.FINAL:
@@ -278,6 +291,17 @@ def _delete_one(
     targets = _read_targets(session, a)
     refs = _read_refs(session, a) if a.kind == KIND_DELETE_LEDGER else []
     verdict = decide_delete(a, targets, refs)
+    if verdict.proceed:
+        try:
+            if a.kind == KIND_DELETE_LEDGER:
+                why = refs_index().blocks(a)
+            else:
+                nodes = [SubtreeNode(t.path, t.data) for t in targets if t.exists]
+                why = prove_leak(a, nodes, _SessionReader(session))
+        except ZooKeeperError as e:
+            why = f"cannot re-prove it is safe ({e.message}); not evidence of absence"
+        if why is not None:
+            verdict = verdict.skip(why)
     if not verdict.proceed:
         journal.record(a.id, J.SKIPPED, phase="delete", reason=verdict.reason)
         return _outcome(a, "skipped", verdict.reason)
@@ -288,7 +312,8 @@ def _delete_one(
         )
     result = session.commit_delete(a.store, verdict.checks, verdict.deletes)
     if result.committed:
-        fault.after_commit()
+        if after_commit is not None:
+            after_commit()
         journal.record(a.id, J.COMMITTED, phase="delete", ops=list(result.ops))
         return _outcome(a, "committed")
     if result.unknown and _all_gone(session, a):
@@ -310,19 +335,28 @@ def run_delete(
     now_ms: int,
     batch_size: int = 100,
     progress: Progress | None = None,
+    after_commit: AfterCommit | None = None,
 ) -> ApplyReport:
+    """``after_commit`` runs right after each committed transaction, before it is journaled (tests use it to
+    crash at the worst moment)."""
     check_quarantine(plan, journal, quarantine_ms, now_ms)
     report = ApplyReport(
         "delete", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path),
         quarantine_ms=quarantine_ms,
     )
-    fault = _FaultHook()
+    index: list[ReferenceIndex] = []
+
+    def refs_index() -> ReferenceIndex:  # read once, when the first ledger action gets this far
+        if not index:
+            index.append(reference_index(session))
+        return index[0]
+
     done = 0
     for batch in _batches(plan.actions, batch_size):
         committed: list[Action] = []
         for a in batch:
             before = journal.state(a.id).state
-            out = _delete_one(session, journal, backups, plan, a, fault)
+            out = _delete_one(session, journal, backups, plan, a, refs_index, after_commit)
             report.outcomes.append(out)
             if out.outcome == "committed" and before not in J.FINAL:
                 committed.append(a)

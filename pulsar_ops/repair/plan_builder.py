@@ -99,6 +99,11 @@ def build_plan(
             "finished_at_ms": snap.manifest.finished_at_ms,
         },
         audit={"path": str(Path(audit_dir).resolve()), "findings": len(audit.findings)},
+        target={
+            "ledgers_root": snap.manifest.ledgers_root,
+            "identity": dict(snap.manifest.identity) if snap.manifest.identity else None,
+            "stores": dict(snap.manifest.stores),
+        },
         params={
             "max_actions": params.max_actions,
             "max_bytes": params.max_bytes,

@@ -1,9 +1,11 @@
 """The plan file: versioned JSON with a checksum over everything else. Apply runs exactly the reviewed plan.
 
-Layout (``schema_version`` 1)::
+Layout (``schema_version`` 2)::
 
-    {"schema_version": 1, "plan_id", "created_at_ms", "tool_version",
-     "snapshot": {"id", "path", "finished_at_ms"}, "audit": {"path"}, "params": {...}, "caps": {...},
+    {"schema_version": 2, "plan_id", "created_at_ms", "tool_version",
+     "snapshot": {"id", "path", "finished_at_ms"}, "audit": {"path"},
+     "target": {"ledgers_root", "identity": {"instance_id", "clusters"}, "stores": {...as scraped}},
+     "params": {...}, "caps": {...},
      "summary": {...}, "impact": {...}, "actions": [Action...], "not_planned": [NotPlanned...],
      "checksum": "<sha256 hex of the canonical JSON of every other key>"}
 
@@ -18,14 +20,17 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pulsar_ops import strict
 from pulsar_ops.errors import PlanChecksumError, PlanError
+from pulsar_ops.identity import ClusterIdentity
 from pulsar_ops.repair.actions import Action, NotPlanned
 
-PLAN_SCHEMA_VERSION = 1
+PLAN_SCHEMA_VERSION = 2  # 2: "target" (ledgers root + cluster identity) added; 1 is refused (re-plan)
+_HINT = "re-create the plan: `pulsar-ops plan AUDIT_DIR --out PLAN.json`"
 
 
 def canonical_bytes(doc: Mapping[str, Any]) -> bytes:
@@ -51,7 +56,18 @@ class Plan:
     impact: Mapping[str, Any]
     actions: tuple[Action, ...]
     not_planned: tuple[NotPlanned, ...]
+    target: Mapping[str, Any] = field(default_factory=lambda: {"ledgers_root": "/ledgers", "identity": None})
     checksum: str = ""
+
+    @property
+    def ledgers_root(self) -> str:
+        return str(self.target.get("ledgers_root") or "/ledgers")
+
+    @property
+    def identity(self) -> ClusterIdentity | None:
+        """The cluster the plan was made for; None when its snapshot recorded none (then apply refuses)."""
+        doc = self.target.get("identity")
+        return None if doc is None else ClusterIdentity.from_json(doc)
 
     def body(self) -> dict[str, Any]:
         return {
@@ -61,6 +77,7 @@ class Plan:
             "tool_version": self.tool_version,
             "snapshot": dict(self.snapshot),
             "audit": dict(self.audit),
+            "target": dict(self.target),
             "params": dict(self.params),
             "caps": dict(self.caps),
             "summary": dict(self.summary),
@@ -72,7 +89,7 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """The document with its checksum. The body goes through a JSON round trip first so the checksum is
         computed over exactly what a reader will see."""
-        body = json.loads(json.dumps(self.body()))
+        body: dict[str, Any] = json.loads(json.dumps(self.body()))
         body["checksum"] = compute_checksum(body)
         return body
 
@@ -106,38 +123,54 @@ def parse_plan(doc: Any, *, source: str = "plan") -> Plan:
     if version != PLAN_SCHEMA_VERSION:
         raise PlanError(
             f"{source}: plan schema_version {version!r} is not supported (expected {PLAN_SCHEMA_VERSION})",
-            hint="re-create the plan with this version: `pulsar-ops plan AUDIT_DIR --out PLAN.json`",
+            hint=_HINT,
         )
+    E = PlanError
+    where = source
+    for key in ("snapshot", "audit", "target", "params", "caps", "summary", "impact"):
+        strict.obj(doc.get(key), f"{where}.{key}", E, hint=_HINT)
+    for key in ("actions", "not_planned"):
+        if not isinstance(doc.get(key), list):
+            raise E(f"{where}.{key}: must be a list", hint=_HINT)
+    target = doc["target"]
+    strict.req_zk_path(target, "ledgers_root", f"{where}.target", E, hint=_HINT)
     try:
-        return Plan(
-            plan_id=str(doc["plan_id"]),
-            created_at_ms=int(doc["created_at_ms"]),
-            tool_version=str(doc["tool_version"]),
-            snapshot=dict(doc["snapshot"]),
-            audit=dict(doc["audit"]),
-            params=dict(doc["params"]),
-            caps=dict(doc["caps"]),
-            summary=dict(doc["summary"]),
-            impact=dict(doc["impact"]),
-            actions=tuple(Action.from_json(a) for a in doc["actions"]),
-            not_planned=tuple(NotPlanned.from_json(n) for n in doc["not_planned"]),
-            checksum=stored,
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise PlanError(f"{source}: malformed plan: {e}") from e
+        if target.get("identity") is not None:
+            ClusterIdentity.from_json(strict.obj(target["identity"], f"{where}.target.identity", E, hint=_HINT))
+    except ValueError as e:
+        raise E(f"{where}.target.identity: {e}", hint=_HINT) from None
+    return Plan(
+        plan_id=strict.req_text(doc, "plan_id", where, E, hint=_HINT),
+        created_at_ms=strict.req_int(doc, "created_at_ms", where, E, lo=0, hint=_HINT),
+        tool_version=strict.req_text(doc, "tool_version", where, E, hint=_HINT),
+        snapshot=dict(doc["snapshot"]),
+        audit=dict(doc["audit"]),
+        params=dict(doc["params"]),
+        caps=dict(doc["caps"]),
+        summary=dict(doc["summary"]),
+        impact=dict(doc["impact"]),
+        actions=tuple(Action.from_json(a, f"{where}: actions[{i}]") for i, a in enumerate(doc["actions"])),
+        not_planned=tuple(
+            NotPlanned.from_json(n, f"{where}: not_planned[{i}]") for i, n in enumerate(doc["not_planned"])
+        ),
+        target=dict(target),
+        checksum=stored,
+    )
 
 
 def load_plan(path: Path) -> Plan:
     path = Path(path)
+    if path.is_dir():
+        raise PlanError(f"{path} is a directory, expected a plan file", hint="pass the PLAN.json `plan` wrote")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise PlanError(f"plan file {path} does not exist") from None
-    except OSError as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise PlanError(f"cannot read plan file {path}: {e}") from e
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, RecursionError) as e:
         raise PlanChecksumError(f"{path}: not valid JSON ({e})") from e
     plan = parse_plan(doc, source=str(path))
     ids = [a.id for a in plan.actions]

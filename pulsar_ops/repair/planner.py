@@ -39,6 +39,7 @@ from pulsar_ops.repair.actions import (
     Reference,
     ZnodeRef,
 )
+from pulsar_ops.repair.safety import PROTECTED_ROOTS, LeakShape, action_problem, leak_shape
 
 PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
 # Custom-metadata keys that identify who owns a ledger: re-checked before delete (PIP-186 style).
@@ -49,26 +50,6 @@ IDENTITY_KEYS = (
     "pulsar/cursor",
     "pulsar/schemaId",
     "pulsar/compactedTopic",
-)
-# Subtree roots that are never deleted whatever a finding says.
-PROTECTED_ROOTS = frozenset(
-    {
-        "/",
-        "/managed-ledgers",
-        "/admin",
-        "/admin/policies",
-        "/admin/local-policies",
-        "/admin/partitioned-topics",
-        "/admin/clusters",
-        "/admin/topic-policies",
-        "/schemas",
-        "/loadbalance",
-        "/loadbalance/bundle-data",
-        "/loadbalance/brokers",
-        "/namespace",
-        "/zookeeper",
-        "/ledgers",
-    }
 )
 DEFAULT_SUBTREE_MAX_ZNODES = 1000
 MANAGED_LEDGERS_ROOT = "/managed-ledgers"
@@ -120,6 +101,16 @@ class SnapshotFacts:
     cursors: Mapping[str, tuple[ZnodeRef, ...]] = field(default_factory=dict)  # by managed-ledger path
     schema_locators: Mapping[str, ZnodeRef] = field(default_factory=dict)  # by schema_id
     subtrees: Mapping[str, tuple[SubtreeZnode, ...]] = field(default_factory=dict)  # by root path
+    ledgers_root: str = "/ledgers"
+    # What the snapshot says against a finding (a hand-edited findings.json cannot plan past these):
+    tenants: frozenset[str] = frozenset()
+    namespaces: frozenset[str] = frozenset()
+    # namespace -> encoded local names of its managed ledgers (partitions included), for the leak namespaces
+    topics_by_namespace: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    namespaces_holding_ledgers: frozenset[str] = frozenset()
+    partitioned_paths: frozenset[str] = frozenset()
+    referenced_ledgers: Mapping[int, str] = field(default_factory=dict)  # candidate id -> where referenced
+    watermark: int | None = None  # highest ledger id Pulsar references in the snapshot
 
 
 @dataclass(frozen=True)
@@ -216,6 +207,15 @@ def _ledger_action(f: Finding, facts: SnapshotFacts) -> Action:
     fact = facts.ledgers.get(f.ledger_id)
     if fact is None:
         raise _Skip("missing-in-snapshot", f"ledger {f.ledger_id} is not in the snapshot's bk_ledgers table")
+    where = facts.referenced_ledgers.get(f.ledger_id)
+    if where is not None:
+        raise _Skip("contradicted-by-snapshot", f"the snapshot shows ledger {f.ledger_id} referenced by {where}")
+    if facts.watermark is None or f.ledger_id >= facts.watermark:
+        raise _Skip(
+            "contradicted-by-snapshot",
+            f"ledger {f.ledger_id} is not below the highest referenced ledger id ({facts.watermark}): "
+            "it may be in flight",
+        )
     if f.path and f.path != fact.path:
         raise _Skip("path-mismatch", f"finding path {f.path} differs from the snapshot's {fact.path}")
     if fact.custom("application") != "pulsar":
@@ -250,6 +250,15 @@ def _subtree_action(f: Finding, facts: SnapshotFacts, params: PlanParams) -> Act
         raise _Skip("malformed-finding", f"znode-leak finding has no usable path ({root!r})")
     if root in PROTECTED_ROOTS or root.startswith("/ledgers/") or _depth(root) < 2:
         raise _Skip("protected-path", f"{root} is a protected root and is never deleted")
+    shape = leak_shape(root)
+    if shape is None:
+        raise _Skip("protected-path", f"{root} is not the root of any znode-leak kind; never deleted")
+    claimed = f.evidence.get("leak")
+    if claimed is not None and claimed != shape.leak:
+        raise _Skip("leak-mismatch", f"{root} is a {shape.leak} root, the finding says {claimed!r}")
+    why = _contradiction(shape, root, facts)
+    if why is not None:
+        raise _Skip("contradicted-by-snapshot", why)
     nodes = facts.subtrees.get(root)
     if not nodes:
         raise _Skip("missing-in-snapshot", f"{root} is not in the snapshot's znodes table")
@@ -270,7 +279,6 @@ def _subtree_action(f: Finding, facts: SnapshotFacts, params: PlanParams) -> Act
     if ordered[0].path != root:
         raise _Skip("missing-in-snapshot", f"{root} itself is not in the snapshot's znodes table")
     store = next(iter(stores))
-    leak = f.evidence.get("leak")
     return Action(
         id=_action_id(KIND_DELETE_SUBTREE, store, root),
         kind=KIND_DELETE_SUBTREE,
@@ -280,8 +288,39 @@ def _subtree_action(f: Finding, facts: SnapshotFacts, params: PlanParams) -> Act
         preconditions=Precondition(znodes=ordered),
         bytes=sum(max(n.data_length, 0) for n in nodes),
         time_ms=max(n.mtime_ms for n in nodes),
-        leak=None if leak is None else str(leak),
+        leak=shape.leak,
     )
+
+
+def _contradiction(shape: LeakShape, root: str, facts: SnapshotFacts) -> str | None:
+    """What in the snapshot says this subtree is not leaked (None when nothing does)."""
+    ns = shape.namespace
+    if shape.leak == "managed-ledgers-tenant":
+        if shape.tenant in facts.tenants:
+            return f"the snapshot holds tenant {shape.tenant}'s policies"
+        if any(n.split("/", 1)[0] == shape.tenant for n in facts.namespaces_holding_ledgers):
+            return f"the snapshot shows managed ledgers of tenant {shape.tenant} that still list ledgers"
+        return None
+    if shape.leak in ("managed-ledgers-namespace", "local-policies") or (
+        shape.leak == "bundle-data" and shape.bundle_range is None
+    ):
+        assert ns is not None
+        if ns in facts.namespaces or "/".join(ns.split("/")[:2]) in facts.namespaces:
+            return f"the snapshot holds namespace {ns}'s policies"
+        if shape.leak == "managed-ledgers-namespace" and ns in facts.namespaces_holding_ledgers:
+            return f"the snapshot shows managed ledgers in {ns} that still list ledgers"
+        return None
+    if shape.leak in ("partitioned-topic", "schema"):
+        assert ns is not None and shape.topic is not None
+        for name in facts.topics_by_namespace.get(ns, frozenset()):
+            base, idx = names.partition_suffix(name)
+            if name == shape.topic or (idx >= 0 and base == shape.topic):
+                return f"the snapshot holds managed ledger {ns}/persistent/{name}"
+        if shape.leak == "schema" and f"/admin/partitioned-topics/{ns}/persistent/{shape.topic}" in (
+            facts.partitioned_paths
+        ):
+            return f"the snapshot holds partitioned-topic metadata for {ns}/{shape.topic}"
+    return None
 
 
 def _order_key(a: Action) -> tuple[Any, ...]:
@@ -330,6 +369,10 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
             action = _ledger_action(f, facts) if is_ledger else _subtree_action(f, facts, params)
         except _Skip as s:
             not_planned.append(_np(f, s.code, s.reason))
+            continue
+        unsafe = action_problem(action, ledgers_root=facts.ledgers_root)
+        if unsafe is not None:
+            not_planned.append(_np(f, "protected-path", unsafe))
             continue
         if action.id in seen_targets:
             not_planned.append(_np(f, "duplicate", f"target of {action.id} is already planned"))

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_ops.errors import RestoreError
+from pulsar_ops.identity import ClusterIdentity
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
+from pulsar_ops.repair.plan_file import Plan
 from pulsar_ops.repair.validate import sha256_hex
 from pulsar_ops.repair.zk_writer import ZkSession
 
@@ -76,12 +78,58 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def select_entries(entries: tuple[BackupEntry, ...], only: str | None) -> list[BackupEntry]:
+@dataclass(frozen=True)
+class RestoreTarget:
+    """Which plan's znodes to restore, and the cluster that plan was made for."""
+
+    plan_id: str
+    identity: ClusterIdentity | None
+    ledgers_root: str
+
+
+def restore_target(backups: BackupStore, plan: Plan | None, plan_id: str | None) -> RestoreTarget:
+    """The plan a restore is for: ``--plan`` (its file), ``--plan-id``, or the only plan in the directory."""
+    in_dir = sorted({e.plan_id for e in backups.entries})
+    if plan is not None:
+        if plan_id is not None and plan_id != plan.plan_id:
+            raise RestoreError(f"--plan is plan {plan.plan_id} but --plan-id says {plan_id}",
+                               hint="pass one of them")
+        plan_id = plan.plan_id
+    if plan_id is None:
+        if len(in_dir) > 1:
+            raise RestoreError(
+                f"{backups.root} holds backups of {len(in_dir)} plans ({', '.join(in_dir)})",
+                hint="say which one: `pulsar-ops restore BACKUP_DIR --plan PLAN.json` (or --plan-id ID)",
+                code="restore-ambiguous",
+            )
+        if not in_dir:
+            return RestoreTarget("", None, "/ledgers")
+        plan_id = in_dir[0]
+    if plan_id not in in_dir:
+        held = ", ".join(in_dir) or "none"
+        raise RestoreError(f"{backups.root} holds no backup of plan {plan_id} (it holds: {held})",
+                           hint="pass the backup directory that plan was marked into")
+    if plan is not None:
+        return RestoreTarget(plan_id, plan.identity, plan.ledgers_root)
+    recorded = backups.plans.get(plan_id, {}).get("target") or {}
+    ident = recorded.get("identity")
+    try:
+        identity = None if ident is None else ClusterIdentity.from_json(ident)
+    except ValueError as e:
+        raise RestoreError(f"{backups.root}: plan {plan_id}: {e}") from None
+    return RestoreTarget(plan_id, identity, str(recorded.get("ledgers_root") or "/ledgers"))
+
+
+def select_entries(
+    entries: tuple[BackupEntry, ...], only: str | None, plan_id: str | None = None
+) -> list[BackupEntry]:
     """One entry per (store, path), parents first. The newest backup of a path wins; two different byte
     versions of one path in the backup is an error (which one to restore would be a guess)."""
     chosen: dict[tuple[str, str], BackupEntry] = {}
     for e in sorted(entries, key=lambda x: x.backed_up_at_ms):
         if only is not None and not _within(e.path, only):
+            continue
+        if plan_id and e.plan_id != plan_id:
             continue
         key = (e.store, e.path)
         prev = chosen.get(key)
@@ -107,9 +155,10 @@ def run_restore(
     *,
     only: str | None,
     apply: bool,
+    plan_id: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RestoreReport:
-    entries = select_entries(backups.entries, only)
+    entries = select_entries(backups.entries, only, plan_id)
     report = RestoreReport(str(backups.root), apply)
     blocked: set[tuple[str, str]] = set()
     for n, e in enumerate(entries, start=1):

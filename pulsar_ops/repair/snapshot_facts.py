@@ -73,12 +73,21 @@ def _read(snap: Snapshot, table: str, columns: Sequence[str]) -> pa.Table:
     parts = sorted(snap.table_dir(table).glob("part-*.parquet"))
     if not parts:
         raise SnapshotError(f"{snap.table_dir(table)}: no part files; the snapshot is damaged")
-    tables = [pq.read_table(p, columns=list(columns)) for p in parts]
+    tables = []
+    for p in parts:
+        try:
+            tables.append(pq.read_table(p, columns=list(columns)))
+        except (pa.ArrowException, OSError) as e:  # truncated, corrupt, or not Parquet at all
+            raise SnapshotError(
+                f"{p}: not a readable Parquet file ({type(e).__name__}: {e})",
+                hint="the snapshot is damaged: scrape again with `pulsar-ops scrape --zookeeper HOSTS --out DIR`",
+            ) from None
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
 def _rows(t: pa.Table) -> Iterable[dict[str, Any]]:
-    return t.to_pylist()
+    rows: list[dict[str, Any]] = t.to_pylist()
+    return rows
 
 
 _BK_COLUMNS = (
@@ -161,6 +170,40 @@ def _znode_rows(snap: Snapshot, exact: set[str], roots: set[str]) -> list[dict[s
     return list(_rows(t.filter(mask)))
 
 
+def _leak_namespace(root: str) -> str | None:
+    from pulsar_ops.repair.safety import leak_shape
+
+    shape = leak_shape(root)
+    return shape.namespace if shape is not None else None
+
+
+# Where Pulsar references ledgers in the snapshot (table, column, what to call it).
+_REFERENCE_COLUMNS = (
+    ("ledger_list", "ledger_id", "ml_path", "a managed ledger's ledger list"),
+    ("cursors", "cursors_ledger_id", "path", "a cursor ledger"),
+    ("cursors", "compacted_topic_ledger", "path", "a compacted-topic ledger"),
+    ("cursor_properties", "bucket_ledger_id", "cursor_path", "a delayed-delivery bucket"),
+    ("schema_index", "ledger_id", "path", "a schema locator"),
+)
+
+
+def _referenced(snap: Snapshot, candidates: set[int]) -> tuple[dict[int, str], int | None]:
+    """Which candidate ledger ids the snapshot references (id -> where), and the highest referenced id."""
+    found: dict[int, str] = {}
+    watermark: int | None = None
+    want = pa.array(sorted(candidates), type=pa.int64())
+    for table, col, where_col, what in _REFERENCE_COLUMNS:
+        t = _read(snap, table, (col, where_col))
+        ids = t.column(col)
+        top = pc.max(ids).as_py()
+        if top is not None and (table != "cursors" or top >= 0):
+            watermark = int(top) if watermark is None else max(watermark, int(top))
+        hit = t.filter(pc.is_in(ids, value_set=want))
+        for lid, where in zip(hit.column(col).to_pylist(), hit.column(where_col).to_pylist(), strict=True):
+            found.setdefault(int(lid), f"{where} ({what})")
+    return found, watermark
+
+
 def _ancestors_in(path: str, roots: set[str]) -> list[str]:
     """``path`` and each of its ancestors that is one of ``roots``."""
     out = []
@@ -215,7 +258,28 @@ def load_facts(snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, L
     cursors: dict[str, list[ZnodeRef]] = {}
     for r in cursor_rows:
         cursors.setdefault(str(r["ml_path"]), []).append(ref(r))
+    leak_ns = {str(f.namespace) for f in wanted if f.detection == "znode-leak" and f.namespace}
+    leak_ns |= {_leak_namespace(r) for r in roots} - {None}  # type: ignore[arg-type]
+    mls_all = _read(snap, "managed_ledgers", ("namespace", "encoded_name", "ledger_count"))
+    in_ns = mls_all.filter(pc.is_in(mls_all.column("namespace"), value_set=pa.array(sorted(leak_ns), pa.string())))
+    topics: dict[str, set[str]] = {}
+    for ns, enc in zip(in_ns.column("namespace").to_pylist(), in_ns.column("encoded_name").to_pylist(), strict=True):
+        topics.setdefault(str(ns), set()).add(str(enc))
+    holding = mls_all.filter(pc.greater(mls_all.column("ledger_count"), 0)).column("namespace")
+    referenced, watermark = _referenced(snap, {f.ledger_id for f in wanted if f.ledger_id is not None})
     return SnapshotFacts(
+        ledgers_root=snap.manifest.ledgers_root,
+        tenants=frozenset(str(t) for t in _read(snap, "tenants", ("tenant",)).column("tenant").to_pylist()),
+        namespaces=frozenset(
+            str(n) for n in _read(snap, "namespaces", ("namespace",)).column("namespace").to_pylist()
+        ),
+        topics_by_namespace={k: frozenset(v) for k, v in topics.items()},
+        namespaces_holding_ledgers=frozenset(str(n) for n in pc.unique(holding).to_pylist()),
+        partitioned_paths=frozenset(
+            str(p) for p in _read(snap, "partitioned_topics", ("path",)).column("path").to_pylist()
+        ),
+        referenced_ledgers=referenced,
+        watermark=watermark,
         snapshot_id=snap.manifest.snapshot_id,
         ledgers=ledgers,
         managed_ledgers={str(r["ml_name"]): ref(r) for r in ml_rows},

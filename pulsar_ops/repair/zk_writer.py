@@ -12,7 +12,7 @@ writes are retried on any other error.
 
 from __future__ import annotations
 
-import hashlib
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +32,7 @@ from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
 from pulsar_ops.errors import ZooKeeperError
+from pulsar_ops.identity import ClusterIdentity, instance_id_from_bytes
 from pulsar_ops.repair.validate import Observed
 
 STAT_FIELDS = (
@@ -101,7 +102,9 @@ class ZkSession:
                     self._clients["config"] = self._clients["local"]
                     continue
                 c = KazooClient(hosts=hosts, timeout=self._timeout)
-                c.start(timeout=self._timeout)
+                with warnings.catch_warnings():  # a missing chroot is checked (and refused) by the caller
+                    warnings.filterwarnings("ignore", message="No chroot path exists")
+                    c.start(timeout=self._timeout)
                 self._clients[store] = c
         except (KazooTimeoutError, KazooException, ValueError) as e:
             self.close()
@@ -183,21 +186,44 @@ class ZkSession:
             return None
 
     def read_subtree(self, store: str, root: str) -> list[Observed]:
-        """Every znode under ``root`` (inclusive) as it is now; empty when ``root`` is gone."""
+        """Every znode under ``root`` (inclusive) as it is now; empty when ``root`` is gone. Level by level,
+        with the reads and the child listings of a level pipelined."""
         out: list[Observed] = []
         level = [root]
         while level:
-            nodes = self.read(store, level)
+            nodes = [n for n in self.read(store, level) if n.exists]
             out.extend(nodes)
-            nxt: list[str] = []
-            for n in nodes:
-                if not n.exists:
-                    continue
-                kids = self.children(store, n.path)
-                base = "" if n.path == "/" else n.path
-                nxt.extend(f"{base}/{k}" for k in kids or ())
-            level = nxt
-        return [o for o in out if o.exists]
+            listed: list[tuple[str, list[str] | None]] = self._call(
+                self._children_once, store, [n.path for n in nodes]
+            )
+            level = [f"{'' if p == '/' else p}/{k}" for p, kids in listed for k in sorted(kids or ())]
+        return out
+
+    def _children_once(self, store: str, paths: list[str]) -> list[tuple[str, list[str] | None]]:
+        c = self.client(store)
+        pending = [(p, c.get_children_async(p)) for p in paths]
+        out: list[tuple[str, list[str] | None]] = []
+        for p, res in pending:
+            try:
+                out.append((p, list(res.get(timeout=self._timeout))))
+            except NoNodeError:
+                out.append((p, None))
+        return out
+
+    def data(self, store: str, path: str) -> bytes | None:
+        """The bytes of one znode, or None when it does not exist."""
+        node = self.read(store, [path])[0]
+        return node.data if node.exists else None
+
+    def chroot_exists(self, store: str) -> bool:
+        """False when the chroot of ``--zookeeper`` / ``--config-zookeeper`` does not exist."""
+        return bool(self._call(self.client(store).exists, "/"))
+
+    def identity(self, ledgers_root: str) -> ClusterIdentity:
+        """The live cluster's identity: the ledgers root's INSTANCEID and the names under /admin/clusters."""
+        iid = instance_id_from_bytes(self.data("local", f"{ledgers_root.rstrip('/')}/INSTANCEID"))
+        clusters = self.children("config", "/admin/clusters") or []
+        return ClusterIdentity(iid, tuple(sorted(clusters)))
 
     def exists(self, store: str, paths: Sequence[str]) -> dict[str, bool]:
         return {o.path: o.exists for o in self.read(store, paths)}
@@ -271,6 +297,3 @@ class ZkSession:
             raise ZooKeeperError(f"cannot create {path}: {type(e).__name__}: {e}") from e
         return "created"
 
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()

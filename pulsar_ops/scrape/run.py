@@ -208,6 +208,10 @@ def _scrape(config: ScrapeConfig) -> Manifest:
                 progress=_progress,
             )
             walked += walker.walk(roots, walk_sink).znodes
+        identity = {
+            "instance_id": zk.read_instance_id(clients[LOCAL], ledgers_root),
+            "clusters": zk.cluster_names(clients[CONFIG]),
+        }
         summaries = pool.close() if pool is not None else []
     finally:
         for c in {id(c): c for c in clients.values()}.values():
@@ -264,6 +268,7 @@ def _scrape(config: ScrapeConfig) -> Manifest:
         multiread=all(multiread_used.values()),
         server_versions=versions,
         znodes_per_second=round(sink.counters.znodes / seconds, 1) if seconds > 0 else None,
+        identity=identity,
     )
     write_manifest(out, manifest)
     return manifest

@@ -37,6 +37,7 @@ from kazoo.protocol.paths import _prefix_root
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from pulsar_ops.errors import ConfigError, ZooKeeperAuthError, ZooKeeperError
+from pulsar_ops.identity import instance_id_from_bytes
 from pulsar_ops.scrape.multiread import (
     OP_GET_CHILDREN,
     OP_GET_DATA,
@@ -177,6 +178,23 @@ def _close(client: KazooClient) -> None:
 
 def close(client: KazooClient) -> None:
     _close(client)
+
+
+def read_instance_id(client: KazooClient, ledgers_root: str) -> str | None:
+    """The BookKeeper cluster's INSTANCEID (None when absent or unreadable: the identity is then unknown)."""
+    try:
+        data, _ = client.get(f"{ledgers_root.rstrip('/')}/INSTANCEID")
+    except (KazooException, KazooTimeoutError):
+        return None
+    return instance_id_from_bytes(bytes(data or b""))
+
+
+def cluster_names(client: KazooClient) -> list[str]:
+    """Names under ``/admin/clusters`` (empty when absent or unreadable)."""
+    try:
+        return sorted(client.get_children("/admin/clusters"))
+    except (KazooException, KazooTimeoutError):
+        return []
 
 
 # --------------------------------------------------------------------------------------------- versions

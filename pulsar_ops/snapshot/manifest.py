@@ -48,6 +48,9 @@ class Manifest:
     # ZooKeeper server version per store as reported by `srvr` ("unknown" when it could not be asked).
     server_versions: dict[str, str] = field(default_factory=dict)
     znodes_per_second: float | None = None
+    # Which cluster this is, read at scrape time, so `apply` and `restore` can refuse another one:
+    # {"instance_id": <ledgers root's INSTANCEID or null>, "clusters": [names under /admin/clusters]}.
+    identity: dict[str, Any] = field(default_factory=dict)
 
     @property
     def all_scopes_complete(self) -> bool:

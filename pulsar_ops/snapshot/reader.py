@@ -65,3 +65,20 @@ def open_snapshot(path: Path | str) -> Snapshot:
     if missing:
         raise SnapshotError(f"{p}: table directories missing: {', '.join(missing)}", hint=_RESCRAPE)
     return Snapshot(path=p, manifest=manifest)
+
+
+def verify_parts(snapshot_dir: Path | str) -> int:
+    """Read the footer of every Parquet part file (cheap: no data pages) so a truncated or corrupt file is a
+    ``snapshot-invalid`` error naming it, before any engine starts. Returns the number of files checked."""
+    root = Path(snapshot_dir) / TABLES_DIR
+    checked = 0
+    for part in sorted(root.glob("*/part-*.parquet")):
+        try:
+            pq.read_metadata(part)
+        except (pa.ArrowException, OSError) as e:
+            raise SnapshotError(
+                f"{part}: not a readable Parquet file ({type(e).__name__}: {e})",
+                hint="the snapshot is damaged: scrape again with `pulsar-ops scrape --zookeeper HOSTS --out DIR`",
+            ) from None
+        checked += 1
+    return checked

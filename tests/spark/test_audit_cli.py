@@ -62,3 +62,16 @@ def test_tool_failures_exit_three(tmp_path: Path) -> None:
     assert r.exit_code == 3 and "snapshot-unfinished" in r.stderr
     r = run(str(unfinished), "--out", str(tmp_path / "out"), "--min-age", "soon")
     assert r.exit_code == 3 and "config-invalid" in r.stderr
+
+
+def test_truncated_part_file_is_snapshot_invalid_naming_it(spark: Any, tmp_path: Path) -> None:
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.bk_ledger(3, owner="t/ns/persistent/a")
+    snap = b.write(tmp_path / "snap")
+    part = sorted((snap / "tables" / "bk_ledgers").glob("part-*.parquet"))[0]
+    part.write_bytes(part.read_bytes()[:40])
+    r = run(str(snap), "--out", str(tmp_path / "out"), "--json")
+    assert r.exit_code == 3
+    assert "snapshot-invalid" in r.stderr and part.name in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "out" / "findings.json").exists()

@@ -18,9 +18,13 @@ from kazoo.client import KazooClient
 from kazoo.security import ACL, Id
 
 from pulsar_ops.findings import Finding
+from pulsar_ops.formats.cursor import decode_cursor_info
 from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 from pulsar_ops.formats.ledger_path import ledger_id_from_path, ledger_path
+from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 from pulsar_ops.formats.schema_locator import decode_schema_locator
+from pulsar_ops.repair.safety import leak_shape
+from pulsar_ops.scrape.classify import CONFIG_ROOTS
 from pulsar_ops.snapshot import schema
 from pulsar_ops.snapshot.manifest import Manifest, write_manifest
 from pulsar_ops.snapshot.writer import SnapshotWriter
@@ -34,6 +38,8 @@ SCHEMA_A = "t/ns/topic-a"
 TOPIC_A = "persistent://t/ns/topic-a"
 LEAK_ML = "/managed-ledgers/old/ns"
 LEAK_BUNDLE = "/loadbalance/bundle-data/old/ns"
+WATERMARK = 10_000  # a referenced ledger above every orphan id: orphans below it are plannable
+INSTANCE_ID = "5a8f4a9c-1c9e-4c4e-9a51-0d2b8d9f0e11"
 ODD_ACL = [ACL(31, Id("world", "anyone")), ACL(1, Id("ip", "127.0.0.1"))]
 
 _DEFAULT = {"string": "", "int64": 0, "int32": 0, "bool": False, "double": 0.0, "list<string>": [],
@@ -65,17 +71,19 @@ def build_cluster(zk: KazooClient, *, extra_orphans: int = 0) -> Scenario:
     def ledger(lid: int, custom: dict[str, str], acl: list[ACL] | None = None) -> None:
         zk.create(ledger_path(lid), ledger_md(custom, ctime_ms=old, length=1000 + lid), makepath=True, acl=acl)
 
-    for lid in (10, 11):
+    for lid in (10, 11, WATERMARK):
         ledger(lid, custom_ml(ML_A))
     ledger(12, custom_ml(ML_A, "sub"))
     ledger(13, {"application": "pulsar", "component": "compacted-ledger", "pulsar/compactedTopic": TOPIC_A})
     ledger(14, {"application": "pulsar", "component": "schema", "pulsar/schemaId": SCHEMA_A})
-    s.referenced = [10, 11, 12, 13, 14]
-    zk.create(ML_A_PATH, ml_info([10, 11]), makepath=True)
+    s.referenced = [10, 11, 12, 13, 14, WATERMARK]
+    zk.create(ML_A_PATH, ml_info([10, 11, WATERMARK]), makepath=True)
     zk.create(ML_A_PATH + "/sub", cursor_info(12))
     zk.create(ML_A_PATH + "/__compaction", cursor_info(-1, compacted=13))
     zk.create("/schemas/" + SCHEMA_A, schema_locator([14]), makepath=True)
     zk.create("/admin/policies/t/ns", b'{"bundles": {"numBundles": 1}}', makepath=True)
+    zk.create("/admin/clusters/test", b"{}", makepath=True)
+    zk.create("/ledgers/INSTANCEID", INSTANCE_ID.encode(), makepath=True)
 
     orphans: dict[int, tuple[str, str | None, dict[str, str]]] = {
         20: ("data", ML_A, custom_ml(ML_A)),
@@ -110,7 +118,7 @@ def findings_for(s: Scenario) -> list[Finding]:
     out.append(Finding(detection="orphan-ledger", severity="info", ledger_id=26, path=ledger_path(26),
                        plannable=False, reason="kind unowned is never planned", evidence={"kind": "unowned"}))
     out += [Finding(detection="znode-leak", severity="warning", path=p, plannable=True,
-                    evidence={"leak": "test"}) for p in s.leaks]
+                    evidence={"leak": leak_shape(p).leak}) for p in s.leaks]  # type: ignore[union-attr]
     out.append(Finding(detection="ack-holes", severity="info", topic=TOPIC_A, subscription="sub"))
     return out
 
@@ -157,7 +165,8 @@ def write_snapshot(zk: KazooClient, out: Path) -> dict[str, Any]:
         sha = hashlib.sha256(data).hexdigest()
         stat = {"version": st.version, "mzxid": st.mzxid, "ctime_ms": st.ctime, "mtime_ms": st.mtime,
                 "data_length": len(data)}
-        w.add("znodes", _row("znodes", store="local", path=path, parent=parent or "/", name=name,
+        store = "config" if any(path == r or path.startswith(r + "/") for r in CONFIG_ROOTS) else "local"
+        w.add("znodes", _row("znodes", store=store, path=path, parent=parent or "/", name=name,
                              depth=path.count("/"), cversion=st.cversion, aversion=st.aversion, czxid=st.czxid,
                              pzxid=st.pzxid, num_children=st.numChildren, ephemeral_owner=st.ephemeralOwner,
                              data_sha256=sha, kind="other", **stat))
@@ -177,11 +186,26 @@ def write_snapshot(zk: KazooClient, out: Path) -> dict[str, Any]:
                 bookies=list(md.bookies), ensembles_json="{}"))
         elif parts[0] == "managed-ledgers" and len(parts) == 5:
             ml = "/".join(parts[1:])
+            for idx, li in enumerate(decode_managed_ledger_info(data, path).info.ledgers):
+                w.add("ledger_list", _row("ledger_list", ml_path=path, idx=idx, ledger_id=li.ledger_id))
             w.add("managed_ledgers", _row("managed_ledgers", path=path, ml_name=ml,
                                           topic=f"persistent://{parts[1]}/{parts[2]}/{parts[4]}",
-                                          namespace=f"{parts[1]}/{parts[2]}", **stat))
+                                          namespace=f"{parts[1]}/{parts[2]}", encoded_name=parts[4],
+                                          ledger_count=len(decode_managed_ledger_info(data, path).info.ledgers),
+                                          **stat))
         elif parts[0] == "managed-ledgers" and len(parts) == 6:
-            w.add("cursors", _row("cursors", path=path, ml_path=parent, subscription=name, **stat))
+            c = decode_cursor_info(data, path).info
+            w.add("cursors", _row("cursors", path=path, ml_path=parent, subscription=name,
+                                  cursors_ledger_id=c.cursors_ledger_id,
+                                  compacted_topic_ledger=c.compacted_topic_ledger, **stat))
+        elif parts[:2] == ["admin", "policies"] and len(parts) == 3:
+            w.add("tenants", _row("tenants", path=path, tenant=parts[2], **stat))
+        elif parts[:2] == ["admin", "policies"] and len(parts) in (4, 5):
+            w.add("namespaces", _row("namespaces", path=path, tenant=parts[2], namespace="/".join(parts[2:]),
+                                     **stat))
+        elif parts[:2] == ["admin", "partitioned-topics"] and len(parts) == 6:
+            w.add("partitioned_topics", _row("partitioned_topics", path=path, tenant=parts[2],
+                                             namespace="/".join(parts[2:4]), encoded_name=parts[5], **stat))
         elif parts[0] == "schemas" and len(parts) == 4:
             for e in decode_schema_locator(data, path).index:
                 w.add("schema_index", _row("schema_index", path=path, schema_id="/".join(parts[1:]),
@@ -190,7 +214,8 @@ def write_snapshot(zk: KazooClient, out: Path) -> dict[str, Any]:
     finished = int(time.time() * 1000)
     m = Manifest(snapshot_id=str(uuid.uuid4()), cluster="test", tool_version="test",
                  schema_version=schema.SCHEMA_VERSION, complete=True, started_at_ms=started,
-                 finished_at_ms=finished, zxid_range={}, stores={}, ledgers_root="/ledgers", row_counts=counts)
+                 finished_at_ms=finished, zxid_range={}, stores={}, ledgers_root="/ledgers", row_counts=counts,
+                 identity={"instance_id": INSTANCE_ID, "clusters": ["test"]})
     write_manifest(out, m)
     return {"snapshot_id": m.snapshot_id, "finished_at_ms": finished, "path": str(out.resolve())}
 

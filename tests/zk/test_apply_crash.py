@@ -20,12 +20,16 @@ from tests.zk.test_apply import apply, make_env
 pytestmark = pytest.mark.zk
 
 
-def run_cli(args: list[str], env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **env_extra}
-    return subprocess.run(
-        [sys.executable, "-m", "pulsar_ops.cli.main", *args],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_cli(args: list[str], kill_after: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`pulsar-ops ARGS` in a child process; with ``kill_after`` it SIGKILLs itself after that many commits."""
+    cmd = [sys.executable, "-m", "pulsar_ops.cli.main", *args]
+    if kill_after is not None:
+        cmd = [sys.executable, "-m", "tests.zk.fault_apply", str(kill_after), *args]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=False)
 
 
 @pytest.mark.parametrize("kill_after", [1, 6])
@@ -40,7 +44,7 @@ def test_kill_9_during_delete_then_rerun_finishes_everything_once(
     before = dump(zk)
     args = ["apply", str(env.plan), "--zookeeper", zk_hosts, "--phase", "delete", "--quarantine", "0",
             "--batch-size", "4", "--apply", "--yes", "--json"]
-    killed = run_cli(args, {"PULSAR_OPS_FAULT_KILL_AFTER_COMMITS": str(kill_after)})
+    killed = run_cli(args, kill_after)
     assert killed.returncode == -9, killed.stderr
     recs = [json.loads(x) for x in env.journal.read_text().splitlines() if x.strip()]
     states = Counter(r["state"] for r in recs if r["type"] == "action")
@@ -48,7 +52,7 @@ def test_kill_9_during_delete_then_rerun_finishes_everything_once(
     gone = [aid for aid, paths in targets.items() if all(zk.exists(p) is None for p in paths)]
     assert len(gone) == kill_after
 
-    rerun = run_cli(args, {})
+    rerun = run_cli(args)
     assert rerun.returncode == 0, rerun.stderr
     doc = json.loads(rerun.stdout)
     assert doc["counts"] == {"committed": 18}

@@ -53,9 +53,10 @@ def orphan(lid: int, *, kind: str = "data", owner: str | None = "t/ns/persistent
     )
 
 
-def leak(path: str, *, plannable: bool = True, kind: str = "managed-ledgers-namespace") -> Finding:
+def leak(path: str, *, plannable: bool = True, kind: str | None = None) -> Finding:
+    """A znode-leak finding; ``kind`` None leaves the sub-kind to the planner (it derives it from the path)."""
     return Finding(detection="znode-leak", severity="warning", path=path, plannable=plannable,
-                   evidence={"leak": kind})
+                   evidence={"leak": kind} if kind else {})
 
 
 def znode(path: str, *, store: str = "local", version: int = 0, data: bytes = b"") -> ZnodeRef:
@@ -73,4 +74,6 @@ def subtree(root: str, children: list[str], *, mtime_ms: int = NOW - 5 * DAY, st
 
 
 def facts(**kw: Any) -> SnapshotFacts:
+    """Snapshot facts; by default the watermark is far above every test ledger id."""
+    kw.setdefault("watermark", 10**12)
     return SnapshotFacts(**kw)

@@ -1,0 +1,156 @@
+"""One apply run, from the plan file to the report: the orchestration behind ``pulsar-ops apply``.
+
+Order matters, and every refusal comes before anything is journaled or changed:
+
+1. load the plan (schema, checksum, strict types) and re-validate every action against the safety rules
+   (:func:`pulsar_ops.repair.safety.plan_problems`): a forged plan is refused whole (``plan-unsafe``);
+2. a plan with no action is "nothing to do": the journal and backup directory are written, exit 0;
+3. without ``--apply``: the dry run, from the plan and the journal file alone;
+4. ``delete``: the backup manifest must exist and the quarantine must have passed;
+5. the confirmation (or ``--yes``);
+6. connect, then check the target: both chroots exist and the cluster's identity (``INSTANCEID``, cluster
+   names) is the one recorded in the plan (``target-mismatch`` otherwise);
+7. only then open the journal and run the phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulsar_ops.errors import ApplyError, ConfigError, PlanUnsafeError, TargetMismatchError
+from pulsar_ops.identity import ClusterIdentity, identity_mismatch
+from pulsar_ops.repair import journal as J
+from pulsar_ops.repair.backup import MANIFEST, BackupStore, default_backup_dir
+from pulsar_ops.repair.executor import AfterCommit, ApplyReport, check_quarantine, dry_run, run_delete, run_mark
+from pulsar_ops.repair.plan_file import Plan, load_plan
+from pulsar_ops.repair.safety import plan_problems
+from pulsar_ops.repair.units import human_duration
+from pulsar_ops.repair.zk_writer import ZkSession, redact_hosts
+
+PHASES = ("mark", "delete")
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    plan_path: Path
+    zookeeper: str
+    config_zookeeper: str | None
+    phase: str
+    quarantine_ms: int
+    backup_dir: Path | None = None
+    journal_path: Path | None = None
+    batch_size: int = 100
+    apply: bool = False
+    yes: bool = False
+
+
+def check_plan_safe(plan: Plan, source: str) -> None:
+    problems = plan_problems(plan.actions, ledgers_root=plan.ledgers_root)
+    if problems:
+        first_id, first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise PlanUnsafeError(f"{source}: action {first_id}: {first}{more}; nothing was done")
+
+
+def verify_target(session: ZkSession, expected: ClusterIdentity | None, ledgers_root: str, hosts: str,
+                  config_hosts: str | None) -> None:
+    """Refuse a ZooKeeper whose chroot is missing or whose cluster is not the one recorded at scrape time."""
+    if expected is None:
+        raise TargetMismatchError(
+            "the plan records no cluster identity (its snapshot was scraped before identities were recorded), "
+            "so the target cannot be verified",
+            hint="scrape again, audit and re-create the plan: `pulsar-ops scrape`, `audit`, `plan`",
+            code="target-unverifiable",
+        )
+    for store, where in (("local", hosts), ("config", config_hosts or hosts)):
+        if not session.chroot_exists(store):
+            raise TargetMismatchError(
+                f"the chroot of {redact_hosts(where)} does not exist ({store} metadata store)",
+                code="target-chroot-missing",
+            )
+    actual = session.identity(ledgers_root)
+    why = identity_mismatch(expected, actual)
+    if why is not None:
+        raise TargetMismatchError(f"{redact_hosts(hosts)} is not the cluster this was made for: {why}")
+
+
+def resolve_paths(req: ApplyRequest, plan: Plan) -> tuple[Path, Path]:
+    jpath = req.journal_path or J.default_journal_path(req.plan_path)
+    recorded = J.Journal.read_only(jpath, plan_checksum=plan.checksum).backup_dir
+    bdir = req.backup_dir or (Path(recorded) if recorded else default_backup_dir(req.plan_path))
+    return jpath, bdir
+
+
+def run_apply(
+    req: ApplyRequest,
+    *,
+    confirm: Callable[[str], None],
+    say: Callable[[str], None],
+    after_commit: AfterCommit | None = None,
+) -> ApplyReport:
+    if req.phase not in PHASES:
+        raise ConfigError(f"--phase must be mark or delete, not {req.phase!r}", hint="pass --phase mark first")
+    plan = load_plan(req.plan_path)
+    check_plan_safe(plan, str(req.plan_path))
+    jpath, bdir = resolve_paths(req, plan)
+    now = J.now_ms()
+    if not plan.actions:
+        return _nothing_to_do(req, plan, jpath, bdir, say)
+    if not req.apply:
+        return dry_run(plan, req.phase, jpath, bdir, quarantine_ms=req.quarantine_ms, now_ms=now)
+    if req.phase == "delete":
+        if not (bdir / MANIFEST).exists():
+            raise ApplyError(
+                f"no backup manifest in {bdir}: nothing of this plan has been marked there",
+                hint=f"run `pulsar-ops apply {req.plan_path} --zookeeper HOSTS --phase mark --apply` first "
+                "(or pass the --backup-dir it used)",
+            )
+        # refuse before asking or connecting when the quarantine has not passed
+        check_quarantine(plan, J.Journal.read_only(jpath, plan_checksum=plan.checksum), req.quarantine_ms, now)
+    question = (
+        f"{req.phase} {len(plan.actions)} action(s) of plan {plan.plan_id} on {redact_hosts(req.zookeeper)}"
+        + (f" after a {human_duration(req.quarantine_ms)} quarantine" if req.phase == "delete" else "")
+        + "?"
+    )
+    confirm(question)
+    with ZkSession(req.zookeeper, req.config_zookeeper) as session:
+        verify_target(session, plan.identity, plan.ledgers_root, req.zookeeper, req.config_zookeeper)
+        with J.Journal.open(
+            jpath,
+            plan_checksum=plan.checksum,
+            plan_id=plan.plan_id,
+            actions=len(plan.actions),
+            backup_dir=str(bdir.resolve()),
+        ) as journal:
+            backups = BackupStore.open(bdir, create=True)
+            backups.record_plan(plan.plan_id, plan.checksum, plan.target)
+            total = len(plan.actions)
+
+            def progress(ph: str, done: int, _total: int) -> None:
+                if done == total or done % (req.batch_size * 10) == 0:
+                    say(f"  {ph}: {done}/{total} actions")
+
+            if req.phase == "mark":
+                return run_mark(plan, session, journal, backups, batch_size=req.batch_size, progress=progress)
+            return run_delete(
+                plan, session, journal, backups, quarantine_ms=req.quarantine_ms, now_ms=J.now_ms(),
+                batch_size=req.batch_size, progress=progress, after_commit=after_commit,
+            )
+
+
+def _nothing_to_do(
+    req: ApplyRequest, plan: Plan, jpath: Path, bdir: Path, say: Callable[[str], None]
+) -> ApplyReport:
+    """A plan with no action: a clean cluster is a success. With --apply the journal and (empty) backup
+    manifest are written so a scheduled pipeline finds the files it expects."""
+    say(f"plan {plan.plan_id} has no actions: nothing to do")
+    if req.apply:
+        with J.Journal.open(jpath, plan_checksum=plan.checksum, plan_id=plan.plan_id, actions=0,
+                            backup_dir=str(bdir.resolve())):
+            backups = BackupStore.open(bdir, create=True)
+            backups.record_plan(plan.plan_id, plan.checksum, plan.target)
+            backups.flush()
+    return ApplyReport(req.phase, req.apply, plan.plan_id, plan.checksum, str(bdir), str(jpath),
+                       quarantine_ms=req.quarantine_ms if req.phase == "delete" else None)

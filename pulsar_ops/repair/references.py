@@ -1,0 +1,80 @@
+"""Every ledger the live tree references, read once at the start of ``apply --phase delete``. Pure.
+
+The plan re-checks a ledger's owner (its managed ledger and cursors, its schema locator, its topic's
+``__compaction`` cursor) right before each delete, in the same transaction as the delete. This index adds the
+rest of the cluster: a ledger that ANY managed ledger, cursor or schema locator references is never deleted,
+whatever the plan says about its owner (a hand-edited plan can name the wrong owner).
+
+Blast radius of a value that cannot be decoded (an error is never evidence of absence): an undecodable
+managed-ledger info or cursor blocks the ledgers owned by that managed ledger; an undecodable schema locator
+blocks that schema's ledgers. Nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pulsar_ops.errors import DecodeError
+from pulsar_ops.formats import names
+from pulsar_ops.repair.actions import ROLE_CURSOR, ROLE_MANAGED_LEDGER, ROLE_SCHEMA_LOCATOR, Action
+from pulsar_ops.repair.safety import MANAGED_LEDGERS, SCHEMAS, within
+from pulsar_ops.repair.validate import Observed, referenced_ledgers
+
+
+@dataclass
+class ReferenceIndex:
+    referenced: dict[int, str] = field(default_factory=dict)  # ledger id -> first referencing znode
+    undecodable: dict[str, str] = field(default_factory=dict)  # znode path -> why it does not decode
+    znodes: int = 0
+
+    def add(self, role: str, node: Observed) -> None:
+        self.znodes += 1
+        try:
+            ids = referenced_ledgers(role, node.data, node.path)
+        except DecodeError as e:
+            self.undecodable[node.path] = e.reason
+            return
+        for lid in ids:
+            self.referenced.setdefault(lid, node.path)
+
+    def blocks(self, action: Action) -> str | None:
+        """Why this ledger action must not run (None when nothing in the tree references the ledger)."""
+        if action.ledger_id is None:
+            return None
+        by = self.referenced.get(action.ledger_id)
+        if by is not None:
+            return f"ledger {action.ledger_id} is referenced by {by}"
+        for root in _owner_roots(action):
+            bad = next((p for p in self.undecodable if within(p, root)), None)
+            if bad is not None:
+                return f"{bad} cannot be decoded ({self.undecodable[bad]}); not evidence of absence"
+        return None
+
+
+def _owner_roots(action: Action) -> list[str]:
+    """The znodes (subtrees) that could reference this ledger if its owner still used it."""
+    roots = [r.znode.path for r in action.preconditions.references if r.role == ROLE_MANAGED_LEDGER]
+    roots += [r.znode.path for r in action.preconditions.references if r.role != ROLE_MANAGED_LEDGER]
+    if action.owner and action.ledger_kind in ("data", "cursor", "bucket"):
+        roots.append(f"{MANAGED_LEDGERS}/{action.owner}")
+    if action.owner and action.ledger_kind == "schema":
+        roots.append(f"{SCHEMAS}/{action.owner}")
+    return roots
+
+
+def build_index(managed_ledgers: Iterable[Observed], schemas: Iterable[Observed]) -> ReferenceIndex:
+    """Index the subtrees of ``/managed-ledgers`` and ``/schemas`` as just read."""
+    index = ReferenceIndex()
+    for node in managed_ledgers:
+        if not node.exists:
+            continue
+        try:
+            _ml, cursor = names.split_ml_path(node.path)
+        except DecodeError:
+            continue  # tenant / namespace / domain directory levels
+        index.add(ROLE_CURSOR if cursor is not None else ROLE_MANAGED_LEDGER, node)
+    for node in schemas:
+        if node.exists and node.path.count("/") == 4:  # /schemas/<tenant>/<ns>/<topic>
+            index.add(ROLE_SCHEMA_LOCATOR, node)
+    return index
