@@ -22,15 +22,23 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 SOURCE = Path("pulsar_ops") / "_native.c"
 
 
+STRICT_ENV = "PULSAR_OPS_NATIVE_STRICT"  # CI: warnings are errors, and a failed compile fails the install
+
+
+def _strict() -> bool:
+    return os.environ.get(STRICT_ENV, "").strip() not in ("", "0")
+
+
 def _compile(src: Path, out: Path) -> None:
     cc = shlex.split(sysconfig.get_config_var("CC") or "cc")
-    cmd = [*cc, "-O2", "-fPIC", "-shared", "-Wall", "-I", sysconfig.get_paths()["include"], str(src), "-o", str(out)]
+    warn = ["-Wall", "-Wextra", "-Werror"] if _strict() else ["-Wall"]
+    cmd = [*cc, "-O2", "-fPIC", "-shared", *warn, "-I", sysconfig.get_paths()["include"], str(src), "-o", str(out)]
     if sys.platform == "darwin":
         cmd[len(cc) : len(cc)] = ["-undefined", "dynamic_lookup"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
 
 
-class NativeBuildHook(BuildHookInterface):
+class NativeBuildHook(BuildHookInterface):  # type: ignore[misc]  # hatchling ships no type information
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
@@ -49,6 +57,10 @@ class NativeBuildHook(BuildHookInterface):
             _compile(root / SOURCE, out)
         except (OSError, subprocess.CalledProcessError) as e:
             detail = getattr(e, "stderr", "") or str(e)
+            if _strict():
+                raise RuntimeError(
+                    f"pulsar-ops: {STRICT_ENV}=1 and the native hot path did not compile: {detail}"
+                ) from e
             self.app.display_warning(
                 f"pulsar-ops: the native hot path did not compile; the pure-Python path will run ({detail.strip()})"
             )

@@ -158,9 +158,7 @@ class Aborted(PulsarOpsError):
 
 class ReportError(PulsarOpsError):
     code = "report-write-failed"
-    default_hint = (
-        "check that the output directory exists and is writable, then re-run `pulsar-ops report AUDIT_DIR`"
-    )
+    default_hint = "check that the output directory exists and is writable, then re-run `pulsar-ops report AUDIT_DIR`"
 
 
 class SeedError(PulsarOpsError):

@@ -19,8 +19,9 @@ from pulsar_ops.errors import FindingsError
 SEVERITIES = ("info", "warning", "critical")
 FINDINGS_FILE = "findings.json"
 _DETECTION_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
-_HINT = ("findings.json is written by `pulsar-ops audit SNAPSHOT --out DIR`; re-run the audit instead of "
-         "editing it by hand")
+_HINT = (
+    "findings.json is written by `pulsar-ops audit SNAPSHOT --out DIR`; re-run the audit instead of editing it by hand"
+)
 
 DETECTIONS = (
     "orphan-ledger",
@@ -78,9 +79,7 @@ class Finding:
 
     def key(self) -> str:
         """A stable identity for the finding across re-audits."""
-        return "|".join(
-            str(x) for x in (self.detection, self.ledger_id, self.topic, self.subscription, self.path)
-        )
+        return "|".join(str(x) for x in (self.detection, self.ledger_id, self.topic, self.subscription, self.path))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,8 +106,7 @@ class Finding:
             raise E(f"{where}.detection: {strict.describe(detection)} is not a detection name", hint=_HINT)
         severity = strict.req_text(d, "severity", where, E, hint=_HINT)
         if severity not in SEVERITIES:
-            raise E(f"{where}.severity: {strict.describe(severity)} is not one of {', '.join(SEVERITIES)}",
-                    hint=_HINT)
+            raise E(f"{where}.severity: {strict.describe(severity)} is not one of {', '.join(SEVERITIES)}", hint=_HINT)
         ev: Any = d.get("evidence")
         if ev is None:
             ev = {}

@@ -31,8 +31,10 @@ class ClusterIdentity:
         d = d or {}
         iid = d.get("instance_id")
         clusters = d.get("clusters") or []
-        if (iid is not None and not isinstance(iid, str)) or not isinstance(clusters, list) or not all(
-            isinstance(c, str) for c in clusters
+        if (
+            (iid is not None and not isinstance(iid, str))
+            or not isinstance(clusters, list)
+            or not all(isinstance(c, str) for c in clusters)
         ):
             raise ValueError(f"malformed cluster identity {dict(d)!r}")
         return cls(iid, tuple(sorted(clusters)))
@@ -53,9 +55,12 @@ def instance_id_from_bytes(data: bytes | None) -> str | None:
 def identity_mismatch(expected: ClusterIdentity, actual: ClusterIdentity) -> str | None:
     """Why ``actual`` is not the cluster ``expected`` describes (None when it is)."""
     if expected.instance_id != actual.instance_id:
-        return (f"INSTANCEID is {actual.instance_id or 'absent'}, the plan was made for "
-                f"{expected.instance_id or 'absent'}")
+        return (
+            f"INSTANCEID is {actual.instance_id or 'absent'}, the plan was made for {expected.instance_id or 'absent'}"
+        )
     if expected.clusters != actual.clusters:
-        return (f"clusters are {','.join(actual.clusters) or 'none'}, the plan was made for "
-                f"{','.join(expected.clusters) or 'none'}")
+        return (
+            f"clusters are {','.join(actual.clusters) or 'none'}, the plan was made for "
+            f"{','.join(expected.clusters) or 'none'}"
+        )
     return None

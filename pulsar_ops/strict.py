@@ -37,8 +37,15 @@ def obj(value: Any, where: str, error: ErrorType, hint: str | None = None) -> Ma
     return value
 
 
-def boolean(d: Mapping[str, Any], key: str, where: str, error: ErrorType, *, default: bool | None = None,
-            hint: str | None = None) -> bool:
+def boolean(
+    d: Mapping[str, Any],
+    key: str,
+    where: str,
+    error: ErrorType,
+    *,
+    default: bool | None = None,
+    hint: str | None = None,
+) -> bool:
     if key not in d and default is not None:
         return default
     v = d.get(key)
@@ -47,9 +54,18 @@ def boolean(d: Mapping[str, Any], key: str, where: str, error: ErrorType, *, def
     return v
 
 
-def integer(d: Mapping[str, Any], key: str, where: str, error: ErrorType, *, lo: int = INT64_MIN,
-            hi: int = INT64_MAX, default: int | None = None, nullable: bool = False,
-            hint: str | None = None) -> int | None:
+def integer(
+    d: Mapping[str, Any],
+    key: str,
+    where: str,
+    error: ErrorType,
+    *,
+    lo: int = INT64_MIN,
+    hi: int = INT64_MAX,
+    default: int | None = None,
+    nullable: bool = False,
+    hint: str | None = None,
+) -> int | None:
     """A JSON integer in [lo, hi]. Missing -> ``default`` (when given); null -> None only when ``nullable``."""
     if key not in d:
         if default is not None:
@@ -71,15 +87,32 @@ def integer(d: Mapping[str, Any], key: str, where: str, error: ErrorType, *, lo:
     return v
 
 
-def req_int(d: Mapping[str, Any], key: str, where: str, error: ErrorType, *, lo: int = INT64_MIN,
-            hi: int = INT64_MAX, hint: str | None = None) -> int:
+def req_int(
+    d: Mapping[str, Any],
+    key: str,
+    where: str,
+    error: ErrorType,
+    *,
+    lo: int = INT64_MIN,
+    hi: int = INT64_MAX,
+    hint: str | None = None,
+) -> int:
     v = integer(d, key, where, error, lo=lo, hi=hi, hint=hint)
     assert v is not None
     return v
 
 
-def text(d: Mapping[str, Any], key: str, where: str, error: ErrorType, *, nullable: bool = False,
-         default: str | None = None, max_len: int = 1 << 20, hint: str | None = None) -> str | None:
+def text(
+    d: Mapping[str, Any],
+    key: str,
+    where: str,
+    error: ErrorType,
+    *,
+    nullable: bool = False,
+    default: str | None = None,
+    max_len: int = 1 << 20,
+    hint: str | None = None,
+) -> str | None:
     if key not in d or d[key] is None:
         if default is not None:
             return default
@@ -110,8 +143,7 @@ def zk_path_problem(path: str) -> str | None:
         return "ends with '/'"
     # ZooKeeper's PathUtils.validatePath: no NUL, no C0/C1 controls, nothing in U+D800-U+F8FF (surrogates, so
     # never valid UTF-8, and private use) or U+FFF0-U+FFFF.
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or 0xD800 <= ord(c) <= 0xF8FF or ord(c) >= 0xFFF0
-           for c in path):
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or 0xD800 <= ord(c) <= 0xF8FF or ord(c) >= 0xFFF0 for c in path):
         return "holds a character ZooKeeper refuses in paths (control, surrogate/not UTF-8, or reserved)"
     for part in path[1:].split("/"):
         if part == "":
@@ -121,8 +153,9 @@ def zk_path_problem(path: str) -> str | None:
     return None
 
 
-def zk_path(d: Mapping[str, Any], key: str, where: str, error: ErrorType, *, nullable: bool = False,
-            hint: str | None = None) -> str | None:
+def zk_path(
+    d: Mapping[str, Any], key: str, where: str, error: ErrorType, *, nullable: bool = False, hint: str | None = None
+) -> str | None:
     v = text(d, key, where, error, nullable=nullable, max_len=1 << 16, hint=hint)
     if v is None:
         return None

@@ -42,3 +42,25 @@ def parse_duration_ms(value: str | int, *, flag: str = "duration") -> int:
     if unit not in UNITS_MS:
         raise ConfigError(f"{flag}: unknown unit {m.group(2)!r} in {text!r}", hint=hint)
     return round(float(number) * UNITS_MS[unit])
+
+
+_BYTE_UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
+
+
+def human_bytes(n: float) -> str:
+    """The one bytes formatter (plan, report, model): decimal units as operators quote disks, three significant
+    figures: ``0 B``, ``512 B``, ``1.50 kB``, ``185 MB``, ``12.3 GB``."""
+    value = float(n)
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    unit = 0
+    while value >= 1000 and unit < len(_BYTE_UNITS) - 1:
+        value /= 1000
+        unit += 1
+    if unit == 0:
+        return f"{sign}{int(value)} B"
+    if round(value, 2) >= 100:
+        return f"{sign}{value:.0f} {_BYTE_UNITS[unit]}"
+    if round(value, 2) >= 10:
+        return f"{sign}{value:.1f} {_BYTE_UNITS[unit]}"
+    return f"{sign}{value:.2f} {_BYTE_UNITS[unit]}"

@@ -86,8 +86,9 @@ def first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def extract(spark: SparkSession, snapshot_dir: Path, params: AuditParams, *, admin_scraped: bool,
-            sql_root: Path | None = None) -> None:
+def extract(
+    spark: SparkSession, snapshot_dir: Path, params: AuditParams, *, admin_scraped: bool, sql_root: Path | None = None
+) -> None:
     """Register snapshot tables, staging views, ``params`` and the intermediate views."""
     spark.conf.set("spark.sql.jsonGenerator.ignoreNullFields", "false")
     for t in schema.TABLES:

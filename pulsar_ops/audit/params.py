@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_ops.errors import ConfigError
-from pulsar_ops.units import parse_duration_ms
+from pulsar_ops.units import parse_duration_ms as parse_duration_ms
 
 SECOND = 1000
 MINUTE = 60 * SECOND

@@ -93,8 +93,7 @@ def run_audit(
     verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
     out_dir.mkdir(parents=True, exist_ok=True)
     session = spark or build_session(master=master)
-    etl.extract(session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")),
-                sql_root=sql_root)
+    etl.extract(session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root)
     frame, detections = etl.transform(session, sql_root)
     written = etl.load(frame, out_dir)
     findings = tuple(sorted((Finding.from_json(r.asDict()) for r in written.collect()), key=sort_key))

@@ -17,21 +17,19 @@ from pulsar_ops.audit.params import AuditParams
 
 def seeded_snapshot(out: Path, topics: int, seed: int = 1) -> Path:
     """Seed ``topics`` healthy topics (plus every injected defect) into an embedded ZooKeeper and scrape it."""
-    from kazoo.client import KazooClient
-
+    from pulsar_ops import zkconn
     from pulsar_ops.scrape.run import ScrapeConfig, scrape
     from pulsar_ops.testing.model_spec import SeedOptions
     from pulsar_ops.testing.seeder import seed_cluster
     from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
 
     with EmbeddedZooKeeper(data_dir=out.parent / "zk", heap_mb=3072) as zk:
-        client = KazooClient(hosts=zk.hosts)
-        client.start(timeout=60)
+        client = zkconn.new_client(zk.hosts)
+        zkconn.start(client, zk.hosts, zkconn.NO_SECURITY, timeout=60)
         try:
             seed_cluster(client, None, SeedOptions(topics=topics, seed=seed, persistent_ownership=True))
         finally:
-            client.stop()
-            client.close()
+            zkconn.close(client)
         scrape(ScrapeConfig(zookeeper=zk.hosts, out=out))
     return out
 
@@ -61,9 +59,17 @@ def run(topics: int = 10_000, snapshot: Path | None = None, master: str = "local
     duck_s = time.monotonic() - t0
     spark_counts = {d: sum(c.values()) for d, c in result.counts.items()}
     return {
-        "topics": topics if snapshot is None else None, "snapshot": str(snap), "generate_s": round(gen_s, 2),
-        "spark_startup_s": round(startup_s, 2), "spark_audit_s": round(spark_s, 2), "duckdb_s": round(duck_s, 2),
+        "topics": topics if snapshot is None else None,
+        "snapshot": str(snap),
+        "generate_s": round(gen_s, 2),
+        "spark_startup_s": round(startup_s, 2),
+        "spark_audit_s": round(spark_s, 2),
+        "duckdb_s": round(duck_s, 2),
         "ratio_spark_over_duckdb": round(spark_s / duck_s, 2) if duck_s else None,
-        "findings_spark": spark_counts, "findings_duckdb": duck_counts, "same_counts": spark_counts == duck_counts,
-        "cpus": os.cpu_count(), "load_1min": round(os.getloadavg()[0], 2), "master": master,
+        "findings_spark": spark_counts,
+        "findings_duckdb": duck_counts,
+        "same_counts": spark_counts == duck_counts,
+        "cpus": os.cpu_count(),
+        "load_1min": round(os.getloadavg()[0], 2),
+        "master": master,
     }

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.client import KazooClient  # noqa: TID251 - the naive baseline walk is raw kazoo
+from kazoo.exceptions import NoNodeError  # noqa: TID251 - the naive baseline walk is raw kazoo
 
 from pulsar_ops.errors import PulsarOpsError
 from pulsar_ops.scrape.classify import CONFIG, LOCAL, roots_for
@@ -149,9 +149,10 @@ def run(
     info: Info = lambda _s: None,
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {"machine": _machine(), "topics": topics, "seed": seed}
-    with tempfile.TemporaryDirectory(prefix="pulsar-ops-bench-") as tmp, EmbeddedZooKeeper(
-        data_dir=Path(tmp) / "zk", heap_mb=heap_mb
-    ) as zk:
+    with (
+        tempfile.TemporaryDirectory(prefix="pulsar-ops-bench-") as tmp,
+        EmbeddedZooKeeper(data_dir=Path(tmp) / "zk", heap_mb=heap_mb) as zk,
+    ):
         doc["zookeeper_version"] = zk.version()
         client = KazooClient(hosts=zk.hosts)
         client.start(timeout=60)

@@ -36,8 +36,7 @@ def snapshot_layout(path: Path, delete_ids: Sequence[int], cfg: GcConfig) -> tup
             ctime_ms=int(r["ctime_ms"]),
             state=str(r["state"]),
             closed_ms=closed.get(int(r["ledger_id"])),
-            entries=int(r["last_entry_id"]) + 1 if r["last_entry_id"] is not None and r["last_entry_id"] >= 0
-            else None,
+            entries=int(r["last_entry_id"]) + 1 if r["last_entry_id"] is not None and r["last_entry_id"] >= 0 else None,
         )
         for r in ledgers
     ]

@@ -8,12 +8,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
-from pulsar_ops.cli.common import confirm, emit_json, err_console, guarded
+from pulsar_ops.cli.common import (
+    ZK_AUTH,
+    ZK_AUTH_FILE,
+    ZK_SASL,
+    ZK_SASL_FILE,
+    ZK_TLS_CA,
+    ZK_TLS_CERT,
+    ZK_TLS_KEY,
+    confirm,
+    emit_json,
+    err_console,
+    guarded,
+)
 from pulsar_ops.repair.apply_run import ApplyRequest, run_apply
 from pulsar_ops.repair.executor import ApplyReport
 from pulsar_ops.repair.units import parse_duration_ms
+from pulsar_ops.zkconn import security_from_flags
 
 _SHOW = 50
 
@@ -60,6 +73,13 @@ def register(app: typer.Typer) -> None:
         config_zookeeper: str | None = typer.Option(
             None, "--config-zookeeper", help="Configuration store HOSTS[/chroot] (default: --zookeeper)."
         ),
+        zk_auth: str | None = ZK_AUTH,
+        zk_auth_file: Path | None = ZK_AUTH_FILE,
+        zk_sasl: str | None = ZK_SASL,
+        zk_sasl_file: Path | None = ZK_SASL_FILE,
+        zk_tls_ca: Path | None = ZK_TLS_CA,
+        zk_tls_cert: Path | None = ZK_TLS_CERT,
+        zk_tls_key: Path | None = ZK_TLS_KEY,
         phase: str = typer.Option(..., "--phase", help="mark (verify + back up) or delete (verify + CAS delete)."),
         quarantine: str = typer.Option(
             "1h", "--quarantine", help="Minimum time between mark and delete (0 allowed), e.g. 1h, 30m."
@@ -87,6 +107,15 @@ def register(app: typer.Typer) -> None:
             batch_size=batch_size,
             apply=do_apply,
             yes=yes,
+            security=security_from_flags(
+                zk_auth=zk_auth,
+                zk_auth_file=zk_auth_file,
+                zk_sasl=zk_sasl,
+                zk_sasl_file=zk_sasl_file,
+                zk_tls_ca=zk_tls_ca,
+                zk_tls_cert=zk_tls_cert,
+                zk_tls_key=zk_tls_key,
+            ),
         )
         report = run_apply(req, confirm=lambda q: confirm(q, yes=yes), say=_say)
         print_report(report)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.cli.common import emit_json, err_console, guarded, info
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 @app.command("model")
@@ -22,25 +22,34 @@ def bench_model(
     from pulsar_ops.bench.model import run
     from pulsar_ops.cli.common import emit_json, guarded, info
 
-    def _go() -> None:
-        doc = run(cache_topics=cache_topics, cache_seconds=cache_seconds, block_entries=block_entries,
-                  gc_logs=gc_logs, impact_ledgers=impact_ledgers)
+    def _go(as_json: bool = as_json) -> None:
+        doc = run(
+            cache_topics=cache_topics,
+            cache_seconds=cache_seconds,
+            block_entries=block_entries,
+            gc_logs=gc_logs,
+            impact_ledgers=impact_ledgers,
+        )
         m = doc["machine"]
         info(f"machine: {m['cpus']} cpu(s), load {m['load_1min']} (shared machine: figures are lower bounds)")
         for p in ("legacy", "pip430"):
             c = doc["cache"][p]
-            info(f"cache {p:7s}: {c['entry_ops_per_s']:>12,} simulated entry ops/s "
-                 f"({c['block_ops_per_s']:,} block ops/s, {block_entries} entries/block), hit rate {c['hit_rate']:.1%}")
+            info(
+                f"cache {p:7s}: {c['entry_ops_per_s']:>12,} simulated entry ops/s "
+                f"({c['block_ops_per_s']:,} block ops/s, {block_entries} entries/block), hit rate {c['hit_rate']:.1%}"
+            )
         g = doc["gc"]
         info(f"gc model: {g['entry_logs']:,} entry logs in {g['wall_s']:.3f} s ({g['gc_runs']} GC runs)")
         i = doc["impact"]
-        info(f"plan impact: {i['ledgers']:,} ledgers ({i['deleted']:,} deleted, {i['bookies']} bookies) "
-             f"in {i['wall_s']:.3f} s")
+        info(
+            f"plan impact: {i['ledgers']:,} ledgers ({i['deleted']:,} deleted, {i['bookies']} bookies) "
+            f"in {i['wall_s']:.3f} s"
+        )
         info(f"nack model: 10,000 nacks/s x 1 h in {doc['nack']['wall_s']:.3f} s")
         if as_json:
             emit_json(doc)
 
-    guarded(_go)()
+    guarded(_go)(as_json=as_json)
 
 
 @app.command("scrape")
@@ -58,7 +67,7 @@ def bench_scrape(
     from pulsar_ops.bench.scrape import run
     from pulsar_ops.cli.common import emit_json, guarded, info
 
-    def _go() -> None:
+    def _go(as_json: bool = as_json) -> None:
         doc = run(
             topics=topics, seed=seed, batch=batch, workers=workers, naive_max_seconds=naive_max_seconds, info=info
         )
@@ -75,16 +84,20 @@ def bench_scrape(
             f"{s['workers']} x largest worker {s['worker_peak_rss_mb']:,.0f} MB; ru_maxrss, child process)"
         )
         w = doc["walk_only"]
-        info(f"walk only: {w['znodes']:>8,} znodes in {w['seconds']:8.2f} s = {w['znodes_per_s']:>8,} znodes/s "
-             "(multiRead reads without decoding: the read path)")
+        info(
+            f"walk only: {w['znodes']:>8,} znodes in {w['seconds']:8.2f} s = {w['znodes_per_s']:>8,} znodes/s "
+            "(multiRead reads without decoding: the read path)"
+        )
         sampled = "" if n["finished"] else " (stopped early: rate over the znodes read)"
         info(f"naive   : {n['znodes']:>9,} znodes in {n['seconds']:8.2f} s = {n['znodes_per_s']:>8,} znodes/s{sampled}")
-        info(f"ratio   : {doc['ratio']}x; targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}"
-                                                          for k, v in doc["targets"].items()))
+        info(
+            f"ratio   : {doc['ratio']}x; targets: "
+            + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in doc["targets"].items())
+        )
         if as_json:
             emit_json(doc)
 
-    guarded(_go)()
+    guarded(_go)(as_json=as_json)
 
 
 @app.command("audit")
@@ -100,7 +113,7 @@ def bench_audit(
     from pulsar_ops.bench.audit import run
     from pulsar_ops.cli.common import emit_json, guarded, info
 
-    def _go() -> None:
+    def _go(as_json: bool = as_json) -> None:
         doc = run(topics=topics, snapshot=snapshot, master=master)
         info(f"machine: {doc['cpus']} cpu(s), load {doc['load_1min']} (shared machine: figures are upper bounds)")
         info(f"snapshot: {doc['snapshot']} (seeded and scraped in {doc['generate_s']} s)")
@@ -110,4 +123,4 @@ def bench_audit(
         if as_json:
             emit_json(doc)
 
-    guarded(_go)()
+    guarded(_go)(as_json=as_json)

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-import typer
-from rich.console import Console
+import typer  # noqa: TID251 - typer/rich live in cli/
+from rich.console import Console  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.errors import Aborted, PulsarOpsError
 
@@ -30,11 +30,18 @@ def debug_enabled() -> bool:
     return os.environ.get("PULSAR_OPS_DEBUG", "") not in ("", "0", "false")
 
 
+JSON_FLAGS = ("as_json", "json_out")  # the parameter names commands give their --json option
+
+
 def guarded(fn: Callable[P, R]) -> Callable[P, R]:
-    """Wrap a command: PulsarOpsError -> message + hint on stderr and exit 3 (traceback with --debug)."""
+    """Wrap a command: PulsarOpsError -> message + hint on stderr and exit 3 (traceback with --debug).
+
+    With ``--json`` the failure is also one JSON document on stdout, ``{"error": {"code", "message", "hint"}}``,
+    so a script reading stdout always gets a document it can parse."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        as_json = any(bool(kwargs.get(k)) for k in JSON_FLAGS)
         try:
             return fn(*args, **kwargs)
         except typer.Exit:
@@ -43,6 +50,8 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
             if debug_enabled():
                 raise
             report_error(e)
+            if as_json:
+                emit_json({"error": e.to_dict()})
             raise typer.Exit(EXIT_TOOL_FAILED) from None
         except KeyboardInterrupt:
             err_console.print("[bold red]interrupted[/]")
@@ -50,8 +59,12 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
         except Exception as e:  # the tool failed in a way we did not foresee: still exit 3 with a hint
             if debug_enabled():
                 raise
-            err_console.print(f"[bold red]error\\[internal-error][/]: {escape(type(e).__name__ + ': ' + str(e))}")
-            err_console.print("  hint: re-run with --debug for a traceback and report it")
+            message = f"{type(e).__name__}: {e}"
+            hint = "re-run with --debug for a traceback and report it"
+            err_console.print(f"[bold red]error\\[internal-error][/]: {escape(message)}")
+            err_console.print(f"  hint: {hint}")
+            if as_json:
+                emit_json({"error": {"code": "internal-error", "message": message, "hint": hint}})
             raise typer.Exit(EXIT_TOOL_FAILED) from None
 
     return wrapper
@@ -63,7 +76,7 @@ def report_error(e: PulsarOpsError) -> None:
 
 
 def escape(text: str) -> str:
-    from rich.markup import escape as _escape
+    from rich.markup import escape as _escape  # noqa: TID251 - typer/rich live in cli/
 
     return _escape(text)
 
@@ -86,3 +99,56 @@ def confirm(question: str, *, yes: bool) -> None:
         raise Aborted(f"{question} needs confirmation and no terminal is attached", hint="pass --yes to confirm")
     if not typer.confirm(question, default=False, err=True):
         raise Aborted("not confirmed; nothing was changed")
+
+
+# --- the ZooKeeper security options every ZooKeeper command has (pulsar_ops.zkconn builds the clients) -------
+# Each also reads PULSAR_OPS_<NAME> from the environment; secrets are never printed or written anywhere.
+ZK_AUTH = typer.Option(
+    None,
+    "--zk-auth",
+    envvar="PULSAR_OPS_ZK_AUTH",
+    show_envvar=False,
+    help="ZooKeeper auth SCHEME:CREDENTIALS, e.g. digest:user:password (env PULSAR_OPS_ZK_AUTH).",
+)
+ZK_AUTH_FILE = typer.Option(
+    None,
+    "--zk-auth-file",
+    envvar="PULSAR_OPS_ZK_AUTH_FILE",
+    show_envvar=False,
+    help="Read --zk-auth from this file (keeps the password off the command line).",
+)
+ZK_SASL = typer.Option(
+    None,
+    "--zk-sasl",
+    envvar="PULSAR_OPS_ZK_SASL",
+    show_envvar=False,
+    help="SASL to ZooKeeper: DIGEST-MD5:user:password, or GSSAPI[:service[:principal]] (Kerberos).",
+)
+ZK_SASL_FILE = typer.Option(
+    None,
+    "--zk-sasl-file",
+    envvar="PULSAR_OPS_ZK_SASL_FILE",
+    show_envvar=False,
+    help="Read --zk-sasl from this file.",
+)
+ZK_TLS_CA = typer.Option(
+    None,
+    "--zk-tls-ca",
+    envvar="PULSAR_OPS_ZK_TLS_CA",
+    show_envvar=False,
+    help="CA certificate (PEM) of ZooKeeper's secureClientPort: connect with TLS and verify the server.",
+)
+ZK_TLS_CERT = typer.Option(
+    None,
+    "--zk-tls-cert",
+    envvar="PULSAR_OPS_ZK_TLS_CERT",
+    show_envvar=False,
+    help="Client certificate (PEM), when the server requires one (ssl.clientAuth=need).",
+)
+ZK_TLS_KEY = typer.Option(
+    None,
+    "--zk-tls-key",
+    envvar="PULSAR_OPS_ZK_TLS_KEY",
+    show_envvar=False,
+    help="Private key (PEM) of --zk-tls-cert.",
+)

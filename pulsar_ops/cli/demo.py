@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.cli.common import err_console, guarded
 from pulsar_ops.errors import PulsarOpsError
@@ -123,8 +123,14 @@ def register(app: typer.Typer) -> None:
             all_match = all(d.ok for d in diffs.values())
             _run(
                 [
-                    "report", str(audit), "--html", str(work / "report.html"), "--markdown",
-                    str(work / "report.md"), "--prometheus", str(work / "pulsar_ops.prom"),
+                    "report",
+                    str(audit),
+                    "--html",
+                    str(work / "report.html"),
+                    "--markdown",
+                    str(work / "report.md"),
+                    "--prometheus",
+                    str(work / "pulsar_ops.prom"),
                 ]
             )
             _run(["plan", str(audit), "--out", str(plan)])

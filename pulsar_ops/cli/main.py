@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops import __version__
 
@@ -15,6 +15,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     add_completion=False,
+    rich_markup_mode=None,  # help text is shown verbatim: `HOSTS[/chroot]` is not markup
 )
 
 

@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.cli.common import emit_json, guarded, info
 from pulsar_ops.errors import ModelError
 
-app = typer.Typer(no_args_is_help=True, help="Reference models: bookie GC, broker entry cache, nack tracker.")
+app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="Reference models: bookie GC, broker entry cache, nack tracker."
+)
 
 _GC_HELP = """Predict when bookie disk space comes back after ledgers are deleted.
 
@@ -31,13 +33,16 @@ def _load_json(path: Path, what: str) -> Any:
     try:
         text = path.read_text()
     except OSError as e:
-        raise ModelError(f"cannot read the {what} file {path}: {e.strerror or e}",
-                         hint=f"check the path given to --{what}") from None
+        raise ModelError(
+            f"cannot read the {what} file {path}: {e.strerror or e}", hint=f"check the path given to --{what}"
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise ModelError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
-                         hint=f"fix the --{what} file; see `pulsar-ops model --help`") from None
+        raise ModelError(
+            f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
+            hint=f"fix the --{what} file; see `pulsar-ops model --help`",
+        ) from None
 
 
 def _parse_ids(text: str) -> list[int]:
@@ -51,8 +56,9 @@ def _parse_ids(text: str) -> list[int]:
     try:
         return [int(x) for x in raw]
     except (TypeError, ValueError):
-        raise ModelError(f"--delete: not a list of ledger ids: {text[:80]!r}",
-                         hint="pass --delete 12,13,14 or --delete @ids.json") from None
+        raise ModelError(
+            f"--delete: not a list of ledger ids: {text[:80]!r}", hint="pass --delete 12,13,14 or --delete @ids.json"
+        ) from None
 
 
 def _config_overrides(items: list[str]) -> dict[str, Any]:
@@ -76,8 +82,11 @@ def gc_cmd(
     delete: str = typer.Option("", "--delete", help="With --snapshot: ledger ids, '1,2,3' or '@ids.json'."),
     pulsar_conf: bool = typer.Option(False, "--pulsar-conf", help="Start from Pulsar's shipped bookkeeper.conf."),
     settings: list[str] = typer.Option([], "--set", help="Override a GC setting: KEY=VALUE (BookKeeper name)."),
-    horizon: str = typer.Option("", "--horizon", help="Simulated time after the start, e.g. 3d (default: "
-                                "last deletion + 2 x majorCompactionInterval)."),
+    horizon: str = typer.Option(
+        "",
+        "--horizon",
+        help="Simulated time after the start, e.g. 3d (default: last deletion + 2 x majorCompactionInterval).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Write the JSON document to stdout."),
     plot: Path | None = typer.Option(None, "--plot", help="Draw disk usage and reclaim over time (.png/.svg)."),
 ) -> None:
@@ -87,8 +96,10 @@ def gc_cmd(
     from pulsar_ops.model.units import parse_duration_ms
 
     if (layout is None) == (snapshot is None):
-        raise ModelError("give exactly one of --layout FILE.json or --snapshot DIR",
-                         hint="`pulsar-ops model gc --help` shows both inputs")
+        raise ModelError(
+            "give exactly one of --layout FILE.json or --snapshot DIR",
+            hint="`pulsar-ops model gc --help` shows both inputs",
+        )
     start = 0
     if layout is not None:
         doc = _load_json(layout, "layout")
@@ -96,11 +107,11 @@ def gc_cmd(
             raise ModelError("the layout must be a JSON object", hint="see `pulsar-ops model gc --help`")
         cfg_raw = doc.get("config", {})
         if not isinstance(cfg_raw, dict):
-            raise ModelError("\"config\" must be an object of BookKeeper settings", hint="see --help")
+            raise ModelError('"config" must be an object of BookKeeper settings', hint="see --help")
         cfg = gc_config({**cfg_raw, **_config_overrides(settings)}, pulsar_conf=pulsar_conf)
         entry_size = doc.get("entry_size", 1024)
         if isinstance(entry_size, bool) or not isinstance(entry_size, int) or entry_size <= 0:
-            raise ModelError("\"entry_size\" must be a positive integer (bytes)", hint="see --help")
+            raise ModelError('"entry_size" must be a positive integer (bytes)', hint="see --help")
         lay = layout_from_json(doc, parse_delete_schedule(doc.get("delete_ledgers", [])), entry_size)
     else:
         assert snapshot is not None
@@ -129,10 +140,14 @@ def _gc_human(doc: dict[str, Any], start: int) -> None:
     for kind in ("deletion", "minor", "major"):
         evs = [ev for ev in t["timeline"] if ev["reclaimed_by"].get(kind)]
         if evs:
-            info(f"  {kind:8s} {fmt_bytes(rec[kind]):>10s}  from +{fmt_duration_ms(evs[0]['t_ms'] - start)}"
-                 f" to +{fmt_duration_ms(max(e['end_ms'] for e in evs) - start)}")
-    info(f"  rewritten {fmt_bytes(t['rewrite_bytes'])} in {fmt_duration_ms(t['compaction_seconds'] * 1000)} "
-         "of throttled compaction")
+            info(
+                f"  {kind:8s} {fmt_bytes(rec[kind]):>10s}  from +{fmt_duration_ms(evs[0]['t_ms'] - start)}"
+                f" to +{fmt_duration_ms(max(e['end_ms'] for e in evs) - start)}"
+            )
+    info(
+        f"  rewritten {fmt_bytes(t['rewrite_bytes'])} in {fmt_duration_ms(t['compaction_seconds'] * 1000)} "
+        "of throttled compaction"
+    )
     for reason, n in t["unreclaimable_by_reason"].items():
         info(f"  stays: {fmt_bytes(n)} ({reason})")
 
@@ -140,8 +155,9 @@ def _gc_human(doc: dict[str, Any], start: int) -> None:
 @app.command("cache")
 @guarded
 def cache_cmd(
-    workload: Path = typer.Option(..., "--workload", help="Workload JSON (keys: see pulsar_ops/model/"
-                                  "cache_workload.py; all optional)."),
+    workload: Path = typer.Option(
+        ..., "--workload", help="Workload JSON (keys: see pulsar_ops/model/cache_workload.py; all optional)."
+    ),
     policy: str = typer.Option("both", "--policy", help="legacy | pip430 | both"),
     as_json: bool = typer.Option(False, "--json", help="Write the JSON document to stdout."),
     plot: Path | None = typer.Option(None, "--plot", help="Draw hit rate per policy over time (.png/.svg)."),
@@ -155,8 +171,10 @@ def cache_cmd(
     w = workload_from_json(_load_json(workload, "workload"))
     doc = compare(w, POLICIES if policy == "both" else (policy,))
     for name, r in doc["policies"].items():
-        info(f"{name:7s} hit rate {r['hit_rate']:.1%}  BookKeeper reads {r['bookkeeper_reads_per_s']:.0f}/s  "
-             f"evicted {r['evicted_bytes']}  {r['operations_per_second'] or 0:,.0f} simulated ops/s")
+        info(
+            f"{name:7s} hit rate {r['hit_rate']:.1%}  BookKeeper reads {r['bookkeeper_reads_per_s']:.0f}/s  "
+            f"evicted {r['evicted_bytes']}  {r['operations_per_second'] or 0:,.0f} simulated ops/s"
+        )
     if plot is not None:
         from pulsar_ops.model.plot import plot_cache
 
@@ -174,8 +192,9 @@ def nack_cmd(
     precision_bits: int = typer.Option(8, "--precision-bits", help="negativeAckPrecisionBitCnt."),
     entries_per_ledger: int = typer.Option(50_000, "--entries-per-ledger", help="managedLedgerMaxEntriesPerLedger."),
     batch_size: int = typer.Option(1, "--batch-size", help="Messages per entry (batching)."),
-    consume_rate: float | None = typer.Option(None, "--consume-rate", help="Messages read per second "
-                                              "(default: --rate, every message nacked)."),
+    consume_rate: float | None = typer.Option(
+        None, "--consume-rate", help="Messages read per second (default: --rate, every message nacked)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed for sparse nack positions."),
     as_json: bool = typer.Option(False, "--json", help="Write the JSON document to stdout."),
     plot: Path | None = typer.Option(None, "--plot", help="Draw memory vs delay for both designs (.png/.svg)."),
@@ -184,15 +203,23 @@ def nack_cmd(
     from pulsar_ops.model.nack import NackInput, model_nack, sweep_delays
     from pulsar_ops.model.units import fmt_bytes, parse_duration_ms
 
-    inp = NackInput(rate=rate, delay_ms=parse_duration_ms(delay, flag="--delay"), precision_bits=precision_bits,
-                    entries_per_ledger=entries_per_ledger, batch_size=batch_size, consume_rate=consume_rate,
-                    seed=seed)
+    inp = NackInput(
+        rate=rate,
+        delay_ms=parse_duration_ms(delay, flag="--delay"),
+        precision_bits=precision_bits,
+        entries_per_ledger=entries_per_ledger,
+        batch_size=batch_size,
+        consume_rate=consume_rate,
+        seed=seed,
+    )
     doc = model_nack(inp).to_json()
     info(f"tracked entries: {doc['entries']:,}")
     for key in ("old", "new"):
         d = doc[key]
-        info(f"  {key}: {fmt_bytes(d['bytes'])} ({d['bytes_per_entry']} B/entry), redelivery "
-             f"{d['max_early_ms']} ms early .. {d['max_late_ms']} ms late  [{d['design']}]")
+        info(
+            f"  {key}: {fmt_bytes(d['bytes'])} ({d['bytes_per_entry']} B/entry), redelivery "
+            f"{d['max_early_ms']} ms early .. {d['max_late_ms']} ms late  [{d['design']}]"
+        )
     if plot is not None:
         from pulsar_ops.model.plot import plot_nack
 

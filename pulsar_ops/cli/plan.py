@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.cli.common import emit_json, err_console, guarded
 from pulsar_ops.repair.plan_builder import BuiltPlan, build_plan

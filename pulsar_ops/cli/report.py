@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.cli.common import err_console, guarded
 from pulsar_ops.report import html, markdown, prometheus

@@ -8,9 +8,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
-from pulsar_ops.cli.common import confirm, emit_json, err_console, guarded
+from pulsar_ops.cli.common import (
+    ZK_AUTH,
+    ZK_AUTH_FILE,
+    ZK_SASL,
+    ZK_SASL_FILE,
+    ZK_TLS_CA,
+    ZK_TLS_CERT,
+    ZK_TLS_KEY,
+    confirm,
+    emit_json,
+    err_console,
+    guarded,
+)
 from pulsar_ops.repair.apply_run import verify_target
 from pulsar_ops.repair.plan_file import load_plan
 from pulsar_ops.repair.restore import (
@@ -22,6 +34,7 @@ from pulsar_ops.repair.restore import (
     select_entries,
 )
 from pulsar_ops.repair.zk_writer import ZkSession, redact_hosts
+from pulsar_ops.zkconn import security_from_flags
 
 _SHOW = 50
 
@@ -50,6 +63,13 @@ def register(app: typer.Typer) -> None:
         config_zookeeper: str | None = typer.Option(
             None, "--config-zookeeper", help="Configuration store HOSTS[/chroot] (default: --zookeeper)."
         ),
+        zk_auth: str | None = ZK_AUTH,
+        zk_auth_file: Path | None = ZK_AUTH_FILE,
+        zk_sasl: str | None = ZK_SASL,
+        zk_sasl_file: Path | None = ZK_SASL_FILE,
+        zk_tls_ca: Path | None = ZK_TLS_CA,
+        zk_tls_cert: Path | None = ZK_TLS_CERT,
+        zk_tls_key: Path | None = ZK_TLS_KEY,
         only: str | None = typer.Option(None, "--only", help="Restore only this znode path and its subtree."),
         plan_path: Path | None = typer.Option(
             None, "--plan", help="The plan whose backups to restore (needed when the directory holds several)."
@@ -60,14 +80,24 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print per-znode outcomes as JSON on stdout."),
     ) -> None:
         """Recreate backed-up znodes (never overwriting a znode that exists with other bytes)."""
+        security = security_from_flags(
+            zk_auth=zk_auth,
+            zk_auth_file=zk_auth_file,
+            zk_sasl=zk_sasl,
+            zk_sasl_file=zk_sasl_file,
+            zk_tls_ca=zk_tls_ca,
+            zk_tls_cert=zk_tls_cert,
+            zk_tls_key=zk_tls_key,
+        )
         _say(GC_WARNING, style="bold yellow")
         backups = open_backup(backup_dir)
         target = restore_target(backups, load_plan(plan_path) if plan_path else None, plan_id)
         entries = select_entries(backups.entries, only, target.plan_id)
         if do_apply:
-            confirm(f"restore {len(entries)} znode(s) of plan {target.plan_id} into {redact_hosts(zookeeper)}?",
-                    yes=yes)
-        with ZkSession(zookeeper, config_zookeeper) as session:
+            confirm(
+                f"restore {len(entries)} znode(s) of plan {target.plan_id} into {redact_hosts(zookeeper)}?", yes=yes
+            )
+        with ZkSession(zookeeper, config_zookeeper, security=security) as session:
             if entries:
                 verify_target(session, target.identity, target.ledgers_root, zookeeper, config_zookeeper)
             report = run_restore(backups, session, only=only, apply=do_apply, plan_id=target.plan_id)

@@ -10,11 +10,24 @@ import sys
 import time
 from pathlib import Path
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
-from pulsar_ops.cli.common import emit_json, err_console, escape, guarded
+from pulsar_ops.cli.common import (
+    ZK_AUTH,
+    ZK_AUTH_FILE,
+    ZK_SASL,
+    ZK_SASL_FILE,
+    ZK_TLS_CA,
+    ZK_TLS_CERT,
+    ZK_TLS_KEY,
+    emit_json,
+    err_console,
+    escape,
+    guarded,
+)
 from pulsar_ops.scrape.run import ScrapeConfig, ScrapeProgress, scrape
 from pulsar_ops.snapshot.manifest import Manifest
+from pulsar_ops.zkconn import security_from_flags
 
 
 class _ProgressLine:
@@ -83,9 +96,13 @@ def register(app: typer.Typer) -> None:
             None, "--config-zookeeper", help="Configuration store HOST:PORT[,...][/chroot] (default: --zookeeper)."
         ),
         ledgers_root: str = typer.Option("/ledgers", "--ledgers-root", help="BookKeeper ledgers root znode."),
-        zk_auth: str = typer.Option(
-            None, "--zk-auth", help="ZooKeeper auth, e.g. digest:user:password (never written anywhere)."
-        ),
+        zk_auth: str | None = ZK_AUTH,
+        zk_auth_file: Path | None = ZK_AUTH_FILE,
+        zk_sasl: str | None = ZK_SASL,
+        zk_sasl_file: Path | None = ZK_SASL_FILE,
+        zk_tls_ca: Path | None = ZK_TLS_CA,
+        zk_tls_cert: Path | None = ZK_TLS_CERT,
+        zk_tls_key: Path | None = ZK_TLS_KEY,
         cluster: str = typer.Option(None, "--cluster", help="Cluster name (default: from /admin/clusters)."),
         batch: int = typer.Option(None, "--batch", min=1, max=100_000, help="Reads per multiRead batch."),
         multiread: bool = typer.Option(
@@ -114,6 +131,15 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
     ) -> None:
         """Read ZooKeeper metadata (managed ledgers, ledgers, schemas, policies, bundles) into a snapshot."""
+        security = security_from_flags(
+            zk_auth=zk_auth,
+            zk_auth_file=zk_auth_file,
+            zk_sasl=zk_sasl,
+            zk_sasl_file=zk_sasl_file,
+            zk_tls_ca=zk_tls_ca,
+            zk_tls_cert=zk_tls_cert,
+            zk_tls_key=zk_tls_key,
+        )
         extra = None
         if admin_url or bookie_url:
             from pulsar_ops.scrape.http import HttpSettings
@@ -134,7 +160,7 @@ def register(app: typer.Typer) -> None:
                     out=out,
                     config_zookeeper=config_zookeeper,
                     ledgers_root=ledgers_root,
-                    zk_auth=zk_auth,
+                    security=security,
                     cluster=cluster,
                     batch=batch,
                     multiread=multiread,

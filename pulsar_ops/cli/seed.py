@@ -4,33 +4,40 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-import typer
+import typer  # noqa: TID251 - typer/rich live in cli/
 
-from pulsar_ops.cli.common import guarded, info
+from pulsar_ops import zkconn
+from pulsar_ops.cli.common import (
+    ZK_AUTH,
+    ZK_AUTH_FILE,
+    ZK_SASL,
+    ZK_SASL_FILE,
+    ZK_TLS_CA,
+    ZK_TLS_CERT,
+    ZK_TLS_KEY,
+    guarded,
+    info,
+)
 from pulsar_ops.errors import ConfigError, ZooKeeperError
+from pulsar_ops.zkconn import ZkSecurity, security_from_flags
 
 
-def _connect(hosts: str, what: str) -> object:
-    """A started KazooClient for HOSTS[/chroot]; the chroot is created first when missing."""
-    from kazoo.client import KazooClient
-    from kazoo.exceptions import KazooException
-    from kazoo.handlers.threading import KazooTimeoutError
-
+def _connect(hosts: str, what: str, security: ZkSecurity) -> Any:
+    """A started kazoo client (built by pulsar_ops.zkconn) for HOSTS[/chroot]; the chroot is created first."""
     servers, _, chroot = hosts.partition("/")
-    try:
-        if chroot.strip("/"):
-            base = KazooClient(hosts=servers, timeout=30.0)
-            base.start(timeout=30)
-            try:
-                base.ensure_path("/" + chroot.strip("/"))
-            finally:
-                base.stop()
-                base.close()
-        client = KazooClient(hosts=hosts, timeout=30.0)
-        client.start(timeout=30)
-    except (KazooTimeoutError, KazooException) as e:
-        raise ZooKeeperError(f"cannot connect to the {what} ZooKeeper {hosts}: {e!r}") from e
+    if chroot.strip("/"):
+        base = zkconn.new_client(servers, security)
+        zkconn.start(base, f"{servers} ({what})", security, timeout=30)
+        try:
+            base.ensure_path("/" + chroot.strip("/"))
+        except Exception as e:  # kazoo's errors: the seed cannot create its chroot
+            raise ZooKeeperError(f"cannot create the chroot /{chroot.strip('/')} on {servers}: {e!r}") from e
+        finally:
+            zkconn.close(base)
+    client = zkconn.new_client(hosts, security)
+    zkconn.start(client, f"{servers} ({what})", security, timeout=30)
     return client
 
 
@@ -53,6 +60,13 @@ def seed_command(
         "process, default) or ephemeral ones (vanish when seeding ends, as in a stopped cluster).",
     ),
     batch: int = typer.Option(1000, "--batch", min=1, max=5000, help="Znodes per multi-create request."),
+    zk_auth: str | None = ZK_AUTH,
+    zk_auth_file: Path | None = ZK_AUTH_FILE,
+    zk_sasl: str | None = ZK_SASL,
+    zk_sasl_file: Path | None = ZK_SASL_FILE,
+    zk_tls_ca: Path | None = ZK_TLS_CA,
+    zk_tls_cert: Path | None = ZK_TLS_CERT,
+    zk_tls_key: Path | None = ZK_TLS_KEY,
 ) -> None:
     """Seed a synthetic Pulsar cluster into an EMPTY ZooKeeper chroot and write its ground truth."""
     from pulsar_ops.testing.model_spec import SeedOptions, parse_defects
@@ -68,8 +82,17 @@ def seed_command(
         persistent_ownership=persistent_ownership,
         batch_size=batch,
     )
-    local = _connect(zookeeper, "local")
-    config = _connect(config_zookeeper, "configuration") if config_zookeeper else None
+    security = security_from_flags(
+        zk_auth=zk_auth,
+        zk_auth_file=zk_auth_file,
+        zk_sasl=zk_sasl,
+        zk_sasl_file=zk_sasl_file,
+        zk_tls_ca=zk_tls_ca,
+        zk_tls_cert=zk_tls_cert,
+        zk_tls_key=zk_tls_key,
+    )
+    local = _connect(zookeeper, "local", security)
+    config = _connect(config_zookeeper, "configuration", security) if config_zookeeper else None
     try:
         info(f"seeding {topics} topics (seed {seed}, defects: {', '.join(sorted(options.defects)) or 'none'})")
         result = seed_cluster(
@@ -81,8 +104,7 @@ def seed_command(
     finally:
         for c in (local, config):
             if c is not None:
-                c.stop()  # type: ignore[attr-defined]
-                c.close()  # type: ignore[attr-defined]
+                zkconn.close(c)
     gt = result.ground_truth
     if ground_truth is not None:
         ground_truth.write_text(json.dumps(gt, indent=2, sort_keys=True, ensure_ascii=False) + "\n")

@@ -17,7 +17,7 @@ NOT_TEXT = "a string field is not valid UTF-8"
 
 
 def _not_text_reason(cls: Any, data: bytes) -> str:
-    """"" when every string field of ``data`` (already parsed by ``cls``) is valid UTF-8, else the reason."""
+    """ "" when every string field of ``data`` (already parsed by ``cls``) is valid UTF-8, else the reason."""
     try:
         proto.strict_twin(cls)().ParseFromString(data)
     except Exception:  # the twin differs from cls only in validating UTF-8

@@ -25,9 +25,7 @@ def parse_ack_ranges_string(s: str, path: str = "") -> tuple[MessageRange, ...]:
     """Parse an ``individuallyDeletedMessages`` string (either spelling); DecodeError when malformed."""
     if _WHOLE_RE.fullmatch(s) is None:
         raise DecodeError(path or "individuallyDeletedMessages", f"malformed ack-range string {s[:80]!r}")
-    return tuple(
-        MessageRange((int(m[1]), int(m[2])), (int(m[3]), int(m[4]))) for m in _RANGE_RE.finditer(s)
-    )
+    return tuple(MessageRange((int(m[1]), int(m[2])), (int(m[3]), int(m[4]))) for m in _RANGE_RE.finditer(s))
 
 
 def format_ack_ranges(ranges: Iterable[MessageRange], *, guava: bool = False) -> str:

@@ -29,7 +29,8 @@ _ZSTD_D = zstandard.ZstdDecompressor()
 
 
 def _lz4_decompress(payload: bytes, size: int) -> bytes:
-    return lz4.block.decompress(payload, uncompressed_size=size)
+    out: bytes = lz4.block.decompress(payload, uncompressed_size=size)
+    return out
 
 
 def _zlib_decompress(payload: bytes, size: int) -> bytes:
@@ -126,7 +127,8 @@ def wrap(payload: bytes, compression: str, *, always_header: bool = False) -> by
         return bytes(payload)
     if len(payload) > MAX_UNCOMPRESSED_SIZE:
         raise ValueError(f"payload of {len(payload)} bytes exceeds {MAX_UNCOMPRESSED_SIZE}")
-    meta = proto.ManagedLedgerInfoMetadata(
+    meta: bytes = proto.ManagedLedgerInfoMetadata(
         compressionType=proto.COMPRESSION_NUMBERS[codec], uncompressedSize=len(payload)
     ).SerializeToString()
-    return MAGIC + len(meta).to_bytes(4, "big") + meta + _COMPRESS[codec](bytes(payload))
+    body: bytes = _COMPRESS[codec](bytes(payload))
+    return MAGIC + len(meta).to_bytes(4, "big") + meta + body

@@ -147,9 +147,7 @@ def _from_message(msg: Any, version: int, ledger_id: int | None) -> LedgerMetada
         digest_type=proto.DIGEST_TYPES.get(msg.digestType) if msg.HasField("digestType") else None,
         password=bytes(msg.password),
         ctime_ms=msg.ctime if msg.HasField("ctime") else None,
-        custom_metadata=tuple([(e.key, e.value) for e in msg.customMetadata[:]])
-        if len(msg.customMetadata)
-        else (),
+        custom_metadata=tuple([(e.key, e.value) for e in msg.customMetadata[:]]) if len(msg.customMetadata) else (),
         ctoken=msg.cToken if msg.HasField("cToken") else None,
     )
 
@@ -444,7 +442,7 @@ def encode_ledger_metadata(md: LedgerMetadata, version: int = 3) -> bytes:
     if version == 2:
         return header + text_format.MessageToString(_to_message(md)).encode("utf-8")
     if version == 3:
-        body = _to_message(md).SerializeToString()
+        body: bytes = _to_message(md).SerializeToString()
         n = len(body)
         prefix = bytearray()
         while True:

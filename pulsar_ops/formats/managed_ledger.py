@@ -71,9 +71,7 @@ def _ledger(li: Any) -> LedgerInfo:
     offload = None
     if li.HasField("offloadContext"):
         oc = li.offloadContext
-        offload = OffloadInfo(
-            oc.complete, oc.bookkeeperDeleted, oc.timestamp if oc.HasField("timestamp") else None
-        )
+        offload = OffloadInfo(oc.complete, oc.bookkeeperDeleted, oc.timestamp if oc.HasField("timestamp") else None)
     props = tuple([(kv.key, kv.value) for kv in li.properties[:]]) if len(li.properties) else ()
     return LedgerInfo(
         li.ledgerId,
@@ -174,7 +172,9 @@ def managed_ledger_fields(data: bytes, path: str) -> ManagedLedgerFields:
         if has("offloadContext"):
             oc = li.offloadContext
             off: tuple[bool, bool, int | None] = (
-                oc.complete, oc.bookkeeperDeleted, oc.timestamp if oc.HasField("timestamp") else None
+                oc.complete,
+                oc.bookkeeperDeleted,
+                oc.timestamp if oc.HasField("timestamp") else None,
             )
         else:
             off = (False, False, None)

@@ -258,9 +258,3 @@ def encode_partitioned_topic(
     if deleted is not None:
         obj["deleted"] = deleted
     return json.dumps(obj, separators=(",", ":")).encode("utf-8")
-
-
-def encode_tenant_info(admin_roles: Sequence[str] = (), allowed_clusters: Sequence[str] = ("standalone",)) -> bytes:
-    return json.dumps(
-        {"adminRoles": list(admin_roles), "allowedClusters": list(allowed_clusters)}, separators=(",", ":")
-    ).encode("utf-8")

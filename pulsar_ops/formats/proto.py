@@ -160,9 +160,7 @@ def _ml_file() -> descriptor_pb2.FileDescriptorProto:
             enums,
         ),
         _message(pkg, "LongProperty", [("name", 1, _REQ, "string", None), ("value", 2, _REQ, "int64", None)], enums),
-        _message(
-            pkg, "StringProperty", [("name", 1, _REQ, "string", None), ("value", 2, _REQ, "string", None)], enums
-        ),
+        _message(pkg, "StringProperty", [("name", 1, _REQ, "string", None), ("value", 2, _REQ, "string", None)], enums),
         _message(
             pkg,
             "ManagedCursorInfo",
@@ -272,9 +270,7 @@ def _schema_file() -> descriptor_pb2.FileDescriptorProto:
             none,
         ),
     ]
-    f = descriptor_pb2.FileDescriptorProto(
-        name="pulsar_ops/SchemaStorageFormat.proto", package=pkg, syntax="proto2"
-    )
+    f = descriptor_pb2.FileDescriptorProto(name="pulsar_ops/SchemaStorageFormat.proto", package=pkg, syntax="proto2")
     f.message_type.extend(msgs)
     return f
 

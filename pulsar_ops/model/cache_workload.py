@@ -101,17 +101,43 @@ def workload_from_json(doc: Any) -> CacheWorkload:
     if not isinstance(doc, dict):
         raise ModelError("the workload must be a JSON object", hint=_HINT)
     known = {
-        "seed", "duration_s", "tick_ms", "topics", "publish_rate", "rate_skew", "entry_size", "block_entries",
-        "subscriptions", "tail_lag_ms", "catchup", "key_shared", "reloads_per_s", "ack_lag_ms", "restarts_at_s",
-        "cache_mb", "config",
+        "seed",
+        "duration_s",
+        "tick_ms",
+        "topics",
+        "publish_rate",
+        "rate_skew",
+        "entry_size",
+        "block_entries",
+        "subscriptions",
+        "tail_lag_ms",
+        "catchup",
+        "key_shared",
+        "reloads_per_s",
+        "ack_lag_ms",
+        "restarts_at_s",
+        "cache_mb",
+        "config",
     }
     unknown = set(doc) - known
     if unknown:
         raise ModelError(f"unknown workload key(s): {', '.join(sorted(unknown))}", hint=_HINT)
     base = CacheWorkload()
     flat: dict[str, Any] = {}
-    for key in ("seed", "duration_s", "tick_ms", "topics", "publish_rate", "rate_skew", "entry_size",
-                "block_entries", "tail_lag_ms", "reloads_per_s", "ack_lag_ms", "cache_mb"):
+    for key in (
+        "seed",
+        "duration_s",
+        "tick_ms",
+        "topics",
+        "publish_rate",
+        "rate_skew",
+        "entry_size",
+        "block_entries",
+        "tail_lag_ms",
+        "reloads_per_s",
+        "ack_lag_ms",
+        "cache_mb",
+    ):
         flat[key] = _num(doc, key, getattr(base, key))
     subs = doc.get("subscriptions", {})
     catch = doc.get("catchup", {})

@@ -167,7 +167,8 @@ class _State:
         return self.other + int(self.totals[self.alive].sum())
 
     def dead(self, n_dead: int) -> np.ndarray[Any, np.dtype[np.int64]]:
-        return np.minimum(self.groups[:, :n_dead].sum(axis=1), self.totals)
+        out: np.ndarray[Any, np.dtype[np.int64]] = np.minimum(self.groups[:, :n_dead].sum(axis=1), self.totals)
+        return out
 
     def append(self, totals: np.ndarray[Any, Any], groups: np.ndarray[Any, Any]) -> None:
         n = totals.shape[0]
@@ -250,8 +251,10 @@ def _simulate_bookie(
         do_major = not suspend_major and (
             (force and cfg.force_major_allowed) or (cfg.major_enabled and (force or major_due))
         )
-        do_minor = (not do_major) and not suspend_minor and (
-            (force and cfg.force_minor_allowed) or (cfg.minor_enabled and (force or minor_due))
+        do_minor = (
+            (not do_major)
+            and not suspend_minor
+            and ((force and cfg.force_minor_allowed) or (cfg.minor_enabled and (force or minor_due)))
         )
         elapsed_s = 0.0
         kind = "major" if do_major else "minor" if do_minor else None
@@ -330,8 +333,7 @@ def _simulate_bookie(
         t = end + (cfg.disk_check_interval_ms if force else gc_wait)
 
     res.used_after = st.used()
-    _classify_stuck(st, res, cfg, n_dead_seen if n_dead_seen >= 0 else 0, full_flag, bool(last_state and
-                                                                                           last_state[0]))
+    _classify_stuck(st, res, cfg, n_dead_seen if n_dead_seen >= 0 else 0, full_flag, bool(last_state and last_state[0]))
     return res
 
 

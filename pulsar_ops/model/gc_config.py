@@ -95,7 +95,7 @@ class GcConfig:
         return {_CAMEL_OF[f.name]: getattr(self, f.name) for f in fields(self)}
 
 
-_HINT = "fix the GC settings in the input's \"config\" object (BookKeeper key names), see `pulsar-ops model gc --help`"
+_HINT = 'fix the GC settings in the input\'s "config" object (BookKeeper key names), see `pulsar-ops model gc --help`'
 
 # BookKeeper key -> field name. The two interval keys are in seconds, as in bookkeeper.conf.
 _FIELD_OF: dict[str, str] = {

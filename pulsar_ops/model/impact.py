@@ -63,15 +63,17 @@ class ImpactReport:
             f"{len(self.gc.bookies)} bookie(s); {fmt_bytes(freed)} comes back (GC runs simulated for "
             f"{fmt_duration_ms(self.gc.horizon_ms - self.now_ms)}):"
         ]
-        for kind, label in (("deletion", "whole entry logs deleted"), ("minor", "minor compaction"),
-                            ("major", "major compaction")):
+        for kind, label in (
+            ("deletion", "whole entry logs deleted"),
+            ("minor", "minor compaction"),
+            ("major", "major compaction"),
+        ):
             if rec[kind]:
                 evs = [ev for ev in total["timeline"] if ev["reclaimed_by"].get(kind)]
                 first = min(ev["t_ms"] for ev in evs) - self.now_ms
                 last = max(ev["end_ms"] for ev in evs) - self.now_ms
                 lines.append(
-                    f"  {fmt_bytes(rec[kind])} by {label}, from +{fmt_duration_ms(first)} "
-                    f"to +{fmt_duration_ms(last)}"
+                    f"  {fmt_bytes(rec[kind])} by {label}, from +{fmt_duration_ms(first)} to +{fmt_duration_ms(last)}"
                 )
         if total["rewrite_bytes"]:
             lines.append(
@@ -124,8 +126,7 @@ def plan_impact(
         if cfg.verify_metadata_on_gc:
             reads += len(f.bookies)
     ops = znode_deletes if znode_deletes > 0 else len(delete)
-    return ImpactReport(per_ledger=per_ledger, gc=result, metadata_ops=ops, now_ms=now_ms,
-                        bookie_metadata_reads=reads)
+    return ImpactReport(per_ledger=per_ledger, gc=result, metadata_ops=ops, now_ms=now_ms, bookie_metadata_reads=reads)
 
 
 def read_load_impact(
@@ -152,13 +153,25 @@ def read_load_impact(
     from pulsar_ops.model.cache_workload import CacheWorkload
 
     if topics <= 0:
-        return {"topics": 0, "extra_bookkeeper_reads": 0, "extra_bookkeeper_read_bytes": 0,
-                "peak_bookkeeper_reads_per_s": 0.0, "policy": policy}
+        return {
+            "topics": 0,
+            "extra_bookkeeper_reads": 0,
+            "extra_bookkeeper_read_bytes": 0,
+            "peak_bookkeeper_reads_per_s": 0.0,
+            "policy": policy,
+        }
     n = min(topics, max_simulated_topics)
     scale = topics / n
     base = CacheWorkload(
-        seed=seed, duration_s=6.0, topics=n, publish_rate=publish_rate, entry_size=entry_size, block_entries=1,
-        tailing=max(subscriptions, 1), ack_lag_ms=ack_lag_ms, cache_mb=cache_mb * n / topics,
+        seed=seed,
+        duration_s=6.0,
+        topics=n,
+        publish_rate=publish_rate,
+        entry_size=entry_size,
+        block_entries=1,
+        tailing=max(subscriptions, 1),
+        ack_lag_ms=ack_lag_ms,
+        cache_mb=cache_mb * n / topics,
     )
     quiet = simulate_cache(base, policy)
     loaded = simulate_cache(CacheWorkload(**{**base.__dict__, "restarts_at_s": (1.0,)}), policy)
@@ -170,6 +183,10 @@ def read_load_impact(
         "extra_bookkeeper_reads": round(extra * scale),
         "extra_bookkeeper_read_bytes": round(extra * scale * entry_size),
         "peak_bookkeeper_reads_per_s": round(peak * scale, 1),
-        "assumptions": {"subscriptions": subscriptions, "ack_lag_ms": ack_lag_ms, "publish_rate": publish_rate,
-                        "simulated_topics": n},
+        "assumptions": {
+            "subscriptions": subscriptions,
+            "ack_lag_ms": ack_lag_ms,
+            "publish_rate": publish_rate,
+            "simulated_topics": n,
+        },
     }

@@ -83,7 +83,7 @@ def _int(value: Any, what: str, *, minimum: int = 0) -> int:
 def parse_delete_schedule(raw: Any) -> dict[int, int]:
     """``[id, ...]`` (deleted at t=0) or ``[{"id": N, "at_ms": T}, ...]`` -> ledger -> deletion time (ms)."""
     if not isinstance(raw, list):
-        raise ModelError("\"delete_ledgers\" must be a list of ledger ids", hint=_LAYOUT_HINT)
+        raise ModelError('"delete_ledgers" must be a list of ledger ids', hint=_LAYOUT_HINT)
     out: dict[int, int] = {}
     for item in raw:
         if isinstance(item, dict):
@@ -97,7 +97,7 @@ def parse_delete_schedule(raw: Any) -> dict[int, int]:
 def layout_from_json(doc: Mapping[str, Any], delete_at: Mapping[int, int], entry_size: int) -> Layout:
     raw_bookies = doc.get("bookies")
     if not isinstance(raw_bookies, dict) or not raw_bookies:
-        raise ModelError("\"bookies\" must be a non-empty object of bookie id -> layout", hint=_LAYOUT_HINT)
+        raise ModelError('"bookies" must be a non-empty object of bookie id -> layout', hint=_LAYOUT_HINT)
     times, group_of = delete_groups(delete_at)
     n_groups = len(times)
     bookies: dict[str, BookieLayout] = {}
@@ -108,14 +108,14 @@ def layout_from_json(doc: Mapping[str, Any], delete_at: Mapping[int, int], entry
         disk_bytes = None if disk is None else _int(disk, f"bookie {bid!r}: disk_bytes", minimum=1)
         logs = raw.get("entry_logs")
         if not isinstance(logs, list):
-            raise ModelError(f"bookie {bid!r}: \"entry_logs\" must be a list", hint=_LAYOUT_HINT)
+            raise ModelError(f'bookie {bid!r}: "entry_logs" must be a list', hint=_LAYOUT_HINT)
         ids: list[int] = []
         totals: list[int] = []
         active: list[bool] = []
         groups = np.zeros((len(logs), n_groups), dtype=np.int64)
         for k, log in enumerate(logs):
             if not isinstance(log, dict) or not isinstance(log.get("ledgers"), dict):
-                raise ModelError(f"bookie {bid!r}: entry_logs[{k}] needs \"id\" and \"ledgers\"", hint=_LAYOUT_HINT)
+                raise ModelError(f'bookie {bid!r}: entry_logs[{k}] needs "id" and "ledgers"', hint=_LAYOUT_HINT)
             ids.append(_int(log.get("id"), f"bookie {bid!r}: entry_logs[{k}].id"))
             active.append(bool(log.get("active", False)))
             total = 0
@@ -123,8 +123,9 @@ def layout_from_json(doc: Mapping[str, Any], delete_at: Mapping[int, int], entry
                 try:
                     lid = int(lid_s)
                 except ValueError:
-                    raise ModelError(f"bookie {bid!r}: ledger id {lid_s!r} is not an integer",
-                                     hint=_LAYOUT_HINT) from None
+                    raise ModelError(
+                        f"bookie {bid!r}: ledger id {lid_s!r} is not an integer", hint=_LAYOUT_HINT
+                    ) from None
                 b = _int(nbytes, f"bookie {bid!r}: log {ids[-1]} ledger {lid} bytes")
                 total += b
                 g = group_of.get(lid)

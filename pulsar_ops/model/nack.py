@@ -51,8 +51,9 @@ class NackInput:
 
     def validate(self) -> NackInput:
         if self.rate <= 0 or self.delay_ms <= 0:
-            raise ModelError("--rate and --delay must be > 0", hint="e.g. `pulsar-ops model nack --rate 10000 "
-                             "--delay 1h`")
+            raise ModelError(
+                "--rate and --delay must be > 0", hint="e.g. `pulsar-ops model nack --rate 10000 --delay 1h`"
+            )
         if not 0 <= self.precision_bits <= 32:
             raise ModelError("--precision-bits must be in 0..32", hint="the default is 8 (256 ms buckets)")
         if self.entries_per_ledger < 1 or self.batch_size < 1:
@@ -160,9 +161,7 @@ def model_nack(inp: NackInput) -> NackResult:
     old = old_bytes(peak)
     width = 1 << inp.precision_bits
     buckets = int(delay // width) + 1  # keys in (now - width, now + delay], floored to the bucket width
-    bitmap_b, overhead_b, per_bucket, ledgers, buckets = _measure_buckets(
-        inp, buckets, width, read_entries_per_ms, q
-    )
+    bitmap_b, overhead_b, per_bucket, ledgers, buckets = _measure_buckets(inp, buckets, width, read_entries_per_ms, q)
     new = bitmap_b + overhead_b
     return NackResult(
         inp=inp,

@@ -14,14 +14,7 @@ def parse_duration_ms(text: str, *, flag: str = "duration") -> float:
         raise ModelError(e.message, hint=e.hint) from None
 
 
-def fmt_bytes(n: float) -> str:
-    """Decimal units, as operators quote disks: 1.8 TB, 300 GB."""
-    v = float(n)
-    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
-        if abs(v) < 1000 or unit == "PB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1000
-    return f"{v:.1f} PB"  # pragma: no cover
+fmt_bytes = units.human_bytes  # the one bytes formatter (pulsar_ops.units)
 
 
 def fmt_duration_ms(ms: float) -> str:

@@ -116,8 +116,7 @@ class Precondition:
         cm = strict.obj(d.get("custom_metadata") or {}, f"{where}.custom_metadata", PlanError, hint=_HINT)
         for k, v in cm.items():
             if not isinstance(v, str):
-                raise PlanError(f"{where}.custom_metadata.{k}: must be a string, not {strict.describe(v)}",
-                                hint=_HINT)
+                raise PlanError(f"{where}.custom_metadata.{k}: must be a string, not {strict.describe(v)}", hint=_HINT)
         znodes = _list(d, "znodes", where)
         if not znodes:
             raise PlanError(f"{where}.znodes: an action deletes at least one znode", hint=_HINT)
@@ -125,8 +124,7 @@ class Precondition:
             znodes=tuple(ZnodeRef.from_json(z, f"{where}.znodes[{i}]") for i, z in enumerate(znodes)),
             custom_metadata=tuple(sorted((str(k), v) for k, v in cm.items())),
             references=tuple(
-                Reference.from_json(r, f"{where}.references[{i}]")
-                for i, r in enumerate(_list(d, "references", where))
+                Reference.from_json(r, f"{where}.references[{i}]") for i, r in enumerate(_list(d, "references", where))
             ),
         )
 

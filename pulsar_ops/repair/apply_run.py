@@ -16,7 +16,7 @@ Order matters, and every refusal comes before anything is journaled or changed:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pulsar_ops.errors import ApplyError, ConfigError, PlanUnsafeError, TargetMismatchError
@@ -28,6 +28,7 @@ from pulsar_ops.repair.plan_file import Plan, load_plan
 from pulsar_ops.repair.safety import plan_problems
 from pulsar_ops.repair.units import human_duration
 from pulsar_ops.repair.zk_writer import ZkSession, redact_hosts
+from pulsar_ops.zkconn import NO_SECURITY, ZkSecurity
 
 PHASES = ("mark", "delete")
 
@@ -44,6 +45,7 @@ class ApplyRequest:
     batch_size: int = 100
     apply: bool = False
     yes: bool = False
+    security: ZkSecurity = field(default=NO_SECURITY, repr=False)
 
 
 def check_plan_safe(plan: Plan, source: str) -> None:
@@ -54,8 +56,9 @@ def check_plan_safe(plan: Plan, source: str) -> None:
         raise PlanUnsafeError(f"{source}: action {first_id}: {first}{more}; nothing was done")
 
 
-def verify_target(session: ZkSession, expected: ClusterIdentity | None, ledgers_root: str, hosts: str,
-                  config_hosts: str | None) -> None:
+def verify_target(
+    session: ZkSession, expected: ClusterIdentity | None, ledgers_root: str, hosts: str, config_hosts: str | None
+) -> None:
     """Refuse a ZooKeeper whose chroot is missing or whose cluster is not the one recorded at scrape time."""
     if expected is None:
         raise TargetMismatchError(
@@ -115,7 +118,7 @@ def run_apply(
         + "?"
     )
     confirm(question)
-    with ZkSession(req.zookeeper, req.config_zookeeper) as session:
+    with ZkSession(req.zookeeper, req.config_zookeeper, security=req.security) as session:
         verify_target(session, plan.identity, plan.ledgers_root, req.zookeeper, req.config_zookeeper)
         with J.Journal.open(
             jpath,
@@ -135,22 +138,35 @@ def run_apply(
             if req.phase == "mark":
                 return run_mark(plan, session, journal, backups, batch_size=req.batch_size, progress=progress)
             return run_delete(
-                plan, session, journal, backups, quarantine_ms=req.quarantine_ms, now_ms=J.now_ms(),
-                batch_size=req.batch_size, progress=progress, after_commit=after_commit,
+                plan,
+                session,
+                journal,
+                backups,
+                quarantine_ms=req.quarantine_ms,
+                now_ms=J.now_ms(),
+                batch_size=req.batch_size,
+                progress=progress,
+                after_commit=after_commit,
             )
 
 
-def _nothing_to_do(
-    req: ApplyRequest, plan: Plan, jpath: Path, bdir: Path, say: Callable[[str], None]
-) -> ApplyReport:
+def _nothing_to_do(req: ApplyRequest, plan: Plan, jpath: Path, bdir: Path, say: Callable[[str], None]) -> ApplyReport:
     """A plan with no action: a clean cluster is a success. With --apply the journal and (empty) backup
     manifest are written so a scheduled pipeline finds the files it expects."""
     say(f"plan {plan.plan_id} has no actions: nothing to do")
     if req.apply:
-        with J.Journal.open(jpath, plan_checksum=plan.checksum, plan_id=plan.plan_id, actions=0,
-                            backup_dir=str(bdir.resolve())):
+        with J.Journal.open(
+            jpath, plan_checksum=plan.checksum, plan_id=plan.plan_id, actions=0, backup_dir=str(bdir.resolve())
+        ):
             backups = BackupStore.open(bdir, create=True)
             backups.record_plan(plan.plan_id, plan.checksum, plan.target)
             backups.flush()
-    return ApplyReport(req.phase, req.apply, plan.plan_id, plan.checksum, str(bdir), str(jpath),
-                       quarantine_ms=req.quarantine_ms if req.phase == "delete" else None)
+    return ApplyReport(
+        req.phase,
+        req.apply,
+        plan.plan_id,
+        plan.checksum,
+        str(bdir),
+        str(jpath),
+        quarantine_ms=req.quarantine_ms if req.phase == "delete" else None,
+    )

@@ -188,8 +188,7 @@ class BackupStore:
         """Make the objects' directory entries durable, then rewrite manifest.json atomically."""
         _fsync_dir(self.root / OBJECTS)
         entries = sorted(self._entries.values(), key=lambda e: (e.plan_checksum, e.action_id, e.store, e.path))
-        doc = {"schema_version": BACKUP_SCHEMA_VERSION, "entries": [e.to_json() for e in entries],
-               "plans": self.plans}
+        doc = {"schema_version": BACKUP_SCHEMA_VERSION, "entries": [e.to_json() for e in entries], "plans": self.plans}
         _atomic_write(self.root / MANIFEST, json.dumps(doc, indent=1, sort_keys=True).encode("utf-8") + b"\n")
         self._dirty = 0
 

@@ -50,8 +50,7 @@ class ActionOutcome:
     reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "target": self.target, "outcome": self.outcome,
-                "reason": self.reason}
+        return {"id": self.id, "kind": self.kind, "target": self.target, "outcome": self.outcome, "reason": self.reason}
 
 
 @dataclass
@@ -154,17 +153,14 @@ def _backup_spec(a: Action) -> list[tuple[str, str, str]]:
 # --- mark ----------------------------------------------------------------------------------------------
 
 
-def _back_up(
-    session: ZkSession, backups: BackupStore, plan: Plan, a: Action
-) -> tuple[str | None, list[str]]:
+def _back_up(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) -> tuple[str | None, list[str]]:
     """Re-read every target with stat + ACL, verify against the plan, store bytes. (skip reason, shas)."""
     with_acl = {}
     for z in a.preconditions.znodes:
         got = session.read_with_acl(z.store, z.path)
         with_acl[z.path] = got
     observed = [
-        got.node if got is not None else Observed(store=a.store, path=p, exists=False)
-        for p, got in with_acl.items()
+        got.node if got is not None else Observed(store=a.store, path=p, exists=False) for p, got in with_acl.items()
     ]
     if a.kind != KIND_DELETE_LEDGER:  # also notice znodes created inside the subtree since the snapshot
         known = {o.path for o in observed}
@@ -307,7 +303,10 @@ def _delete_one(
         return _outcome(a, "skipped", verdict.reason)
     if st.state != J.DELETING:
         journal.record(
-            a.id, J.DELETING, phase="delete", checks=[list(c) for c in verdict.checks],
+            a.id,
+            J.DELETING,
+            phase="delete",
+            checks=[list(c) for c in verdict.checks],
             deletes=[list(d) for d in verdict.deletes],
         )
     result = session.commit_delete(a.store, verdict.checks, verdict.deletes)
@@ -341,7 +340,12 @@ def run_delete(
     crash at the worst moment)."""
     check_quarantine(plan, journal, quarantine_ms, now_ms)
     report = ApplyReport(
-        "delete", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path),
+        "delete",
+        True,
+        plan.plan_id,
+        plan.checksum,
+        str(backups.root),
+        str(journal.path),
         quarantine_ms=quarantine_ms,
     )
     index: list[ReferenceIndex] = []
@@ -387,7 +391,12 @@ def dry_run(
     """What ``--apply`` would do, from the plan and the journal file alone (no ZooKeeper access)."""
     journal = J.Journal.read_only(journal_path, plan_checksum=plan.checksum)
     report = ApplyReport(
-        phase, False, plan.plan_id, plan.checksum, str(backup_dir), str(journal_path),
+        phase,
+        False,
+        plan.plan_id,
+        plan.checksum,
+        str(backup_dir),
+        str(journal_path),
         quarantine_ms=quarantine_ms if phase == "delete" else None,
     )
     for a in plan.actions:
@@ -397,9 +406,7 @@ def dry_run(
             report.outcomes.append(_outcome(a, st.state, st.reason))
         elif phase == "mark":
             if st.state == J.PENDING:
-                report.outcomes.append(
-                    _outcome(a, "would-mark", f"re-read and back up {n} znode(s) of {a.path}")
-                )
+                report.outcomes.append(_outcome(a, "would-mark", f"re-read and back up {n} znode(s) of {a.path}"))
             else:
                 report.outcomes.append(_outcome(a, "marked", f"already {st.state}"))
         elif st.state == J.PENDING:

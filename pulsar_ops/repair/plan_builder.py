@@ -58,15 +58,23 @@ def compute_impact(
             per_action[a.id].update({"bytes_on_disk": 0, "note": "metadata only: no bookie data"})
     before = sum(max(f.length, 0) * max(f.write_quorum, 1) for f in ledgers)
     reclaimed = sum(int(v) for v in doc.get("total", {}).get("reclaimed_bytes", {}).values())
-    before_after = {"ledger_bytes_on_bookies_before": before, "after_gc": max(before - reclaimed, 0),
-                    "reclaimed": reclaimed, "note": "ledger length x write quorum over every ledger"}
+    before_after = {
+        "ledger_bytes_on_bookies_before": before,
+        "after_gc": max(before - reclaimed, 0),
+        "reclaimed": reclaimed,
+        "note": "ledger length x write quorum over every ledger",
+    }
     lines = (
         f"bookie storage held by ledgers (length x write quorum): before {fmt(before)}, "
         f"after the simulated GC runs {fmt(max(before - reclaimed, 0))}",
         *report.summary_lines(),
     )
-    total: dict[str, Any] = {"available": True, **doc.get("total", {}), "before_after": before_after,
-                             "summary": list(lines)}
+    total: dict[str, Any] = {
+        "available": True,
+        **doc.get("total", {}),
+        "before_after": before_after,
+        "summary": list(lines),
+    }
     return total, per_action, lines
 
 

@@ -389,9 +389,7 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
     total_bytes = 0
     for a in sorted(actions, key=_order_key):
         if params.max_actions is not None and len(kept) >= params.max_actions:
-            not_planned.append(
-                _np(by_id[a.id], "cut-max-actions", f"cut by --max-actions {params.max_actions}")
-            )
+            not_planned.append(_np(by_id[a.id], "cut-max-actions", f"cut by --max-actions {params.max_actions}"))
             continue
         if params.max_bytes is not None and total_bytes + a.bytes > params.max_bytes:
             not_planned.append(_np(by_id[a.id], "cut-max-bytes", f"cut by --max-bytes {params.max_bytes}"))

@@ -92,8 +92,7 @@ def restore_target(backups: BackupStore, plan: Plan | None, plan_id: str | None)
     in_dir = sorted({e.plan_id for e in backups.entries})
     if plan is not None:
         if plan_id is not None and plan_id != plan.plan_id:
-            raise RestoreError(f"--plan is plan {plan.plan_id} but --plan-id says {plan_id}",
-                               hint="pass one of them")
+            raise RestoreError(f"--plan is plan {plan.plan_id} but --plan-id says {plan_id}", hint="pass one of them")
         plan_id = plan.plan_id
     if plan_id is None:
         if len(in_dir) > 1:
@@ -107,8 +106,10 @@ def restore_target(backups: BackupStore, plan: Plan | None, plan_id: str | None)
         plan_id = in_dir[0]
     if plan_id not in in_dir:
         held = ", ".join(in_dir) or "none"
-        raise RestoreError(f"{backups.root} holds no backup of plan {plan_id} (it holds: {held})",
-                           hint="pass the backup directory that plan was marked into")
+        raise RestoreError(
+            f"{backups.root} holds no backup of plan {plan_id} (it holds: {held})",
+            hint="pass the backup directory that plan was marked into",
+        )
     if plan is not None:
         return RestoreTarget(plan_id, plan.identity, plan.ledgers_root)
     recorded = backups.plans.get(plan_id, {}).get("target") or {}
@@ -120,9 +121,7 @@ def restore_target(backups: BackupStore, plan: Plan | None, plan_id: str | None)
     return RestoreTarget(plan_id, identity, str(recorded.get("ledgers_root") or "/ledgers"))
 
 
-def select_entries(
-    entries: tuple[BackupEntry, ...], only: str | None, plan_id: str | None = None
-) -> list[BackupEntry]:
+def select_entries(entries: tuple[BackupEntry, ...], only: str | None, plan_id: str | None = None) -> list[BackupEntry]:
     """One entry per (store, path), parents first. The newest backup of a path wins; two different byte
     versions of one path in the backup is an error (which one to restore would be a guess)."""
     chosen: dict[tuple[str, str], BackupEntry] = {}
@@ -135,8 +134,7 @@ def select_entries(
         prev = chosen.get(key)
         if prev is not None and prev.sha256 != e.sha256:
             raise RestoreError(
-                f"the backup holds two different versions of {e.path} (actions {prev.action_id} and "
-                f"{e.action_id})",
+                f"the backup holds two different versions of {e.path} (actions {prev.action_id} and {e.action_id})",
                 hint="restore one of them with `--only PATH` from a backup directory holding one plan",
             )
         chosen[key] = e

@@ -312,9 +312,11 @@ def _no_ledgers_listed(nodes: Sequence[SubtreeNode]) -> str | None:
 def _bundle_problem(reader: TreeReader, shape: LeakShape, nodes: Sequence[SubtreeNode]) -> str | None:
     ns = shape.namespace
     assert ns is not None
-    ranges = [shape.bundle_range] if shape.bundle_range else [
-        n.path.rsplit("/", 1)[1] for n in nodes if _BUNDLE_RANGE.fullmatch(n.path.rsplit("/", 1)[1])
-    ]
+    ranges = (
+        [shape.bundle_range]
+        if shape.bundle_range
+        else [n.path.rsplit("/", 1)[1] for n in nodes if _BUNDLE_RANGE.fullmatch(n.path.rsplit("/", 1)[1])]
+    )
     for r in ranges:
         owned = _absent(reader, LOCAL, f"{OWNERSHIP}/{ns}/{r}", "bundle ownership")
         if owned is not None:
@@ -362,8 +364,9 @@ def prove_leak(action: Action, subtree: Sequence[SubtreeNode], reader: TreeReade
             reason = _no_topic(reader, f"{MANAGED_LEDGERS}/{n}/persistent", shape.topic)
             if reason is not None:
                 return reason
-        return _absent(reader, CONFIG, f"{PARTITIONED}/{shape.namespace}/persistent/{shape.topic}",
-                       "partitioned-topic metadata")
+        return _absent(
+            reader, CONFIG, f"{PARTITIONED}/{shape.namespace}/persistent/{shape.topic}", "partitioned-topic metadata"
+        )
     if shape.leak == "bundle-data":
         return _bundle_problem(reader, shape, subtree)
     if shape.leak == "local-policies":

@@ -91,8 +91,19 @@ def _rows(t: pa.Table) -> Iterable[dict[str, Any]]:
 
 
 _BK_COLUMNS = (
-    "ledger_id", "path", "version", "mzxid", "data_sha256", "ctime_ms", "length", "bookies", "ensemble_size",
-    "write_quorum", "state", "last_entry_id", *(c for c, _ in _IDENTITY_COLUMNS),
+    "ledger_id",
+    "path",
+    "version",
+    "mzxid",
+    "data_sha256",
+    "ctime_ms",
+    "length",
+    "bookies",
+    "ensemble_size",
+    "write_quorum",
+    "state",
+    "last_entry_id",
+    *(c for c, _ in _IDENTITY_COLUMNS),
 )
 
 
@@ -125,9 +136,7 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFact
     cols = {name: t.column(name).to_pylist() for name in _BK_COLUMNS}
     for i in range(t.num_rows):
         lid = int(cols["ledger_id"][i])
-        custom = tuple(
-            (key, str(cols[col][i])) for col, key in _IDENTITY_COLUMNS if cols[col][i] is not None
-        )
+        custom = tuple((key, str(cols[col][i])) for col, key in _IDENTITY_COLUMNS if cols[col][i] is not None)
         facts[lid] = LedgerFact(
             ledger_id=lid,
             path=str(cols["path"][i]),
@@ -223,8 +232,9 @@ def load_facts(snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, L
     owners = sorted({str(f.evidence.get("owner")) for f in wanted if f.detection == "orphan-ledger"})
     owner_set = pa.array(owners, type=pa.string())
     mls = _read(snap, "managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid"))
-    mls = mls.filter(pc.or_(pc.is_in(mls.column("ml_name"), value_set=owner_set),
-                            pc.is_in(mls.column("topic"), value_set=owner_set)))
+    mls = mls.filter(
+        pc.or_(pc.is_in(mls.column("ml_name"), value_set=owner_set), pc.is_in(mls.column("topic"), value_set=owner_set))
+    )
     ml_rows = list(_rows(mls))
     ml_paths = {r["path"] for r in ml_rows}
     curs = _read(snap, "cursors", ("path", "ml_path", "version", "mzxid"))
@@ -270,9 +280,7 @@ def load_facts(snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, L
     return SnapshotFacts(
         ledgers_root=snap.manifest.ledgers_root,
         tenants=frozenset(str(t) for t in _read(snap, "tenants", ("tenant",)).column("tenant").to_pylist()),
-        namespaces=frozenset(
-            str(n) for n in _read(snap, "namespaces", ("namespace",)).column("namespace").to_pylist()
-        ),
+        namespaces=frozenset(str(n) for n in _read(snap, "namespaces", ("namespace",)).column("namespace").to_pylist()),
         topics_by_namespace={k: frozenset(v) for k, v in topics.items()},
         namespaces_holding_ledgers=frozenset(str(n) for n in pc.unique(holding).to_pylist()),
         partitioned_paths=frozenset(

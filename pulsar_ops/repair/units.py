@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from pulsar_ops.errors import ConfigError
+from pulsar_ops.units import human_bytes as human_bytes  # the one bytes formatter
 from pulsar_ops.units import parse_duration_ms as parse_duration_ms  # one syntax for every command
 
 _SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
@@ -27,6 +28,7 @@ _SIZE_UNITS: dict[str, int] = {
     "pib": 1024**5,
 }
 
+
 def parse_size(text: str, *, flag: str = "--max-bytes") -> int:
     """``10GB`` -> 10_000_000_000 (KB/MB/GB/TB are powers of 1000; KiB/MiB/GiB/TiB powers of 1024)."""
     m = _SIZE_RE.fullmatch(text)
@@ -37,15 +39,6 @@ def parse_size(text: str, *, flag: str = "--max-bytes") -> int:
             hint=f"use a number with an optional unit, e.g. {flag} 10GB or {flag} 512MiB",
         )
     return int(float(m.group(1)) * _SIZE_UNITS[unit])
-
-
-def human_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(value) < 1000 or unit == "TB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{n} B"  # pragma: no cover
 
 
 def human_duration(ms: int) -> str:

@@ -12,7 +12,6 @@ writes are retried on any other error.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +30,11 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
-from pulsar_ops.errors import ZooKeeperError
+from pulsar_ops import zkconn
+from pulsar_ops.errors import ZooKeeperAuthError, ZooKeeperError
 from pulsar_ops.identity import ClusterIdentity, instance_id_from_bytes
 from pulsar_ops.repair.validate import Observed
+from pulsar_ops.zkconn import NO_SECURITY, ZkSecurity
 
 STAT_FIELDS = (
     "czxid",
@@ -88,8 +89,16 @@ _CONNECTION_ERRORS = (ConnectionLoss, SessionExpiredError, OperationTimeoutError
 class ZkSession:
     """Kazoo clients for the local store and (optionally separate) configuration store."""
 
-    def __init__(self, zookeeper: str, config_zookeeper: str | None = None, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        zookeeper: str,
+        config_zookeeper: str | None = None,
+        *,
+        timeout_s: float = 30.0,
+        security: ZkSecurity = NO_SECURITY,
+    ) -> None:
         self._hosts = {"local": zookeeper, "config": config_zookeeper or zookeeper}
+        self._security = security
         self._timeout = timeout_s
         self._clients: dict[str, KazooClient] = {}
         self._retry = KazooRetry(max_tries=5, delay=0.2, max_delay=5.0, ignore_expire=False)
@@ -101,16 +110,12 @@ class ZkSession:
                 if store == "config" and hosts == self._hosts["local"]:
                     self._clients["config"] = self._clients["local"]
                     continue
-                c = KazooClient(hosts=hosts, timeout=self._timeout)
-                with warnings.catch_warnings():  # a missing chroot is checked (and refused) by the caller
-                    warnings.filterwarnings("ignore", message="No chroot path exists")
-                    c.start(timeout=self._timeout)
+                c = zkconn.new_client(hosts, self._security, timeout=self._timeout)
+                zkconn.start(c, redact_hosts(hosts), self._security, timeout=self._timeout)
                 self._clients[store] = c
-        except (KazooTimeoutError, KazooException, ValueError) as e:
+        except ZooKeeperError:
             self.close()
-            raise ZooKeeperError(
-                f"cannot connect to ZooKeeper {redact_hosts(self._hosts[store])}: {type(e).__name__}: {e}"
-            ) from e
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -138,12 +143,11 @@ class ZkSession:
     def _call(self, fn: Any, *args: Any) -> Any:
         try:
             return self._retry(fn, *args)
-        except NoAuthError as e:
-            raise ZooKeeperError(
-                f"not authorised to read {args[0] if args else ''}: {e}",
-                hint="run with credentials that can read and delete the znodes",
-                code="zookeeper-auth-failed",
-            ) from e
+        except NoAuthError:
+            raise ZooKeeperAuthError(
+                f"not authorised to read {args[0] if args else ''} (using {self._security.describe()})",
+                hint=zkconn.AUTH_HINT,
+            ) from None
         except (KazooException, KazooTimeoutError) as e:
             if isinstance(e, NoNodeError):
                 raise
@@ -193,9 +197,7 @@ class ZkSession:
         while level:
             nodes = [n for n in self.read(store, level) if n.exists]
             out.extend(nodes)
-            listed: list[tuple[str, list[str] | None]] = self._call(
-                self._children_once, store, [n.path for n in nodes]
-            )
+            listed: list[tuple[str, list[str] | None]] = self._call(self._children_once, store, [n.path for n in nodes])
             level = [f"{'' if p == '/' else p}/{k}" for p, kids in listed for k in sorted(kids or ())]
         return out
 
@@ -296,4 +298,3 @@ class ZkSession:
         except (KazooException, KazooTimeoutError) as e:
             raise ZooKeeperError(f"cannot create {path}: {type(e).__name__}: {e}") from e
         return "created"
-

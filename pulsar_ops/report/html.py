@@ -169,8 +169,7 @@ def _cards(model: ReportModel) -> str:
         ("", "exit status", str(model.exit_code)),
     ]
     body = "".join(
-        f'<div class="card {cls}"><b>{esc(value)}</b><span>{esc(label)}</span></div>'
-        for cls, label, value in cards
+        f'<div class="card {cls}"><b>{esc(value)}</b><span>{esc(label)}</span></div>' for cls, label, value in cards
     )
     return f'<section class="cards" aria-label="Summary">{body}</section>'
 
@@ -198,9 +197,7 @@ def _top_with_others(items: Sequence[tuple[str, float, str]], n: int, other_labe
     rest = items[n:]
     if rest:
         total = sum(v for _, v, _ in rest)
-        bars.append(
-            Bar(f"{other_label} ({len(rest)})", total, f"{len(rest)} more: {human_bytes(total)}", True)
-        )
+        bars.append(Bar(f"{other_label} ({len(rest)})", total, f"{len(rest)} more: {human_bytes(total)}", True))
     return bars
 
 
@@ -345,12 +342,9 @@ def _finding_row(f: Finding) -> str:
 
 def _findings_section(model: ReportModel, max_rows: int) -> str:
     total = len(model.findings)
-    shown = heapq.nsmallest(
-        max(max_rows, 0), model.findings, key=lambda f: (-_SEV_RANK.get(f.severity, 0), -f.bytes)
-    )
+    shown = heapq.nsmallest(max(max_rows, 0), model.findings, key=lambda f: (-_SEV_RANK.get(f.severity, 0), -f.bytes))
     note = (
-        f"Showing the {len(shown)} most severe and largest of {total} findings; the full list is in "
-        "findings.json."
+        f"Showing the {len(shown)} most severe and largest of {total} findings; the full list is in findings.json."
         if len(shown) < total
         else f"All {total} findings."
     )

@@ -43,8 +43,7 @@ def render_markdown(model: ReportModel) -> str:
         f"- Snapshot: {md(s.snapshot_id or 'unknown')}, taken {iso_utc(s.finished_at_ms)}",
         f"- Audited: {iso_utc(model.audit.finished_at_ms)}"
         + (f" in {model.audit.wall_seconds:.1f} s" if model.audit.wall_seconds is not None else ""),
-        f"- Report generated: {iso_utc(model.generated_at_ms)} (snapshot age "
-        f"{human_duration(model.snapshot_age_ms)})",
+        f"- Report generated: {iso_utc(model.generated_at_ms)} (snapshot age {human_duration(model.snapshot_age_ms)})",
         f"- Findings: **{model.total_findings}** ("
         + ", ".join(f"{model.severity_totals.get(x, 0)} {x}" for x in reversed(SEVERITIES))
         + f"), {model.plannable_findings} plannable",

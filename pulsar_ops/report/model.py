@@ -221,9 +221,7 @@ def build_report(
     if not isinstance(doc, Mapping):
         raise FindingsError(f"{where}: not a findings document (expected a JSON object)")
     if top_n < 1:
-        raise FindingsError(
-            f"top N must be at least 1, got {top_n}", hint="pass --top 10", code="config-invalid"
-        )
+        raise FindingsError(f"top N must be at least 1, got {top_n}", hint="pass --top 10", code="config-invalid")
     findings = parse_findings_document(doc, where).findings
     snapshot = _snapshot_info(doc.get("snapshot"))
     audit = _audit_info(doc.get("audit"), file_mtime_ms)
@@ -243,8 +241,7 @@ def aggregate(
     findings = tuple(findings)
     reclaimable = sum(f.bytes for f in findings if f.plannable)
     incomplete = sorted(
-        {f.path for f in findings if f.detection == "scrape-incomplete" and f.path}
-        | set(snapshot.incomplete_scopes)
+        {f.path for f in findings if f.detection == "scrape-incomplete" and f.path} | set(snapshot.incomplete_scopes)
     )
     return ReportModel(
         snapshot=snapshot,
@@ -286,11 +283,7 @@ def aggregate(
             "expired retention (oldest ledger)",
             "ms",
             AGE_BUCKETS_MS,
-            (
-                f.evidence.get("oldest_age_ms")
-                for f in findings
-                if f.detection == "expired-retention-unloaded"
-            ),
+            (f.evidence.get("oldest_age_ms") for f in findings if f.detection == "expired-retention-unloaded"),
         ),
         incomplete_scopes=tuple(incomplete),
         exit_code=exit_code(findings),

@@ -64,9 +64,7 @@ def render_prometheus(model: ReportModel) -> str:
     findings_samples: list[Sample] = []
     for c in model.counts:
         for sev in SEVERITIES:
-            findings_samples.append(
-                ((("detection", c.detection), ("severity", sev)), c.by_severity.get(sev, 0))
-            )
+            findings_samples.append(((("detection", c.detection), ("severity", sev)), c.by_severity.get(sev, 0)))
     lines += metric_lines(
         "pulsar_ops_findings", "Findings of the last audit per detection and severity.", findings_samples
     )

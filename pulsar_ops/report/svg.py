@@ -67,14 +67,10 @@ def bar_chart(
         out.append(f"<title>{esc(b.tooltip)}</title>")
         out.append(_text(LABEL_W - 8, y + BAR_H - 6, display(b.label, limit=32), anchor="end"))
         colour = PALETTE["bar2" if b.muted else "bar"]
-        out.append(
-            f'<rect x="{LABEL_W}" y="{y}" width="{w:.1f}" height="{BAR_H}" fill="{colour}" rx="2"></rect>'
-        )
+        out.append(f'<rect x="{LABEL_W}" y="{y}" width="{w:.1f}" height="{BAR_H}" fill="{colour}" rx="2"></rect>')
         out.append(_text(LABEL_W + w + 6, y + BAR_H - 6, fmt(b.value)))
         out.append("</g>")
-    out.append(
-        f'<line x1="{LABEL_W}" y1="{top}" x2="{LABEL_W}" y2="{height - 4}" stroke="{PALETTE["axis"]}"></line>'
-    )
+    out.append(f'<line x1="{LABEL_W}" y1="{top}" x2="{LABEL_W}" y2="{height - 4}" stroke="{PALETTE["axis"]}"></line>')
     out.append("</svg>")
     return "".join(out)
 
@@ -96,8 +92,7 @@ def histogram_chart(chart_id: str, hist: Histogram, desc: str) -> str:
     for tick in ticks:
         gy = top + plot_h * (1 - tick / vmax)
         out.append(
-            f'<line x1="{left}" y1="{gy:.1f}" x2="{WIDTH - right}" y2="{gy:.1f}" stroke="{PALETTE["grid"]}">'
-            "</line>"
+            f'<line x1="{left}" y1="{gy:.1f}" x2="{WIDTH - right}" y2="{gy:.1f}" stroke="{PALETTE["grid"]}"></line>'
         )
         out.append(_text(left - 4, gy + 4, str(tick), anchor="end", size=10))
     for i, (label, count, colour) in enumerate(cols):
@@ -132,9 +127,7 @@ def _open(chart_id: str, title: str, desc: str, width: int, height: int) -> str:
     )
 
 
-def _text(
-    x: float, y: float, text: str, *, anchor: str = "start", size: int = 12, weight: str = "400"
-) -> str:
+def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 12, weight: str = "400") -> str:
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" font-weight="{weight}" '
         f'fill="{PALETTE["text"]}">{esc(text)}</text>'

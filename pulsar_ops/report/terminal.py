@@ -73,9 +73,7 @@ def header_lines(model: ReportModel) -> list[str]:
 
 
 def count_lines(model: ReportModel) -> list[str]:
-    head = (
-        f"{'detection':<28} {'critical':>8} {'warning':>8} {'info':>6} {'plannable':>9} {'reclaimable':>12}"
-    )
+    head = f"{'detection':<28} {'critical':>8} {'warning':>8} {'info':>6} {'plannable':>9} {'reclaimable':>12}"
     lines = [head, "-" * len(head)]
     for c in model.counts:
         if not c.findings:

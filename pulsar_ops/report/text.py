@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as _dt
 import re
 
+from pulsar_ops.units import human_bytes as human_bytes  # the one bytes formatter
+
 # Characters never shown raw: C0/C1 controls (Unicode category Cc), lone surrogates, and the bidirectional
 # overrides and isolates that can make a name display as a different name ("Trojan Source").
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -43,24 +45,6 @@ def _escape_char(m: re.Match[str]) -> str:
 def utf8_safe(value: str) -> str:
     """``value`` with lone surrogates replaced by ``\\udNNN`` (all else untouched) so it encodes as UTF-8."""
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", value)
-
-
-def human_bytes(n: float) -> str:
-    """Binary units, three significant figures: ``0 B``, ``512 B``, ``1.50 KiB``, ``12.3 GiB``."""
-    value = float(n)
-    sign = "-" if value < 0 else ""
-    value = abs(value)
-    unit = 0
-    while value >= 1024 and unit < len(_UNITS) - 1:
-        value /= 1024
-        unit += 1
-    if unit == 0:
-        return f"{sign}{int(value)} B"
-    if value >= 100:
-        return f"{sign}{value:.0f} {_UNITS[unit]}"
-    if value >= 10:
-        return f"{sign}{value:.1f} {_UNITS[unit]}"
-    return f"{sign}{value:.2f} {_UNITS[unit]}"
 
 
 _DURATION_STEPS = (

@@ -72,9 +72,7 @@ def _stat_cols(stat: Stat) -> Row:
     }
 
 
-def znode_row(
-    store: str, path: str, data: bytes, stat: Stat, kind: str, decode_error: str | None
-) -> tuple[Any, ...]:
+def znode_row(store: str, path: str, data: bytes, stat: Stat, kind: str, decode_error: str | None) -> tuple[Any, ...]:
     """The ``znodes`` row in schema column order."""
     return znode_row_with_sha(store, path, stat, kind, decode_error, hashlib.sha256(data).hexdigest())
 

@@ -108,9 +108,7 @@ def _props_json(props: tuple[tuple[str, str], ...]) -> str:
     return _dumps_sorted(dict(props)) if props else "{}"  # most topics have none: skip the encoder
 
 
-def _managed_ledger(
-    path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.ExtractConfig, sha: str
-) -> TupleRows:
+def _managed_ledger(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.ExtractConfig, sha: str) -> TupleRows:
     ml = _ml_name(path)
     f = managed_ledger_fields(data, path)
     ledgers = f.ledgers
@@ -183,9 +181,7 @@ def _cursor(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.Extract
     if f.cursor_properties:
         buckets = _buckets(f.cursor_properties)
         for name, svalue in f.cursor_properties:
-            rows.append(
-                ("cursor_properties", (path, topic, subscription, "string", name, svalue, buckets.get(name)))
-            )
+            rows.append(("cursor_properties", (path, topic, subscription, "string", name, svalue, buckets.get(name))))
     return rows
 
 

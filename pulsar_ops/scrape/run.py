@@ -27,6 +27,7 @@ from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.snapshot import schema
 from pulsar_ops.snapshot.manifest import MANIFEST_NAME, IncompleteScope, Manifest, write_manifest
 from pulsar_ops.snapshot.writer import DEFAULT_BATCH_ROWS, SnapshotWriter
+from pulsar_ops.zkconn import NO_SECURITY, ZkSecurity
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class ScrapeConfig:
     out: Path
     config_zookeeper: str | None = None
     ledgers_root: str = "/ledgers"
-    zk_auth: str | None = field(default=None, repr=False)
+    security: ZkSecurity = field(default=NO_SECURITY, repr=False)
     cluster: str | None = None
     batch: int | None = None
     window: int | None = None
@@ -155,12 +156,9 @@ def _scrape(config: ScrapeConfig) -> Manifest:
     ledgers_root = _ledgers_root(config.ledgers_root)
     local_t = zk.ZkTarget.parse(config.zookeeper, flag="--zookeeper")
     config_t = (
-        zk.ZkTarget.parse(config.config_zookeeper, flag="--config-zookeeper")
-        if config.config_zookeeper
-        else local_t
+        zk.ZkTarget.parse(config.config_zookeeper, flag="--config-zookeeper") if config.config_zookeeper else local_t
     )
     separate = config_t != local_t
-    auth = zk.parse_auth(config.zk_auth)
     started_ms = _now_ms()
     t0 = time.monotonic()
 
@@ -168,16 +166,18 @@ def _scrape(config: ScrapeConfig) -> Manifest:
     pool: PoolSink | None = None
     summaries: list[WorkerSummary] = []
     try:
-        clients[LOCAL] = zk.connect(local_t, auth, timeout=config.connect_timeout)
+        clients[LOCAL] = zk.connect(local_t, config.security, timeout=config.connect_timeout)
         clients[CONFIG] = (
-            zk.connect(config_t, auth, timeout=config.connect_timeout) if separate else clients[LOCAL]
+            zk.connect(config_t, config.security, timeout=config.connect_timeout) if separate else clients[LOCAL]
         )
         writer = SnapshotWriter(out, batch_rows=config.batch_rows)
         sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ledgers_root, max_znode_bytes=config.max_znode_bytes))
         n_workers = _workers(config.workers)
-        pool = PoolSink(
-            sink, out, n_workers, batch_rows=config.batch_rows, chunk=config.decode_chunk
-        ) if n_workers else None
+        pool = (
+            PoolSink(sink, out, n_workers, batch_rows=config.batch_rows, chunk=config.decode_chunk)
+            if n_workers
+            else None
+        )
         walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
         walked = 0
         versions: dict[str, str] = {}

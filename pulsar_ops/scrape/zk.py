@@ -12,11 +12,9 @@ This module only reads. Writes live in ``repair/zk_writer.py``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
 import time
-import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +34,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.paths import _prefix_root
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from pulsar_ops.errors import ConfigError, ZooKeeperAuthError, ZooKeeperError
+from pulsar_ops import zkconn
+from pulsar_ops.errors import ConfigError, ZooKeeperError
 from pulsar_ops.identity import instance_id_from_bytes
 from pulsar_ops.scrape.multiread import (
     OP_GET_CHILDREN,
@@ -50,6 +49,7 @@ from pulsar_ops.scrape.multiread import (
     ReadOp,
     Stat,
 )
+from pulsar_ops.zkconn import NO_SECURITY, ZkSecurity
 
 log = logging.getLogger(__name__)
 
@@ -119,41 +119,14 @@ class ZkTarget:
         return {"hosts": self.hosts, "chroot": self.chroot}
 
 
-def parse_auth(spec: str | None) -> tuple[str, str] | None:
-    """``digest:user:password`` -> ``("digest", "user:password")``."""
-    if not spec:
-        return None
-    scheme, sep, cred = spec.partition(":")
-    if not sep or not scheme or not cred:
-        raise ConfigError(
-            "--zk-auth must be SCHEME:CREDENTIALS", hint="pass --zk-auth digest:user:password", code="config-invalid"
-        )
-    if scheme == "digest" and ":" not in cred:
-        raise ConfigError("--zk-auth digest needs user:password", hint="pass --zk-auth digest:user:password")
-    return scheme, cred
-
-
-def connect(target: ZkTarget, auth: tuple[str, str] | None = None, *, timeout: float = 30.0) -> KazooClient:
-    """A started read client. Raises ZooKeeperError / ZooKeeperAuthError with hints."""
-    client = KazooClient(
-        hosts=target.connect_string,
-        timeout=30.0,
-        auth_data=[auth] if auth else None,
+def connect(target: ZkTarget, security: ZkSecurity = NO_SECURITY, *, timeout: float = 30.0) -> KazooClient:
+    """A started read client (built by :mod:`pulsar_ops.zkconn`). Raises ZooKeeperError / ZooKeeperAuthError."""
+    client = zkconn.new_client(
+        target.connect_string,
+        security,
         connection_retry={"max_tries": -1, "delay": 0.2, "backoff": 2, "max_delay": 3.0},
-        logger=logging.getLogger("pulsar_ops.kazoo"),
     )
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="No chroot path exists")
-            client.start(timeout=timeout)
-    except KazooTimeoutError as e:
-        _close(client)
-        raise ZooKeeperError(f"cannot connect to ZooKeeper {target.hosts} within {timeout:.0f}s") from e
-    except KazooException as e:
-        _close(client)
-        if "auth" in type(e).__name__.lower():
-            raise ZooKeeperAuthError(f"ZooKeeper {target.hosts} rejected the credentials: {e!r}") from e
-        raise ZooKeeperError(f"cannot connect to ZooKeeper {target.hosts}: {e!r}") from e
+    zkconn.start(client, target.hosts, security, timeout=timeout)
     if target.chroot:
         try:
             exists = client.exists("/") is not None
@@ -170,29 +143,27 @@ def connect(target: ZkTarget, auth: tuple[str, str] | None = None, *, timeout: f
 
 
 def _close(client: KazooClient) -> None:
-    with contextlib.suppress(Exception):
-        client.stop()
-    with contextlib.suppress(Exception):
-        client.close()
+    zkconn.close(client)
 
 
 def close(client: KazooClient) -> None:
     _close(client)
 
 
-def read_instance_id(client: KazooClient, ledgers_root: str) -> str | None:
-    """The BookKeeper cluster's INSTANCEID (None when absent or unreadable: the identity is then unknown)."""
+def read_instance_id(client: KazooClient, ledgers_root: str, *, timeout: float = 10.0) -> str | None:
+    """The BookKeeper cluster's INSTANCEID (None when absent or unreadable: the identity is then unknown).
+    Bounded: a lost ensemble must not hang the end of a scrape."""
     try:
-        data, _ = client.get(f"{ledgers_root.rstrip('/')}/INSTANCEID")
+        data, _ = client.get_async(f"{ledgers_root.rstrip('/')}/INSTANCEID").get(timeout=timeout)
     except (KazooException, KazooTimeoutError):
         return None
     return instance_id_from_bytes(bytes(data or b""))
 
 
-def cluster_names(client: KazooClient) -> list[str]:
+def cluster_names(client: KazooClient, *, timeout: float = 10.0) -> list[str]:
     """Names under ``/admin/clusters`` (empty when absent or unreadable)."""
     try:
-        return sorted(client.get_children("/admin/clusters"))
+        return sorted(client.get_children_async("/admin/clusters").get(timeout=timeout))
     except (KazooException, KazooTimeoutError):
         return []
 
@@ -324,8 +295,7 @@ class ZkWalker:
             client._call(MultiRead(ops), ar)
             return ar
         return [
-            client.get_async(op.path) if op.type == OP_GET_DATA else client.get_children_async(op.path)
-            for op in ops
+            client.get_async(op.path) if op.type == OP_GET_DATA else client.get_children_async(op.path) for op in ops
         ]
 
     def _collect(self, ops: list[ReadOp], handle: Any) -> list[OpResult]:
@@ -444,10 +414,6 @@ class ZkWalker:
         pending.clear()
 
 
-def is_data_result(res: OpResult) -> bool:
-    return isinstance(res, tuple)
-
-
 __all__ = [
     "CODE_NO_AUTH",
     "CODE_READ_FAILED",
@@ -461,7 +427,6 @@ __all__ = [
     "connect",
     "detect_multiread",
     "join_path",
-    "parse_auth",
     "probe_multiread",
     "server_version",
 ]

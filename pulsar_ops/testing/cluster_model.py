@@ -256,8 +256,14 @@ class ClusterModel:
 
     def _roots(self) -> Iterator[ZNode]:
         root = self.o.ledgers_root
-        for path in ("/managed-ledgers", "/namespace", "/loadbalance/brokers", "/loadbalance/bundle-data",
-                     "/schemas", "/admin/local-policies"):
+        for path in (
+            "/managed-ledgers",
+            "/namespace",
+            "/loadbalance/brokers",
+            "/loadbalance/bundle-data",
+            "/schemas",
+            "/admin/local-policies",
+        ):
             yield from self._dir(LOCAL, path)
         for path in ("/admin/policies", "/admin/partitioned-topics", "/admin/clusters"):
             yield from self._dir(CONFIG, path)
@@ -285,7 +291,10 @@ class ClusterModel:
         yield from self._dir(LOCAL, f"{root}/idgen-long/HOB-0000000000", "bk-internal")
         yield from self._dir(LOCAL, f"{root}/underreplication", "bk-internal")
         yield from self._node(
-            LOCAL, f"{root}/underreplication/LAYOUT", pay.underreplication_layout(), kind="bk-internal",
+            LOCAL,
+            f"{root}/underreplication/LAYOUT",
+            pay.underreplication_layout(),
+            kind="bk-internal",
             encoding="text",
         )
         yield from self._dir(LOCAL, f"{root}/underreplication/ledgers", "bk-internal")
@@ -358,8 +367,9 @@ class ClusterModel:
             if rules.ttl_expires_delayed(ns.ttl, ns.delayed[0] if ns.delayed else None):
                 self.ttl.append({"namespace": ns.name, "topic": None})
         if ns.local_policies:
-            yield from self._json(LOCAL, f"/admin/local-policies/{ns.name}", pay.local_policies(ns.boundaries),
-                                  "local-policies")
+            yield from self._json(
+                LOCAL, f"/admin/local-policies/{ns.name}", pay.local_policies(ns.boundaries), "local-policies"
+            )
         ranges = pay.bundle_ranges(ns.boundaries)
         eph = not self.o.persistent_ownership
         if ns.owned:
@@ -411,7 +421,9 @@ class ClusterModel:
         enc = encode(local)
         self._count("partitioned_topics")
         yield from self._json(
-            CONFIG, f"/admin/partitioned-topics/{ns.name}/persistent/{enc}", pay.partitioned_topic(parts),
+            CONFIG,
+            f"/admin/partitioned-topics/{ns.name}/persistent/{enc}",
+            pay.partitioned_topic(parts),
             "partitioned-topic",
         )
         for p in range(parts):
@@ -424,8 +436,16 @@ class ClusterModel:
         return MlName(ns.name, encode(local), local, ns.is_v1)
 
     def _closed(
-        self, ns: Namespace, topic: Topic, rng: random.Random, ages: list[int], *, version: int | None = None,
-        size_each: int | None = None, entries: int | None = None, gaps: bool = True,
+        self,
+        ns: Namespace,
+        topic: Topic,
+        rng: random.Random,
+        ages: list[int],
+        *,
+        version: int | None = None,
+        size_each: int | None = None,
+        entries: int | None = None,
+        gaps: bool = True,
     ) -> list[int]:
         """Append closed ledgers with the given close ages (oldest first) and their BookKeeper metadata."""
         ids = []
@@ -439,13 +459,24 @@ class ClusterModel:
             ctime = closed_at - rng.randint(10 * MINUTE_MS, 4 * HOUR_MS)
             topic.ledgers.append(LedgerInfo(lid, n, size, closed_at))
             topic.bk[lid] = BkSpec(
-                "CLOSED", size, n - 1, ctime if with_ctime else None, ver, ml_custom(topic.ml.ml_name),
+                "CLOSED",
+                size,
+                n - 1,
+                ctime if with_ctime else None,
+                ver,
+                ml_custom(topic.ml.ml_name),
                 rng.choice(("CRC32C", "CRC32C", "CRC32")),
             )
         return ids
 
     def _open(
-        self, ns: Namespace, topic: Topic, rng: random.Random, *, bk_entries: int = 0, age: int | None = None,
+        self,
+        ns: Namespace,
+        topic: Topic,
+        rng: random.Random,
+        *,
+        bk_entries: int = 0,
+        age: int | None = None,
         lid: int | None = None,
     ) -> int:
         """Append the current ledger (no entries/size/timestamp in ZooKeeper). With ``bk_entries`` > 0 its
@@ -468,7 +499,13 @@ class ClusterModel:
         return lid
 
     def _user_cursor(
-        self, ns: Namespace, topic: Topic, name: str, rng: random.Random, *, with_ledger: bool | None = None,
+        self,
+        ns: Namespace,
+        topic: Topic,
+        name: str,
+        rng: random.Random,
+        *,
+        with_ledger: bool | None = None,
         last_active_age: int | None = None,
     ) -> Cursor:
         """A healthy subscription: mark-delete at the tail, no ranges, active recently."""
@@ -543,9 +580,7 @@ class ClusterModel:
         active_age = age
         return Cursor(name, ManagedCursorInfo(-1, (last, -1), (), (), self.now - active_age), "NONE")
 
-    def _compaction_cursor(
-        self, ns: Namespace, topic: Topic, rng: random.Random, *, age: int | None = None
-    ) -> Cursor:
+    def _compaction_cursor(self, ns: Namespace, topic: Topic, rng: random.Random, *, age: int | None = None) -> Cursor:
         lid = self._alloc(ns, rng)
         src = topic.ledgers[-2]
         entries = rng.randint(10, 5_000)
@@ -565,8 +600,13 @@ class ClusterModel:
         topic.bk[lid] = BkSpec("CLOSED", 4_096, 3, self.now - rng.randint(HOUR_MS, 5 * DAY_MS), 3, custom)
         info = cursor.info
         cursor.info = ManagedCursorInfo(
-            info.cursors_ledger_id, info.mark_delete, info.individual_deleted, info.properties,
-            info.last_active_ms, info.batched_deletion, (*info.cursor_properties, (key, str(lid))),
+            info.cursors_ledger_id,
+            info.mark_delete,
+            info.individual_deleted,
+            info.properties,
+            info.last_active_ms,
+            info.batched_deletion,
+            (*info.cursor_properties, (key, str(lid))),
         )
         return lid
 
@@ -728,12 +768,22 @@ class ClusterModel:
         owner = self.anchor_ml
         for j in range(self.per):
             lid = ANCHOR_ID + 1 + j
-            yield from self.orphan(lid, "data", owner.ml_name, True, owner.namespace, self.now - 30 * DAY_MS,
-                                   ml_custom(owner.ml_name), rng)
+            yield from self.orphan(
+                lid, "data", owner.ml_name, True, owner.namespace, self.now - 30 * DAY_MS, ml_custom(owner.ml_name), rng
+            )
 
     def orphan(
-        self, lid: int, kind: str, owner: str | None, owner_exists: bool, owner_ns: str | None,
-        ctime: int | None, custom: tuple[tuple[str, bytes], ...], rng: random.Random, *, version: int = 3,
+        self,
+        lid: int,
+        kind: str,
+        owner: str | None,
+        owner_exists: bool,
+        owner_ns: str | None,
+        ctime: int | None,
+        custom: tuple[tuple[str, bytes], ...],
+        rng: random.Random,
+        *,
+        version: int = 3,
     ) -> Iterator[ZNode]:
         """Write an unreferenced ledger and remember what the audit must say about it."""
         length = rng.randint(1, 400) * MIB // 8
@@ -753,17 +803,23 @@ class ClusterModel:
             complete = ledgers_complete and (ns_scope is None or ns_scope not in self.incomplete_scopes)
             ctime = o.ctime_ms if o.ctime_ms is not None else self.ztime
             plannable, _ = rules.orphan_plannable(
-                kind=o.kind, ctime_ms=ctime, ledger_id=o.ledger_id, watermark=self.watermark, now_ms=self.now,
+                kind=o.kind,
+                ctime_ms=ctime,
+                ledger_id=o.ledger_id,
+                watermark=self.watermark,
+                now_ms=self.now,
                 scopes_complete=complete,
             )
-            orphans.append({
-                "ledger_id": o.ledger_id,
-                "kind": o.kind,
-                "owner": o.owner,
-                "owner_exists": o.owner_exists,
-                "plannable": plannable,
-                "severity": "info" if o.kind == "unowned" else "warning",
-            })
+            orphans.append(
+                {
+                    "ledger_id": o.ledger_id,
+                    "kind": o.kind,
+                    "owner": o.owner,
+                    "owner_exists": o.owner_exists,
+                    "plannable": plannable,
+                    "severity": "info" if o.kind == "unowned" else "warning",
+                }
+            )
         leak_old = self.now - self.ztime >= MIN_AGE_MS
         leaks = [
             {"path": lk.path, "leak": lk.leak, "plannable": leak_old and not lk.holds_ledgers} for lk in self.leaks

@@ -49,7 +49,10 @@ def orphan_fixture(j: int) -> Fixture:
 
         rng = _rng(model, "orphan", j)
         now = model.now
-        old = lambda: now - rng.randint(3 * DAY_MS, 60 * DAY_MS)  # noqa: E731
+
+        def old() -> int:
+            return now - rng.randint(3 * DAY_MS, 60 * DAY_MS)
+
         local = f"trimmed-{j}" if j % 2 == 0 else f"trimmed ~{j} 🚀"
         ml = model._ml(ns, local)
         # a trim leftover: allocated before the topic's current ledgers, still naming the live topic
@@ -76,8 +79,14 @@ def orphan_fixture(j: int) -> Fixture:
         )
         src = topic.ledgers[0]
         yield from model.orphan(
-            old_compacted, "compacted", ml.topic, True, ns.name, old(),
-            compacted_custom(ml.topic, src.ledger_id, (src.entries or 1) - 1), rng,
+            old_compacted,
+            "compacted",
+            ml.topic,
+            True,
+            ns.name,
+            old(),
+            compacted_custom(ml.topic, src.ledger_id, (src.entries or 1) - 1),
+            rng,
         )
         key = f"#pulsar.internal.delayed.bucket_{src.ledger_id}_{src.ledger_id}"
         yield from model.orphan(
@@ -102,8 +111,9 @@ def orphan_fixture(j: int) -> Fixture:
         lid = model._alloc(ns, rng)  # v1: no custom metadata, no ctime (znode ctime = seeding time)
         yield from model.orphan(lid, "unowned", None, False, None, None, ml_custom(gone.ml_name), rng, version=1)
         lid = model._alloc(ns, rng)  # v2 without ctime: Pulsar-owned, age from the znode ctime
-        yield from model.orphan(lid, "data", gone.ml_name, False, ns.name, None, ml_custom(gone.ml_name), rng,
-                                version=2)
+        yield from model.orphan(
+            lid, "data", gone.ml_name, False, ns.name, None, ml_custom(gone.ml_name), rng, version=2
+        )
 
     return run
 
@@ -206,8 +216,7 @@ def inactive_fixture(j: int) -> Fixture:
         model._closed(ns, t, rng, [40 * DAY_MS, 35 * DAY_MS], version=3)
         model._open(ns, t, rng)
         t.cursors.append(model._user_cursor(ns, t, f"forgotten sub {j}", rng, last_active_age=30 * DAY_MS))
-        t.cursors.append(model._user_cursor(ns, t, "idle~team", rng, last_active_age=12 * DAY_MS,
-                                            with_ledger=True))
+        t.cursors.append(model._user_cursor(ns, t, "idle~team", rng, last_active_age=12 * DAY_MS, with_ledger=True))
         # controls: old system cursors, an active subscription, one without lastActive (znode mtime = now)
         t.cursors.append(model._system_cursor(t, "pulsar.dedup", rng, age=30 * DAY_MS))
         t.cursors.append(model._system_cursor(t, f"pulsar.repl.{REMOTE}", rng, age=30 * DAY_MS))
@@ -263,8 +272,9 @@ def leak_namespaces(model: ClusterModel) -> Iterator[ZNode]:
         rng = _rng(model, "leak", j)
         yield from model._dir(LOCAL, f"/managed-ledgers/{tenant}/gone-ml-{j}/persistent", "ml-dir")
         model.leaks.append(_Leak(f"/managed-ledgers/{tenant}/gone-ml-{j}", "managed-ledgers-namespace", False))
-        gone = Namespace(f"{tenant}/gone-held-{j}", tenant, False, False, 4, owned=False, has_policies=False,
-                         bundle_data=False)
+        gone = Namespace(
+            f"{tenant}/gone-held-{j}", tenant, False, False, 4, owned=False, has_policies=False, bundle_data=False
+        )
         t = Topic(model._ml(gone, f"still here {j}"))
         model._open(gone, t, rng)
         yield from model._emit(gone, t, rng)
@@ -272,8 +282,9 @@ def leak_namespaces(model: ClusterModel) -> Iterator[ZNode]:
         yield from model._dir(LOCAL, f"/managed-ledgers/gone-tenant-{j}/old-ns/persistent", "ml-dir")
         model.leaks.append(_Leak(f"/managed-ledgers/gone-tenant-{j}", "managed-ledgers-tenant", False))
         for rg in pay.bundle_ranges(pay.bundle_boundaries(4)):
-            yield from model._json(LOCAL, f"/loadbalance/bundle-data/{tenant}/gone-bd-{j}/{rg}",
-                                   pay.bundle_data(0, 0.0), "bundle-data")
+            yield from model._json(
+                LOCAL, f"/loadbalance/bundle-data/{tenant}/gone-bd-{j}/{rg}", pay.bundle_data(0, 0.0), "bundle-data"
+            )
         model.leaks.append(_Leak(f"/loadbalance/bundle-data/{tenant}/gone-bd-{j}", "bundle-data", False))
         path = f"/admin/local-policies/{tenant}/gone-lp-{j}"
         yield from model._json(LOCAL, path, pay.local_policies(pay.bundle_boundaries(4)), "local-policies")
@@ -292,8 +303,9 @@ def retention_namespaces(model: ClusterModel) -> Iterator[ZNode]:
         rng = _rng(model, "retention", v)
 
         def ns_(name: str, retention: tuple[int, int] | None, bundles: int, v: int = v) -> Namespace:
-            return Namespace(f"{tenant}/{name}-{v}", tenant, False, v % 2 == 1, bundles, owned=False,
-                             retention=retention)
+            return Namespace(
+                f"{tenant}/{name}-{v}", tenant, False, v % 2 == 1, bundles, owned=False, retention=retention
+            )
 
         d = ns_("idle-default", None, 4)
         yield from model._namespace_meta(d)
@@ -329,8 +341,7 @@ def retention_namespaces(model: ClusterModel) -> Iterator[ZNode]:
         yield from model._namespace_meta(s)
         for k in range(per_ns):
             t = Topic(model._ml(s, f"sized-{k}"))
-            model._closed(s, t, rng, [40 * DAY_MS, 30 * DAY_MS, 20 * DAY_MS, 10 * DAY_MS], version=3,
-                          size_each=5 * MIB)
+            model._closed(s, t, rng, [40 * DAY_MS, 30 * DAY_MS, 20 * DAY_MS, 10 * DAY_MS], version=3, size_each=5 * MIB)
             model._open(s, t, rng)
             yield from model._emit(s, t, rng)
 
@@ -392,8 +403,9 @@ def corrupt_namespace(model: ClusterModel) -> Iterator[ZNode]:
         ids = model._closed(ns, t, rng, [3 * DAY_MS, 2 * DAY_MS], version=3)
         model._open(ns, t, rng)
         spec = t.bk[ids[0]]
-        t.bk[ids[0]] = BkSpec(spec.state, spec.length, spec.last_entry_id, spec.ctime_ms, 3, spec.custom,
-                              truncated=True)
+        t.bk[ids[0]] = BkSpec(
+            spec.state, spec.length, spec.last_entry_id, spec.ctime_ms, 3, spec.custom, truncated=True
+        )
         yield from model._emit(ns, t, rng)
         model.incomplete_scopes.add(model.o.ledgers_root)
 

@@ -132,8 +132,10 @@ def summary_lines(diffs: Mapping[str, DetectionDiff]) -> list[str]:
     for det, d in diffs.items():
         if d.expected == 0 and d.found == 0:
             continue
-        verdict = "matches ground truth" if d.ok else (
-            f"MISMATCH: {len(d.missing)} missing, {len(d.unexpected)} unexpected, {len(d.mismatched)} differ"
+        verdict = (
+            "matches ground truth"
+            if d.ok
+            else (f"MISMATCH: {len(d.missing)} missing, {len(d.unexpected)} unexpected, {len(d.mismatched)} differ")
         )
         lines.append(f"  {det:<28} expected {d.expected:>5}  found {d.found:>5}  {verdict}")
     return lines

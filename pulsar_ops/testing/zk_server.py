@@ -15,7 +15,6 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -233,12 +232,3 @@ class EmbeddedZooKeeper:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
-
-
-@contextlib.contextmanager
-def embedded_zookeeper(**kwargs: object) -> Iterator[EmbeddedZooKeeper]:
-    zk = EmbeddedZooKeeper(**kwargs)  # type: ignore[arg-type]
-    try:
-        yield zk.start()
-    finally:
-        zk.cleanup()

@@ -146,9 +146,7 @@ class Browser:
         try:
             if self.proc.poll() is None:
                 with contextlib.suppress(OSError):
-                    os.write(
-                        self._to_browser, json.dumps({"id": 0, "method": "Browser.close"}).encode() + b"\0"
-                    )
+                    os.write(self._to_browser, json.dumps({"id": 0, "method": "Browser.close"}).encode() + b"\0")
                 try:
                     self.proc.wait(timeout=15)
                 except subprocess.TimeoutExpired:

@@ -35,9 +35,7 @@ CHARTS = [
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     exe = find_chromium()
     if exe is None:
-        pytest.skip(
-            "headless Chromium not installed (apt-get install -y chromium, or set PULSAR_OPS_CHROMIUM)"
-        )
+        pytest.skip("headless Chromium not installed (apt-get install -y chromium, or set PULSAR_OPS_CHROMIUM)")
     d = tmp_path_factory.mktemp("chromium")
     b = Browser(exe, d / "profile", d / "chromium.log")
     try:
@@ -148,9 +146,7 @@ def test_report_renders_charts_without_errors_or_requests(browser: Browser, tmp_
     desc = json.loads(browser.evaluate(session, read))
     assert desc == sorted(asc, reverse=True)
     assert (
-        browser.evaluate(
-            session, "document.querySelectorAll('#findings-table thead th')[2].getAttribute('aria-sort')"
-        )
+        browser.evaluate(session, "document.querySelectorAll('#findings-table thead th')[2].getAttribute('aria-sort')")
         == "descending"
     )
 

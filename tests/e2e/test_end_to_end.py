@@ -41,9 +41,13 @@ def _audit(spark: Any, snap: Path, out: Path, now_ms: int) -> list[Finding]:
 def _assert_matches(findings: list[Finding], truth: dict[str, Any]) -> None:
     diffs = compare(findings, truth)
     bad = {k: d for k, d in diffs.items() if not d.ok}
-    assert not bad, "\n".join(summary_lines(diffs)) + "\n" + "\n".join(
-        f"{k}: missing={d.missing[:5]} unexpected={d.unexpected[:5]} mismatched={d.mismatched[:3]}"
-        for k, d in bad.items()
+    assert not bad, (
+        "\n".join(summary_lines(diffs))
+        + "\n"
+        + "\n".join(
+            f"{k}: missing={d.missing[:5]} unexpected={d.unexpected[:5]} mismatched={d.mismatched[:3]}"
+            for k, d in bad.items()
+        )
     )
 
 
@@ -109,7 +113,8 @@ def test_unreadable_namespace_blocks_planning_of_its_orphans_and_says_why(
     now = int(time.time() * 1000) + AHEAD_MS
     res = seed_cluster(zk, None, SeedOptions(topics=40, seed=2, now_ms=now, persistent_ownership=True))
     target = next(
-        o for o in res.ground_truth["expected"]["orphan-ledger"]
+        o
+        for o in res.ground_truth["expected"]["orphan-ledger"]
         if o["plannable"] and o["kind"] == "data" and o["owner_exists"]
     )
     namespace = target["owner"].split("/persistent/")[0]
@@ -125,9 +130,7 @@ def test_unreadable_namespace_blocks_planning_of_its_orphans_and_says_why(
     assert scope in blocked.reason and scope in blocked.evidence["blocked_scopes"]
     # blocking is scoped: findings that do not depend on the unreadable subtree are still plannable
     assert any(f.plannable for f in findings if f.detection == "znode-leak")
-    assert all(
-        not f.plannable for f in findings if f.detection == "orphan-ledger" and f.namespace == namespace
-    )
+    assert all(not f.plannable for f in findings if f.detection == "orphan-ledger" and f.namespace == namespace)
     code, _, err = _cli("plan", str(tmp_path / "audit"), "--out", str(tmp_path / "plan.json"))
     assert code == 0, err
     plan = json.loads((tmp_path / "plan.json").read_text())

@@ -51,14 +51,23 @@ def main() -> None:
         plan = built.plan
         n = len(plan.actions)
         backups = BackupStore.open(tmp / "plan.json.backup", create=True)
-        with J.Journal.open(tmp / "j.jsonl", plan_checksum=plan.checksum, plan_id=plan.plan_id, actions=n,
-                            backup_dir=str(backups.root)) as journal, ZkSession(hosts) as session:
+        with (
+            J.Journal.open(
+                tmp / "j.jsonl",
+                plan_checksum=plan.checksum,
+                plan_id=plan.plan_id,
+                actions=n,
+                backup_dir=str(backups.root),
+            ) as journal,
+            ZkSession(hosts) as session,
+        ):
             t0 = time.perf_counter()
             run_mark(plan, session, journal, backups, batch_size=args.batch_size)
             t_mark = time.perf_counter() - t0
             t0 = time.perf_counter()
-            rep = run_delete(plan, session, journal, backups, quarantine_ms=0, now_ms=J.now_ms(),
-                             batch_size=args.batch_size)
+            rep = run_delete(
+                plan, session, journal, backups, quarantine_ms=0, now_ms=J.now_ms(), batch_size=args.batch_size
+            )
             t_delete = time.perf_counter() - t0
             assert rep.counts() == {"committed": n}, rep.counts()
             t0 = time.perf_counter()

@@ -29,12 +29,18 @@ HOUR = 3_600_000
 DAY = 24 * HOUR
 NOW = 1_700_000_000_000
 
-_DEFAULT = {"string": "", "int64": 0, "int32": 0, "bool": False, "double": 0.0, "list<string>": [],
-            "list<int64>": []}
+_DEFAULT = {"string": "", "int64": 0, "int32": 0, "bool": False, "double": 0.0, "list<string>": [], "list<int64>": []}
 
 GLOBAL_SCOPES = (
-    "/ledgers", "/managed-ledgers", "/schemas", "/admin/policies", "/admin/local-policies",
-    "/admin/partitioned-topics", "/admin/clusters", "/namespace", "/loadbalance/bundle-data",
+    "/ledgers",
+    "/managed-ledgers",
+    "/schemas",
+    "/admin/policies",
+    "/admin/local-policies",
+    "/admin/partitioned-topics",
+    "/admin/clusters",
+    "/namespace",
+    "/loadbalance/bundle-data",
     "/admin/topic-policies",
 )
 FULL_RANGE = ["0x00000000", "0xffffffff"]
@@ -83,27 +89,51 @@ class SnapshotBuilder:
     def tenant(self, tenant: str) -> None:
         self.add("tenants", path=f"/admin/policies/{tenant}", tenant=tenant, json="{}")
 
-    def namespace(self, namespace: str, *, boundaries: list[str] | None = None, tenant: bool = True,
-                  **values: Any) -> None:
+    def namespace(
+        self, namespace: str, *, boundaries: list[str] | None = None, tenant: bool = True, **values: Any
+    ) -> None:
         parts = namespace.split("/")
         if tenant and not any(r["tenant"] == parts[0] for r in self.rows.get("tenants", [])):
             self.tenant(parts[0])
         b = boundaries if boundaries is not None else FULL_RANGE
         values.setdefault("mtime_ms", self.now_ms - 30 * DAY)
-        self.add("namespaces", path=f"/admin/policies/{namespace}", tenant=parts[0], namespace=namespace,
-                 is_v1=len(parts) == 3, cluster=parts[1] if len(parts) == 3 else None,
-                 bundle_boundaries=b, num_bundles=len(b) - 1, json="{}", **values)
+        self.add(
+            "namespaces",
+            path=f"/admin/policies/{namespace}",
+            tenant=parts[0],
+            namespace=namespace,
+            is_v1=len(parts) == 3,
+            cluster=parts[1] if len(parts) == 3 else None,
+            bundle_boundaries=b,
+            num_bundles=len(b) - 1,
+            json="{}",
+            **values,
+        )
 
     def own_all_bundles(self, namespace: str) -> None:
         ns = next(r for r in self.rows["namespaces"] if r["namespace"] == namespace)
         b = ns["bundle_boundaries"]
         for lo, hi in itertools.pairwise(b):
-            self.add("bundle_owners", path=f"/namespace/{namespace}/{lo}_{hi}", namespace=namespace,
-                     bundle_range=f"{lo}_{hi}", lower=int(lo, 16), upper=int(hi, 16), ephemeral_owner=7)
+            self.add(
+                "bundle_owners",
+                path=f"/namespace/{namespace}/{lo}_{hi}",
+                namespace=namespace,
+                bundle_range=f"{lo}_{hi}",
+                lower=int(lo, 16),
+                upper=int(hi, 16),
+                ephemeral_owner=7,
+            )
 
     # --- managed ledgers ------------------------------------------------------------------------------
-    def topic(self, namespace: str, local: str, *, ledgers: list[tuple[Any, ...]] = (),  # type: ignore[assignment]
-              mtime_ms: int | None = None, **values: Any) -> str:
+    def topic(
+        self,
+        namespace: str,
+        local: str,
+        *,
+        ledgers: list[tuple[Any, ...]] = (),  # type: ignore[assignment]
+        mtime_ms: int | None = None,
+        **values: Any,
+    ) -> str:
         """Add a managed ledger. ``ledgers``: (ledger_id, entries, size, timestamp_ms[, offloaded, bk_deleted]);
         the last tuple is the open ledger (pass entries/size/timestamp as None for a realistic open ledger)."""
         enc = encode(local)
@@ -112,55 +142,134 @@ class SnapshotBuilder:
         topic = f"persistent://{namespace}/{local}"
         ids = [lg[0] for lg in ledgers]
         total = sum((lg[2] or 0) for lg in ledgers)
-        self.add("managed_ledgers", path=path, ml_name=ml_name(namespace, local), tenant=namespace.split("/")[0],
-                 namespace=namespace, is_v1=namespace.count("/") == 2, encoded_name=enc, local_name=local,
-                 topic=topic, base_topic=f"persistent://{namespace}/{base}", partition=part,
-                 mtime_ms=mtime_ms if mtime_ms is not None else self.now_ms - DAY, format="binary",
-                 compression="NONE", ledger_count=len(ids), total_size=total,
-                 last_ledger_id=ids[-1] if ids else None, properties_json="{}", **values)
+        self.add(
+            "managed_ledgers",
+            path=path,
+            ml_name=ml_name(namespace, local),
+            tenant=namespace.split("/")[0],
+            namespace=namespace,
+            is_v1=namespace.count("/") == 2,
+            encoded_name=enc,
+            local_name=local,
+            topic=topic,
+            base_topic=f"persistent://{namespace}/{base}",
+            partition=part,
+            mtime_ms=mtime_ms if mtime_ms is not None else self.now_ms - DAY,
+            format="binary",
+            compression="NONE",
+            ledger_count=len(ids),
+            total_size=total,
+            last_ledger_id=ids[-1] if ids else None,
+            properties_json="{}",
+            **values,
+        )
         for idx, lg in enumerate(ledgers):
             lid, entries, size, ts = lg[:4]
             offloaded = bool(lg[4]) if len(lg) > 4 else False
             bk_deleted = bool(lg[5]) if len(lg) > 5 else False
-            self.add("ledger_list", ml_path=path, topic=topic, namespace=namespace, idx=idx, ledger_id=lid,
-                     entries=entries, size=size, timestamp_ms=ts, is_last=idx == len(ledgers) - 1,
-                     offloaded=offloaded, bookkeeper_deleted=bk_deleted)
+            self.add(
+                "ledger_list",
+                ml_path=path,
+                topic=topic,
+                namespace=namespace,
+                idx=idx,
+                ledger_id=lid,
+                entries=entries,
+                size=size,
+                timestamp_ms=ts,
+                is_last=idx == len(ledgers) - 1,
+                offloaded=offloaded,
+                bookkeeper_deleted=bk_deleted,
+            )
         return topic
 
-    def cursor(self, namespace: str, local: str, sub: str, *, md: tuple[int, int] | None = None,
-               ranges: list[tuple[int, int, int, int]] = (),  # type: ignore[assignment]
-               is_system: bool = False, cursors_ledger_id: int = -1, range_count: int | None = None,
-               **values: Any) -> str:
+    def cursor(
+        self,
+        namespace: str,
+        local: str,
+        sub: str,
+        *,
+        md: tuple[int, int] | None = None,
+        ranges: list[tuple[int, int, int, int]] = (),  # type: ignore[assignment]
+        is_system: bool = False,
+        cursors_ledger_id: int = -1,
+        range_count: int | None = None,
+        **values: Any,
+    ) -> str:
         tpath = f"/managed-ledgers/{namespace}/persistent/{encode(local)}"
         path = f"{tpath}/{encode(sub)}"
         topic = f"persistent://{namespace}/{local}"
         values.setdefault("mtime_ms", self.now_ms - HOUR)
-        self.add("cursors", path=path, ml_path=tpath, topic=topic, namespace=namespace, encoded_name=encode(sub),
-                 subscription=sub, is_system=is_system, cursors_ledger_id=cursors_ledger_id,
-                 mark_delete_ledger_id=md[0] if md else None, mark_delete_entry_id=md[1] if md else None,
-                 range_count=len(ranges) if range_count is None else range_count, compression="NONE", **values)
+        self.add(
+            "cursors",
+            path=path,
+            ml_path=tpath,
+            topic=topic,
+            namespace=namespace,
+            encoded_name=encode(sub),
+            subscription=sub,
+            is_system=is_system,
+            cursors_ledger_id=cursors_ledger_id,
+            mark_delete_ledger_id=md[0] if md else None,
+            mark_delete_entry_id=md[1] if md else None,
+            range_count=len(ranges) if range_count is None else range_count,
+            compression="NONE",
+            **values,
+        )
         for i, (ll, le, ul, ue) in enumerate(ranges):
-            self.add("ack_ranges", cursor_path=path, topic=topic, subscription=sub, idx=i, lower_ledger_id=ll,
-                     lower_entry_id=le, upper_ledger_id=ul, upper_entry_id=ue)
+            self.add(
+                "ack_ranges",
+                cursor_path=path,
+                topic=topic,
+                subscription=sub,
+                idx=i,
+                lower_ledger_id=ll,
+                lower_entry_id=le,
+                upper_ledger_id=ul,
+                upper_entry_id=ue,
+            )
         return path
 
     def bucket(self, cursor_path: str, ledger_id: int) -> None:
         c = next(r for r in self.rows["cursors"] if r["path"] == cursor_path)
-        self.add("cursor_properties", cursor_path=cursor_path, topic=c["topic"], subscription=c["subscription"],
-                 kind="string", name=f"#pulsar.internal.delayed.bucket_1_{ledger_id}", value=str(ledger_id),
-                 bucket_ledger_id=ledger_id)
+        self.add(
+            "cursor_properties",
+            cursor_path=cursor_path,
+            topic=c["topic"],
+            subscription=c["subscription"],
+            kind="string",
+            name=f"#pulsar.internal.delayed.bucket_1_{ledger_id}",
+            value=str(ledger_id),
+            bucket_ledger_id=ledger_id,
+        )
 
     def schema(self, namespace: str, base_local: str, ledger_ids: list[int]) -> str:
         path = f"/schemas/{namespace}/{encode(base_local)}"
         for v, lid in enumerate(ledger_ids):
-            self.add("schema_index", path=path, schema_id=f"{namespace}/{encode(base_local)}", namespace=namespace,
-                     topic=f"persistent://{namespace}/{base_local}", latest_version=len(ledger_ids) - 1,
-                     schema_version=v, ledger_id=lid, entry_id=0)
+            self.add(
+                "schema_index",
+                path=path,
+                schema_id=f"{namespace}/{encode(base_local)}",
+                namespace=namespace,
+                topic=f"persistent://{namespace}/{base_local}",
+                latest_version=len(ledger_ids) - 1,
+                schema_version=v,
+                ledger_id=lid,
+                entry_id=0,
+            )
         return path
 
     # --- BookKeeper -----------------------------------------------------------------------------------
-    def bk_ledger(self, ledger_id: int, *, kind: str = "data", owner: str | None = None,
-                  ctime_ms: int | None = None, length: int = 1000, **values: Any) -> None:
+    def bk_ledger(
+        self,
+        ledger_id: int,
+        *,
+        kind: str = "data",
+        owner: str | None = None,
+        ctime_ms: int | None = None,
+        length: int = 1000,
+        **values: Any,
+    ) -> None:
         """kind: data | cursor | schema | compacted | bucket | pulsar-unknown | unowned."""
         md: dict[str, Any] = {}
         if kind != "unowned":
@@ -180,26 +289,66 @@ class SnapshotBuilder:
         md.update(values)
         ct = ctime_ms if ctime_ms is not None else self.now_ms - 10 * DAY
         md.setdefault("last_entry_id", 9)
-        self.add("bk_ledgers", path=ledger_znode(ledger_id), ledger_id=ledger_id, layout="legacy",
-                 format_version=3, state="CLOSED", length=length, ensemble_size=2,
-                 write_quorum=2, ack_quorum=2, ctime_ms=ct, metadata_ctime_ms=ct, znode_ctime_ms=ct,
-                 znode_mtime_ms=ct, custom_metadata_json="{}", bookies=["b1:3181", "b2:3181"],
-                 ensembles_json="{}", **md)
+        self.add(
+            "bk_ledgers",
+            path=ledger_znode(ledger_id),
+            ledger_id=ledger_id,
+            layout="legacy",
+            format_version=3,
+            state="CLOSED",
+            length=length,
+            ensemble_size=2,
+            write_quorum=2,
+            ack_quorum=2,
+            ctime_ms=ct,
+            metadata_ctime_ms=ct,
+            znode_ctime_ms=ct,
+            znode_mtime_ms=ct,
+            custom_metadata_json="{}",
+            bookies=["b1:3181", "b2:3181"],
+            ensembles_json="{}",
+            **md,
+        )
 
-    def znode(self, path: str, *, mtime_ms: int | None = None, data_length: int = 10, num_children: int = 0,
-              kind: str = "other", store: str = "local") -> None:
+    def znode(
+        self,
+        path: str,
+        *,
+        mtime_ms: int | None = None,
+        data_length: int = 10,
+        num_children: int = 0,
+        kind: str = "other",
+        store: str = "local",
+    ) -> None:
         parent, _, name = path.rpartition("/")
         mt = mtime_ms if mtime_ms is not None else self.now_ms - 30 * DAY
-        self.add("znodes", store=store, path=path, parent=parent or "/", name=name, depth=path.count("/"),
-                 ctime_ms=mt, mtime_ms=mt, data_length=data_length, num_children=num_children, kind=kind,
-                 data_sha256="")
+        self.add(
+            "znodes",
+            store=store,
+            path=path,
+            parent=parent or "/",
+            name=name,
+            depth=path.count("/"),
+            ctime_ms=mt,
+            mtime_ms=mt,
+            data_length=data_length,
+            num_children=num_children,
+            kind=kind,
+            data_sha256="",
+        )
 
     # --- scrape bookkeeping ---------------------------------------------------------------------------
-    def scope(self, scope: str, complete: bool = True, error: str | None = None,
-              store: str = "local") -> None:
+    def scope(self, scope: str, complete: bool = True, error: str | None = None, store: str = "local") -> None:
         self.rows["scopes"] = [r for r in self.rows.get("scopes", []) if r["scope"] != scope]
-        self.add("scopes", store=store, scope=scope, complete=complete, znodes=1,
-                 error_code=None if complete else "decode-failed", error=error)
+        self.add(
+            "scopes",
+            store=store,
+            scope=scope,
+            complete=complete,
+            znodes=1,
+            error_code=None if complete else "decode-failed",
+            error=error,
+        )
 
     def write(self, out: Path) -> Path:
         if self.complete_scopes:
@@ -215,7 +364,8 @@ class SnapshotBuilder:
             pq.write_table(table, d / "part-00000.parquet")
         incomplete = tuple(
             IncompleteScope(store=r["store"], scope=r["scope"], code=r["error_code"] or "", error=r["error"] or "")
-            for r in self.rows.get("scopes", []) if not r["complete"]
+            for r in self.rows.get("scopes", [])
+            if not r["complete"]
         )
         manifest = Manifest(
             snapshot_id=str(uuid.UUID(int=self.now_ms)),

@@ -19,8 +19,16 @@ T = "persistent://t/a/topic"
 def ledgers(b: SnapshotBuilder, ns: str, local: str, base: int) -> None:
     owner = f"{ns}/persistent/{local}"
     b.bk_ledger(base + 3, owner=owner, last_entry_id=49, length=500, ctime_ms=NOW - DAY)
-    b.topic(ns, local, ledgers=[(base, 100, 1000, NOW - 5 * DAY), (base + 1, 100, 2000, NOW - 4 * DAY),
-                                (base + 2, 100, 3000, NOW - 3 * DAY), (base + 3, None, None, None)])
+    b.topic(
+        ns,
+        local,
+        ledgers=[
+            (base, 100, 1000, NOW - 5 * DAY),
+            (base + 1, 100, 2000, NOW - 4 * DAY),
+            (base + 2, 100, 3000, NOW - 3 * DAY),
+            (base + 3, None, None, None),
+        ],
+    )
 
 
 @pytest.fixture(scope="module")

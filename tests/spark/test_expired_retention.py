@@ -21,8 +21,9 @@ def closed(lid: int, age_days: float, size: int = 100, entries: int = 10) -> tup
     return (lid, entries, size, NOW - int(age_days * DAY))
 
 
-def open_(b: SnapshotBuilder, lid: int, owner: str, *, last_entry_id: int = -1, length: int = 0,
-          age_days: float = 1) -> tuple[Any, ...]:
+def open_(
+    b: SnapshotBuilder, lid: int, owner: str, *, last_entry_id: int = -1, length: int = 0, age_days: float = 1
+) -> tuple[Any, ...]:
     b.bk_ledger(lid, owner=owner, last_entry_id=last_entry_id, length=length, ctime_ms=NOW - int(age_days * DAY))
     return (lid, None, None, None)
 
@@ -32,39 +33,65 @@ def found(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     b = SnapshotBuilder(admin_scraped=True)
     b.add("loaded_topics", broker="b1", topic="persistent://t/owned/loaded")
     b.namespace("t/r")  # no retention: broker defaults 0/0, bundles unowned
-    b.topic("t/r", "all", ledgers=[closed(10, 5, 100), closed(11, 4, 200),
-                                   open_(b, 12, "t/r/persistent/all", last_entry_id=9, length=300, age_days=3)])
+    b.topic(
+        "t/r",
+        "all",
+        ledgers=[
+            closed(10, 5, 100),
+            closed(11, 4, 200),
+            open_(b, 12, "t/r/persistent/all", last_entry_id=9, length=300, age_days=3),
+        ],
+    )
     b.topic("t/r", "behind", ledgers=[closed(13, 5), closed(14, 4), open_(b, 15, "x")])
     b.cursor("t/r", "behind", "s", md=(14, 5))  # 14 not fully consumed: only 13
     b.cursor("t/r", "behind", "pulsar.dedup", md=(14, 9), is_system=True)
     b.topic("t/r", "consumed", ledgers=[closed(16, 5), closed(17, 4), open_(b, 18, "x")])
     b.cursor("t/r", "consumed", "s", md=(17, 9))  # 17 fully consumed: 16 and 17
     b.topic("t/r", "empty-open", ledgers=[closed(20, 5, 50), open_(b, 21, "x", last_entry_id=-1)])
-    b.topic("t/r", "offloaded", ledgers=[(30, 5, 50, NOW - 9 * DAY, True, True), closed(31, 5, 50),
-                                         open_(b, 32, "x")])
+    b.topic("t/r", "offloaded", ledgers=[(30, 5, 50, NOW - 9 * DAY, True, True), closed(31, 5, 50), open_(b, 32, "x")])
     b.topic("t/r", "pinned-by-policy", ledgers=[closed(33, 5), open_(b, 34, "x")])
-    b.add("topic_policies", path="/admin/topic-policies/local/t/r/persistent/pinned-by-policy", scope="local",
-          namespace="t/r", topic="persistent://t/r/pinned-by-policy", retention_time_minutes=-1,
-          retention_size_mb=-1)
+    b.add(
+        "topic_policies",
+        path="/admin/topic-policies/local/t/r/persistent/pinned-by-policy",
+        scope="local",
+        namespace="t/r",
+        topic="persistent://t/r/pinned-by-policy",
+        retention_time_minutes=-1,
+        retention_size_mb=-1,
+    )
     b.namespace("t/inf", retention_time_minutes=-1, retention_size_mb=-1)
     b.topic("t/inf", "kept", ledgers=[closed(35, 50), open_(b, 36, "x")])
     b.topic("t/inf", "topic-zero", ledgers=[closed(37, 50, 70), open_(b, 38, "x")])
-    b.add("topic_policies", path="/admin/topic-policies/local/t/inf/persistent/topic-zero", scope="local",
-          namespace="t/inf", topic="persistent://t/inf/topic-zero", retention_time_minutes=0,
-          retention_size_mb=0)
+    b.add(
+        "topic_policies",
+        path="/admin/topic-policies/local/t/inf/persistent/topic-zero",
+        scope="local",
+        namespace="t/inf",
+        topic="persistent://t/inf/topic-zero",
+        retention_time_minutes=0,
+        retention_size_mb=0,
+    )
     b.namespace("t/timed", retention_time_minutes=3 * 24 * 60, retention_size_mb=-1)
     b.topic("t/timed", "prefix", ledgers=[closed(40, 5), closed(41, 4), closed(42, 1), open_(b, 43, "x")])
     b.topic("t/timed", "cut", ledgers=[closed(50, 5), closed(51, 1), closed(52, 5), open_(b, 53, "x")])
     b.namespace("t/size", retention_time_minutes=-1, retention_size_mb=1)
-    b.topic("t/size", "big", ledgers=[closed(60, 9, KB600), closed(61, 8, KB600), closed(62, 7, KB600),
-                                      open_(b, 63, "x")])
+    b.topic(
+        "t/size", "big", ledgers=[closed(60, 9, KB600), closed(61, 8, KB600), closed(62, 7, KB600), open_(b, 63, "x")]
+    )
     b.namespace("t/owned")
     b.own_all_bundles("t/owned")
     b.topic("t/owned", "loaded", ledgers=[closed(70, 5), open_(b, 71, "x")])
     b.topic("t/owned", "not-loaded", ledgers=[closed(72, 5), open_(b, 73, "x")])
     b.namespace("t/b2", boundaries=HALF)
-    b.add("bundle_owners", path="/namespace/t/b2/0x00000000_0x80000000", namespace="t/b2",
-          bundle_range="0x00000000_0x80000000", lower=0, upper=0x80000000, ephemeral_owner=1)
+    b.add(
+        "bundle_owners",
+        path="/namespace/t/b2/0x00000000_0x80000000",
+        namespace="t/b2",
+        bundle_range="0x00000000_0x80000000",
+        lower=0,
+        upper=0x80000000,
+        ephemeral_owner=1,
+    )
     b.add("loaded_topics", broker="b1", topic="persistent://t/b2/k0")
     b.add("loaded_topics", broker="b1", topic="persistent://t/b2/k2")
     b.topic("t/b2", "k0", ledgers=[closed(80, 5), open_(b, 81, "x")])  # crc32 in the owned lower half
@@ -78,9 +105,22 @@ def ids(found: dict[str, Any], topic: str) -> list[int]:
 
 
 def test_exact_topics(found: dict[str, Any]) -> None:
-    assert set(found) == {f"persistent://{t}" for t in (
-        "t/r/all", "t/r/behind", "t/r/consumed", "t/r/empty-open", "t/r/offloaded", "t/inf/topic-zero",
-        "t/timed/prefix", "t/timed/cut", "t/size/big", "t/owned/not-loaded", "t/b2/k2")}
+    assert set(found) == {
+        f"persistent://{t}"
+        for t in (
+            "t/r/all",
+            "t/r/behind",
+            "t/r/consumed",
+            "t/r/empty-open",
+            "t/r/offloaded",
+            "t/inf/topic-zero",
+            "t/timed/prefix",
+            "t/timed/cut",
+            "t/size/big",
+            "t/owned/not-loaded",
+            "t/b2/k2",
+        )
+    }
 
 
 def test_no_cursor_every_ledger_and_open_ledger_with_entries(found: dict[str, Any]) -> None:

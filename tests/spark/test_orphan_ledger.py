@@ -37,8 +37,14 @@ def result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> AuditResult:
     b.scope("/managed-ledgers/t/broken", complete=False, error="bad znode")
     # long-layout ids: one referenced (sets the watermark above 2^31), one orphan below it
     b.topic("t/ns", "big", ledgers=[(BIG + 100, None, None, None)])
-    for lid, owner in [(10, "t/ns/persistent/a+b"), (11, "t/ns/persistent/a+b"), (31, "t/ns/persistent/p-partition-1"),
-                       (40, f"{V1}/persistent/old"), (50, "t/broken/persistent/x"), (BIG + 100, "t/ns/persistent/big")]:
+    for lid, owner in [
+        (10, "t/ns/persistent/a+b"),
+        (11, "t/ns/persistent/a+b"),
+        (31, "t/ns/persistent/p-partition-1"),
+        (40, f"{V1}/persistent/old"),
+        (50, "t/broken/persistent/x"),
+        (BIG + 100, "t/ns/persistent/big"),
+    ]:
         b.bk_ledger(lid, owner=owner)
     b.bk_ledger(20, kind="cursor", owner="t/ns/persistent/a+b")
     b.bk_ledger(21, kind="bucket", owner="t/ns/persistent/a+b")
@@ -107,8 +113,7 @@ def test_deleted_topic_name_is_decoded_not_reencoded(orphans: dict[int, Any]) ->
         (15, "schema", False, "persistent://t/ns/gone schema"),
     ],
 )
-def test_kinds_and_owners(orphans: dict[int, Any], ledger_id: int, kind: str, owner_exists: bool,
-                          topic: str) -> None:
+def test_kinds_and_owners(orphans: dict[int, Any], ledger_id: int, kind: str, owner_exists: bool, topic: str) -> None:
     f = orphans[ledger_id]
     assert f.evidence["kind"] == kind
     assert f.evidence["owner_exists"] is owner_exists

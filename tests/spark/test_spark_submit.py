@@ -36,11 +36,24 @@ def test_spark_submit_runs_the_audit_job_with_a_config(repo_root: Path, tmp_path
     env = {**os.environ, "PULSAR_OPS_SQL_DIR": str(repo_root / "sql"), "SPARK_LOCAL_IP": "127.0.0.1"}
     r = subprocess.run(
         [
-            submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+            submit,
+            "--master",
+            "local[1]",
+            "--conf",
+            "spark.ui.enabled=false",
             str(repo_root / "jobs" / "audit.py"),
-            "--snapshot", str(snap), "--out", str(tmp_path / "out"), "--config", str(config),
+            "--snapshot",
+            str(snap),
+            "--out",
+            str(tmp_path / "out"),
+            "--config",
+            str(config),
         ],
-        capture_output=True, text=True, env=env, timeout=600, cwd=repo_root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=repo_root,
     )
     assert r.returncode == 2, r.stdout[-3000:] + r.stderr[-3000:]  # a critical finding (dangling ledger)
     # Spark's PythonRunner merges the driver's stderr into stdout: the job's contract is findings.json

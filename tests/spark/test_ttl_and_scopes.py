@@ -15,8 +15,14 @@ pytestmark = pytest.mark.spark
 
 
 def tp(b: SnapshotBuilder, ns: str, local: str, **values: Any) -> None:
-    b.add("topic_policies", path=f"/admin/topic-policies/local/{ns}/persistent/{local}", scope="local",
-          namespace=ns, topic=f"persistent://{ns}/{local}", **values)
+    b.add(
+        "topic_policies",
+        path=f"/admin/topic-policies/local/{ns}/persistent/{local}",
+        scope="local",
+        namespace=ns,
+        topic=f"persistent://{ns}/{local}",
+        **values,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +37,22 @@ def result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> AuditResult:
     tp(b, "t/risk", "ttl-off", message_ttl_seconds=0)  # removes the risk
     tp(b, "t/risk", "same", delayed_delivery_active=True)  # no change: no topic finding
     b.scope("/managed-ledgers/t/risk", complete=False, error=None)
-    b.add("scrape_errors", store="local", path="/managed-ledgers/t/risk/persistent/b", scope="/managed-ledgers/t/risk",
-          code="decode-failed", reason="garbage")
-    b.add("scrape_errors", store="local", path="/managed-ledgers/t/risk/persistent/a", scope="/managed-ledgers/t/risk",
-          code="decode-failed", reason="truncated")
+    b.add(
+        "scrape_errors",
+        store="local",
+        path="/managed-ledgers/t/risk/persistent/b",
+        scope="/managed-ledgers/t/risk",
+        code="decode-failed",
+        reason="garbage",
+    )
+    b.add(
+        "scrape_errors",
+        store="local",
+        path="/managed-ledgers/t/risk/persistent/a",
+        scope="/managed-ledgers/t/risk",
+        code="decode-failed",
+        reason="truncated",
+    )
     b.scope("/admin/policies", complete=False, error="NoAuth on /admin/policies/x", store="config")
     return audit(spark, b, tmp_path_factory.mktemp("ttl"), AuditParams(broker=BrokerDefaults()))
 

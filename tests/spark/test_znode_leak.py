@@ -21,9 +21,15 @@ def leaks(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     b.namespace("t/live", boundaries=BOUNDS)
     b.namespace("p/c1/v1ns")  # V1 namespace (tenant p registered)
     # live namespace, live V1 namespace: controls
-    for path in ("/managed-ledgers/t", "/managed-ledgers/t/live", "/managed-ledgers/t/live/persistent",
-                 "/managed-ledgers/p", "/managed-ledgers/p/c1", "/managed-ledgers/p/c1/v1ns",
-                 "/managed-ledgers/p/c1/v1ns/persistent"):
+    for path in (
+        "/managed-ledgers/t",
+        "/managed-ledgers/t/live",
+        "/managed-ledgers/t/live/persistent",
+        "/managed-ledgers/p",
+        "/managed-ledgers/p/c1",
+        "/managed-ledgers/p/c1/v1ns",
+        "/managed-ledgers/p/c1/v1ns/persistent",
+    ):
         b.znode(path, num_children=1)
     b.topic("t/live", "ok-partition-0", ledgers=[(1, None, None, None)])
     b.znode("/managed-ledgers/t/live/persistent/ok-partition-0", data_length=40)
@@ -47,12 +53,27 @@ def leaks(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     b.znode("/managed-ledgers/gt/a/persistent", data_length=0)
     b.znode("/managed-ledgers/gt/b", data_length=0)
     # 2. partitioned-topic node without partitions; control: one whose partition exists
-    b.add("partitioned_topics", path="/admin/partitioned-topics/t/live/persistent/ghost", tenant="t",
-          namespace="t/live", encoded_name="ghost", local_name="ghost", topic="persistent://t/live/ghost",
-          partitions=4)
+    b.add(
+        "partitioned_topics",
+        path="/admin/partitioned-topics/t/live/persistent/ghost",
+        tenant="t",
+        namespace="t/live",
+        encoded_name="ghost",
+        local_name="ghost",
+        topic="persistent://t/live/ghost",
+        partitions=4,
+    )
     b.znode("/admin/partitioned-topics/t/live/persistent/ghost", store="config", data_length=16)
-    b.add("partitioned_topics", path="/admin/partitioned-topics/t/live/persistent/ok", tenant="t",
-          namespace="t/live", encoded_name="ok", local_name="ok", topic="persistent://t/live/ok", partitions=1)
+    b.add(
+        "partitioned_topics",
+        path="/admin/partitioned-topics/t/live/persistent/ok",
+        tenant="t",
+        namespace="t/live",
+        encoded_name="ok",
+        local_name="ok",
+        topic="persistent://t/live/ok",
+        partitions=1,
+    )
     # 3. schema without topic; controls: schema of the partitioned topic `ok` and of the live topic base name
     b.schema("t/live", "no topic", [70, 71])
     b.znode("/schemas/t/live/no+topic", data_length=55)
@@ -63,11 +84,23 @@ def leaks(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
         b.add("bundle_data", path=f"/loadbalance/bundle-data/t/bdgone/{rg}", namespace="t/bdgone", bundle_range=rg)
         b.znode(f"/loadbalance/bundle-data/t/bdgone/{rg}")
     b.znode("/loadbalance/bundle-data/t/bdgone", num_children=2, data_length=0)
-    b.add("bundle_data", path="/loadbalance/bundle-data/t/live/0x00000000_0x40000000", namespace="t/live",
-          bundle_range="0x00000000_0x40000000", lower=0, upper=0x40000000)
+    b.add(
+        "bundle_data",
+        path="/loadbalance/bundle-data/t/live/0x00000000_0x40000000",
+        namespace="t/live",
+        bundle_range="0x00000000_0x40000000",
+        lower=0,
+        upper=0x40000000,
+    )
     b.znode("/loadbalance/bundle-data/t/live/0x00000000_0x40000000")
-    b.add("bundle_data", path="/loadbalance/bundle-data/t/live/0x80000000_0xffffffff", namespace="t/live",
-          bundle_range="0x80000000_0xffffffff", lower=0x80000000, upper=0xFFFFFFFF)
+    b.add(
+        "bundle_data",
+        path="/loadbalance/bundle-data/t/live/0x80000000_0xffffffff",
+        namespace="t/live",
+        bundle_range="0x80000000_0xffffffff",
+        lower=0x80000000,
+        upper=0xFFFFFFFF,
+    )
     # 5. local policies without policies; control: local policies of a live namespace
     b.add("local_policies", path="/admin/local-policies/t/lpgone", namespace="t/lpgone")
     b.znode("/admin/local-policies/t/lpgone", data_length=30)
@@ -96,7 +129,9 @@ def test_exact_leak_set(leaks: dict[str, Any]) -> None:
 def test_plannable_leaks(leaks: dict[str, Any]) -> None:
     plannable = {p for p, f in leaks.items() if f.plannable}
     assert plannable == set(leaks) - {
-        "/managed-ledgers/t/held", "/managed-ledgers/t/young", "/managed-ledgers/p/c1/gonev1"
+        "/managed-ledgers/t/held",
+        "/managed-ledgers/t/young",
+        "/managed-ledgers/p/c1/gonev1",
     }
     assert all(f.severity == "warning" for f in leaks.values())
 

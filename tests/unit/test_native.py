@@ -245,9 +245,7 @@ ascii_kv = st.tuples(ascii_text, ascii_text)
 @st.composite
 def ascii_ml_infos(draw: st.DrawFn) -> ManagedLedgerInfo:
     info: ManagedLedgerInfo = draw(ml_infos)
-    ledgers = tuple(
-        replace(li, properties=tuple(draw(st.lists(ascii_kv, max_size=2)))) for li in info.ledgers
-    )
+    ledgers = tuple(replace(li, properties=tuple(draw(st.lists(ascii_kv, max_size=2)))) for li in info.ledgers)
     return replace(info, ledgers=ledgers, properties=tuple(draw(st.lists(ascii_kv, max_size=3))))
 
 

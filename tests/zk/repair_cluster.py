@@ -42,8 +42,7 @@ WATERMARK = 10_000  # a referenced ledger above every orphan id: orphans below i
 INSTANCE_ID = "5a8f4a9c-1c9e-4c4e-9a51-0d2b8d9f0e11"
 ODD_ACL = [ACL(31, Id("world", "anyone")), ACL(1, Id("ip", "127.0.0.1"))]
 
-_DEFAULT = {"string": "", "int64": 0, "int32": 0, "bool": False, "double": 0.0, "list<string>": [],
-            "list<int64>": []}
+_DEFAULT = {"string": "", "int64": 0, "int32": 0, "bool": False, "double": 0.0, "list<string>": [], "list<int64>": []}
 
 
 def custom_ml(ml: str, cursor: str | None = None) -> dict[str, str]:
@@ -90,8 +89,11 @@ def build_cluster(zk: KazooClient, *, extra_orphans: int = 0) -> Scenario:
         21: ("data", ML_A, custom_ml(ML_A)),
         22: ("cursor", ML_A, custom_ml(ML_A, "sub")),
         23: ("schema", SCHEMA_A, {"application": "pulsar", "component": "schema", "pulsar/schemaId": SCHEMA_A}),
-        24: ("compacted", TOPIC_A,
-             {"application": "pulsar", "component": "compacted-ledger", "pulsar/compactedTopic": TOPIC_A}),
+        24: (
+            "compacted",
+            TOPIC_A,
+            {"application": "pulsar", "component": "compacted-ledger", "pulsar/compactedTopic": TOPIC_A},
+        ),
         25: ("data", ML_GONE, custom_ml(ML_GONE)),
     }
     for i in range(extra_orphans):
@@ -104,21 +106,49 @@ def build_cluster(zk: KazooClient, *, extra_orphans: int = 0) -> Scenario:
     zk.create(LEAK_ML + "/persistent/t1", b"", makepath=True)
     zk.create(LEAK_BUNDLE + "/0x00000000_0xffffffff", b'{"shortTermData": {}}', makepath=True)
     s.leaks = [LEAK_ML, LEAK_BUNDLE]
-    s.keep = [ML_A_PATH, ML_A_PATH + "/sub", "/schemas/" + SCHEMA_A, "/admin/policies/t/ns", ledger_path(10),
-              ledger_path(26), "/managed-ledgers/old", "/loadbalance/bundle-data/old"]
+    s.keep = [
+        ML_A_PATH,
+        ML_A_PATH + "/sub",
+        "/schemas/" + SCHEMA_A,
+        "/admin/policies/t/ns",
+        ledger_path(10),
+        ledger_path(26),
+        "/managed-ledgers/old",
+        "/loadbalance/bundle-data/old",
+    ]
     return s
 
 
 def findings_for(s: Scenario) -> list[Finding]:
     out = [
-        Finding(detection="orphan-ledger", severity="warning", ledger_id=lid, path=ledger_path(lid),
-                plannable=True, bytes=1000 + lid, evidence={"kind": kind, "owner": owner})
+        Finding(
+            detection="orphan-ledger",
+            severity="warning",
+            ledger_id=lid,
+            path=ledger_path(lid),
+            plannable=True,
+            bytes=1000 + lid,
+            evidence={"kind": kind, "owner": owner},
+        )
         for lid, (kind, owner) in sorted(s.orphans.items())
     ]
-    out.append(Finding(detection="orphan-ledger", severity="info", ledger_id=26, path=ledger_path(26),
-                       plannable=False, reason="kind unowned is never planned", evidence={"kind": "unowned"}))
-    out += [Finding(detection="znode-leak", severity="warning", path=p, plannable=True,
-                    evidence={"leak": leak_shape(p).leak}) for p in s.leaks]  # type: ignore[union-attr]
+    out.append(
+        Finding(
+            detection="orphan-ledger",
+            severity="info",
+            ledger_id=26,
+            path=ledger_path(26),
+            plannable=False,
+            reason="kind unowned is never planned",
+            evidence={"kind": "unowned"},
+        )
+    )
+    out += [
+        Finding(
+            detection="znode-leak", severity="warning", path=p, plannable=True, evidence={"leak": leak_shape(p).leak}
+        )
+        for p in s.leaks
+    ]  # type: ignore[union-attr]
     out.append(Finding(detection="ack-holes", severity="info", topic=TOPIC_A, subscription="sub"))
     return out
 
@@ -163,59 +193,146 @@ def write_snapshot(zk: KazooClient, out: Path) -> dict[str, Any]:
             continue
         parent, name = path.rsplit("/", 1)
         sha = hashlib.sha256(data).hexdigest()
-        stat = {"version": st.version, "mzxid": st.mzxid, "ctime_ms": st.ctime, "mtime_ms": st.mtime,
-                "data_length": len(data)}
+        stat = {
+            "version": st.version,
+            "mzxid": st.mzxid,
+            "ctime_ms": st.ctime,
+            "mtime_ms": st.mtime,
+            "data_length": len(data),
+        }
         store = "config" if any(path == r or path.startswith(r + "/") for r in CONFIG_ROOTS) else "local"
-        w.add("znodes", _row("znodes", store=store, path=path, parent=parent or "/", name=name,
-                             depth=path.count("/"), cversion=st.cversion, aversion=st.aversion, czxid=st.czxid,
-                             pzxid=st.pzxid, num_children=st.numChildren, ephemeral_owner=st.ephemeralOwner,
-                             data_sha256=sha, kind="other", **stat))
+        w.add(
+            "znodes",
+            _row(
+                "znodes",
+                store=store,
+                path=path,
+                parent=parent or "/",
+                name=name,
+                depth=path.count("/"),
+                cversion=st.cversion,
+                aversion=st.aversion,
+                czxid=st.czxid,
+                pzxid=st.pzxid,
+                num_children=st.numChildren,
+                ephemeral_owner=st.ephemeralOwner,
+                data_sha256=sha,
+                kind="other",
+                **stat,
+            ),
+        )
         parts = path.strip("/").split("/")
         if parts[0] == "ledgers" and parts[-1].startswith("L"):
             lid = ledger_id_from_path(path)
             md = decode_ledger_metadata(data, path)
-            w.add("bk_ledgers", _row(
-                "bk_ledgers", path=path, ledger_id=lid, layout="legacy", format_version=md.format_version,
-                state=md.state, length=md.length, last_entry_id=md.last_entry_id, ensemble_size=md.ensemble_size,
-                write_quorum=md.write_quorum, ack_quorum=md.ack_quorum, ctime_ms=md.ctime_ms or st.ctime,
-                version=st.version, mzxid=st.mzxid, znode_ctime_ms=st.ctime, znode_mtime_ms=st.mtime,
-                data_length=len(data), data_sha256=sha, application=md.custom("application"),
-                component=md.custom("component"), ml_name=md.custom("pulsar/managed-ledger"),
-                cursor_name=md.custom("pulsar/cursor"), schema_id=md.custom("pulsar/schemaId"),
-                compacted_topic=md.custom("pulsar/compactedTopic"), custom_metadata_json="{}",
-                bookies=list(md.bookies), ensembles_json="{}"))
+            w.add(
+                "bk_ledgers",
+                _row(
+                    "bk_ledgers",
+                    path=path,
+                    ledger_id=lid,
+                    layout="legacy",
+                    format_version=md.format_version,
+                    state=md.state,
+                    length=md.length,
+                    last_entry_id=md.last_entry_id,
+                    ensemble_size=md.ensemble_size,
+                    write_quorum=md.write_quorum,
+                    ack_quorum=md.ack_quorum,
+                    ctime_ms=md.ctime_ms or st.ctime,
+                    version=st.version,
+                    mzxid=st.mzxid,
+                    znode_ctime_ms=st.ctime,
+                    znode_mtime_ms=st.mtime,
+                    data_length=len(data),
+                    data_sha256=sha,
+                    application=md.custom("application"),
+                    component=md.custom("component"),
+                    ml_name=md.custom("pulsar/managed-ledger"),
+                    cursor_name=md.custom("pulsar/cursor"),
+                    schema_id=md.custom("pulsar/schemaId"),
+                    compacted_topic=md.custom("pulsar/compactedTopic"),
+                    custom_metadata_json="{}",
+                    bookies=list(md.bookies),
+                    ensembles_json="{}",
+                ),
+            )
         elif parts[0] == "managed-ledgers" and len(parts) == 5:
             ml = "/".join(parts[1:])
             for idx, li in enumerate(decode_managed_ledger_info(data, path).info.ledgers):
                 w.add("ledger_list", _row("ledger_list", ml_path=path, idx=idx, ledger_id=li.ledger_id))
-            w.add("managed_ledgers", _row("managed_ledgers", path=path, ml_name=ml,
-                                          topic=f"persistent://{parts[1]}/{parts[2]}/{parts[4]}",
-                                          namespace=f"{parts[1]}/{parts[2]}", encoded_name=parts[4],
-                                          ledger_count=len(decode_managed_ledger_info(data, path).info.ledgers),
-                                          **stat))
+            w.add(
+                "managed_ledgers",
+                _row(
+                    "managed_ledgers",
+                    path=path,
+                    ml_name=ml,
+                    topic=f"persistent://{parts[1]}/{parts[2]}/{parts[4]}",
+                    namespace=f"{parts[1]}/{parts[2]}",
+                    encoded_name=parts[4],
+                    ledger_count=len(decode_managed_ledger_info(data, path).info.ledgers),
+                    **stat,
+                ),
+            )
         elif parts[0] == "managed-ledgers" and len(parts) == 6:
             c = decode_cursor_info(data, path).info
-            w.add("cursors", _row("cursors", path=path, ml_path=parent, subscription=name,
-                                  cursors_ledger_id=c.cursors_ledger_id,
-                                  compacted_topic_ledger=c.compacted_topic_ledger, **stat))
+            w.add(
+                "cursors",
+                _row(
+                    "cursors",
+                    path=path,
+                    ml_path=parent,
+                    subscription=name,
+                    cursors_ledger_id=c.cursors_ledger_id,
+                    compacted_topic_ledger=c.compacted_topic_ledger,
+                    **stat,
+                ),
+            )
         elif parts[:2] == ["admin", "policies"] and len(parts) == 3:
             w.add("tenants", _row("tenants", path=path, tenant=parts[2], **stat))
         elif parts[:2] == ["admin", "policies"] and len(parts) in (4, 5):
-            w.add("namespaces", _row("namespaces", path=path, tenant=parts[2], namespace="/".join(parts[2:]),
-                                     **stat))
+            w.add("namespaces", _row("namespaces", path=path, tenant=parts[2], namespace="/".join(parts[2:]), **stat))
         elif parts[:2] == ["admin", "partitioned-topics"] and len(parts) == 6:
-            w.add("partitioned_topics", _row("partitioned_topics", path=path, tenant=parts[2],
-                                             namespace="/".join(parts[2:4]), encoded_name=parts[5], **stat))
+            w.add(
+                "partitioned_topics",
+                _row(
+                    "partitioned_topics",
+                    path=path,
+                    tenant=parts[2],
+                    namespace="/".join(parts[2:4]),
+                    encoded_name=parts[5],
+                    **stat,
+                ),
+            )
         elif parts[0] == "schemas" and len(parts) == 4:
             for e in decode_schema_locator(data, path).index:
-                w.add("schema_index", _row("schema_index", path=path, schema_id="/".join(parts[1:]),
-                                           version=st.version, mzxid=st.mzxid, ledger_id=e.ledger_id))
+                w.add(
+                    "schema_index",
+                    _row(
+                        "schema_index",
+                        path=path,
+                        schema_id="/".join(parts[1:]),
+                        version=st.version,
+                        mzxid=st.mzxid,
+                        ledger_id=e.ledger_id,
+                    ),
+                )
     counts = w.close()
     finished = int(time.time() * 1000)
-    m = Manifest(snapshot_id=str(uuid.uuid4()), cluster="test", tool_version="test",
-                 schema_version=schema.SCHEMA_VERSION, complete=True, started_at_ms=started,
-                 finished_at_ms=finished, zxid_range={}, stores={}, ledgers_root="/ledgers", row_counts=counts,
-                 identity={"instance_id": INSTANCE_ID, "clusters": ["test"]})
+    m = Manifest(
+        snapshot_id=str(uuid.uuid4()),
+        cluster="test",
+        tool_version="test",
+        schema_version=schema.SCHEMA_VERSION,
+        complete=True,
+        started_at_ms=started,
+        finished_at_ms=finished,
+        zxid_range={},
+        stores={},
+        ledgers_root="/ledgers",
+        row_counts=counts,
+        identity={"instance_id": INSTANCE_ID, "clusters": ["test"]},
+    )
     write_manifest(out, m)
     return {"snapshot_id": m.snapshot_id, "finished_at_ms": finished, "path": str(out.resolve())}
 

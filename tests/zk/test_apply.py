@@ -55,8 +55,7 @@ def cli(*args: str) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.stderr
 
 
-def make_env(zk: KazooClient, hosts: str, tmp: Path, *, extra_orphans: int = 0, plan_args: tuple[str, ...] = ()
-             ) -> Env:
+def make_env(zk: KazooClient, hosts: str, tmp: Path, *, extra_orphans: int = 0, plan_args: tuple[str, ...] = ()) -> Env:
     s = build_cluster(zk, extra_orphans=extra_orphans)
     snap = write_snapshot(zk, tmp / "snap")
     audit = write_audit(tmp / "audit", snap, findings_for(s))
@@ -90,13 +89,17 @@ def test_plan_contents_and_plan_never_writes(zk: KazooClient, zk_hosts: str, tmp
     assert sorted(a["path"] for a in doc["actions"] if a["kind"] == "delete-subtree") == sorted(s.leaks)
     by_id = {a["ledger_id"]: a for a in doc["actions"] if "ledger_id" in a}
     refs20 = [(r["role"], r["path"]) for r in by_id[20]["preconditions"]["references"]]
-    assert refs20 == [("managed-ledger", ML_A_PATH), ("cursor", ML_A_PATH + "/__compaction"),
-                      ("cursor", ML_A_PATH + "/sub")]
+    assert refs20 == [
+        ("managed-ledger", ML_A_PATH),
+        ("cursor", ML_A_PATH + "/__compaction"),
+        ("cursor", ML_A_PATH + "/sub"),
+    ]
     assert by_id[20]["preconditions"]["references"][0]["sha256"]  # scraped bytes hash recorded
     assert [r["path"] for r in by_id[23]["preconditions"]["references"]] == ["/schemas/t/ns/topic-a"]
     assert [r["path"] for r in by_id[24]["preconditions"]["references"]] == [ML_A_PATH + "/__compaction"]
     assert [(r["path"], r["exists"]) for r in by_id[25]["preconditions"]["references"]] == [
-        ("/managed-ledgers/t/ns/persistent/gone", False)]
+        ("/managed-ledgers/t/ns/persistent/gone", False)
+    ]
     assert all(a["loads_topics"] is False for a in doc["actions"])
     assert doc["summary"]["not_planned"]["by_reason"] == {"no-repair-action": 1, "not-plannable": 1}
     assert "Not planned: 2" in err and "not planned: not-plannable: 1" in err
@@ -242,8 +245,9 @@ def test_restore_only_one_path_and_missing_parents(env: Env) -> None:
     assert apply(env, "delete", "--apply", "--yes", "--quarantine", "0")[0] == 0
     env.zk.delete("/ledgers/00/0000", recursive=True)  # BookKeeper removes empty ledger directories
     target = ledger_path(23)
-    code, out, err = cli("restore", str(env.backup), "--zookeeper", env.hosts, "--only", target, "--apply",
-                         "--yes", "--json")
+    code, out, err = cli(
+        "restore", str(env.backup), "--zookeeper", env.hosts, "--only", target, "--apply", "--yes", "--json"
+    )
     assert code == 0, err
     (z,) = json.loads(out)["znodes"]
     assert z["outcome"] == "restored" and z["created_parents"] == ["/ledgers/00/0000"]
@@ -255,8 +259,18 @@ def test_another_plan_over_unfinished_journal_is_refused(env: Env) -> None:
     other = env.tmp / "other.json"
     code, _, err = cli("plan", str(env.tmp / "audit"), "--out", str(other), "--max-actions", "2")
     assert code == 0, err
-    code, _out, err = cli("apply", str(other), "--zookeeper", env.hosts, "--phase", "mark", "--apply", "--yes",
-                         "--journal", str(env.journal))
+    code, _out, err = cli(
+        "apply",
+        str(other),
+        "--zookeeper",
+        env.hosts,
+        "--phase",
+        "mark",
+        "--apply",
+        "--yes",
+        "--journal",
+        str(env.journal),
+    )
     assert code == 3 and "journal-conflict" in err and "holds unfinished plan" in err
 
 

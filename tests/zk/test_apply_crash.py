@@ -42,8 +42,21 @@ def test_kill_9_during_delete_then_rerun_finishes_everything_once(
     assert len(targets) == 18
     assert apply(env, "mark", "--apply", "--yes")[0] == 0
     before = dump(zk)
-    args = ["apply", str(env.plan), "--zookeeper", zk_hosts, "--phase", "delete", "--quarantine", "0",
-            "--batch-size", "4", "--apply", "--yes", "--json"]
+    args = [
+        "apply",
+        str(env.plan),
+        "--zookeeper",
+        zk_hosts,
+        "--phase",
+        "delete",
+        "--quarantine",
+        "0",
+        "--batch-size",
+        "4",
+        "--apply",
+        "--yes",
+        "--json",
+    ]
     killed = run_cli(args, kill_after)
     assert killed.returncode == -9, killed.stderr
     recs = [json.loads(x) for x in env.journal.read_text().splitlines() if x.strip()]
@@ -76,8 +89,9 @@ def test_deleting_record_with_target_present_is_reverified_and_deleted(
     assert apply(env, "mark", "--apply", "--yes")[0] == 0
     plan = load_plan(env.plan)
     first = plan.actions[0]
-    with J.Journal.open(env.journal, plan_checksum=plan.checksum, plan_id=plan.plan_id,
-                        actions=len(plan.actions), backup_dir=None) as j:
+    with J.Journal.open(
+        env.journal, plan_checksum=plan.checksum, plan_id=plan.plan_id, actions=len(plan.actions), backup_dir=None
+    ) as j:
         j.record(first.id, J.DELETING)  # crashed after journaling `deleting`, before the commit
     code, doc, err = apply(env, "delete", "--apply", "--yes", "--quarantine", "0")
     assert code == 0, err

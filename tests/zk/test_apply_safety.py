@@ -39,8 +39,11 @@ from tests.zk.test_apply import Env, apply, cli, make_env
 
 pytestmark = pytest.mark.zk
 
-BASE = {"/admin/clusters/test": b"{}", "/ledgers/INSTANCEID": INSTANCE_ID.encode(),
-        "/admin/policies/t/ns": b'{"bundles": {"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1}}'}
+BASE = {
+    "/admin/clusters/test": b"{}",
+    "/ledgers/INSTANCEID": INSTANCE_ID.encode(),
+    "/admin/policies/t/ns": b'{"bundles": {"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1}}',
+}
 
 
 def _tree(zk: KazooClient, nodes: dict[str, bytes]) -> None:
@@ -70,26 +73,60 @@ def _create(path: str, data: bytes = b"") -> Callable[[KazooClient], None]:
 
 # (leak root, znodes of the scenario, the change made during the quarantine, words of the skip reason)
 LEAK_CASES: list[tuple[str, dict[str, bytes], Callable[[KazooClient], None], str]] = [
-    ("/managed-ledgers/gone", {"/managed-ledgers/gone/ns/persistent/t1": b""},
-     _create("/admin/policies/gone"), "tenant /admin/policies/gone exists again"),
-    ("/managed-ledgers/t/old", {"/managed-ledgers/t/old/persistent/t1": b""},
-     _create("/admin/policies/t/old"), "namespace policies /admin/policies/t/old exists again"),
-    ("/admin/partitioned-topics/t/ns/persistent/pt",
-     {"/admin/partitioned-topics/t/ns/persistent/pt": b'{"partitions":2}'},
-     _create("/managed-ledgers/t/ns/persistent/pt-partition-1"), "pt-partition-1 exists for it"),
-    ("/schemas/t/ns/gone-topic", {"/schemas/t/ns/gone-topic": schema_locator([7])},
-     _create("/managed-ledgers/t/ns/persistent/gone-topic"), "persistent/gone-topic exists for it"),
-    ("/schemas/t/ns/gone-topic", {"/schemas/t/ns/gone-topic": schema_locator([7])},
-     _create("/admin/partitioned-topics/t/ns/persistent/gone-topic"), "partitioned-topic metadata"),
-    ("/loadbalance/bundle-data/old/ns", {"/loadbalance/bundle-data/old/ns/0x00000000_0xffffffff": b"{}"},
-     _create("/admin/policies/old/ns"), "namespace policies /admin/policies/old/ns exist"),
-    ("/loadbalance/bundle-data/old/ns", {"/loadbalance/bundle-data/old/ns/0x00000000_0xffffffff": b"{}"},
-     _create("/namespace/old/ns/0x00000000_0xffffffff"), "bundle ownership"),
-    ("/loadbalance/bundle-data/t/ns/0x00000000_0x80000000",
-     {"/loadbalance/bundle-data/t/ns/0x00000000_0x80000000": b"{}"},
-     _create("/namespace/t/ns/0x00000000_0x80000000"), "bundle ownership"),
-    ("/admin/local-policies/t/gone", {"/admin/local-policies/t/gone": b"{}"},
-     _create("/admin/policies/t/gone"), "namespace policies /admin/policies/t/gone exists again"),
+    (
+        "/managed-ledgers/gone",
+        {"/managed-ledgers/gone/ns/persistent/t1": b""},
+        _create("/admin/policies/gone"),
+        "tenant /admin/policies/gone exists again",
+    ),
+    (
+        "/managed-ledgers/t/old",
+        {"/managed-ledgers/t/old/persistent/t1": b""},
+        _create("/admin/policies/t/old"),
+        "namespace policies /admin/policies/t/old exists again",
+    ),
+    (
+        "/admin/partitioned-topics/t/ns/persistent/pt",
+        {"/admin/partitioned-topics/t/ns/persistent/pt": b'{"partitions":2}'},
+        _create("/managed-ledgers/t/ns/persistent/pt-partition-1"),
+        "pt-partition-1 exists for it",
+    ),
+    (
+        "/schemas/t/ns/gone-topic",
+        {"/schemas/t/ns/gone-topic": schema_locator([7])},
+        _create("/managed-ledgers/t/ns/persistent/gone-topic"),
+        "persistent/gone-topic exists for it",
+    ),
+    (
+        "/schemas/t/ns/gone-topic",
+        {"/schemas/t/ns/gone-topic": schema_locator([7])},
+        _create("/admin/partitioned-topics/t/ns/persistent/gone-topic"),
+        "partitioned-topic metadata",
+    ),
+    (
+        "/loadbalance/bundle-data/old/ns",
+        {"/loadbalance/bundle-data/old/ns/0x00000000_0xffffffff": b"{}"},
+        _create("/admin/policies/old/ns"),
+        "namespace policies /admin/policies/old/ns exist",
+    ),
+    (
+        "/loadbalance/bundle-data/old/ns",
+        {"/loadbalance/bundle-data/old/ns/0x00000000_0xffffffff": b"{}"},
+        _create("/namespace/old/ns/0x00000000_0xffffffff"),
+        "bundle ownership",
+    ),
+    (
+        "/loadbalance/bundle-data/t/ns/0x00000000_0x80000000",
+        {"/loadbalance/bundle-data/t/ns/0x00000000_0x80000000": b"{}"},
+        _create("/namespace/t/ns/0x00000000_0x80000000"),
+        "bundle ownership",
+    ),
+    (
+        "/admin/local-policies/t/gone",
+        {"/admin/local-policies/t/gone": b"{}"},
+        _create("/admin/policies/t/gone"),
+        "namespace policies /admin/policies/t/gone exists again",
+    ),
 ]
 
 
@@ -97,8 +134,13 @@ LEAK_CASES: list[tuple[str, dict[str, bytes], Callable[[KazooClient], None], str
     ("root", "nodes", "change", "why"), LEAK_CASES, ids=[c[0] + ":" + c[3][:20] for c in LEAK_CASES]
 )
 def test_leak_is_re_proved_at_delete_time(
-    zk: KazooClient, zk_hosts: str, tmp_path: Path, root: str, nodes: dict[str, bytes],
-    change: Callable[[KazooClient], None], why: str,
+    zk: KazooClient,
+    zk_hosts: str,
+    tmp_path: Path,
+    root: str,
+    nodes: dict[str, bytes],
+    change: Callable[[KazooClient], None],
+    why: str,
 ) -> None:
     env = _leak_env(zk, zk_hosts, tmp_path, nodes, [root])
     assert apply(env, "mark", "--apply", "--yes")[0] == 0
@@ -113,8 +155,9 @@ def test_leak_is_re_proved_at_delete_time(
 
 
 @pytest.mark.parametrize(("root", "nodes"), [(c[0], c[1]) for c in LEAK_CASES[::2]])
-def test_unchanged_leak_is_deleted(zk: KazooClient, zk_hosts: str, tmp_path: Path, root: str,
-                                   nodes: dict[str, bytes]) -> None:
+def test_unchanged_leak_is_deleted(
+    zk: KazooClient, zk_hosts: str, tmp_path: Path, root: str, nodes: dict[str, bytes]
+) -> None:
     env = _leak_env(zk, zk_hosts, tmp_path, nodes, [root])
     assert apply(env, "mark", "--apply", "--yes")[0] == 0
     code, doc, err = apply(env, "delete", "--apply", "--yes", "--quarantine", "0")
@@ -123,8 +166,9 @@ def test_unchanged_leak_is_deleted(zk: KazooClient, zk_hosts: str, tmp_path: Pat
     assert zk.exists(root) is None
 
 
-def test_managed_ledger_that_lists_a_ledger_blocks_the_namespace_leak(zk: KazooClient, zk_hosts: str,
-                                                                      tmp_path: Path) -> None:
+def test_managed_ledger_that_lists_a_ledger_blocks_the_namespace_leak(
+    zk: KazooClient, zk_hosts: str, tmp_path: Path
+) -> None:
     root = "/managed-ledgers/t/old"
     env = _leak_env(zk, zk_hosts, tmp_path, {root + "/persistent/t1": b""}, [root])
     assert apply(env, "mark", "--apply", "--yes")[0] == 0
@@ -158,8 +202,16 @@ def _retarget_subtree(zk: KazooClient, path: str, store: str = "local") -> Calla
         a = _subtree_action(doc)
         data, st = zk.get(path)
         a["path"], a["store"], a["leak"] = path, store, None
-        a["preconditions"]["znodes"] = [{"store": store, "path": path, "version": st.version, "mzxid": st.mzxid,
-                                         "sha256": hashlib.sha256(data).hexdigest()}]
+        a["preconditions"]["znodes"] = [
+            {
+                "store": store,
+                "path": path,
+                "version": st.version,
+                "mzxid": st.mzxid,
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        ]
+
     return edit
 
 
@@ -211,8 +263,14 @@ def test_subtree_znode_outside_its_root_is_refused(zk: KazooClient, zk_hosts: st
     def edit(doc: dict[str, Any]) -> None:
         data, st = zk.get("/admin/policies/t/ns")
         _subtree_action(doc)["preconditions"]["znodes"].append(
-            {"store": "local", "path": "/admin/policies/t/ns", "version": st.version, "mzxid": st.mzxid,
-             "sha256": hashlib.sha256(data).hexdigest()})
+            {
+                "store": "local",
+                "path": "/admin/policies/t/ns",
+                "version": st.version,
+                "mzxid": st.mzxid,
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
 
     _forge(env.plan, edit)
     code, _doc, err = apply(env, "mark", "--apply", "--yes")
@@ -231,11 +289,27 @@ def test_ledger_referenced_by_another_managed_ledger_is_never_deleted(
         data, st = zk.get(path)
         a.update(id="ledger-10", ledger_id=10, path=path, owner="t/ns/persistent/elsewhere")
         a["preconditions"] = {
-            "znodes": [{"store": "local", "path": path, "version": st.version, "mzxid": st.mzxid,
-                        "sha256": hashlib.sha256(data).hexdigest()}],
+            "znodes": [
+                {
+                    "store": "local",
+                    "path": path,
+                    "version": st.version,
+                    "mzxid": st.mzxid,
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                }
+            ],
             "custom_metadata": {},
-            "references": [{"role": "managed-ledger", "store": "local", "exists": False, "version": -1,
-                            "mzxid": 0, "sha256": None, "path": "/managed-ledgers/t/ns/persistent/elsewhere"}],
+            "references": [
+                {
+                    "role": "managed-ledger",
+                    "store": "local",
+                    "exists": False,
+                    "version": -1,
+                    "mzxid": 0,
+                    "sha256": None,
+                    "path": "/managed-ledgers/t/ns/persistent/elsewhere",
+                }
+            ],
         }
         doc["actions"] = [a]
 
@@ -256,8 +330,9 @@ def test_wrong_chroot_is_refused_before_journaling(zk: KazooClient, zk_hosts: st
     env = make_env(zk, zk_hosts, tmp_path)
     typo = zk_hosts + "-typo"
     for phase in ("mark", "delete"):
-        code, _out, err = cli("apply", str(env.plan), "--zookeeper", typo, "--phase", phase, "--apply", "--yes",
-                              "--quarantine", "0")
+        code, _out, err = cli(
+            "apply", str(env.plan), "--zookeeper", typo, "--phase", phase, "--apply", "--yes", "--quarantine", "0"
+        )
         assert code == 3, err
         # mark: the missing chroot; delete: refused even earlier (nothing was marked anywhere)
         assert ("target-chroot-missing" in err) if phase == "mark" else ("backup manifest" in err), err
@@ -303,14 +378,25 @@ def test_restore_of_a_shared_backup_dir_restores_one_plan(zk: KazooClient, zk_ho
         assert cli("plan", str(audit), "--out", str(plan))[0] == 0
         plans[name] = plan
         for phase in ("mark", "delete"):
-            code, _o, err = cli("apply", str(plan), "--zookeeper", zk_hosts, "--phase", phase, "--apply", "--yes",
-                                "--quarantine", "0", "--backup-dir", str(shared))
+            code, _o, err = cli(
+                "apply",
+                str(plan),
+                "--zookeeper",
+                zk_hosts,
+                "--phase",
+                phase,
+                "--apply",
+                "--yes",
+                "--quarantine",
+                "0",
+                "--backup-dir",
+                str(shared),
+            )
             assert code == 0, err
         assert zk.exists(keep) is None
     code, _o, err = cli("restore", str(shared), "--zookeeper", zk_hosts, "--apply", "--yes")
     assert code == 3 and "restore-ambiguous" in err
-    code, _o, err = cli("restore", str(shared), "--zookeeper", zk_hosts, "--plan", str(plans["a"]), "--apply",
-                        "--yes")
+    code, _o, err = cli("restore", str(shared), "--zookeeper", zk_hosts, "--plan", str(plans["a"]), "--apply", "--yes")
     assert code == 0, err
     assert zk.exists("/managed-ledgers/old/ns/persistent/t1") is not None
     assert zk.exists("/loadbalance/bundle-data/old/ns") is None

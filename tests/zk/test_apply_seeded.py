@@ -27,13 +27,23 @@ def test_seeded_cluster_round_trip(zk: KazooClient, zk_hosts: str, tmp_path: Pat
     expected = res.ground_truth["expected"]
     manifest = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
     findings = [
-        Finding(detection="orphan-ledger", severity=o["severity"], ledger_id=o["ledger_id"],
-                path=ledger_path(o["ledger_id"]), plannable=o["plannable"],
-                evidence={"kind": o["kind"], "owner": o["owner"]})
+        Finding(
+            detection="orphan-ledger",
+            severity=o["severity"],
+            ledger_id=o["ledger_id"],
+            path=ledger_path(o["ledger_id"]),
+            plannable=o["plannable"],
+            evidence={"kind": o["kind"], "owner": o["owner"]},
+        )
         for o in expected["orphan-ledger"]
     ] + [
-        Finding(detection="znode-leak", severity="warning", path=z["path"], plannable=z["plannable"],
-                evidence={"leak": z["leak"]})
+        Finding(
+            detection="znode-leak",
+            severity="warning",
+            path=z["path"],
+            plannable=z["plannable"],
+            evidence={"leak": z["leak"]},
+        )
         for z in expected["znode-leak"]
     ]
     snap = {"snapshot_id": manifest.snapshot_id, "path": str(tmp_path / "snap")}

@@ -83,17 +83,26 @@ def test_non_utf8_findings_file_and_directories(audit: tuple[Path, dict[str, Any
     assert code == 3 and "plan-invalid" in err and "is a directory" in err
 
 
-def test_string_false_used_to_plan_a_referenced_and_an_in_flight_ledger(
-    audit: tuple[Path, dict[str, Any]]
-) -> None:
+def test_string_false_used_to_plan_a_referenced_and_an_in_flight_ledger(audit: tuple[Path, dict[str, Any]]) -> None:
     """Findings that claim plannable orphans the snapshot contradicts are refused at plan time."""
     audit_dir, doc = audit
     doc["findings"] = [
-        Finding(detection="orphan-ledger", severity="warning", ledger_id=10, path=ledger_path(10), plannable=True,
-                evidence={"kind": "data", "owner": "t/ns/persistent/topic-a"}).to_json(),
-        Finding(detection="orphan-ledger", severity="warning", ledger_id=WATERMARK + 5,
-                path=ledger_path(WATERMARK + 5), plannable=True,
-                evidence={"kind": "data", "owner": "t/ns/persistent/topic-a"}).to_json(),
+        Finding(
+            detection="orphan-ledger",
+            severity="warning",
+            ledger_id=10,
+            path=ledger_path(10),
+            plannable=True,
+            evidence={"kind": "data", "owner": "t/ns/persistent/topic-a"},
+        ).to_json(),
+        Finding(
+            detection="orphan-ledger",
+            severity="warning",
+            ledger_id=WATERMARK + 5,
+            path=ledger_path(WATERMARK + 5),
+            plannable=True,
+            evidence={"kind": "data", "owner": "t/ns/persistent/topic-a"},
+        ).to_json(),
         Finding(detection="znode-leak", severity="warning", path="/managed-ledgers/t/ns", plannable=True).to_json(),
         Finding(detection="znode-leak", severity="warning", path="/admin/clusters/test", plannable=True).to_json(),
     ]
@@ -104,8 +113,10 @@ def test_string_false_used_to_plan_a_referenced_and_an_in_flight_ledger(
     reasons = {n["ledger_id"] or n["path"]: (n["reason_code"], n["reason"]) for n in plan["not_planned"]}
     assert reasons[10][0] == "contradicted-by-snapshot" and "referenced by" in reasons[10][1]
     assert reasons[WATERMARK + 5][0] in ("contradicted-by-snapshot", "missing-in-snapshot")
-    assert reasons["/managed-ledgers/t/ns"] == ("contradicted-by-snapshot",
-                                                "the snapshot holds namespace t/ns's policies")
+    assert reasons["/managed-ledgers/t/ns"] == (
+        "contradicted-by-snapshot",
+        "the snapshot holds namespace t/ns's policies",
+    )
     assert reasons["/admin/clusters/test"][0] == "protected-path"
 
 

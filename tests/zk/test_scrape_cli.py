@@ -43,5 +43,5 @@ def test_scrape_tool_failures_exit_3_with_a_hint(zk_hosts: str, tmp_path: Path) 
     r = CliRunner().invoke(
         app, ["scrape", "--zookeeper", dead, "--out", str(tmp_path / "n"), "--connect-timeout", "1", "--json"]
     )
-    assert r.exit_code == 3 and r.stdout == ""
-    assert "cannot connect to ZooKeeper" in r.stderr and "hint" in r.stderr
+    assert r.exit_code == 3 and json.loads(r.stdout)["error"]["code"] == "zookeeper-unavailable"
+    assert "cannot connect to ZooKeeper" in r.stderr and "hint" in r.stderr and "--zk-tls-ca" in r.stderr

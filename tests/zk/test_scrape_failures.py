@@ -14,6 +14,7 @@ from pulsar_ops.snapshot.reader import open_snapshot
 from pulsar_ops.testing.seeder import SeedOptions, seed_cluster
 from pulsar_ops.testing.zk_acl import lock_subtree
 from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
+from pulsar_ops.zkconn import security_from_flags
 
 pytestmark = pytest.mark.zk
 
@@ -35,7 +36,9 @@ def test_no_read_acl_on_one_namespace_makes_only_that_scope_incomplete(
     locked = namespaces[0]
     lock_subtree(zk_hosts, locked)
 
-    m = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "a", zk_auth="digest:scraper:pw"))
+    m = scrape(
+        ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "a", security=security_from_flags(zk_auth="digest:scraper:pw"))
+    )
     assert [(s.scope, s.code) for s in m.incomplete_scopes] == [(locked, "zookeeper-no-auth")]
     snap = open_snapshot(tmp_path / "a")
     scopes = {r["scope"]: r["complete"] for r in snap.table("scopes").to_pylist()}
@@ -48,7 +51,11 @@ def test_no_read_acl_on_one_namespace_makes_only_that_scope_incomplete(
     assert [(e["path"], e["code"]) for e in errors] == [(locked, "zookeeper-no-auth")]
 
     # The owner's credentials read everything.
-    m2 = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "b", zk_auth="digest:owner:secret"))
+    m2 = scrape(
+        ScrapeConfig(
+            zookeeper=zk_hosts, out=tmp_path / "b", security=security_from_flags(zk_auth="digest:owner:secret")
+        )
+    )
     assert m2.incomplete_scopes == ()
     assert m2.row_counts["managed_ledgers"] > m.row_counts["managed_ledgers"]
 
@@ -93,7 +100,11 @@ def test_zookeeper_restart_mid_walk_still_gives_a_complete_snapshot(tmp_path: Pa
 
         m = scrape(
             ScrapeConfig(
-                zookeeper=server.hosts, out=tmp_path / "restart", batch=10, window=2, progress=progress,
+                zookeeper=server.hosts,
+                out=tmp_path / "restart",
+                batch=10,
+                window=2,
+                progress=progress,
                 retry_seconds=120,
             )
         )
@@ -127,7 +138,11 @@ def test_zookeeper_gone_for_good_names_the_missing_scopes(tmp_path: Path) -> Non
 
         m = scrape(
             ScrapeConfig(
-                zookeeper=server.hosts, out=tmp_path / "gone", batch=10, window=2, progress=progress,
+                zookeeper=server.hosts,
+                out=tmp_path / "gone",
+                batch=10,
+                window=2,
+                progress=progress,
                 retry_seconds=3,
             )
         )
@@ -153,7 +168,7 @@ def test_bad_targets_are_clear_errors(zk_server: EmbeddedZooKeeper, zk_hosts: st
         scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "full"))
     assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
     with pytest.raises(ConfigError, match="zk-auth"):
-        scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "z", zk_auth="digest"))
+        security_from_flags(zk_auth="digest")
 
 
 def test_separate_config_store(zk_server: EmbeddedZooKeeper, tmp_path: Path) -> None:

@@ -213,9 +213,7 @@ def test_missing_managed_ledgers_root_beside_ledgers_is_not_taken_as_absence(
     assert ("/managed-ledgers", "zookeeper-root-missing") in {(s.scope, s.code) for s in m.incomplete_scopes}
 
 
-def test_multiread_probe_and_version_detection_on_a_real_server(
-    zk_server: EmbeddedZooKeeper, zk_hosts: str
-) -> None:
+def test_multiread_probe_and_version_detection_on_a_real_server(zk_server: EmbeddedZooKeeper, zk_hosts: str) -> None:
     from pulsar_ops.scrape.zk import ZkTarget, close, connect, detect_multiread, probe_multiread
 
     target = ZkTarget.parse(zk_hosts)

@@ -116,8 +116,19 @@ def test_cli_seed_writes_ground_truth_and_exits(zk_hosts: str, tmp_path: Path) -
 
     gt_file = tmp_path / "truth.json"
     runner = CliRunner()
-    args = ["seed", "--zookeeper", zk_hosts + "/cli", "--topics", "15", "--seed", "4",
-            "--defects", "ack-holes,znode-leak", "--ground-truth", str(gt_file)]
+    args = [
+        "seed",
+        "--zookeeper",
+        zk_hosts + "/cli",
+        "--topics",
+        "15",
+        "--seed",
+        "4",
+        "--defects",
+        "ack-holes,znode-leak",
+        "--ground-truth",
+        str(gt_file),
+    ]
     r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output
     gt = json.loads(gt_file.read_text())

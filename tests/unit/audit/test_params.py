@@ -24,8 +24,17 @@ from pulsar_ops.errors import ConfigError
 
 @pytest.mark.parametrize(
     ("text", "ms"),
-    [("90s", 90_000), ("15m", 900_000), ("24h", 86_400_000), ("7d", 604_800_000), ("2w", 1_209_600_000),
-     ("500ms", 500), ("0", 0), (" 3 h ", 10_800_000), ("1.5h", 5_400_000)],
+    [
+        ("90s", 90_000),
+        ("15m", 900_000),
+        ("24h", 86_400_000),
+        ("7d", 604_800_000),
+        ("2w", 1_209_600_000),
+        ("500ms", 500),
+        ("0", 0),
+        (" 3 h ", 10_800_000),
+        ("1.5h", 5_400_000),
+    ],
 )
 def test_durations(text: str, ms: int) -> None:
     assert parse_duration_ms(text) == ms
@@ -57,7 +66,9 @@ def test_broker_conf_and_json(tmp_path: Path) -> None:
     b = load_broker_config(conf)
     assert b == BrokerDefaults(default_retention_time_minutes=60, delayed_delivery_enabled=False)
     assert parse_broker_config('{"ttlDurationDefaultInSeconds": 30, "delayedDeliveryEnabled": true}') == {
-        "ttlDurationDefaultInSeconds": "30", "delayedDeliveryEnabled": "true"}
+        "ttlDurationDefaultInSeconds": "30",
+        "delayedDeliveryEnabled": "true",
+    }
     with pytest.raises(ConfigError):
         parse_broker_config("no equals sign")
     with pytest.raises(ConfigError):
@@ -65,8 +76,14 @@ def test_broker_conf_and_json(tmp_path: Path) -> None:
 
 
 def test_config_document(tmp_path: Path) -> None:
-    p = params_from_config({"now": "1700000000000", "min_age": "1h", "inactive_after": "2d",
-                            "broker": {"managedLedgerMaxUnackedRangesToPersistInMetadataStore": 200000}})
+    p = params_from_config(
+        {
+            "now": "1700000000000",
+            "min_age": "1h",
+            "inactive_after": "2d",
+            "broker": {"managedLedgerMaxUnackedRangesToPersistInMetadataStore": 200000},
+        }
+    )
     assert p.now_ms == 1_700_000_000_000 and p.min_age_ms == 3_600_000 and p.inactive_after_ms == 172_800_000
     assert p.broker.max_unacked_ranges_metadata == 200000
     assert AuditParams().resolved(5).now_ms == 5

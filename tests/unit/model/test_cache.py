@@ -16,8 +16,9 @@ KB = 1024
 
 
 def sim(policy: str, topics: int = 4, cache_blocks: int = 1000, **cfg: Any) -> _Sim:
-    w = CacheWorkload(topics=topics, block_entries=1, entry_size=KB, cache_mb=cache_blocks * KB / (1 << 20),
-                      config=CacheConfig(**cfg))
+    w = CacheWorkload(
+        topics=topics, block_entries=1, entry_size=KB, cache_mb=cache_blocks * KB / (1 << 20), config=CacheConfig(**cfg)
+    )
     return _Sim(w, policy)
 
 
@@ -182,8 +183,15 @@ def test_deterministic_for_a_seed_and_sensitive_to_it() -> None:
 
 def test_workload_json_validation() -> None:
     assert workload_from_json({"topics": 3, "subscriptions": {"tailing": 1}}).topics == 3
-    for bad in ({"topics": "x"}, {"topicz": 1}, {"config": {"ttl": 1}}, {"subscriptions": {"tailing": 0}},
-                {"key_shared": {"replay_fraction": 2}}, [], {"restarts_at_s": "5"}):
+    for bad in (
+        {"topics": "x"},
+        {"topicz": 1},
+        {"config": {"ttl": 1}},
+        {"subscriptions": {"tailing": 0}},
+        {"key_shared": {"replay_fraction": 2}},
+        [],
+        {"restarts_at_s": "5"},
+    ):
         with pytest.raises(ModelError):
             workload_from_json(bad)
 

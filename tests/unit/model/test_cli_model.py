@@ -85,10 +85,9 @@ def test_gc_pulsar_preset_and_overrides(tmp_path: Path) -> None:
 def test_gc_bad_input_exits_3_with_code_and_hint(tmp_path: Path, content: Any, needle: str) -> None:
     r = invoke("model", "gc", "--layout", str(write(tmp_path, "bad.json", content)), "--json")
     assert r.exit_code == 3
-    # (the "[model-input-invalid]" code is printed through rich markup by cli.common.report_error, which
-    # currently swallows it as a tag; the code itself is pinned in the model tests)
-    assert r.stderr.startswith("error") and needle in r.stderr and "hint:" in r.stderr
-    assert r.stdout == ""
+    assert r.stderr.startswith("error[model-input-invalid]") and needle in r.stderr and "hint:" in r.stderr
+    # with --json the failure is one JSON document on stdout too
+    assert json.loads(r.stdout)["error"]["code"] == "model-input-invalid"
 
 
 def test_gc_missing_file_and_no_input() -> None:
@@ -107,8 +106,13 @@ def test_gc_plot(tmp_path: Path) -> None:
     assert r.exit_code == 3
 
 
-WORKLOAD = {"topics": 10, "duration_s": 3, "publish_rate": 100, "subscriptions": {"tailing": 1, "key_shared": 1},
-            "cache_mb": 8}
+WORKLOAD = {
+    "topics": 10,
+    "duration_s": 3,
+    "publish_rate": 100,
+    "subscriptions": {"tailing": 1, "key_shared": 1},
+    "cache_mb": 8,
+}
 
 
 def test_cache_json_contract_and_plot(tmp_path: Path) -> None:
@@ -143,14 +147,36 @@ def test_nack_json_contract_and_plot(tmp_path: Path) -> None:
     assert svg.exists()
     r = invoke("model", "nack", "--rate", "100", "--delay", "soon")
     assert r.exit_code == 3 and "not a duration" in r.stderr
-    r = invoke("model", "nack", "--rate", "100", "--delay", "1m", "--precision-bits", "0", "--entries-per-ledger",
-               "1000", "--json")
+    r = invoke(
+        "model",
+        "nack",
+        "--rate",
+        "100",
+        "--delay",
+        "1m",
+        "--precision-bits",
+        "0",
+        "--entries-per-ledger",
+        "1000",
+        "--json",
+    )
     assert json.loads(r.stdout)["max_early_ms"] == 0
 
 
 def test_bench_model_prints_figures() -> None:
-    r = invoke("bench", "model", "--cache-topics", "5", "--cache-seconds", "0.5", "--gc-logs", "200",
-               "--impact-ledgers", "500", "--json")
+    r = invoke(
+        "bench",
+        "model",
+        "--cache-topics",
+        "5",
+        "--cache-seconds",
+        "0.5",
+        "--gc-logs",
+        "200",
+        "--impact-ledgers",
+        "500",
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["cache"]["pip430"]["entry_ops_per_s"] > 0 and doc["gc"]["entry_logs"] == 200
@@ -162,8 +188,15 @@ def _snapshot(tmp_path: Path) -> Path:
     from pulsar_ops.snapshot.manifest import Manifest, write_manifest
     from pulsar_ops.snapshot.writer import SnapshotWriter
 
-    defaults = {"string": "", "int64": 0, "int32": 0, "bool": False, "double": 0.0, "list<string>": [],
-                "list<int64>": []}
+    defaults = {
+        "string": "",
+        "int64": 0,
+        "int32": 0,
+        "bool": False,
+        "double": 0.0,
+        "list<string>": [],
+        "list<int64>": [],
+    }
     cols = schema.table("bk_ledgers").columns
     snap = tmp_path / "snap"
     w = SnapshotWriter(snap)
@@ -171,17 +204,48 @@ def _snapshot(tmp_path: Path) -> Path:
     # ledgers 1 and 2 written side by side (every log half/half), ledger 3 alone afterwards
     for lid, start, end in ((1, 0, 100_000), (2, 0, 100_000), (3, 200_000, 300_000)):
         row = {c.name: defaults[c.type] for c in cols}
-        row.update(ledger_id=lid, path=f"/ledgers/L{lid:010d}", state="CLOSED", length=2 * gib, last_entry_id=-1,
-                   ensemble_size=1, write_quorum=1, ack_quorum=1, ctime_ms=start, bookies=["bk-1:3181"])
+        row.update(
+            ledger_id=lid,
+            path=f"/ledgers/L{lid:010d}",
+            state="CLOSED",
+            length=2 * gib,
+            last_entry_id=-1,
+            ensemble_size=1,
+            write_quorum=1,
+            ack_quorum=1,
+            ctime_ms=start,
+            bookies=["bk-1:3181"],
+        )
         w.add("bk_ledgers", row)
-        w.add("ledger_list", {"ml_path": "/managed-ledgers/t/ns/persistent/x", "topic": "persistent://t/ns/x",
-                              "namespace": "t/ns", "idx": lid, "ledger_id": lid, "timestamp_ms": end,
-                              "is_last": False, "offloaded": False, "bookkeeper_deleted": False})
+        w.add(
+            "ledger_list",
+            {
+                "ml_path": "/managed-ledgers/t/ns/persistent/x",
+                "topic": "persistent://t/ns/x",
+                "namespace": "t/ns",
+                "idx": lid,
+                "ledger_id": lid,
+                "timestamp_ms": end,
+                "is_last": False,
+                "offloaded": False,
+                "bookkeeper_deleted": False,
+            },
+        )
     w.add("bookies", {"bookie_id": "bk-1:3181", "readonly": False, "total_bytes": 100 * gib})
     counts = w.close()
-    manifest = Manifest(snapshot_id="s1", cluster=None, tool_version="0", schema_version=schema.SCHEMA_VERSION,
-                        complete=True, started_at_ms=400_000, finished_at_ms=500_000, zxid_range={}, stores={},
-                        ledgers_root="/ledgers", row_counts=counts)
+    manifest = Manifest(
+        snapshot_id="s1",
+        cluster=None,
+        tool_version="0",
+        schema_version=schema.SCHEMA_VERSION,
+        complete=True,
+        started_at_ms=400_000,
+        finished_at_ms=500_000,
+        zxid_range={},
+        stores={},
+        ledgers_root="/ledgers",
+        row_counts=counts,
+    )
     write_manifest(snap, manifest)
     return snap
 
@@ -195,8 +259,7 @@ def test_gc_from_a_snapshot_estimates_the_layout(tmp_path: Path) -> None:
     assert t["reclaimed_bytes"]["deletion"] == 2 * gib  # ledger 3's two logs
     assert t["reclaimed_bytes"]["major"] == 2 * gib  # ledger 1's halves of four logs (usage 0.5 < 0.8)
     assert doc["bookies"]["bk-1:3181"]["disk_bytes"] == 100 * gib
-    pulsar = json.loads(invoke("model", "gc", "--snapshot", snap, "--delete", "1", "--pulsar-conf",
-                               "--json").stdout)
+    pulsar = json.loads(invoke("model", "gc", "--snapshot", snap, "--delete", "1", "--pulsar-conf", "--json").stdout)
     assert pulsar["total"]["unreclaimable_bytes"] == 2 * gib  # 0.5 is not below Pulsar's 0.5
     r = invoke("model", "gc", "--snapshot", snap, "--delete", "99")
     assert r.exit_code == 3 and "not in the snapshot" in r.stderr

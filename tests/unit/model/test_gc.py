@@ -132,12 +132,18 @@ def test_throttle_arithmetic_by_entries_and_by_bytes_and_fixed_delay() -> None:
     logs = [log(1, L1=90 * MB, L2=10 * MB)]
     by_entries = run(logs, [1], entry_size=500, horizon_ms=5_000_000)["bookies"]["b1"]
     assert by_entries["compaction_seconds"] == pytest.approx(10 * MB / 500 / 1000)  # 20 s
-    by_bytes = run(logs, [1], config={"isThrottleByBytes": True, "compactionRateByBytes": 2 * MB},
-                   horizon_ms=5_000_000)["bookies"]["b1"]
+    by_bytes = run(
+        logs, [1], config={"isThrottleByBytes": True, "compactionRateByBytes": 2 * MB}, horizon_ms=5_000_000
+    )["bookies"]["b1"]
     assert by_bytes["compaction_seconds"] == pytest.approx(5.0)
     # fixed delay: the run after a 20 s compaction starts gcWaitTime after it ended
-    out = run([log(1, L1=90 * MB, L2=10 * MB), log(2, L3=1 * MB)], [1], entry_size=500,
-              horizon_ms=6_000_000, first_run_ms=600_000)
+    out = run(
+        [log(1, L1=90 * MB, L2=10 * MB), log(2, L3=1 * MB)],
+        [1],
+        entry_size=500,
+        horizon_ms=6_000_000,
+        first_run_ms=600_000,
+    )
     assert out["bookies"]["b1"]["gc_runs"] >= 1
     ev = out["bookies"]["b1"]["timeline"]
     minor = next(e for e in ev if e["compaction"] == "minor")

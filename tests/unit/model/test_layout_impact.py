@@ -17,8 +17,16 @@ MB = 1_000_000
 L = 10 * MB
 
 
-def lf(lid: int, length: int, start: int, end: int | None, bookies: tuple[str, ...] = ("b1",), wq: int = 1,
-       state: str = "CLOSED", entries: int | None = None) -> LedgerFacts:
+def lf(
+    lid: int,
+    length: int,
+    start: int,
+    end: int | None,
+    bookies: tuple[str, ...] = ("b1",),
+    wq: int = 1,
+    state: str = "CLOSED",
+    entries: int | None = None,
+) -> LedgerFacts:
     return LedgerFacts(lid, length, bookies, len(bookies), wq, start, state, closed_ms=end, entries=entries)
 
 
@@ -47,8 +55,13 @@ def test_striping_write_quorum_overhead_and_open_ledgers() -> None:
 
 @settings(max_examples=40, deadline=None)
 @example(rows=[(30 * MB, 0, 837, False)])  # a float total a hair above 3 * L once opened an empty fourth log
-@given(st.lists(st.tuples(st.integers(1, 30 * MB), st.integers(0, 10_000), st.integers(1, 5000), st.booleans()),
-                min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 30 * MB), st.integers(0, 10_000), st.integers(1, 5000), st.booleans()),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_estimator_conserves_each_groups_bytes(rows: list[tuple[int, int, int, bool]]) -> None:
     facts = [lf(i, n, s, s + d) for i, (n, s, d, _) in enumerate(rows)]
     dele = {i: 0 for i, (*_, x) in enumerate(rows) if x}
@@ -93,8 +106,18 @@ def test_plan_impact_is_deterministic_at_scale() -> None:
     facts = []
     for i in range(20_000):
         c = rng.randrange(0, 5 * 86_400_000)
-        facts.append(LedgerFacts(i, rng.randrange(1, 50 * MB), tuple(rng.sample(bookies, 3)), 3, 2, c, "CLOSED",
-                                 closed_ms=c + rng.randrange(60_000, 3_600_000)))
+        facts.append(
+            LedgerFacts(
+                i,
+                rng.randrange(1, 50 * MB),
+                tuple(rng.sample(bookies, 3)),
+                3,
+                2,
+                c,
+                "CLOSED",
+                closed_ms=c + rng.randrange(60_000, 3_600_000),
+            )
+        )
     dele = facts[:5000]
     a = plan_impact(dele, facts, now_ms=6 * 86_400_000).to_json()
     b = plan_impact(dele, facts, now_ms=6 * 86_400_000).to_json()

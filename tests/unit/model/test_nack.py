@@ -81,9 +81,10 @@ def test_batching_and_sparse_nacks() -> None:
     sparse = model_nack(NackInput(rate=1_000, delay_ms=60_000, consume_rate=100_000)).to_json()
     assert sparse["entries"] == 60_000
     # spread ids do not share containers as well as consecutive ones
-    assert sparse["new"]["bytes_per_entry"] > model_nack(NackInput(rate=1000, delay_ms=60_000)).to_json()["new"][
-        "bytes_per_entry"
-    ]
+    assert (
+        sparse["new"]["bytes_per_entry"]
+        > model_nack(NackInput(rate=1000, delay_ms=60_000)).to_json()["new"]["bytes_per_entry"]
+    )
 
 
 def test_deterministic_for_a_seed() -> None:

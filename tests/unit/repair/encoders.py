@@ -8,8 +8,13 @@ from pulsar_ops.formats.managed_ledger import LedgerInfo, ManagedLedgerInfo, enc
 from pulsar_ops.formats.schema_locator import SchemaIndexEntry, SchemaLocator, encode_schema_locator
 
 
-def ledger_md(custom: dict[str, str], *, length: int = 1000, ctime_ms: int | None = 1_600_000_000_000,
-              bookies: tuple[str, ...] = ("bk1:3181", "bk2:3181")) -> bytes:
+def ledger_md(
+    custom: dict[str, str],
+    *,
+    length: int = 1000,
+    ctime_ms: int | None = 1_600_000_000_000,
+    bookies: tuple[str, ...] = ("bk1:3181", "bk2:3181"),
+) -> bytes:
     md = LedgerMetadata(
         ledger_id=None,
         format_version=3,
@@ -30,14 +35,17 @@ def ledger_md(custom: dict[str, str], *, length: int = 1000, ctime_ms: int | Non
 
 
 def ml_info(ledger_ids: list[int], *, compression: str = "NONE") -> bytes:
-    infos = tuple(
-        LedgerInfo(ledger_id=lid, entries=10, size=100, timestamp_ms=1_600_000_000_000) for lid in ledger_ids
-    )
+    infos = tuple(LedgerInfo(ledger_id=lid, entries=10, size=100, timestamp_ms=1_600_000_000_000) for lid in ledger_ids)
     return encode_managed_ledger_info(ManagedLedgerInfo(ledgers=infos), compression=compression)
 
 
-def cursor_info(cursor_ledger: int = -1, *, compacted: int | None = None,
-                buckets: dict[str, str] | None = None, compression: str = "NONE") -> bytes:
+def cursor_info(
+    cursor_ledger: int = -1,
+    *,
+    compacted: int | None = None,
+    buckets: dict[str, str] | None = None,
+    compression: str = "NONE",
+) -> bytes:
     props = (("CompactedTopicLedger", compacted),) if compacted is not None else ()
     info = ManagedCursorInfo(
         cursors_ledger_id=cursor_ledger,
@@ -49,6 +57,7 @@ def cursor_info(cursor_ledger: int = -1, *, compacted: int | None = None,
 
 
 def schema_locator(ledger_ids: list[int]) -> bytes:
-    entries = tuple(SchemaIndexEntry(version=i, ledger_id=lid, entry_id=0, hash=b"h") for i, lid in
-                    enumerate(ledger_ids))
+    entries = tuple(
+        SchemaIndexEntry(version=i, ledger_id=lid, entry_id=0, hash=b"h") for i, lid in enumerate(ledger_ids)
+    )
     return encode_schema_locator(SchemaLocator(info=entries[-1], index=entries))

@@ -25,8 +25,9 @@ def ml_custom(ml_name: str, cursor: str | None = None) -> tuple[tuple[str, str],
     return tuple(out)
 
 
-def ledger_fact(lid: int, *, ctime_ms: int = NOW - 10 * DAY, length: int = 1000,
-                custom: tuple[tuple[str, str], ...] | None = None) -> LedgerFact:
+def ledger_fact(
+    lid: int, *, ctime_ms: int = NOW - 10 * DAY, length: int = 1000, custom: tuple[tuple[str, str], ...] | None = None
+) -> LedgerFact:
     return LedgerFact(
         ledger_id=lid,
         path=ledger_path(lid),
@@ -39,8 +40,15 @@ def ledger_fact(lid: int, *, ctime_ms: int = NOW - 10 * DAY, length: int = 1000,
     )
 
 
-def orphan(lid: int, *, kind: str = "data", owner: str | None = "t/ns/persistent/topic",
-           plannable: bool = True, nbytes: int = 1000, reason: str = "") -> Finding:
+def orphan(
+    lid: int,
+    *,
+    kind: str = "data",
+    owner: str | None = "t/ns/persistent/topic",
+    plannable: bool = True,
+    nbytes: int = 1000,
+    reason: str = "",
+) -> Finding:
     return Finding(
         detection="orphan-ledger",
         severity="warning",
@@ -55,20 +63,35 @@ def orphan(lid: int, *, kind: str = "data", owner: str | None = "t/ns/persistent
 
 def leak(path: str, *, plannable: bool = True, kind: str | None = None) -> Finding:
     """A znode-leak finding; ``kind`` None leaves the sub-kind to the planner (it derives it from the path)."""
-    return Finding(detection="znode-leak", severity="warning", path=path, plannable=plannable,
-                   evidence={"leak": kind} if kind else {})
+    return Finding(
+        detection="znode-leak",
+        severity="warning",
+        path=path,
+        plannable=plannable,
+        evidence={"leak": kind} if kind else {},
+    )
 
 
 def znode(path: str, *, store: str = "local", version: int = 0, data: bytes = b"") -> ZnodeRef:
     return ZnodeRef(store=store, path=path, version=version, mzxid=len(path), sha256=sha(data))
 
 
-def subtree(root: str, children: list[str], *, mtime_ms: int = NOW - 5 * DAY, store: str = "local",
-            ephemeral: set[str] | None = None) -> tuple[SubtreeZnode, ...]:
+def subtree(
+    root: str,
+    children: list[str],
+    *,
+    mtime_ms: int = NOW - 5 * DAY,
+    store: str = "local",
+    ephemeral: set[str] | None = None,
+) -> tuple[SubtreeZnode, ...]:
     paths = [root, *(f"{root}/{c}" for c in children)]
     return tuple(
-        SubtreeZnode(znode=znode(p, store=store), mtime_ms=mtime_ms,
-                     ephemeral_owner=1 if ephemeral and p in ephemeral else 0, data_length=len(p))
+        SubtreeZnode(
+            znode=znode(p, store=store),
+            mtime_ms=mtime_ms,
+            ephemeral_owner=1 if ephemeral and p in ephemeral else 0,
+            data_length=len(p),
+        )
         for p in paths
     )
 

@@ -14,9 +14,17 @@ from pulsar_ops.repair.units import parse_duration_ms, parse_size
 
 
 def entry(path: str, sha: str, action: str = "a1") -> BackupEntry:
-    return BackupEntry(store="local", path=path, sha256=sha, stat={"version": 0}, acl=({"perms": 31,
-                       "scheme": "world", "id": "anyone"},), action_id=action, plan_id="p", plan_checksum="c",
-                       backed_up_at_ms=1)
+    return BackupEntry(
+        store="local",
+        path=path,
+        sha256=sha,
+        stat={"version": 0},
+        acl=({"perms": 31, "scheme": "world", "id": "anyone"},),
+        action_id=action,
+        plan_id="p",
+        plan_checksum="c",
+        backed_up_at_ms=1,
+    )
 
 
 def test_objects_are_content_addressed_and_manifest_atomic(tmp_path: Path) -> None:

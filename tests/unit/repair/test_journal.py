@@ -12,8 +12,7 @@ from pulsar_ops.repair import journal as J
 
 
 def open_j(path: Path, checksum: str = "c1", actions: int = 2) -> J.Journal:
-    return J.Journal.open(path, plan_checksum=checksum, plan_id=f"id-{checksum}", actions=actions,
-                          backup_dir="/b")
+    return J.Journal.open(path, plan_checksum=checksum, plan_id=f"id-{checksum}", actions=actions, backup_dir="/b")
 
 
 def test_states_persist_and_reload(tmp_path: Path) -> None:

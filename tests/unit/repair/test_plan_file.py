@@ -20,8 +20,7 @@ from tests.unit.repair.factory import facts, leak, ledger_fact, orphan, subtree
 def make_plan() -> Plan:
     root = "/loadbalance/bundle-data/t/gone"
     f = facts(ledgers={1: ledger_fact(1), 2: ledger_fact(2)}, subtrees={root: subtree(root, ["0x0_0x1"])})
-    draft = plan_actions([orphan(1), orphan(2, kind="cursor"), leak(root), orphan(3, plannable=False)], f,
-                         PlanParams())
+    draft = plan_actions([orphan(1), orphan(2, kind="cursor"), leak(root), orphan(3, plannable=False)], f, PlanParams())
     return Plan(
         plan_id="p-1",
         created_at_ms=1,
@@ -43,8 +42,19 @@ def test_round_trip_and_contract(tmp_path: Path) -> None:
     checksum = dump_plan(plan, out)
     doc = json.loads(out.read_text())
     assert doc["schema_version"] == PLAN_SCHEMA_VERSION and doc["checksum"] == checksum
-    for key in ("plan_id", "created_at_ms", "tool_version", "snapshot", "audit", "params", "caps", "summary",
-                "impact", "actions", "not_planned"):
+    for key in (
+        "plan_id",
+        "created_at_ms",
+        "tool_version",
+        "snapshot",
+        "audit",
+        "params",
+        "caps",
+        "summary",
+        "impact",
+        "actions",
+        "not_planned",
+    ):
         assert key in doc
     kinds = {(a["kind"], "ledger_id" in a, a["path"]) for a in doc["actions"]}
     assert ("delete-subtree", False, "/loadbalance/bundle-data/t/gone") in kinds

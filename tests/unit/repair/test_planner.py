@@ -58,8 +58,11 @@ def test_deleted_owner_is_recorded_as_absent_reference() -> None:
 
 def test_schema_and_compacted_references() -> None:
     schema_custom = (("application", "pulsar"), ("component", "schema"), ("pulsar/schemaId", "t/ns/topic"))
-    comp_custom = (("application", "pulsar"), ("component", "compacted-ledger"),
-                   ("pulsar/compactedTopic", "persistent://t/ns/topic"))
+    comp_custom = (
+        ("application", "pulsar"),
+        ("component", "compacted-ledger"),
+        ("pulsar/compactedTopic", "persistent://t/ns/topic"),
+    )
     f = facts(
         ledgers={1: ledger_fact(1, custom=schema_custom), 2: ledger_fact(2, custom=comp_custom)},
         managed_ledgers={ML: znode(ML_PATH)},
@@ -72,8 +75,10 @@ def test_schema_and_compacted_references() -> None:
         f,
         PlanParams(),
     )
-    refs = {a.ledger_id: [(r.role, r.znode.path, r.znode.version) for r in a.preconditions.references]
-            for a in draft.actions}
+    refs = {
+        a.ledger_id: [(r.role, r.znode.path, r.znode.version) for r in a.preconditions.references]
+        for a in draft.actions
+    }
     assert refs[1] == [("schema-locator", "/schemas/t/ns/topic", 2)]
     assert refs[2] == [("cursor", ML_PATH + "/__compaction", 3)]
 
@@ -98,8 +103,13 @@ def test_never_plans_unplannable_unowned_or_other_detections() -> None:
     draft = plan_actions(findings, f, PlanParams())
     assert draft.actions == ()
     codes = sorted(n.reason_code for n in draft.not_planned)
-    assert codes == ["kind-not-plannable", "kind-not-plannable", "missing-in-snapshot", "no-repair-action",
-                     "not-plannable"]
+    assert codes == [
+        "kind-not-plannable",
+        "kind-not-plannable",
+        "missing-in-snapshot",
+        "no-repair-action",
+        "not-plannable",
+    ]
     reasons = {n.ledger_id: n.reason for n in draft.not_planned}
     assert reasons[1] == "younger than min age"
 
@@ -196,10 +206,12 @@ def scenario(draw: st.DrawFn) -> tuple[list[Finding], SnapshotFacts]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(scenario(), st.one_of(st.none(), st.integers(0, 30)), st.one_of(st.none(), st.integers(0, 5 * 10**9)),
-       st.randoms())
-def test_properties(sc: tuple[list[Finding], SnapshotFacts], max_actions: int | None, max_bytes: int | None,
-                    rnd: random.Random) -> None:
+@given(
+    scenario(), st.one_of(st.none(), st.integers(0, 30)), st.one_of(st.none(), st.integers(0, 5 * 10**9)), st.randoms()
+)
+def test_properties(
+    sc: tuple[list[Finding], SnapshotFacts], max_actions: int | None, max_bytes: int | None, rnd: random.Random
+) -> None:
     findings, f = sc
     params = PlanParams(max_actions=max_actions, max_bytes=max_bytes)
     draft = plan_actions(findings, f, params)

@@ -39,8 +39,7 @@ def ledger_action(data: bytes = MD, refs: tuple[Reference, ...] = ()) -> Action:
         path=PATH,
         ledger_id=LID,
         finding=FindingRef("k", "orphan-ledger"),
-        preconditions=Precondition(znodes=(target,), custom_metadata=tuple(sorted(CUSTOM.items())),
-                                   references=refs),
+        preconditions=Precondition(znodes=(target,), custom_metadata=tuple(sorted(CUSTOM.items())), references=refs),
         bytes=1000,
         time_ms=0,
     )
@@ -131,8 +130,16 @@ def subtree_action() -> Action:
         ZnodeRef("local", "/r/a/b", 0, 3, sha256_hex(b"b")),
         ZnodeRef("local", "/r/c", 0, 4, sha256_hex(b"c")),
     )
-    return Action(id="s", kind=KIND_DELETE_SUBTREE, store="local", path="/r", finding=FindingRef("k", "znode-leak"),
-                  preconditions=Precondition(znodes=zs), bytes=3, time_ms=0)
+    return Action(
+        id="s",
+        kind=KIND_DELETE_SUBTREE,
+        store="local",
+        path="/r",
+        finding=FindingRef("k", "znode-leak"),
+        preconditions=Precondition(znodes=zs),
+        bytes=3,
+        time_ms=0,
+    )
 
 
 def test_subtree_children_first_and_new_child_is_a_skip() -> None:

@@ -75,9 +75,7 @@ def test_self_contained_with_matching_csp_hashes(model: ReportModel) -> None:
     for tag, attrs in c.tags:
         assert not (set(attrs) & URL_ATTRS), (tag, attrs)
         assert "style" not in attrs and not any(a.startswith("on") for a in attrs), (tag, attrs)
-    csp = next(
-        a["content"] for t, a in c.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
-    )
+    csp = next(a["content"] for t, a in c.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
     assert csp is not None
     directives = dict(d.strip().split(" ", 1) for d in csp.split(";"))
     assert directives["default-src"] == "'none'"

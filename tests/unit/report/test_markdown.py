@@ -75,8 +75,8 @@ def test_sections_and_tables(model: ReportModel) -> None:
     assert len(t) == 7
     counts = t[0]
     assert counts[0] == ["detection", "critical", "warning", "info", "plannable", "bytes", "reclaimable"]
-    assert counts[2] == ["orphan-ledger", "0", "4", "1", "3", "287 MiB", "286 MiB"]
-    assert counts[3] == ["dangling-ledger", "1", "0", "0", "0", "4.00 KiB", "0 B"]
+    assert counts[2] == ["orphan-ledger", "0", "4", "1", "3", "301 MB", "300 MB"]
+    assert counts[3] == ["dangling-ledger", "1", "0", "0", "0", "4.10 kB", "0 B"]
     assert [unescape(r[1]) for r in t[1][2:]] == ["acme", "initech", "globex", "(none)", "oldco"]
     ack = {r[0]: r[1] for r in t[5][2:]}
     assert ack["1"] == "1" and ack["500–999"] == "1" and ack["unknown"] == "1" and ack["**total**"] == "**5**"

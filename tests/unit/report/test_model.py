@@ -210,9 +210,7 @@ def test_snapshot_and_audit_times(model: ReportModel) -> None:
     assert model.incomplete_scopes == ("/managed-ledgers/oldco/us-west/ns1",)
 
 
-def test_audit_time_falls_back_to_start_plus_wall_then_file_mtime(
-    doc: dict[str, Any], tmp_path: Path
-) -> None:
+def test_audit_time_falls_back_to_start_plus_wall_then_file_mtime(doc: dict[str, Any], tmp_path: Path) -> None:
     del doc["audit"]["finished_at_ms"]
     m = build_report(doc, now_ms=NOW_MS)
     assert m.audit.finished_at_ms == SNAPSHOT_MS + 3_600_000  # started_at_ms + 12.5 s

@@ -146,9 +146,7 @@ def test_render_is_valid_and_complete(model: ReportModel) -> None:
     assert findings["ack-holes/info"] == 4 and findings["ttl-expires-delayed/critical"] == 0
     assert samples[("pulsar_ops_reclaimable_bytes", (("tenant", "acme"),))] == 300_090_000
     assert samples[("pulsar_ops_reclaimable_bytes", (("tenant", "(none)"),))] == 0
-    assert (
-        samples[("pulsar_ops_orphan_ledgers_bytes", (("bookie", "bookie-2.pulsar.svc:3181"),))] == 201_045_000
-    )
+    assert samples[("pulsar_ops_orphan_ledgers_bytes", (("bookie", "bookie-2.pulsar.svc:3181"),))] == 201_045_000
     assert samples[("pulsar_ops_orphan_ledgers_bytes", (("bookie", "(unknown)"),))] == 2000
     assert samples[("pulsar_ops_audit_timestamp_seconds", ())] == (SNAPSHOT_MS + 3_600_000) / 1000
     assert samples[("pulsar_ops_snapshot_timestamp_seconds", ())] == SNAPSHOT_MS / 1000
@@ -158,9 +156,7 @@ def test_render_is_valid_and_complete(model: ReportModel) -> None:
 
 
 def test_unknown_times_are_omitted_not_zero() -> None:
-    samples, types, _ = parse_exposition(
-        prometheus.render_prometheus(build_report({"findings": []}, now_ms=1))
-    )
+    samples, types, _ = parse_exposition(prometheus.render_prometheus(build_report({"findings": []}, now_ms=1)))
     assert "pulsar_ops_audit_timestamp_seconds" not in types
     assert "pulsar_ops_snapshot_age_seconds" not in types
     assert "pulsar_ops_audit_duration_seconds" not in types
@@ -204,11 +200,7 @@ def test_hostile_label_values_round_trip() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(
-    st.lists(
-        st.text(min_size=1, max_size=12).filter(lambda s: "/" not in s), min_size=1, max_size=6, unique=True
-    )
-)
+@given(st.lists(st.text(min_size=1, max_size=12).filter(lambda s: "/" not in s), min_size=1, max_size=6, unique=True))
 def test_any_tenant_name_gives_a_parseable_file(tenants: list[str]) -> None:
     text = prometheus.render_prometheus(build_report(_hostile_model(tenants), now_ms=NOW_MS))
     samples, _, _ = parse_exposition(text)

@@ -176,13 +176,21 @@ def test_edge_cases_equal_the_reference(path: str, data: bytes) -> None:
 
 
 def test_oversized_and_custom_root_equal_the_reference() -> None:
-    data = encode_ledger_metadata(
-        decode_ledger_metadata(b"BookieMetadataFormatVersion\t1\n2\n3\n0\n0\tbk:1", "/x"), 3
+    data = encode_ledger_metadata(decode_ledger_metadata(b"BookieMetadataFormatVersion\t1\n2\n3\n0\n0\tbk:1", "/x"), 3)
+    assert_same(
+        "local",
+        "/ledgers/00/0000/L0007",
+        data,
+        (1, 2, 3, 4, 5, 6, 7, 8, len(data), 0, 9),
+        ExtractConfig(max_znode_bytes=4),
     )
-    assert_same("local", "/ledgers/00/0000/L0007", data, (1, 2, 3, 4, 5, 6, 7, 8, len(data), 0, 9),
-                ExtractConfig(max_znode_bytes=4))
-    assert_same("local", "/bk/ledgers/00/0000/L0007", data, (1, 2, 3, 4, 5, 6, 7, 8, len(data), 0, 9),
-                ExtractConfig(ledgers_root="/bk/ledgers"))
+    assert_same(
+        "local",
+        "/bk/ledgers/00/0000/L0007",
+        data,
+        (1, 2, 3, 4, 5, 6, 7, 8, len(data), 0, 9),
+        ExtractConfig(ledgers_root="/bk/ledgers"),
+    )
 
 
 @FAST

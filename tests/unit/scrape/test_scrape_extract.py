@@ -262,9 +262,7 @@ def test_namespace_partitioned_and_bundle_rows() -> None:
     assert (p["topic"], p["partitions"]) == ("persistent://t/ns/a/b", 4)
 
     owner = b'{"nativeUrl":"pulsar://b:6650","httpUrl":"http://b:8080","disabled":false}'
-    ex = extract_znode(
-        "local", "/namespace/t/ns/0x00000000_0x80000000", owner, stat(owner, eph=77), CFG
-    )
+    ex = extract_znode("local", "/namespace/t/ns/0x00000000_0x80000000", owner, stat(owner, eph=77), CFG)
     (o,) = rows_of(ex, "bundle_owners")
     assert (o["lower"], o["upper"], o["ephemeral_owner"], o["native_url"]) == (0, 0x80000000, 77, "pulsar://b:6650")
 

@@ -7,10 +7,10 @@ import pytest
 from pulsar_ops.errors import ConfigError
 from pulsar_ops.scrape.zk import (
     ZkTarget,
-    parse_auth,
     parse_server_version,
     version_supports_multiread,
 )
+from pulsar_ops.zkconn import parse_auth
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,6 @@ def test_bad_targets_are_config_errors_with_a_hint(spec: str) -> None:
 
 def test_auth_parsing_never_echoes_the_password() -> None:
     assert parse_auth("digest:user:p:w") == ("digest", "user:p:w")
-    assert parse_auth(None) is None
     for bad in ("digest", "digest:", "digest:useronly", ":x"):
         with pytest.raises(ConfigError) as ei:
             parse_auth(bad)

@@ -55,11 +55,24 @@ def test_rows_stream_into_bounded_parts_and_every_table_gets_a_part(tmp_path: Pa
 
 def test_list_and_null_columns_keep_their_types(tmp_path: Path) -> None:
     w = SnapshotWriter(tmp_path)
-    w.add("namespaces", {
-        "path": "/admin/policies/t/ns", "tenant": "t", "namespace": "t/ns", "is_v1": False, "version": 0,
-        "mzxid": 1, "ctime_ms": 1, "mtime_ms": 1, "data_length": 2, "bundle_boundaries": ["0x0", "0x1"],
-        "num_bundles": 1, "deleted": False, "json": "{}",
-    })
+    w.add(
+        "namespaces",
+        {
+            "path": "/admin/policies/t/ns",
+            "tenant": "t",
+            "namespace": "t/ns",
+            "is_v1": False,
+            "version": 0,
+            "mzxid": 1,
+            "ctime_ms": 1,
+            "mtime_ms": 1,
+            "data_length": 2,
+            "bundle_boundaries": ["0x0", "0x1"],
+            "num_bundles": 1,
+            "deleted": False,
+            "json": "{}",
+        },
+    )
     w.close()
     _write_ok_manifest(tmp_path)
     t = open_snapshot(tmp_path).table("namespaces")
@@ -146,6 +159,7 @@ def test_add_znode_streams_rows_in_parts_and_refuses_a_wrong_width(tmp_path: Pat
     counts = w.close()
     assert counts["znodes"] == 4 and counts["ack_ranges"] == 3  # the refused ack row's znode row was taken
     assert sorted(p.name for p in (tmp_path / "tables" / "znodes").iterdir()) == [
-        "part-00000.parquet", "part-00001.parquet"
+        "part-00000.parquet",
+        "part-00001.parquet",
     ]
     assert pq.read_table(tmp_path / "tables" / "ack_ranges").num_rows == 3

@@ -36,8 +36,13 @@ INT32_MAX = 2147483647
 
 
 @cache
-def _build(topics: int = 150, seed: int = 1, defects: frozenset[str] = frozenset(DEFECT_KINDS),
-           now: int = NOW, ztime: int | None = None) -> tuple[tuple[ZNode, ...], dict[str, Any]]:
+def _build(
+    topics: int = 150,
+    seed: int = 1,
+    defects: frozenset[str] = frozenset(DEFECT_KINDS),
+    now: int = NOW,
+    ztime: int | None = None,
+) -> tuple[tuple[ZNode, ...], dict[str, Any]]:
     nodes, gt = build(SeedOptions(topics=topics, seed=seed, defects=defects, now_ms=now, znode_time_ms=ztime))
     return tuple(nodes), gt
 
@@ -261,13 +266,22 @@ def test_per_topic_detections_name_the_fixtures() -> None:
     assert all(h["topic"].split("/")[-1].startswith("ack-holes-") for h in exp["ack-holes"])
     assert {i["subscription"] for i in exp["inactive-subscription"]} == {"forgotten sub 0", "idle~team"}
     assert sorted(t["namespace"].split("/")[1] for t in exp["ttl-expires-delayed"]) == [
-        "ttl-dd-default-0", "ttl-delayed-0"
+        "ttl-dd-default-0",
+        "ttl-delayed-0",
     ]
     leaks = sorted(lk["leak"] for lk in exp["znode-leak"])
-    assert leaks == sorted([
-        "bundle-data", "bundle-data", "local-policies", "managed-ledgers-namespace", "managed-ledgers-namespace",
-        "managed-ledgers-tenant", "partitioned-topic", "schema",
-    ])
+    assert leaks == sorted(
+        [
+            "bundle-data",
+            "bundle-data",
+            "local-policies",
+            "managed-ledgers-namespace",
+            "managed-ledgers-namespace",
+            "managed-ledgers-tenant",
+            "partitioned-topic",
+            "schema",
+        ]
+    )
     assert gt["now_ms"] == NOW and gt["seed"] == 1 and gt["topics"] == 150
     for detection, entries in exp.items():
         assert gt["counts"][detection] == len(entries)
@@ -305,19 +319,44 @@ def test_fast_v3_encoder_is_byte_identical_to_the_formats_encoder() -> None:
     @settings(max_examples=150, deadline=None)
     @given(
         state=st.sampled_from(["OPEN", "IN_RECOVERY", "CLOSED"]),
-        length=i64, last=i64, ctime=st.none() | i64, ctoken=st.none() | i64,
-        digest=st.none() | st.sampled_from(["CRC32", "HMAC", "CRC32C", "DUMMY"]), password=st.binary(max_size=8),
+        length=i64,
+        last=i64,
+        ctime=st.none() | i64,
+        ctoken=st.none() | i64,
+        digest=st.none() | st.sampled_from(["CRC32", "HMAC", "CRC32C", "DUMMY"]),
+        password=st.binary(max_size=8),
         custom=st.lists(st.tuples(st.text(max_size=8), st.binary(max_size=8)), max_size=3),
-        ensembles=st.lists(st.tuples(st.integers(0, 2**40), st.lists(st.text(min_size=1, max_size=12),
-                                                                      min_size=1, max_size=5)), max_size=3),
+        ensembles=st.lists(
+            st.tuples(st.integers(0, 2**40), st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=5)),
+            max_size=3,
+        ),
     )
-    def check(state: str, length: int, last: int, ctime: int | None, ctoken: int | None, digest: str | None,
-              password: bytes, custom: list[tuple[str, bytes]], ensembles: list[tuple[int, list[str]]]) -> None:
+    def check(
+        state: str,
+        length: int,
+        last: int,
+        ctime: int | None,
+        ctoken: int | None,
+        digest: str | None,
+        password: bytes,
+        custom: list[tuple[str, bytes]],
+        ensembles: list[tuple[int, list[str]]],
+    ) -> None:
         md = LedgerMetadata(
-            ledger_id=1, format_version=3, ensemble_size=3, write_quorum=2, ack_quorum=2,
+            ledger_id=1,
+            format_version=3,
+            ensemble_size=3,
+            write_quorum=2,
+            ack_quorum=2,
             state=state,  # type: ignore[arg-type]
-            length=length, last_entry_id=last, ensembles=tuple((f, tuple(m)) for f, m in ensembles),
-            digest_type=digest, password=password, ctime_ms=ctime, custom_metadata=tuple(custom), ctoken=ctoken,
+            length=length,
+            last_entry_id=last,
+            ensembles=tuple((f, tuple(m)) for f, m in ensembles),
+            digest_type=digest,
+            password=password,
+            ctime_ms=ctime,
+            custom_metadata=tuple(custom),
+            ctoken=ctoken,
         )
         assert fast_v3(md) == encode_ledger_metadata(md, 3)
 
