@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import threading
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,6 +159,12 @@ def security_from_flags(
 
 NO_SECURITY = ZkSecurity()
 
+# kazoo logs every dropped connection and retry; the commands report failures themselves (with a hint), so its
+# own chatter stays out of the operator's terminal unless PULSAR_OPS_DEBUG is set (--debug).
+_KAZOO_LOG = logging.getLogger("pulsar_ops.kazoo")
+_KAZOO_LOG.addHandler(logging.NullHandler())
+_KAZOO_LOG.propagate = False
+
 
 def new_client(
     connect_string: str,
@@ -165,20 +174,40 @@ def new_client(
     connection_retry: dict[str, Any] | None = None,
 ) -> KazooClient:
     """A kazoo client (not started) for ``HOSTS[/chroot]`` with the command's security."""
+    if os.environ.get("PULSAR_OPS_DEBUG", "") not in ("", "0", "false"):
+        _KAZOO_LOG.propagate = True
     return KazooClient(
         hosts=connect_string,
         timeout=timeout,
         connection_retry=connection_retry,
-        logger=logging.getLogger("pulsar_ops.kazoo"),
+        logger=_KAZOO_LOG,
         **security.kazoo_kwargs(),
     )
+
+
+@contextlib.contextmanager
+def _quiet_auth_thread_errors() -> Iterator[None]:
+    """kazoo raises a refused SASL session inside its connection thread (which then dies and would print a
+    traceback); the same failure reaches ``start()`` and is reported there, once, with a hint."""
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is not None and issubclass(args.exc_type, (SessionClosedRequireSaslError, AuthFailedError)):
+            return
+        previous(args)
+
+    threading.excepthook = hook
+    try:
+        yield
+    finally:
+        threading.excepthook = previous
 
 
 def start(client: KazooClient, where: str, security: ZkSecurity, *, timeout: float) -> None:
     """Start ``client``; failures become ZooKeeperError / ZooKeeperAuthError whose hints name real flags."""
     try:
-        with warnings.catch_warnings():  # a missing chroot is checked (and refused) by the callers
-            warnings.filterwarnings("ignore", message="No chroot path exists")
+        with warnings.catch_warnings(), _quiet_auth_thread_errors():
+            warnings.filterwarnings("ignore", message="No chroot path exists")  # callers check the chroot
             client.start(timeout=timeout)
     except (SessionClosedRequireSaslError, AuthFailedError) as e:
         close(client)

@@ -27,7 +27,7 @@ from pulsar_ops.cli.common import (
 )
 from pulsar_ops.scrape.run import ScrapeConfig, ScrapeProgress, scrape
 from pulsar_ops.snapshot.manifest import Manifest
-from pulsar_ops.zkconn import security_from_flags
+from pulsar_ops.zkconn import AUTH_HINT, security_from_flags
 
 
 class _ProgressLine:
@@ -81,6 +81,8 @@ def render_summary(manifest: Manifest, out: Path) -> None:
             err_console.print(f"  {s.store} {escape(s.scope)} {escape('[' + s.code + ']')} {escape(s.error)}")
         if len(manifest.incomplete_scopes) > 20:
             err_console.print(f"  ... and {len(manifest.incomplete_scopes) - 20} more (see manifest.json)")
+        if any(s.code == "zookeeper-no-auth" for s in manifest.incomplete_scopes):
+            err_console.print(f"  hint: {escape(AUTH_HINT)}")
     err_console.print(f"next: pulsar-ops audit {escape(str(out))} --out AUDIT_DIR")
 
 

@@ -27,6 +27,7 @@ from kazoo.exceptions import (
     ConnectionLoss,
     KazooException,
     OperationTimeoutError,
+    SessionClosedRequireSaslError,
     SessionExpiredError,
     ZookeeperError,
 )
@@ -35,7 +36,7 @@ from kazoo.protocol.paths import _prefix_root
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from pulsar_ops import zkconn
-from pulsar_ops.errors import ConfigError, ZooKeeperError
+from pulsar_ops.errors import ConfigError, ZooKeeperAuthError, ZooKeeperError
 from pulsar_ops.identity import instance_id_from_bytes
 from pulsar_ops.scrape.multiread import (
     OP_GET_CHILDREN,
@@ -127,18 +128,23 @@ def connect(target: ZkTarget, security: ZkSecurity = NO_SECURITY, *, timeout: fl
         connection_retry={"max_tries": -1, "delay": 0.2, "backoff": 2, "max_delay": 3.0},
     )
     zkconn.start(client, target.hosts, security, timeout=timeout)
-    if target.chroot:
-        try:
-            exists = client.exists("/") is not None
-        except KazooException as e:
-            _close(client)
-            raise ZooKeeperError(f"cannot read the chroot {target.chroot} on {target.hosts}: {e!r}") from e
-        if not exists:
-            _close(client)
-            raise ZooKeeperError(
-                f"the chroot {target.chroot} does not exist on {target.hosts}",
-                hint="check the /chroot part of --zookeeper / --config-zookeeper (e.g. HOST:2181/pulsar)",
-            )
+    try:  # one request proves the session is usable (a SASL-only server closes unauthenticated sessions here)
+        exists = client.exists("/") is not None
+    except SessionClosedRequireSaslError:
+        _close(client)
+        raise ZooKeeperAuthError(
+            f"ZooKeeper {target.hosts} requires SASL authentication (using {security.describe()})",
+            hint=zkconn.AUTH_HINT,
+        ) from None
+    except KazooException as e:
+        _close(client)
+        raise ZooKeeperError(f"cannot read {target.chroot or '/'} on {target.hosts}: {e!r}") from e
+    if target.chroot and not exists:
+        _close(client)
+        raise ZooKeeperError(
+            f"the chroot {target.chroot} does not exist on {target.hosts}",
+            hint="check the /chroot part of --zookeeper / --config-zookeeper (e.g. HOST:2181/pulsar)",
+        )
     return client
 
 

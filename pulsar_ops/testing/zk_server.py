@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pulsar_ops.errors import JavaMissingError, PulsarOpsError
+from pulsar_ops.testing.zk_tls import TlsMaterial
 
 _JAR_PREFIXES = (
     "zookeeper-",
@@ -99,12 +100,22 @@ class EmbeddedZooKeeper:
     host: str = "127.0.0.1"
     heap_mb: int = 512
     startup_timeout: float = 60.0
+    # SASL DIGEST-MD5 users (name -> password): a JAAS login for the server, and sessions must authenticate
+    sasl_users: dict[str, str] | None = None
+    # TLS: a secureClientPort (Netty) with this material, client certificates required; the plain port stays
+    # for the readiness probe
+    tls: TlsMaterial | None = None
+    secure_port: int = 0
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _owns_dir: bool = field(default=False, init=False, repr=False)
 
     @property
     def hosts(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def secure_hosts(self) -> str:
+        return f"{self.host}:{self.secure_port}"
 
     @property
     def log_path(self) -> Path:
@@ -133,11 +144,44 @@ class EmbeddedZooKeeper:
                     "4lw.commands.whitelist=srvr,stat,ruok,mntr,cons",
                     "autopurge.purgeInterval=0",
                     "snapCount=1000000",
+                    *self._security_config(),
                     "",
                 ]
             )
         )
         return cfg
+
+    def _security_config(self) -> list[str]:
+        lines: list[str] = []
+        if self.sasl_users:
+            lines += [
+                "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+                "sessionRequireClientSASLAuth=true",
+            ]
+        if self.tls is not None:
+            t = self.tls
+            lines += [
+                f"secureClientPort={self.secure_port}",
+                f"secureClientPortAddress={self.host}",
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                f"ssl.keyStore.location={t.keystore}",
+                f"ssl.keyStore.password={t.password}",
+                "ssl.keyStore.type=PKCS12",
+                f"ssl.trustStore.location={t.truststore}",
+                f"ssl.trustStore.password={t.password}",
+                "ssl.trustStore.type=PKCS12",
+                "ssl.clientAuth=need",
+            ]
+        return lines
+
+    def _jvm_security_flags(self) -> list[str]:
+        if not self.sasl_users:
+            return []
+        assert self.data_dir is not None
+        jaas = self.data_dir / "jaas.conf"
+        users = "\n".join(f'  user_{name}="{pw}"' for name, pw in sorted(self.sasl_users.items()))
+        jaas.write_text(f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n{users};\n}};\n")
+        return [f"-Djava.security.auth.login.config={jaas}"]
 
     def start(self) -> EmbeddedZooKeeper:
         if self._proc is not None and self._proc.poll() is None:
@@ -149,6 +193,8 @@ class EmbeddedZooKeeper:
             self._owns_dir = True
         if not self.port:
             self.port = free_port()
+        if self.tls is not None and not self.secure_port:
+            self.secure_port = free_port()
         cfg = self._write_config()
         cmd = [
             java,
@@ -159,6 +205,7 @@ class EmbeddedZooKeeper:
             "-Djute.maxbuffer=16777216",
             "-Dlog4j2.level=WARN",
             "-Dzookeeper.4lw.commands.whitelist=*",
+            *self._jvm_security_flags(),
             "-cp",
             classpath(jars),
             "org.apache.zookeeper.server.ZooKeeperServerMain",
