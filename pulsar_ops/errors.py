@@ -6,6 +6,13 @@ Leaf module: imports nothing from the package. Every error carries a stable keba
 
 from __future__ import annotations
 
+import os
+
+
+def debug_enabled() -> bool:
+    """``--debug`` (PULSAR_OPS_DEBUG): tracebacks instead of error codes and hints."""
+    return os.environ.get("PULSAR_OPS_DEBUG", "") not in ("", "0", "false")
+
 
 class PulsarOpsError(Exception):
     """Base of every error pulsar-ops raises on purpose."""

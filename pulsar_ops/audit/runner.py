@@ -12,10 +12,11 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pulsar_ops.audit import etl
+from pulsar_ops.audit.failures import classify
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.session import build_session
-from pulsar_ops.errors import AuditError, SnapshotError
+from pulsar_ops.errors import AuditError, PulsarOpsError, SnapshotError, debug_enabled
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
 from pulsar_ops.snapshot.reader import verify_parts
 
@@ -92,11 +93,22 @@ def run_audit(
         raise AuditError(f"--out {out_dir} exists and is not a directory", hint="pass a directory to --out")
     verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
     out_dir.mkdir(parents=True, exist_ok=True)
-    session = spark or build_session(master=master)
-    etl.extract(session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root)
-    frame, detections = etl.transform(session, sql_root)
-    written = etl.load(frame, out_dir)
-    findings = tuple(sorted((Finding.from_json(r.asDict()) for r in written.collect()), key=sort_key))
+    try:
+        session = spark or build_session(master=master)
+        etl.extract(
+            session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
+        )
+        frame, detections = etl.transform(session, sql_root)
+        written = etl.load(frame, out_dir)
+        rows = written.collect()
+    except PulsarOpsError:
+        raise
+    except Exception as e:  # a Spark/JVM failure: an error code and the setting to change (frames with --debug)
+        known = classify(e)
+        if known is None or debug_enabled():
+            raise
+        raise known from e
+    findings = tuple(sorted((Finding.from_json(r.asDict()) for r in rows), key=sort_key))
     wall = time.monotonic() - started
     snapshot = manifest_summary(manifest, snapshot_dir)
     audit = audit_metadata(resolved, detections, findings, wall, str(session.sparkContext.master))

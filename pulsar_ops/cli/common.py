@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
@@ -16,7 +15,7 @@ from typing import Any, ParamSpec, TypeVar
 import typer  # noqa: TID251 - typer/rich live in cli/
 from rich.console import Console  # noqa: TID251 - typer/rich live in cli/
 
-from pulsar_ops.errors import Aborted, PulsarOpsError
+from pulsar_ops.errors import Aborted, PulsarOpsError, debug_enabled
 
 EXIT_TOOL_FAILED = 3
 
@@ -24,10 +23,6 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def debug_enabled() -> bool:
-    return os.environ.get("PULSAR_OPS_DEBUG", "") not in ("", "0", "false")
 
 
 JSON_FLAGS = ("as_json", "json_out")  # the parameter names commands give their --json option

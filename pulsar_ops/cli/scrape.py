@@ -25,6 +25,8 @@ from pulsar_ops.cli.common import (
     escape,
     guarded,
 )
+from pulsar_ops.errors import ConfigError
+from pulsar_ops.scrape.client_conf import read_client_conf
 from pulsar_ops.scrape.run import ScrapeConfig, ScrapeProgress, scrape
 from pulsar_ops.snapshot.manifest import Manifest
 from pulsar_ops.zkconn import AUTH_HINT, security_from_flags
@@ -116,7 +118,7 @@ def register(app: typer.Typer) -> None:
         connect_timeout: float = typer.Option(
             30.0, "--connect-timeout", min=0.5, help="Seconds to wait for the first ZooKeeper connection."
         ),
-        admin_url: str = typer.Option(
+        admin_url: str | None = typer.Option(
             None, "--admin-url", help="Pulsar admin REST URL: learn which topics are loaded (no topic is loaded)."
         ),
         bookie_url: str = typer.Option(
@@ -129,6 +131,20 @@ def register(app: typer.Typer) -> None:
             None, "--token", envvar="PULSAR_OPS_TOKEN", help="Bearer token for the HTTP APIs (never printed)."
         ),
         http_timeout: float = typer.Option(10.0, "--http-timeout", min=0.5, help="Seconds per HTTP request."),
+        client_conf: Path | None = typer.Option(
+            None,
+            "--client-conf",
+            envvar="PULSAR_OPS_CLIENT_CONF",
+            help="Pulsar's client.conf, read as pulsar-admin reads it: webServiceUrl (default --admin-url), "
+            "authPlugin/authParams (token or TLS), tlsTrustCertsFilePath, tlsAllowInsecureConnection.",
+        ),
+        bookie_tls_ca: Path | None = typer.Option(
+            None, "--bookie-tls-ca", help="CA bundle (PEM) that verifies the bookies' HTTPS admin endpoint."
+        ),
+        bookie_tls_cert: Path | None = typer.Option(
+            None, "--bookie-tls-cert", help="Client certificate (PEM) for the bookies' HTTPS endpoint."
+        ),
+        bookie_tls_key: Path | None = typer.Option(None, "--bookie-tls-key", help="Key (PEM) of --bookie-tls-cert."),
         json_out: bool = typer.Option(False, "--json", help="Print the manifest as JSON on stdout."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
     ) -> None:
@@ -143,16 +159,40 @@ def register(app: typer.Typer) -> None:
             zk_tls_key=zk_tls_key,
         )
         extra = None
+        conf = read_client_conf(client_conf) if client_conf else None
+        admin_url = admin_url or (conf.web_service_url if conf else None)
+        if (bookie_tls_cert is None) != (bookie_tls_key is None):
+            raise ConfigError("--bookie-tls-cert and --bookie-tls-key go together", hint="pass both, or neither")
         if admin_url or bookie_url:
             from pulsar_ops.scrape.http import HttpSettings
             from pulsar_ops.scrape.http_sources import http_sources
 
+            admin_verify: bool | str = True
+            if conf is not None and conf.allow_insecure:
+                err_console.print(
+                    "[bold yellow]warning[/]: tlsAllowInsecureConnection=true: the broker is not verified"
+                )
+                admin_verify = False
+            elif conf is not None and conf.trust_certs is not None:
+                admin_verify = str(conf.trust_certs)
+            admin_cert = (str(conf.tls_cert), str(conf.tls_key)) if conf and conf.tls_cert and conf.tls_key else None
             extra = http_sources(
                 admin_url=admin_url,
                 bookie_url=bookie_url,
                 cluster=cluster,
-                settings=HttpSettings(timeout_s=http_timeout, token=token),
+                settings=HttpSettings(
+                    timeout_s=http_timeout,
+                    token=token or (conf.token if conf else None),
+                    verify=admin_verify,
+                    cert=admin_cert,
+                ),
                 bookie_http_port=bookie_http_port,
+                bookie_settings=HttpSettings(
+                    timeout_s=http_timeout,
+                    token=token,
+                    verify=str(bookie_tls_ca) if bookie_tls_ca else True,
+                    cert=(str(bookie_tls_cert), str(bookie_tls_key)) if bookie_tls_cert and bookie_tls_key else None,
+                ),
             )
         progress = _ProgressLine(enabled=not quiet)
         try:

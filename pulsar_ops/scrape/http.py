@@ -5,6 +5,7 @@ Every HTTP scraper takes an ``httpx.Client`` built here; tests swap the transpor
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,8 @@ class HttpSettings:
     retries: int = 3
     token: str | None = field(default=None, repr=False)
     basic: tuple[str, str] | None = field(default=None, repr=False)
-    verify: bool | str = True
+    verify: bool | str = True  # False: no verification; a path: this CA bundle
+    cert: tuple[str, str] | None = None  # client certificate and key (PEM), for TLS authentication
 
     def __repr__(self) -> str:  # never print credentials
         auth = "token" if self.token else ("basic" if self.basic else "none")
@@ -48,9 +50,28 @@ def make_client(
         auth=auth,
         timeout=httpx.Timeout(s.timeout_s, connect=s.connect_timeout_s),
         follow_redirects=True,  # brokers answer 307 to the owner; httpx keeps auth on same-origin redirects
-        verify=s.verify,
+        verify=_verify(s),
         transport=transport,
     )
+
+
+def _verify(s: HttpSettings) -> bool | ssl.SSLContext:
+    """httpx's ``verify``: an SSL context when a CA bundle or a client certificate is given."""
+    if s.verify is False:
+        return False
+    if s.verify is True and s.cert is None:
+        return True
+    try:
+        ctx = ssl.create_default_context(cafile=s.verify if isinstance(s.verify, str) else None)
+        if s.cert is not None:
+            ctx.load_cert_chain(s.cert[0], s.cert[1])
+    except (OSError, ssl.SSLError) as e:
+        raise HttpError(
+            f"cannot load the TLS files ({type(e).__name__}: {e})",
+            code="config-invalid",
+            hint="check --client-conf tlsTrustCertsFilePath / authParams, or --bookie-tls-*",
+        ) from None
+    return ctx
 
 
 def _retryable(exc: BaseException) -> bool:

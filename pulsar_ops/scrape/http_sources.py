@@ -39,12 +39,16 @@ def http_sources(
     cluster: str | None,
     settings: HttpSettings,
     bookie_http_port: int | None = None,
+    bookie_settings: HttpSettings | None = None,
     transport: httpx.BaseTransport | None = None,
 ) -> Callable[[], ExtraTables]:
     """A callable for ``ScrapeConfig.extra`` that scrapes the given HTTP sources when the walk is done."""
 
     def client_for(base: str) -> httpx.Client:
         return make_client(base, settings, transport=transport)
+
+    def bookie_client_for(base: str) -> httpx.Client:
+        return make_client(base, bookie_settings or settings, transport=transport)
 
     def collect() -> ExtraTables:
         loaded: list[dict[str, Any]] = []
@@ -64,7 +68,7 @@ def http_sources(
                 incomplete.append(("admin", "brokers", e.code, e.message))
         if bookie_url:
             try:
-                bres = scrape_bookies(bookie_url, client_for, http_port=bookie_http_port)
+                bres = scrape_bookies(bookie_url, bookie_client_for, http_port=bookie_http_port)
                 bookies = [
                     {
                         "bookie_id": b.bookie_id,
