@@ -7,6 +7,7 @@ views, registered in file-name order; the ``NN_`` prefix is not part of the view
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 import re
 from dataclasses import dataclass
@@ -25,7 +26,18 @@ class SqlFile:
 
     @property
     def text(self) -> str:
-        return strip_comments(self.path.read_text())
+        return expand_macros(strip_comments(self.path.read_text()))
+
+
+_MACRO = re.compile(r"\$\{ledger_kind:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_macros(sql: str) -> str:
+    """``${ledger_kind:ALIAS}`` -> the CASE of :func:`pulsar_ops.formats.ledger_kind.ledger_kind_sql` (the one
+    definition of a ledger's kind, shared with the Python decoders)."""
+    from pulsar_ops.formats.ledger_kind import ledger_kind_sql
+
+    return _MACRO.sub(lambda m: ledger_kind_sql(m.group(1)), sql)
 
 
 def strip_comments(sql: str) -> str:
@@ -50,11 +62,19 @@ def strip_comments(sql: str) -> str:
 SQL_DIR_ENV = "PULSAR_OPS_SQL_DIR"
 
 
+def _bundled() -> Path | None:
+    """The SQL the wheel ships inside the package (``pulsar_ops/_bundled/sql``), found as a package resource."""
+    res = importlib.resources.files("pulsar_ops").joinpath("_bundled", "sql")
+    return Path(str(res)) if res.is_dir() else None
+
+
 def sql_root() -> Path:
-    """``$PULSAR_OPS_SQL_DIR``, else ``<checkout>/sql``, else the wheel's ``pulsar_ops/_bundled/sql``."""
-    package = Path(__file__).resolve().parent.parent  # pulsar_ops/
+    """``$PULSAR_OPS_SQL_DIR``, else the SQL shipped in the installed package (``importlib.resources``), else
+    ``<checkout>/sql`` (an editable install of a source checkout)."""
     override = os.environ.get(SQL_DIR_ENV)
-    candidates = [Path(override)] if override else [package.parent / "sql", package / "_bundled" / "sql"]
+    bundled = _bundled()
+    checkout = Path(__file__).resolve().parent.parent.parent / "sql"
+    candidates = [Path(override)] if override else [c for c in (bundled, checkout) if c is not None]
     for candidate in candidates:
         if (candidate / "detect").is_dir():
             return candidate

@@ -20,6 +20,7 @@ from google.protobuf import text_format
 from pulsar_ops.errors import DecodeError, TruncatedInputError, UnknownFormatVersionError
 from pulsar_ops.formats import proto
 from pulsar_ops.formats._pb import try_binary, try_text
+from pulsar_ops.formats.ledger_kind import PulsarKind, ledger_kind
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
 
 HEADER_PREFIX = b"BookieMetadataFormatVersion\t"
@@ -28,7 +29,6 @@ IN_RECOVERY_MARKER = -102
 _MAX_HEADER = len(HEADER_PREFIX) + 11
 
 LedgerState = Literal["OPEN", "IN_RECOVERY", "CLOSED"]
-PulsarKind = Literal["data", "cursor", "schema", "compacted", "bucket", "pulsar-unknown", "unowned"]
 
 Ensemble = tuple[int, tuple[str, ...]]
 
@@ -76,23 +76,12 @@ class LedgerMetadata:
 
     @property
     def pulsar_kind(self) -> PulsarKind:
-        """Which Pulsar component owns the ledger, from its custom metadata (reference §6, §12.3).
-
-        The delayed-delivery bucket component string (PIP-195) is not verified: any component containing
-        ``delayed`` or ``bucket`` counts as a bucket snapshot.
-        """
-        if not self.is_pulsar:
-            return "unowned"
-        component = self.custom("component")
-        if component == "managed-ledger":
-            return "cursor" if self.custom_bytes("pulsar/cursor") is not None else "data"
-        if component == "schema":
-            return "schema"
-        if component == "compacted-ledger":
-            return "compacted"
-        if component is not None and ("delayed" in component.lower() or "bucket" in component.lower()):
-            return "bucket"
-        return "pulsar-unknown"
+        """Which Pulsar component owns the ledger: the one rule of :mod:`pulsar_ops.formats.ledger_kind`."""
+        return ledger_kind(
+            "pulsar" if self.is_pulsar else None,
+            self.custom("component"),
+            self.custom_bytes("pulsar/cursor") is not None,
+        )
 
 
 def _split_header(data: bytes, path: str) -> tuple[int, bytes]:

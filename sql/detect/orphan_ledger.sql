@@ -8,15 +8,8 @@ WITH refs AS (
 classified AS (
     SELECT
         b.*,
-        CASE
-            WHEN b.application IS NULL OR b.application <> 'pulsar' THEN 'unowned'
-            WHEN b.component = 'managed-ledger' AND b.cursor_name IS NULL THEN 'data'
-            WHEN b.component = 'managed-ledger' THEN 'cursor'
-            WHEN b.component = 'schema' THEN 'schema'
-            WHEN b.component = 'compacted-ledger' THEN 'compacted'
-            WHEN b.component LIKE '%bucket%' THEN 'bucket'
-            ELSE 'pulsar-unknown'
-        END AS kind
+        -- the one ledger-kind rule, rendered from pulsar_ops/formats/ledger_kind.py
+        ${ledger_kind:b} AS kind
     FROM stg_bk_ledgers b
     WHERE NOT EXISTS (SELECT 1 FROM refs r WHERE r.ledger_id = b.ledger_id)
 ),

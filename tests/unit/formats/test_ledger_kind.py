@@ -1,0 +1,54 @@
+"""One definition of a ledger's kind: the Python rule and the SQL rendered from it agree (run in DuckDB)."""
+
+from __future__ import annotations
+
+import duckdb
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pulsar_ops.audit.sql_files import detect_files, expand_macros
+from pulsar_ops.formats.ledger_kind import ledger_kind, ledger_kind_sql
+
+COMPONENTS = st.one_of(
+    st.none(),
+    st.sampled_from(
+        [
+            "managed-ledger",
+            "schema",
+            "compacted-ledger",
+            "delayed-index-bucket",
+            "Bucket-Snapshot",
+            "DELAYED",
+            "other",
+            "",
+        ]
+    ),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_0123456789", max_size=20),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from([None, "pulsar", "Pulsar", "other"]), COMPONENTS, st.booleans()),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_python_and_sql_agree(rows: list[tuple[str | None, str | None, bool]]) -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE b (i INTEGER, application VARCHAR, component VARCHAR, cursor_name VARCHAR)")
+    con.executemany(
+        "INSERT INTO b VALUES (?, ?, ?, ?)", [(i, a, c, "sub" if cur else None) for i, (a, c, cur) in enumerate(rows)]
+    )
+    got = dict(con.execute(f"SELECT i, {ledger_kind_sql('b')} FROM b").fetchall())
+    for i, (a, c, cur) in enumerate(rows):
+        assert got[i] == ledger_kind(a, c, cur), (a, c, cur)
+
+
+def test_the_audit_sql_uses_the_shared_rule() -> None:
+    orphan = next(f for f in detect_files() if f.name == "orphan-ledger")
+    raw = orphan.path.read_text()
+    assert "${ledger_kind:b}" in raw and "LIKE '%bucket%'" not in raw
+    assert ledger_kind_sql("b") in orphan.text
+    assert expand_macros("x ${ledger_kind:t} y") == f"x {ledger_kind_sql('t')} y"
