@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops import __version__
+from pulsar_ops.cli.common import guarded
+from pulsar_ops.cli.settings import CONFIG_FILE_ENV, apply_config_file, context_settings
 
 app = typer.Typer(
     name="pulsar-ops",
@@ -16,6 +19,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     add_completion=False,
     rich_markup_mode=None,  # help text is shown verbatim: `HOSTS[/chroot]` is not markup
+    context_settings=context_settings(),
 )
 
 
@@ -27,11 +31,21 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of error codes and hints."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    config_file: Path | None = typer.Option(
+        None,
+        "--config-file",
+        envvar=CONFIG_FILE_ENV,
+        help='TOML file with one table per command ([scrape], [apply], ["model gc"] ...) of option values. '
+        "Precedence: defaults < this file < PULSAR_OPS_<COMMAND>_<OPTION> variables < flags.",
+    ),
 ) -> None:
     if debug:
         os.environ["PULSAR_OPS_DEBUG"] = "1"
+    if config_file is not None:
+        guarded(lambda: apply_config_file(ctx, config_file))()
 
 
 def _register() -> None:

@@ -164,7 +164,8 @@ def test_delete_before_quarantine_is_refused(env: Env) -> None:
     assert apply(env, "mark", "--apply", "--yes")[0] == 0
     before = dump(env.zk)
     code, doc, err = apply(env, "delete", "--apply", "--yes", "--quarantine", "1h")
-    assert code == 3 and "quarantine-not-elapsed" in err and doc is None
+    assert code == 3 and "quarantine-not-elapsed" in err
+    assert doc is not None and doc["error"]["code"] == "quarantine-not-elapsed"
     assert dump(env.zk) == before
     assert [r["state"] for r in env.journal_records() if r["type"] == "action"] == ["marked"] * 8
 

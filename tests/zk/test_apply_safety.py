@@ -239,8 +239,8 @@ def test_forged_plan_on_a_protected_path_is_refused_before_anything(
     before = dump(zk)
     for phase in ("mark", "delete"):
         code, doc, err = apply(env, phase, "--apply", "--yes", "--quarantine", "0")
-        assert code == 3 and doc is None, err
-        assert "plan-unsafe" in err
+        assert code == 3 and "plan-unsafe" in err, err
+        assert doc is not None and doc["error"]["code"] == "plan-unsafe"
     assert dump(zk) == before
     assert not env.journal.exists() and not env.backup.exists()
 
