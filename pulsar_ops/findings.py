@@ -32,6 +32,7 @@ DETECTIONS = (
     "inactive-subscription",
     "ttl-expires-delayed",
     "scrape-incomplete",
+    "undecodable-znode",
 )
 
 # Detections whose ``path`` names a znode a plan may act on: it must be a valid, normalised ZooKeeper path.

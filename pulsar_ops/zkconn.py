@@ -233,3 +233,24 @@ def close(client: KazooClient) -> None:
         client.stop()
     with contextlib.suppress(Exception):
         client.close()
+
+
+def connect(
+    connect_string: str, security: ZkSecurity = NO_SECURITY, *, timeout: float = 30.0, where: str | None = None
+) -> KazooClient:
+    """A started client (the caller closes it with :func:`close`)."""
+    client = new_client(connect_string, security, timeout=timeout)
+    start(client, where or connect_string, security, timeout=timeout)
+    return client
+
+
+@contextlib.contextmanager
+def connected(
+    connect_string: str, security: ZkSecurity = NO_SECURITY, *, timeout: float = 30.0
+) -> Iterator[KazooClient]:
+    """``with connected("host:2181/chroot") as zk:`` - a started client, closed on exit."""
+    client = connect(connect_string, security, timeout=timeout)
+    try:
+        yield client
+    finally:
+        close(client)

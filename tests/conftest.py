@@ -27,16 +27,11 @@ def zk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooK
 @pytest.fixture
 def zk_chroot(zk_server: EmbeddedZooKeeper) -> str:
     """A fresh, empty chroot path for this test (created, no trailing slash)."""
-    from kazoo.client import KazooClient
+    from pulsar_ops.zkconn import connected
 
     chroot = f"/t-{uuid.uuid4().hex[:12]}"
-    c = KazooClient(hosts=zk_server.hosts)
-    c.start(timeout=30)
-    try:
+    with connected(zk_server.hosts) as c:
         c.ensure_path(chroot)
-    finally:
-        c.stop()
-        c.close()
     return chroot
 
 
@@ -49,15 +44,10 @@ def zk_hosts(zk_server: EmbeddedZooKeeper, zk_chroot: str) -> str:
 @pytest.fixture
 def zk(zk_hosts: str) -> Iterator[object]:
     """A started KazooClient rooted at this test's chroot."""
-    from kazoo.client import KazooClient
+    from pulsar_ops.zkconn import connected
 
-    c = KazooClient(hosts=zk_hosts)
-    c.start(timeout=30)
-    try:
+    with connected(zk_hosts) as c:
         yield c
-    finally:
-        c.stop()
-        c.close()
 
 
 @pytest.fixture(scope="session")

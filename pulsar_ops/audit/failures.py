@@ -24,15 +24,15 @@ _RULES = (
         ("Not enough memory to build and broadcast", "Cannot broadcast the table", "SparkOutOfMemoryError"),
         "spark-broadcast-too-large",
         "Spark could not broadcast a join side: a table is too big to broadcast in the driver's memory",
-        "raise the driver memory (PYSPARK_SUBMIT_ARGS='--driver-memory 8g pyspark-shell', or spark-submit "
-        "--driver-memory 8g) or turn automatic broadcasts off (spark.sql.autoBroadcastJoinThreshold=-1)",
+        "raise the driver memory (`pulsar-ops audit --spark-conf spark.driver.memory=16g`, or spark-submit "
+        "--driver-memory 16g) or turn automatic broadcasts off (--spark-conf spark.sql.autoBroadcastJoinThreshold=-1)",
     ),
     _Rule(
         ("java.lang.OutOfMemoryError", "Java heap space", "GC overhead limit exceeded"),
         "spark-out-of-memory",
         "the Spark driver (or an executor) ran out of memory",
-        "raise spark.driver.memory (PYSPARK_SUBMIT_ARGS='--driver-memory 8g pyspark-shell', or spark-submit "
-        "--driver-memory 8g) and, on a cluster, spark.executor.memory",
+        "raise spark.driver.memory (`pulsar-ops audit --spark-conf spark.driver.memory=16g`, or spark-submit "
+        "--driver-memory 16g) and, on a cluster, spark.executor.memory",
     ),
     _Rule(
         (

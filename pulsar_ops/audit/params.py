@@ -137,7 +137,7 @@ def params_from_config(doc: Mapping[str, Any], base: AuditParams | None = None) 
     """The JSON config file: ``{"now": ..., "min_age": "24h", "inactive_after": "7d", "broker": {...},
     "broker_config": "path"}`` (every key optional; see sql/README.md)."""
     p = base or AuditParams()
-    known = {"now", "min_age", "inactive_after", "broker", "broker_config", "master", "prometheus"}
+    known = {"now", "min_age", "inactive_after", "broker", "broker_config", "master", "prometheus", "spark_conf"}
     unknown = set(doc) - known
     if unknown:
         raise ConfigError(f"audit config: unknown keys {sorted(unknown)}", hint=f"allowed keys: {sorted(known)}")

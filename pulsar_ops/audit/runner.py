@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from pulsar_ops.audit.failures import classify
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.session import build_session
+from pulsar_ops.audit.sizing import local_defaults, this_machine
+from pulsar_ops.audit.sizing import snapshot_bytes as sizing_snapshot_bytes
 from pulsar_ops.errors import AuditError, PulsarOpsError, SnapshotError, debug_enabled
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
 from pulsar_ops.snapshot.reader import verify_parts
@@ -79,6 +82,7 @@ def run_audit(
     spark: SparkSession | None = None,
     master: str = "local[*]",
     sql_root: Path | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> AuditResult:
     """Audit ``snapshot_dir`` into ``out_dir`` (``findings.json`` + ``findings/``)."""
     started = time.monotonic()
@@ -93,8 +97,15 @@ def run_audit(
         raise AuditError(f"--out {out_dir} exists and is not a directory", hint="pass a directory to --out")
     verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
     out_dir.mkdir(parents=True, exist_ok=True)
+    conf: dict[str, str] = {}
+    if spark is None and master.startswith("local"):
+        counts = manifest.get("row_counts")
+        conf = local_defaults(
+            counts if isinstance(counts, dict) else {}, sizing_snapshot_bytes(snapshot_dir), this_machine()
+        )
+    conf.update(spark_conf or {})
     try:
-        session = spark or build_session(master=master)
+        session = spark or build_session(master=master, conf=conf)
         etl.extract(
             session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
         )
@@ -112,6 +123,7 @@ def run_audit(
     wall = time.monotonic() - started
     snapshot = manifest_summary(manifest, snapshot_dir)
     audit = audit_metadata(resolved, detections, findings, wall, str(session.sparkContext.master))
+    audit["spark_conf"] = {k: session.conf.get(k, None) for k in sorted(conf)}
     result = AuditResult(
         findings=findings,
         counts=audit["counts"],

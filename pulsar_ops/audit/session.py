@@ -57,7 +57,7 @@ def default_conf(master: str, warehouse: Path | None) -> dict[str, str]:
             {
                 "spark.driver.bindAddress": "127.0.0.1",
                 "spark.driver.host": "127.0.0.1",
-                "spark.sql.shuffle.partitions": "4",
+                "spark.sql.shuffle.partitions": "4",  # run_audit sizes these from the snapshot
                 "spark.default.parallelism": "4",
                 "spark.sql.adaptive.enabled": "true",
             }

@@ -29,6 +29,7 @@ from typing import Any
 from kazoo.client import KazooClient  # noqa: TID251 - the naive baseline walk is raw kazoo
 from kazoo.exceptions import NoNodeError  # noqa: TID251 - the naive baseline walk is raw kazoo
 
+from pulsar_ops import zkconn
 from pulsar_ops.errors import PulsarOpsError
 from pulsar_ops.scrape.classify import CONFIG, LOCAL, roots_for
 from pulsar_ops.testing.seeder import SeedOptions, seed_cluster
@@ -154,8 +155,7 @@ def run(
         EmbeddedZooKeeper(data_dir=Path(tmp) / "zk", heap_mb=heap_mb) as zk,
     ):
         doc["zookeeper_version"] = zk.version()
-        client = KazooClient(hosts=zk.hosts)
-        client.start(timeout=60)
+        client = zkconn.connect(zk.hosts, timeout=60)
         try:
             info(f"seeding {topics:,} topics (seed {seed}) into ZooKeeper {doc['zookeeper_version']}...")
             res = seed_cluster(
@@ -188,8 +188,7 @@ def run(
                 "znodes_per_s": round(n / secs) if secs else None,
             }
         finally:
-            client.stop()
-            client.close()
+            zkconn.close(client)
     s, nv = doc["scraper"], doc["naive"]
     doc["ratio"] = round(s["znodes_per_s"] / nv["znodes_per_s"], 1) if nv["znodes_per_s"] else None
     doc["targets"] = {

@@ -41,6 +41,12 @@ def audit(
     prometheus: Path | None = typer.Option(
         None, "--prometheus", help="Also write Prometheus textfile metrics to this file."
     ),
+    spark_conf: list[str] = typer.Option(
+        [],
+        "--spark-conf",
+        help="A Spark setting KEY=VALUE (repeatable), e.g. --spark-conf spark.driver.memory=12g. Overrides the "
+        "config file's spark_conf and the local-mode defaults derived from the machine and the snapshot.",
+    ),
 ) -> None:
     """Audit a snapshot: orphan and dangling ledgers, znode leaks, expired retention, ack holes, ..."""
     from pulsar_ops.audit.params import (
@@ -63,13 +69,17 @@ def audit(
         params = replace(params, inactive_after_ms=parse_duration_ms(inactive_after, flag="--inactive-after"))
     if now is not None:
         params = replace(params, now_ms=parse_time_ms(now))
+    from pulsar_ops.audit.sizing import parse_spark_conf, spark_conf_from_config
+
+    conf = spark_conf_from_config(doc)
+    conf.update(parse_spark_conf(spark_conf))
     spark_master = master or str(doc.get("master") or "local[*]")
     prom = prometheus or (Path(str(doc["prometheus"])) if doc.get("prometheus") else None)
 
     from pulsar_ops.audit.runner import run_audit
 
     info(f"auditing {snapshot} with Spark ({spark_master}) ...")
-    result = run_audit(snapshot, out, params, master=spark_master)
+    result = run_audit(snapshot, out, params, master=spark_master, spark_conf=conf)
     _summarise(result.out_dir, result.document())
     if prom is not None:
         _write_prometheus(result.out_dir, prom)

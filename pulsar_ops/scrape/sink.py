@@ -81,16 +81,18 @@ class SnapshotSink:
         elif mz > rng[1]:
             rng[1] = mz
         if error is not None:
-            self._record_error(path, info.scope, error.code, error.reason)
+            # Read, but its value does not decode: the znode exists with unknown content. Its scope stays
+            # complete (the listing is whole); the audit blocks only what depends on this znode.
+            self._record_error(path, info.scope, error.code, error.reason, listing=False)
 
     def error(self, path: str, code: str, reason: str) -> None:
-        """A znode that could not be read (NoAuth, connection lost for good, ...)."""
+        """A znode that could not be read (NoAuth, connection lost for good, ...): its subtree is unknown."""
         scope = classify(path, self.cfg.ledgers_root).scope
         self._record_error(path, scope, code, reason)
 
-    def _record_error(self, path: str, scope: str, code: str, reason: str) -> None:
+    def _record_error(self, path: str, scope: str, code: str, reason: str, *, listing: bool = True) -> None:
         st = self.ensure_scope(self.store, scope)
-        if st.error_code is None:
+        if listing and st.error_code is None:
             st.error_code, st.error = code, f"{path}: {reason}"
         self.counters.errors += 1
         self.writer.add(

@@ -363,7 +363,8 @@ SCOPES = Table(
 
 SCRAPE_ERRORS = Table(
     "scrape_errors",
-    "Every znode that could not be read or decoded, with the scope it makes incomplete.",
+    "Every znode that could not be read (its scope is incomplete) or decoded (it exists, content unknown: "
+    "the scope stays complete and znodes.decode_error is set), with the scope it belongs to.",
     (
         _c("store", "string", "", False),
         _c("path", "string", "", False),

@@ -134,6 +134,10 @@ class Topic:
     encoding: str = "NONE"  # NONE/LZ4/ZSTD/ZLIB/SNAPPY/text/empty/garbage
 
 
+# ZNode encodings the scraper cannot decode: the znode exists with unknown content (undecodable-znode).
+UNDECODABLE_ENCODINGS = frozenset({"garbage", "truncated"})
+
+
 @dataclass(frozen=True)
 class _Orphan:
     ledger_id: int
@@ -142,6 +146,7 @@ class _Orphan:
     owner_exists: bool
     owner_namespace: str | None
     ctime_ms: int | None
+    blocked: bool = False  # depends on an undecodable znode (its managed ledger's info)
 
 
 @dataclass(frozen=True)
@@ -179,6 +184,7 @@ class ClusterModel:
         self.inactive: list[dict[str, Any]] = []
         self.ttl: list[dict[str, Any]] = []
         self.incomplete_scopes: set[str] = set()
+        self.undecodable: list[str] = []
         self.counts: dict[str, int] = {}
         self._fixtures: dict[int, list[Fixture]] = {}
         self._anchor_placed = False
@@ -206,6 +212,8 @@ class ClusterModel:
         if parent and (store, parent) not in self._dirs:
             yield from self._dir(store, parent)
         self._count(f"znodes_{store}")
+        if encoding in UNDECODABLE_ENCODINGS:
+            self.undecodable.append(path)
         yield ZNode(store, path, data, ephemeral, kind, encoding, obj)
 
     def _dir(self, store: str, path: str, kind: str = "dir") -> Iterator[ZNode]:
@@ -648,10 +656,12 @@ class ClusterModel:
             if not s.truncated
         }
         name = topic.ml.topic
+        # a ledger znode that exists but does not decode is not missing (only an absent one is dangling)
+        present = set(topic.bk)
         for li in topic.ledgers:
             self._ref(li.ledger_id)
             gone = li.offload is not None and li.offload.bookkeeper_deleted
-            if li.ledger_id not in readable and not gone:
+            if li.ledger_id not in present and not gone:
                 self.dangling.append(_dangling(li.ledger_id, "data", name, None, ml_path))
         for c in topic.cursors:
             cpath = f"{ml_path}/{encode(c.name)}"
@@ -666,7 +676,7 @@ class ClusterModel:
                     refs.append((int(value_s), "bucket"))
             for lid, ref in refs:
                 self._ref(lid)
-                if lid not in readable:
+                if lid not in present:
                     self.dangling.append(_dangling(lid, ref, name, c.name if ref == "cursor" else None, cpath))
         rt, rs, _ = rules.effective_retention(*(ns.retention or (None, None))) if ns.has_policies else (0, 0, "")
         facts = rules.TopicFacts(
@@ -808,7 +818,7 @@ class ClusterModel:
                 ledger_id=o.ledger_id,
                 watermark=self.watermark,
                 now_ms=self.now,
-                scopes_complete=complete,
+                scopes_complete=complete and not o.blocked,
             )
             orphans.append(
                 {
@@ -833,6 +843,7 @@ class ClusterModel:
             "inactive-subscription": sorted(self.inactive, key=lambda x: (x["topic"], x["subscription"])),
             "ttl-expires-delayed": sorted(self.ttl, key=lambda x: (x["namespace"], x["topic"] or "")),
             "scrape-incomplete": [{"path": p} for p in sorted(self.incomplete_scopes)],
+            "undecodable-znode": [{"path": p} for p in sorted(self.undecodable)],
         }
         counts: dict[str, int] = {k: len(v) for k, v in expected.items()}
         counts.update(sorted(self.counts.items()))

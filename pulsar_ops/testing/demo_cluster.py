@@ -21,6 +21,7 @@ from kazoo.client import KazooClient
 from pulsar_ops.testing.model_spec import DEFAULT_DEFECTS, SeedOptions
 from pulsar_ops.testing.seeder import SeedResult, seed_cluster
 from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
+from pulsar_ops.zkconn import close, connect, connected
 
 CLOCK_AHEAD_MS = 25 * 3600 * 1000
 CHROOT = "/pulsar"
@@ -52,15 +53,9 @@ class DemoCluster:
     def start(self) -> DemoCluster:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.zk = EmbeddedZooKeeper(data_dir=self.work_dir / "zookeeper").start()
-        root = KazooClient(hosts=self.zk.hosts)
-        root.start(timeout=30)
-        try:
+        with connected(self.zk.hosts) as root:
             root.ensure_path(CHROOT)
-        finally:
-            root.stop()
-            root.close()
-        self.client = KazooClient(hosts=self.hosts)
-        self.client.start(timeout=30)
+        self.client = connect(self.hosts)
         self.now_ms = int(time.time() * 1000) + self.clock_ahead_ms
         options = SeedOptions(topics=self.topics, seed=self.seed, defects=self.defects, now_ms=self.now_ms)
         self.result = seed_cluster(self.client, None, options)
@@ -69,8 +64,7 @@ class DemoCluster:
 
     def stop(self) -> None:
         if self.client is not None:
-            self.client.stop()
-            self.client.close()
+            close(self.client)
             self.client = None
         if self.zk is not None:
             self.zk.stop()

@@ -391,13 +391,15 @@ def corrupt_namespace(model: ClusterModel) -> Iterator[ZNode]:
         model._closed(ns, t, rng, [10 * DAY_MS, 5 * DAY_MS], version=3)
         model._open(ns, t, rng)
         yield from model._emit(ns, t, rng, garbage=True)
-        model.incomplete_scopes.add(f"/managed-ledgers/{ns.name}")
-        # its ledgers are unreferenced as far as the audit can tell: orphans it must not plan
+        # its ledgers are unreferenced as far as the audit can tell: orphans it must not plan, because they
+        # depend on the undecodable info (every other orphan of the cluster stays plannable)
         from pulsar_ops.testing.cluster_model import _Orphan
 
         for li in t.ledgers:
             spec = t.bk[li.ledger_id]
-            model.orphans.append(_Orphan(li.ledger_id, "data", t.ml.ml_name, False, ns.name, spec.ctime_ms))
+            model.orphans.append(
+                _Orphan(li.ledger_id, "data", t.ml.ml_name, False, ns.name, spec.ctime_ms, blocked=True)
+            )
     if "corrupt-ledgers" in model.o.defects:
         t = Topic(model._ml(ns, "truncated-meta"))
         ids = model._closed(ns, t, rng, [3 * DAY_MS, 2 * DAY_MS], version=3)
@@ -406,8 +408,7 @@ def corrupt_namespace(model: ClusterModel) -> Iterator[ZNode]:
         t.bk[ids[0]] = BkSpec(
             spec.state, spec.length, spec.last_entry_id, spec.ctime_ms, 3, spec.custom, truncated=True
         )
-        yield from model._emit(ns, t, rng)
-        model.incomplete_scopes.add(model.o.ledgers_root)
+        yield from model._emit(ns, t, rng)  # the ledger exists (undecodable): not dangling, nothing blocked
 
 
 # ---------------------------------------------------------------------- system namespace (always)

@@ -31,9 +31,10 @@ BROKER_DEFAULTS: dict[str, int | bool] = {
 }
 NEAR_CAP_FRACTION = 0.8
 
-# Defect kinds. The first seven are on by default (``--defects all``); the corrupt kinds are opt-in because
-# they make scopes incomplete (``corrupt-ledgers`` makes ``/ledgers`` incomplete, which blocks every orphan).
-DEFECT_KINDS: tuple[str, ...] = tuple(d for d in DETECTIONS if d != "scrape-incomplete")
+# Defect kinds. The first seven are on by default (``--defects all``); the corrupt kinds are opt-in: they plant
+# undecodable znodes (``corrupt``: a managed-ledger info, whose ledgers must not be planned; ``corrupt-ledgers``: a
+# referenced ledger's metadata, which must not be called missing), each an ``undecodable-znode`` finding.
+DEFECT_KINDS: tuple[str, ...] = tuple(d for d in DETECTIONS if d not in ("scrape-incomplete", "undecodable-znode"))
 CORRUPT_KINDS: tuple[str, ...] = ("corrupt", "corrupt-ledgers")
 ALL_KINDS: tuple[str, ...] = DEFECT_KINDS + CORRUPT_KINDS
 DEFAULT_DEFECTS: frozenset[str] = frozenset(DEFECT_KINDS)

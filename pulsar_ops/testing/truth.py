@@ -22,7 +22,7 @@ def _finding_key(f: Finding) -> Key:
         return (f.ledger_id,)
     if d == "dangling-ledger":
         return (f.ledger_id, f.path)
-    if d in ("znode-leak", "scrape-incomplete"):
+    if d in ("znode-leak", "scrape-incomplete", "undecodable-znode"):
         return (f.path,)
     if d == "expired-retention-unloaded":
         return (f.topic,)
@@ -38,7 +38,7 @@ def _truth_key(detection: str, e: Mapping[str, Any]) -> Key:
         return (e["ledger_id"],)
     if detection == "dangling-ledger":
         return (e["ledger_id"], e["path"])
-    if detection in ("znode-leak", "scrape-incomplete"):
+    if detection in ("znode-leak", "scrape-incomplete", "undecodable-znode"):
         return (e["path"],)
     if detection == "expired-retention-unloaded":
         return (e["topic"],)

@@ -3,15 +3,14 @@ of absence": the scraper must mark that scope incomplete and the audit must refu
 
 from __future__ import annotations
 
-from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
+
+from pulsar_ops.zkconn import ZkSecurity, connected
 
 
 def lock_subtree(hosts: str, path: str, *, user: str = "owner", password: str = "secret") -> None:
     """Give ``path`` and everything below it an ACL only ``user:password`` (digest) can use."""
-    admin = KazooClient(hosts=hosts, auth_data=[("digest", f"{user}:{password}")])
-    admin.start(timeout=30)
-    try:
+    with connected(hosts, ZkSecurity(auth=("digest", f"{user}:{password}"))) as admin:
         acl = [make_digest_acl(user, password, all=True)]
 
         def walk(p: str) -> None:
@@ -20,6 +19,3 @@ def lock_subtree(hosts: str, path: str, *, user: str = "owner", password: str = 
             admin.set_acls(p, acl)
 
         walk(path)
-    finally:
-        admin.stop()
-        admin.close()

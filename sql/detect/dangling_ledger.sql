@@ -12,6 +12,8 @@ missing AS (
     FROM refs r
     CROSS JOIN int_blocking blk
     WHERE NOT EXISTS (SELECT 1 FROM stg_bk_ledgers b WHERE b.ledger_id = r.ledger_id)
+        -- a ledger znode that exists but does not decode is not missing
+        AND NOT EXISTS (SELECT 1 FROM int_undecodable u WHERE u.ledger_id = r.ledger_id)
 )
 SELECT
     'dangling-ledger' AS detection,

@@ -1,7 +1,9 @@
 -- orphan-ledger: a bk_ledgers row whose ledger_id is not in R (docs/detections.md "orphan-ledger").
 -- kind from the custom metadata; owner/topic/namespace resolved through the snapshot tables (never
 -- re-encoded here); when the owner is gone its names are derived from the metadata string itself.
--- Plannable only when kind is Pulsar-owned and known, old enough, below the watermark, scopes complete.
+-- Plannable only when kind is Pulsar-owned and known, nothing it depends on is undecodable (its managed
+-- ledger's info or cursors, its schema locator: int_undecodable), old enough, below the watermark, scopes
+-- complete.
 WITH refs AS (
     SELECT DISTINCT ledger_id FROM int_references
 ),
@@ -78,9 +80,20 @@ resolved AS (
     LEFT JOIN schema_by_id si ON o.kind = 'schema' AND si.schema_id = o.owner
     LEFT JOIN ml_by_topic mt ON o.kind = 'compacted' AND mt.topic = o.owner
 ),
+undecodable_ml AS (
+    SELECT ml_name, min(path) AS znode FROM int_undecodable WHERE ml_name IS NOT NULL GROUP BY ml_name
+),
+undecodable_topic AS (
+    SELECT topic, min(path) AS znode FROM int_undecodable
+    WHERE topic IS NOT NULL AND kind IN ('managed-ledger', 'cursor') GROUP BY topic
+),
+undecodable_schema AS (
+    SELECT schema_id, min(path) AS znode FROM int_undecodable WHERE schema_id IS NOT NULL GROUP BY schema_id
+),
 judged AS (
     SELECT
         r.*,
+        coalesce(uml.znode, ut.znode, us.znode) AS undecodable_dependency,
         p.now_ms - r.ctime_ms AS age_ms,
         p.min_age_ms,
         w.watermark,
@@ -92,6 +105,10 @@ judged AS (
             s -> array_contains(blk.incomplete_scopes, s)
         ) AS blocked_scopes
     FROM resolved r
+    LEFT JOIN undecodable_ml uml ON r.kind IN ('data', 'cursor', 'bucket') AND uml.ml_name = r.owner
+    LEFT JOIN undecodable_topic ut
+        ON r.kind IN ('data', 'cursor', 'bucket', 'compacted') AND ut.topic = r.owner_topic
+    LEFT JOIN undecodable_schema us ON r.kind = 'schema' AND us.schema_id = r.owner
     CROSS JOIN params p
     CROSS JOIN int_watermark w
     CROSS JOIN int_blocking blk
@@ -102,6 +119,11 @@ decided AS (
         CASE
             WHEN j.kind NOT IN ('data', 'cursor', 'schema', 'compacted', 'bucket')
                 THEN concat('kind ', j.kind, ': not a known Pulsar ledger kind; never planned')
+            WHEN j.undecodable_dependency IS NOT NULL
+                THEN concat(
+                    'depends on undecodable znode ', j.undecodable_dependency,
+                    ' (its references are unknown); not evidence of absence'
+                )
             WHEN j.age_ms < j.min_age_ms
                 THEN concat(
                     'younger than min-age: age ', CAST(j.age_ms AS STRING), ' ms < ',
@@ -147,6 +169,7 @@ SELECT
         'bookies', d.bookies,
         'format_version', d.format_version,
         'watermark', d.watermark,
-        'blocked_scopes', d.blocked_scopes
+        'blocked_scopes', d.blocked_scopes,
+        'undecodable_dependency', d.undecodable_dependency
     )) AS evidence
 FROM decided d

@@ -2,11 +2,29 @@
 -- One finding per subtree root to delete; evidence.leak = the sub-kind; znodes/bytes of the subtree from
 -- int_subtrees. Plannable when the newest mtime in the subtree is older than min_age_ms, the relevant scopes
 -- are complete and (managed-ledgers leaks) no managed ledger in it still has a ledger list.
+-- A policies znode that exists but does not decode still proves its tenant/namespace exists; a managed
+-- ledger or partitioned-topic znode that does not decode still proves its topic exists; a subtree holding an
+-- undecodable znode is never planned (what it holds is unknown).
 WITH tenants_known AS (
     SELECT DISTINCT tenant FROM stg_tenants
+    UNION
+    SELECT tenant FROM int_undecodable WHERE tenant IS NOT NULL
 ),
 ns_known AS (
     SELECT DISTINCT namespace FROM stg_namespaces
+    UNION
+    SELECT namespace FROM int_undecodable WHERE kind = 'namespace'
+),
+topics_with_ml AS (
+    SELECT DISTINCT base_topic AS topic FROM stg_managed_ledgers
+    UNION
+    SELECT regexp_replace(topic, '-partition-[0-9]+$', '') AS topic FROM int_undecodable
+    WHERE kind = 'managed-ledger' AND topic IS NOT NULL
+),
+partitioned_known AS (
+    SELECT DISTINCT topic FROM stg_partitioned_topics
+    UNION
+    SELECT topic FROM int_undecodable WHERE kind = 'partitioned-topic' AND topic IS NOT NULL
 ),
 ml_tenant_dirs AS (
     SELECT path, name AS tenant FROM stg_znodes WHERE parent = '/managed-ledgers' AND depth = 2
@@ -37,6 +55,15 @@ schema_ledgers AS (
 bundle_ns_dirs AS (
     SELECT DISTINCT regexp_extract(path, '^(.*)/[^/]+$', 1) AS path, namespace FROM stg_bundle_data
 ),
+undecodable_ancestors AS (
+    -- every ancestor-or-self prefix of an undecodable znode (an equi-join key for "the subtree holds it")
+    SELECT prefix, min(path) AS znode
+    FROM (
+        SELECT path, array_join(slice(split(path, '/'), 1, k + 1), '/') AS prefix
+        FROM (SELECT path, explode(sequence(1, size(split(path, '/')) - 1)) AS k FROM int_undecodable)
+    )
+    GROUP BY prefix
+),
 leaks AS (
     -- 1. managed-ledgers subtrees of deleted tenants (one finding per tenant) ...
     SELECT
@@ -64,7 +91,7 @@ leaks AS (
               concat('/managed-ledgers/', pt.namespace)) AS required,
         CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
     FROM stg_partitioned_topics pt
-    WHERE NOT EXISTS (SELECT 1 FROM stg_managed_ledgers m WHERE m.base_topic = pt.topic)
+    WHERE NOT EXISTS (SELECT 1 FROM topics_with_ml m WHERE m.topic = pt.topic)
     UNION ALL
     -- 3. schema locators whose topic has neither a managed ledger nor a partitioned node
     SELECT
@@ -73,8 +100,8 @@ leaks AS (
               concat('/managed-ledgers/', min(s.namespace)), '/admin/partitioned-topics') AS required,
         CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
     FROM stg_schema_index s
-    WHERE NOT EXISTS (SELECT 1 FROM stg_managed_ledgers m WHERE m.base_topic = s.topic)
-        AND NOT EXISTS (SELECT 1 FROM stg_partitioned_topics pt WHERE pt.topic = s.topic)
+    WHERE NOT EXISTS (SELECT 1 FROM topics_with_ml m WHERE m.topic = s.topic)
+        AND NOT EXISTS (SELECT 1 FROM partitioned_known pt WHERE pt.topic = s.topic)
     GROUP BY s.path
     UNION ALL
     -- 4a. bundle-data directories of namespaces without policies
@@ -91,7 +118,8 @@ leaks AS (
         array('/admin/policies', '/loadbalance/bundle-data') AS required,
         CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
     FROM stg_bundle_data bd
-    WHERE EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = bd.namespace)
+    -- the namespace's bundles are known only from its decoded policies
+    WHERE EXISTS (SELECT 1 FROM stg_namespaces n WHERE n.namespace = bd.namespace)
         AND NOT EXISTS (
             SELECT 1 FROM int_bundles b
             WHERE b.namespace = bd.namespace
@@ -123,17 +151,21 @@ measured AS (
                 OR (l.scope_root IS NOT NULL
                     AND (s = l.scope_root OR left(s, length(l.scope_root) + 1) = concat(l.scope_root, '/')))
         ) AS blocked_scopes,
-        sl.ledgers AS schema_ledgers
+        sl.ledgers AS schema_ledgers,
+        ua.znode AS undecodable_znode
     FROM leaks l
     CROSS JOIN params p
     CROSS JOIN int_blocking blk
     LEFT JOIN int_subtrees st ON st.prefix = l.path
     LEFT JOIN schema_ledgers sl ON l.leak = 'schema' AND sl.path = l.path
+    LEFT JOIN undecodable_ancestors ua ON ua.prefix = l.path
 ),
 decided AS (
     SELECT
         m.*,
         CASE
+            WHEN m.undecodable_znode IS NOT NULL
+                THEN concat('subtree holds undecodable znode ', m.undecodable_znode, ': what it holds is unknown')
             WHEN m.held_topics > 0
                 THEN concat('holds ', CAST(m.held_topics AS STRING), ' topics with ledgers; delete the topics first')
             WHEN m.newest_mtime_ms IS NULL
@@ -166,6 +198,7 @@ SELECT
         'ledgers', d.schema_ledgers,
         'note', CASE WHEN d.leak = 'schema'
             THEN 'a non-persistent topic of the same name shares this schema; check it is gone too' END,
-        'blocked_scopes', d.blocked_scopes
+        'blocked_scopes', d.blocked_scopes,
+        'undecodable_znode', d.undecodable_znode
     )) AS evidence
 FROM decided d

@@ -90,7 +90,8 @@ def test_separate_config_store_and_corrupt_znodes(spark: Any, zk_server: Embedde
         now = int(time.time() * 1000) + AHEAD_MS
         defects = frozenset(DEFAULT_DEFECTS | {"corrupt"})
         res = seed_cluster(clients[0], clients[1], SeedOptions(topics=40, seed=5, now_ms=now, defects=defects))
-        assert res.ground_truth["expected"]["scrape-incomplete"], "the corrupt defect must make a scope incomplete"
+        assert res.ground_truth["expected"]["undecodable-znode"], "the corrupt defect plants an undecodable znode"
+        assert not res.ground_truth["expected"]["scrape-incomplete"]
         manifest = scrape(
             ScrapeConfig(
                 zookeeper=zk_server.hosts + local_root,
@@ -98,7 +99,7 @@ def test_separate_config_store_and_corrupt_znodes(spark: Any, zk_server: Embedde
                 out=tmp_path / "snap",
             )
         )
-        assert manifest.incomplete_scopes
+        assert not manifest.incomplete_scopes and manifest.errors_count
         findings = _audit(spark, tmp_path / "snap", tmp_path / "audit", now)
         _assert_matches(findings, res.ground_truth)
     finally:

@@ -158,12 +158,19 @@ def test_layouts_names_and_structure() -> None:
     assert layout.data.startswith(b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1")
 
 
-def _decoded_sets(nodes: tuple[ZNode, ...]) -> tuple[dict[int, Any], dict[int, list[tuple[str, str]]], set[int]]:
-    """(B: readable bk ledgers by id, R: referenced id -> [(ref, path)], ids offloaded and gone from BK)."""
+def _decoded_sets(
+    nodes: tuple[ZNode, ...], present: set[int] | None = None
+) -> tuple[dict[int, Any], dict[int, list[tuple[str, str]]], set[int]]:
+    """(B: readable bk ledgers by id, R: referenced id -> [(ref, path)], ids offloaded and gone from BK); every
+    ledger id with a znode (decodable or not) is added to ``present``."""
     bk: dict[int, Any] = {}
     refs: dict[int, list[tuple[str, str]]] = {}
     gone: set[int] = set()
     for z in nodes:
+        if z.kind == "bk-ledger" and present is not None:
+            lid = ledger_id_from_path(z.path)
+            assert lid is not None
+            present.add(lid)
         if z.kind == "bk-ledger" and z.encoding != "truncated":
             md = decode_ledger_metadata(z.data, z.path)
             lid = ledger_id_from_path(z.path)
@@ -191,7 +198,8 @@ def _decoded_sets(nodes: tuple[ZNode, ...]) -> tuple[dict[int, Any], dict[int, l
 @pytest.mark.parametrize("defects", [frozenset(DEFECT_KINDS), frozenset(ALL_KINDS)])
 def test_orphans_and_dangling_match_decoded_znodes(defects: frozenset[str]) -> None:
     nodes, gt = _build(topics=300, defects=defects)
-    bk, refs, gone = _decoded_sets(nodes)
+    present: set[int] = set()
+    bk, refs, gone = _decoded_sets(nodes, present)
     exp = gt["expected"]
     assert gt["options"]["watermark"] == max(refs)
     orphan_ids = sorted(set(bk) - set(refs))
@@ -201,7 +209,7 @@ def test_orphans_and_dangling_match_decoded_znodes(defects: frozenset[str]) -> N
         assert o["kind"] == md.pulsar_kind
         assert o["severity"] == ("info" if md.pulsar_kind == "unowned" else "warning")
     dangling = sorted(
-        (lid, ref, path) for lid, rs in refs.items() if lid not in bk and lid not in gone for ref, path in rs
+        (lid, ref, path) for lid, rs in refs.items() if lid not in present and lid not in gone for ref, path in rs
     )
     assert sorted((d["ledger_id"], d["ref"], d["path"]) for d in exp["dangling-ledger"]) == dangling
     assert {d["ref"] for d in exp["dangling-ledger"]} >= {"data", "cursor", "schema"}
@@ -240,15 +248,17 @@ def test_clock_ahead_makes_leaks_and_ctimeless_orphans_old() -> None:
 
 def test_corrupt_kinds_block_what_they_must() -> None:
     _, gt = _build(defects=frozenset({"orphan-ledger", "corrupt"}))
-    scopes = [s["path"] for s in gt["expected"]["scrape-incomplete"]]
-    assert scopes == ["/managed-ledgers/corrupt/broken"]
+    assert gt["expected"]["scrape-incomplete"] == []  # an undecodable znode is not an incomplete listing
+    assert gt["expected"]["undecodable-znode"] == [{"path": "/managed-ledgers/corrupt/broken/persistent/garbage-info"}]
     garbage = [o for o in gt["expected"]["orphan-ledger"] if o["owner"] == "corrupt/broken/persistent/garbage-info"]
     assert garbage and not any(o["plannable"] or o["owner_exists"] for o in garbage)
     assert any(o["plannable"] for o in gt["expected"]["orphan-ledger"])  # other orphans stay plannable
     _, gt2 = _build(defects=frozenset({"orphan-ledger", "corrupt-ledgers"}))
-    assert [s["path"] for s in gt2["expected"]["scrape-incomplete"]] == ["/ledgers"]
-    assert not any(o["plannable"] for o in gt2["expected"]["orphan-ledger"])
-    assert [d["topic"] for d in gt2["expected"]["dangling-ledger"]] == ["persistent://corrupt/broken/truncated-meta"]
+    assert gt2["expected"]["scrape-incomplete"] == []
+    [bad] = gt2["expected"]["undecodable-znode"]
+    assert bad["path"].startswith("/ledgers/")
+    assert any(o["plannable"] for o in gt2["expected"]["orphan-ledger"])  # one odd ledger blocks no orphan
+    assert gt2["expected"]["dangling-ledger"] == []  # the undecodable ledger exists: not dangling
 
 
 def test_per_topic_detections_name_the_fixtures() -> None:

@@ -1,0 +1,118 @@
+"""Spark settings for one audit, derived from the machine and the snapshot, never constants. Pure (no pyspark).
+
+Local mode (``local[*]``, the CLI's default) sizes the one JVM that is driver and executor:
+
+* ``spark.driver.memory``: 60 % of the memory available now (``MemAvailable``), at least 1 GiB and at most
+  31 GiB (compressed object pointers). Spark's own default, 1 GiB, fails at 600,000 topics.
+* ``spark.sql.shuffle.partitions`` / ``spark.default.parallelism``: one partition per 250,000 snapshot rows
+  (the manifest's ``row_counts``), at least the core count once there is more than one, at most 200; a small
+  snapshot (the demo, CI) gets 1, so no stage pays for empty tasks.
+* ``spark.sql.files.maxPartitionBytes``: the snapshot's Parquet bytes spread over two splits per core, between
+  4 MiB and 128 MiB.
+
+Explicit settings win: ``--spark-conf KEY=VALUE`` over the audit config file's ``spark_conf`` object over these
+defaults. Under ``spark-submit`` the session already exists; spark-submit's own flags (``--driver-memory``,
+``--conf``) apply and nothing here is used.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pulsar_ops.errors import ConfigError
+
+MIB = 1024 * 1024
+ROWS_PER_PARTITION = 250_000
+MAX_PARTITIONS = 200
+MIN_DRIVER_MB = 1024
+MAX_DRIVER_MB = 31 * 1024
+DRIVER_SHARE = 0.6
+
+
+@dataclass(frozen=True)
+class Machine:
+    cpus: int
+    mem_available_bytes: int
+
+
+def this_machine(meminfo: Path = Path("/proc/meminfo")) -> Machine:
+    """Cores usable by this process and the memory available now (``MemAvailable``, else free pages)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    available = 0
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+                break
+    except (OSError, ValueError, IndexError):
+        available = 0
+    if available <= 0:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError):
+            available = 4 * 1024 * MIB
+    return Machine(cpus=max(1, cpus), mem_available_bytes=available)
+
+
+def local_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, machine: Machine) -> dict[str, str]:
+    """The local-mode settings for a snapshot of these row counts and Parquet bytes on this machine."""
+    rows = sum(max(0, int(n)) for n in row_counts.values())
+    wanted = math.ceil(rows / ROWS_PER_PARTITION)
+    partitions = 1 if wanted <= 1 else min(MAX_PARTITIONS, max(machine.cpus, wanted))
+    driver_mb = int(machine.mem_available_bytes * DRIVER_SHARE / MIB)
+    driver_mb = max(MIN_DRIVER_MB, min(MAX_DRIVER_MB, driver_mb))
+    split = snapshot_bytes // max(1, machine.cpus * 2)
+    split = max(4 * MIB, min(128 * MIB, split))
+    return {
+        "spark.driver.memory": f"{driver_mb}m",
+        "spark.sql.shuffle.partitions": str(partitions),
+        "spark.default.parallelism": str(partitions),
+        "spark.sql.files.maxPartitionBytes": str(split),
+    }
+
+
+def parse_spark_conf(items: Iterable[str], where: str = "--spark-conf") -> dict[str, str]:
+    """``KEY=VALUE`` strings (``spark.driver.memory=12g``) as a mapping; keys must be Spark's (``spark.``)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise ConfigError(f"{where} {item!r} is not KEY=VALUE", hint=f"e.g. {where} spark.driver.memory=12g")
+        if not key.startswith("spark."):
+            raise ConfigError(f"{where} {key!r} is not a Spark setting", hint="Spark settings start with `spark.`")
+        out[key] = value
+    return out
+
+
+def spark_conf_from_config(doc: Mapping[str, object]) -> dict[str, str]:
+    """The audit config file's ``spark_conf`` object (``{"spark.driver.memory": "12g"}``)."""
+    raw = doc.get("spark_conf")
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError("audit config: `spark_conf` must be an object of Spark settings")
+    items = []
+    for k, v in raw.items():
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            raise ConfigError(f"audit config: spark_conf.{k} must be a string or a number")
+        items.append(f"{k}={v}")
+    return parse_spark_conf(items, where="spark_conf")
+
+
+def snapshot_bytes(snapshot_dir: Path) -> int:
+    """Summed size of the snapshot's Parquet parts."""
+    total = 0
+    for p in (snapshot_dir / "tables").rglob("*.parquet"):
+        try:
+            total += p.stat().st_size
+        except OSError:
+            continue
+    return total

@@ -1,0 +1,80 @@
+"""Local-mode Spark settings derived from the machine and the snapshot, and --spark-conf parsing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pulsar_ops.audit.sizing import (
+    MIB,
+    Machine,
+    local_defaults,
+    parse_spark_conf,
+    spark_conf_from_config,
+    this_machine,
+)
+from pulsar_ops.errors import ConfigError
+
+GIB = 1024 * MIB
+BOX = Machine(cpus=2, mem_available_bytes=20 * GIB)
+
+
+def test_a_demo_sized_snapshot_gets_one_partition_and_small_splits() -> None:
+    conf = local_defaults({"znodes": 1_876, "bk_ledgers": 300}, 400_000, BOX)
+    assert conf["spark.sql.shuffle.partitions"] == "1" and conf["spark.default.parallelism"] == "1"
+    assert conf["spark.sql.files.maxPartitionBytes"] == str(4 * MIB)
+
+
+def test_the_600k_topic_snapshot_gets_partitions_by_rows_and_most_of_the_memory() -> None:
+    counts = {"znodes": 4_000_000, "bk_ledgers": 2_170_000, "ledger_list": 1_730_000, "cursors": 1_040_000}
+    conf = local_defaults(counts, 900 * MIB, BOX)
+    assert conf["spark.sql.shuffle.partitions"] == str(-(-8_940_000 // 250_000))  # 36
+    assert conf["spark.driver.memory"] == f"{int(20 * 1024 * 0.6)}m"  # 12288m, not Spark's 1g
+    assert conf["spark.sql.files.maxPartitionBytes"] == str(128 * MIB)  # 900 MiB over 4 splits, capped
+
+
+@pytest.mark.parametrize(
+    ("available", "expected"),
+    [(512 * MIB, "1024m"), (4 * GIB, f"{int(4 * 1024 * 0.6)}m"), (256 * GIB, f"{31 * 1024}m")],
+)
+def test_driver_memory_is_clamped(available: int, expected: str) -> None:
+    assert local_defaults({}, 0, Machine(8, available))["spark.driver.memory"] == expected
+
+
+def test_partitions_never_below_the_cores_once_split_and_never_above_200() -> None:
+    assert local_defaults({"znodes": 600_000}, 0, Machine(8, GIB))["spark.sql.shuffle.partitions"] == "8"
+    assert local_defaults({"znodes": 10**9}, 0, Machine(8, GIB))["spark.sql.shuffle.partitions"] == "200"
+
+
+def test_this_machine_reads_meminfo(tmp_path: Path) -> None:
+    f = tmp_path / "meminfo"
+    f.write_text("MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n")
+    m = this_machine(f)
+    assert m.mem_available_bytes == 20_000_000 * 1024 and m.cpus >= 1
+
+
+def test_spark_conf_flags_and_config_file() -> None:
+    assert parse_spark_conf(["spark.driver.memory=12g", "spark.sql.shuffle.partitions = 64"]) == {
+        "spark.driver.memory": "12g",
+        "spark.sql.shuffle.partitions": "64",
+    }
+    assert spark_conf_from_config({"spark_conf": {"spark.executor.memory": "4g", "spark.cores.max": 8}}) == {
+        "spark.executor.memory": "4g",
+        "spark.cores.max": "8",
+    }
+    assert spark_conf_from_config({}) == {}
+
+
+@pytest.mark.parametrize("item", ["spark.driver.memory", "=12g", "driver.memory=12g", "spark.x="])
+def test_bad_spark_conf_is_config_invalid(item: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_spark_conf([item])
+    assert e.value.code == "config-invalid" and "--spark-conf" in str(e.value)
+
+
+def test_bad_spark_conf_in_the_config_file() -> None:
+    with pytest.raises(ConfigError):
+        spark_conf_from_config({"spark_conf": ["spark.a=b"]})
+    with pytest.raises(ConfigError):
+        spark_conf_from_config({"spark_conf": {"spark.a": True}})
