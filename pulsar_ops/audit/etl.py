@@ -58,6 +58,22 @@ def params_row(params: AuditParams, admin_scraped: bool) -> tuple[int | bool, ..
     )
 
 
+_SPARK_TYPES = {
+    "string": "STRING",
+    "int64": "BIGINT",
+    "int32": "INT",
+    "bool": "BOOLEAN",
+    "double": "DOUBLE",
+    "list<string>": "ARRAY<STRING>",
+    "list<int64>": "ARRAY<BIGINT>",
+}
+
+
+def spark_ddl(table: schema.Table) -> str:
+    """The table's Spark schema as DDL (``` `path` STRING, `version` INT, ...```)."""
+    return ", ".join(f"`{c.name}` {_SPARK_TYPES[c.type]}" for c in table.columns)
+
+
 def params_sql(params: AuditParams, admin_scraped: bool) -> str:
     """The one-row ``params`` view as a literal SELECT.
 
@@ -92,7 +108,9 @@ def extract(
     """Register snapshot tables, staging views, ``params`` and the intermediate views."""
     spark.conf.set("spark.sql.jsonGenerator.ignoreNullFields", "false")
     for t in schema.TABLES:
-        spark.read.parquet(str(table_dir(snapshot_dir, t.name))).createOrReplaceTempView(f"src_{t.name}")
+        # the schema is known (snapshot/schema.py): no schema-inference job per table
+        reader = spark.read.schema(spark_ddl(t))
+        reader.parquet(str(table_dir(snapshot_dir, t.name))).createOrReplaceTempView(f"src_{t.name}")
     for f in staging_files(sql_root):
         _view(spark, f)
     spark.sql(params_sql(params, admin_scraped)).createOrReplaceTempView("params")

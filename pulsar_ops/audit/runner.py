@@ -74,6 +74,20 @@ def write_json_atomic(path: Path, doc: Any) -> None:
     tmp.replace(path)
 
 
+def session_conf(
+    snapshot_dir: Path, manifest: Mapping[str, Any], master: str, overrides: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The settings ``audit`` gives the session it builds: local-mode sizing (audit/sizing.py), then overrides."""
+    conf: dict[str, str] = {}
+    if master.startswith("local"):
+        counts = manifest.get("row_counts")
+        conf = local_defaults(
+            counts if isinstance(counts, dict) else {}, sizing_snapshot_bytes(snapshot_dir), this_machine()
+        )
+    conf.update(overrides or {})
+    return conf
+
+
 def run_audit(
     snapshot_dir: Path,
     out_dir: Path,
@@ -97,13 +111,7 @@ def run_audit(
         raise AuditError(f"--out {out_dir} exists and is not a directory", hint="pass a directory to --out")
     verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
     out_dir.mkdir(parents=True, exist_ok=True)
-    conf: dict[str, str] = {}
-    if spark is None and master.startswith("local"):
-        counts = manifest.get("row_counts")
-        conf = local_defaults(
-            counts if isinstance(counts, dict) else {}, sizing_snapshot_bytes(snapshot_dir), this_machine()
-        )
-    conf.update(spark_conf or {})
+    conf = session_conf(snapshot_dir, manifest, master, spark_conf) if spark is None else {}
     try:
         session = spark or build_session(master=master, conf=conf)
         etl.extract(

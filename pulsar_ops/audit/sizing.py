@@ -2,8 +2,10 @@
 
 Local mode (``local[*]``, the CLI's default) sizes the one JVM that is driver and executor:
 
-* ``spark.driver.memory``: 60 % of the memory available now (``MemAvailable``), at least 1 GiB and at most
-  31 GiB (compressed object pointers). Spark's own default, 1 GiB, fails at 600,000 topics.
+* ``spark.driver.memory``: what the snapshot needs (1.5 KB per snapshot row, at least 2 GiB), but never more
+  than 60 % of the memory available now (``MemAvailable``) nor 31 GiB (compressed object pointers), and never
+  less than 1 GiB. Spark's own default, 1 GiB, fails at 600,000 topics (about 9 M rows: 13 GiB here); a heap
+  far larger than the data only lets the JVM's resident memory grow before it collects.
 * ``spark.sql.shuffle.partitions`` / ``spark.default.parallelism``: one partition per 250,000 snapshot rows
   (the manifest's ``row_counts``), at least the core count once there is more than one, at most 200; a small
   snapshot (the demo, CI) gets 1, so no stage pays for empty tasks.
@@ -29,8 +31,10 @@ MIB = 1024 * 1024
 ROWS_PER_PARTITION = 250_000
 MAX_PARTITIONS = 200
 MIN_DRIVER_MB = 1024
+SMALL_DRIVER_MB = 2048
 MAX_DRIVER_MB = 31 * 1024
 DRIVER_SHARE = 0.6
+BYTES_PER_ROW = 1536
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,9 @@ def local_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, machine: 
     rows = sum(max(0, int(n)) for n in row_counts.values())
     wanted = math.ceil(rows / ROWS_PER_PARTITION)
     partitions = 1 if wanted <= 1 else min(MAX_PARTITIONS, max(machine.cpus, wanted))
-    driver_mb = int(machine.mem_available_bytes * DRIVER_SHARE / MIB)
-    driver_mb = max(MIN_DRIVER_MB, min(MAX_DRIVER_MB, driver_mb))
+    needed_mb = max(SMALL_DRIVER_MB, math.ceil(rows * BYTES_PER_ROW / MIB))
+    room_mb = int(machine.mem_available_bytes * DRIVER_SHARE / MIB)
+    driver_mb = max(MIN_DRIVER_MB, min(MAX_DRIVER_MB, room_mb, needed_mb))
     split = snapshot_bytes // max(1, machine.cpus * 2)
     split = max(4 * MIB, min(128 * MIB, split))
     return {

@@ -1,7 +1,11 @@
-"""`pulsar-ops bench audit`: time the Spark audit and the same SQL on DuckDB over the same Parquet snapshot.
+"""`pulsar-ops bench audit`: time the Spark audit and the same SQL on DuckDB over the same Parquet snapshots.
 
-Without ``--snapshot``, N topics (plus every injected defect, so every detection has work) are seeded into an
-embedded ZooKeeper and scraped; the snapshot is what the real pipeline produces.
+Without ``--snapshot``, each size in ``--topics`` (plus every injected defect, so every detection has work) is
+seeded into an embedded ZooKeeper and scraped; the snapshot is what the real pipeline produces. All snapshots
+are made first; then one Spark session is built exactly as ``pulsar-ops audit`` builds it for the largest
+(default settings: ``audit/sizing.py``), its start timed separately, and every snapshot is audited by Spark and by
+DuckDB in turn. Per size: both times, their ratio, seconds per million znodes, and the driver JVM's peak
+resident memory so far (``VmHWM``).
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ def seeded_snapshot(out: Path, topics: int, seed: int = 1) -> Path:
     from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
 
     with EmbeddedZooKeeper(data_dir=out.parent / "zk", heap_mb=3072) as zk:
-        client = zkconn.new_client(zk.hosts)
-        zkconn.start(client, zk.hosts, zkconn.NO_SECURITY, timeout=60)
+        client = zkconn.connect(zk.hosts, timeout=60)
         try:
             seed_cluster(client, None, SeedOptions(topics=topics, seed=seed, persistent_ownership=True))
         finally:
@@ -34,42 +37,86 @@ def seeded_snapshot(out: Path, topics: int, seed: int = 1) -> Path:
     return out
 
 
-def run(topics: int = 10_000, snapshot: Path | None = None, master: str = "local[*]") -> dict[str, Any]:
-    """Time the Spark audit and DuckDB over the same snapshot; returns the figures."""
+def jvm_peak_rss_bytes(spark: Any) -> int | None:
+    """Peak resident memory (``VmHWM``) of the local driver JVM, when this process launched it."""
+    proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    pid = getattr(proc, "pid", None)
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def run(
+    topics: int | list[int] = 10_000,
+    snapshot: Path | None = None,
+    master: str = "local[*]",
+    info: Any = lambda _s: None,
+) -> dict[str, Any]:
+    """Time the Spark audit and DuckDB over the same snapshot(s); returns the figures (``runs``, one per size)."""
     from pulsar_ops.audit.manifest import read_manifest
-    from pulsar_ops.audit.runner import run_audit
+    from pulsar_ops.audit.runner import run_audit, session_conf
     from pulsar_ops.audit.session import build_session
     from pulsar_ops.bench.duckdb_sql import connect, run_detections
 
+    sizes = [topics] if isinstance(topics, int) else list(topics)
     work = Path(tempfile.mkdtemp(prefix="pulsar-ops-bench-audit-"))
+    snaps: list[tuple[int | None, Path, float]] = []
+    if snapshot is not None:
+        snaps.append((None, snapshot, 0.0))
+    else:
+        for size in sizes:
+            info(f"seeding and scraping {size:,} topics ...")
+            t0 = time.monotonic()
+            snaps.append((size, seeded_snapshot(work / f"snap-{size}" / "snap", size), time.monotonic() - t0))
+    manifests = [read_manifest(s) for _, s, _ in snaps]
+    largest = max(range(len(snaps)), key=lambda i: sum(manifests[i].get("row_counts", {}).values()))
+    conf = session_conf(snaps[largest][1], manifests[largest], master)
     t0 = time.monotonic()
-    snap = snapshot or seeded_snapshot(work / "snap", topics)
-    gen_s = time.monotonic() - t0 if snapshot is None else 0.0
-    manifest = read_manifest(snap)
-    params = AuditParams(now_ms=int(manifest["finished_at_ms"]))
-    t0 = time.monotonic()
-    spark = build_session(master=master)
+    spark = build_session(master=master, conf=conf)
     startup_s = time.monotonic() - t0
-    t0 = time.monotonic()
-    result = run_audit(snap, work / "out", params, spark=spark)
-    spark_s = time.monotonic() - t0
-    t0 = time.monotonic()
-    con = connect(snap, params, admin_scraped=bool(manifest.get("admin_scraped")))
-    duck_counts = run_detections(con)
-    duck_s = time.monotonic() - t0
-    spark_counts = {d: sum(c.values()) for d, c in result.counts.items()}
+    runs = []
+    for (n, snap, gen_s), manifest in zip(snaps, manifests, strict=True):
+        params = AuditParams(now_ms=int(manifest["finished_at_ms"]))
+        info(f"auditing {snap} with Spark and DuckDB ...")
+        t0 = time.monotonic()
+        result = run_audit(snap, snap.parent / "out", params, spark=spark)
+        spark_s = time.monotonic() - t0
+        peak = jvm_peak_rss_bytes(spark)
+        t0 = time.monotonic()
+        con = connect(snap, params, admin_scraped=bool(manifest.get("admin_scraped")))
+        duck_counts = run_detections(con)
+        duck_s = time.monotonic() - t0
+        con.close()
+        znodes = int(manifest.get("row_counts", {}).get("znodes", 0))
+        spark_counts = {d: sum(c.values()) for d, c in result.counts.items()}
+        runs.append(
+            {
+                "topics": n,
+                "snapshot": str(snap),
+                "znodes": znodes,
+                "generate_s": round(gen_s, 2),
+                "spark_audit_s": round(spark_s, 2),
+                "duckdb_s": round(duck_s, 2),
+                "ratio_spark_over_duckdb": round(spark_s / duck_s, 2) if duck_s else None,
+                "spark_s_per_million_znodes": round(spark_s / (znodes / 1e6), 2) if znodes else None,
+                "duckdb_s_per_million_znodes": round(duck_s / (znodes / 1e6), 2) if znodes else None,
+                "driver_peak_rss_mb": round(peak / 1e6) if peak else None,
+                "findings_spark": spark_counts,
+                "findings_duckdb": duck_counts,
+                "same_counts": spark_counts == duck_counts,
+            }
+        )
     return {
-        "topics": topics if snapshot is None else None,
-        "snapshot": str(snap),
-        "generate_s": round(gen_s, 2),
         "spark_startup_s": round(startup_s, 2),
-        "spark_audit_s": round(spark_s, 2),
-        "duckdb_s": round(duck_s, 2),
-        "ratio_spark_over_duckdb": round(spark_s / duck_s, 2) if duck_s else None,
-        "findings_spark": spark_counts,
-        "findings_duckdb": duck_counts,
-        "same_counts": spark_counts == duck_counts,
+        "spark_conf": conf,
         "cpus": os.cpu_count(),
         "load_1min": round(os.getloadavg()[0], 2),
         "master": master,
+        "runs": runs,
     }

@@ -102,8 +102,11 @@ def bench_scrape(
 
 @app.command("audit")
 def bench_audit(
-    topics: int = typer.Option(
-        10_000, "--topics", min=1, help="Healthy topics to seed and scrape (defects come on top)."
+    topics: str = typer.Option(
+        "10000",
+        "--topics",
+        help="Healthy topics to seed and scrape (defects come on top); a comma list runs each size, e.g. "
+        "10000,100000,600000.",
     ),
     snapshot: Path | None = typer.Option(None, "--snapshot", help="Audit this snapshot instead of seeding one."),
     master: str = typer.Option("local[*]", "--master", help="Spark master."),
@@ -114,12 +117,31 @@ def bench_audit(
     from pulsar_ops.cli.common import emit_json, guarded, info
 
     def _go(as_json: bool = as_json) -> None:
-        doc = run(topics=topics, snapshot=snapshot, master=master)
+        from pulsar_ops.errors import ConfigError
+
+        try:
+            sizes = [int(x) for x in topics.replace("_", "").split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(
+                f"--topics {topics!r} is not a comma list of integers", hint="e.g. --topics 10000,100000"
+            ) from None
+        if not sizes or min(sizes) < 1:
+            raise ConfigError(f"--topics {topics!r}: sizes must be >= 1", hint="e.g. --topics 10000,100000")
+        doc = run(topics=sizes, snapshot=snapshot, master=master, info=info)
         info(f"machine: {doc['cpus']} cpu(s), load {doc['load_1min']} (shared machine: figures are upper bounds)")
-        info(f"snapshot: {doc['snapshot']} (seeded and scraped in {doc['generate_s']} s)")
-        info(f"spark ({master}): startup {doc['spark_startup_s']} s, audit {doc['spark_audit_s']} s")
-        info(f"duckdb: {doc['duckdb_s']} s; spark/duckdb = {doc['ratio_spark_over_duckdb']}x")
-        info(f"same finding counts: {doc['same_counts']} {doc['findings_spark']}")
+        info(f"spark ({master}): session start {doc['spark_startup_s']} s with {doc['spark_conf']}")
+        info(
+            f"{'topics':>8} {'znodes':>10} {'spark s':>8} {'duckdb s':>8} {'ratio':>6} {'spark s/Mz':>10} "
+            f"{'duck s/Mz':>9} {'peak MB':>8} same"
+        )
+        for r in doc["runs"]:
+            info(
+                f"{r['topics'] or '-':>8} {r['znodes']:>10,} {r['spark_audit_s']:>8} {r['duckdb_s']:>8} "
+                f"{r['ratio_spark_over_duckdb']:>6} {r['spark_s_per_million_znodes']:>10} "
+                f"{r['duckdb_s_per_million_znodes']:>9} {r['driver_peak_rss_mb'] or '-':>8} {r['same_counts']}"
+            )
+            if not r["same_counts"]:
+                info(f"  spark {r['findings_spark']}\n  duckdb {r['findings_duckdb']}")
         if as_json:
             emit_json(doc)
 

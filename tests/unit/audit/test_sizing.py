@@ -23,23 +23,26 @@ BOX = Machine(cpus=2, mem_available_bytes=20 * GIB)
 def test_a_demo_sized_snapshot_gets_one_partition_and_small_splits() -> None:
     conf = local_defaults({"znodes": 1_876, "bk_ledgers": 300}, 400_000, BOX)
     assert conf["spark.sql.shuffle.partitions"] == "1" and conf["spark.default.parallelism"] == "1"
+    assert conf["spark.driver.memory"] == "2048m"  # what a small snapshot needs, not most of the machine
     assert conf["spark.sql.files.maxPartitionBytes"] == str(4 * MIB)
 
 
-def test_the_600k_topic_snapshot_gets_partitions_by_rows_and_most_of_the_memory() -> None:
+def test_the_600k_topic_snapshot_gets_partitions_by_rows_and_the_memory_it_needs() -> None:
     counts = {"znodes": 4_000_000, "bk_ledgers": 2_170_000, "ledger_list": 1_730_000, "cursors": 1_040_000}
-    conf = local_defaults(counts, 900 * MIB, BOX)
+    conf = local_defaults(counts, 900 * MIB, Machine(cpus=2, mem_available_bytes=23 * GIB))
     assert conf["spark.sql.shuffle.partitions"] == str(-(-8_940_000 // 250_000))  # 36
-    assert conf["spark.driver.memory"] == f"{int(20 * 1024 * 0.6)}m"  # 12288m, not Spark's 1g
+    assert conf["spark.driver.memory"] == f"{-(-8_940_000 * 1536 // MIB)}m"  # 13096m, not Spark's 1g
+    tight = local_defaults(counts, 900 * MIB, Machine(2, 16 * GIB))
+    assert tight["spark.driver.memory"] == f"{int(16 * 1024 * 0.6)}m"  # capped by what the machine has
     assert conf["spark.sql.files.maxPartitionBytes"] == str(128 * MIB)  # 900 MiB over 4 splits, capped
 
 
 @pytest.mark.parametrize(
     ("available", "expected"),
-    [(512 * MIB, "1024m"), (4 * GIB, f"{int(4 * 1024 * 0.6)}m"), (256 * GIB, f"{31 * 1024}m")],
+    [(512 * MIB, "1024m"), (2 * GIB, f"{int(2 * 1024 * 0.6)}m"), (256 * GIB, f"{31 * 1024}m")],
 )
 def test_driver_memory_is_clamped(available: int, expected: str) -> None:
-    assert local_defaults({}, 0, Machine(8, available))["spark.driver.memory"] == expected
+    assert local_defaults({"znodes": 10**9}, 0, Machine(8, available))["spark.driver.memory"] == expected
 
 
 def test_partitions_never_below_the_cores_once_split_and_never_above_200() -> None:
