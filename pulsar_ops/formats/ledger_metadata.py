@@ -12,6 +12,7 @@ Every value starts with ``BookieMetadataFormatVersion\\t<N>\\n`` (at most 10 ver
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -141,28 +142,46 @@ def _from_message(msg: Any, version: int, ledger_id: int | None) -> LedgerMetada
     )
 
 
-def _int(text: str, what: str, path: str) -> int:
-    try:
-        return int(text, 10)
-    except ValueError:
-        raise DecodeError(path, f"v1 ledger metadata: {what} {text[:40]!r} is not an integer") from None
+_JAVA_INT = re.compile(r"[+-]?\d+")  # Integer/Long.parseInt: optional sign, decimal digits (Character.digit)
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _int(text: str, what: str, path: str, bits: int = 64) -> int:
+    """``Integer.parseInt`` (bits=32) / ``Long.parseLong`` (bits=64): no spaces, no underscores, in range."""
+    value = int(text, 10) if _JAVA_INT.fullmatch(text) else None
+    if value is None or not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise DecodeError(path, f"v1 ledger metadata: {what} {text[:40]!r} is not an int{bits}")
+    return value
+
+
+def java_lines(text: str) -> list[str]:
+    """The lines ``BufferedReader.readLine()`` returns: ``\\n``, ``\\r`` and ``\\r\\n`` end a line, and a
+    terminator at the very end does not start another (an empty line in the middle stays an empty line)."""
+    lines = _LINE_END.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def _decode_v1(body: bytes, path: str, ledger_id: int | None) -> LedgerMetadata:
+    """``LedgerMetadataSerDe.parseVersion1Config``: three number lines, then ensemble lines until a CLOSED line
+    or the end. BookKeeper >= 4.9 writes a newline after the last ensemble line, 4.0-4.8 did not: both read."""
     try:
-        lines = body.decode("utf-8").split("\n")
+        lines = java_lines(body.decode("utf-8"))
     except UnicodeDecodeError:
         raise DecodeError(path, "v1 ledger metadata is not UTF-8 text") from None
     if len(lines) < 3:
         raise TruncatedInputError(path, f"v1 ledger metadata has {len(lines)} line(s), needs at least 3")
-    quorum = _int(lines[0], "quorumSize", path)
-    ensemble_size = _int(lines[1], "ensembleSize", path)
+    quorum = _int(lines[0], "quorumSize", path, 32)
+    ensemble_size = _int(lines[1], "ensembleSize", path, 32)
     length = _int(lines[2], "length", path)
     state: LedgerState = "OPEN"
     last_entry = -1
     ensembles: list[Ensemble] = []
     for line in lines[3:]:
         parts = line.split("\t")
+        while parts and parts[-1] == "":  # Java's String.split drops trailing empty strings
+            parts.pop()
         if len(parts) < 2:
             raise DecodeError(path, f"v1 ledger metadata: malformed line {line[:60]!r}")
         if parts[1] == "CLOSED":
@@ -410,14 +429,16 @@ def _to_message(md: LedgerMetadata) -> Any:
 
 
 def _encode_v1(md: LedgerMetadata) -> bytes:
-    lines = [str(md.write_quorum), str(md.ensemble_size), str(md.length)]
+    """As BookKeeper >= 4.9 ``serializeVersion1``: every number and ensemble line ends with a newline, the CLOSED
+    line (if any) does not; so an OPEN ledger ends with a newline after its last ensemble line."""
+    text = "".join(f"{n}\n" for n in (md.write_quorum, md.ensemble_size, md.length))
     for first, members in md.ensembles:
-        lines.append("\t".join([str(first), *members]))
+        text += "\t".join([str(first), *members]) + "\n"
     if md.state == "IN_RECOVERY":
-        lines.append(f"{IN_RECOVERY_MARKER}\tCLOSED")
+        text += f"{IN_RECOVERY_MARKER}\tCLOSED"
     elif md.state == "CLOSED":
-        lines.append(f"{md.last_entry_id}\tCLOSED")
-    return "\n".join(lines).encode("utf-8")
+        text += f"{md.last_entry_id}\tCLOSED"
+    return text.encode("utf-8")
 
 
 def encode_ledger_metadata(md: LedgerMetadata, version: int = 3) -> bytes:

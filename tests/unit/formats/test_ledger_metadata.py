@@ -197,3 +197,54 @@ def test_v3_round_trip(md: LedgerMetadata) -> None:
 @given(ledger_metadatas(2))
 def test_v2_round_trip(md: LedgerMetadata) -> None:
     assert decode_ledger_metadata(encode_ledger_metadata(md, 2), "/x") == md
+
+
+# ---- v1 read as LedgerMetadataSerDe.parseVersion1Config reads it (BufferedReader.readLine + parseInt/parseLong)
+
+_V1 = b"BookieMetadataFormatVersion\t1\n"
+_V1_PATH = "/ledgers/00/0000/L0007"
+
+
+@pytest.mark.parametrize(
+    ("body", "state", "ensembles"),
+    [
+        (b"2\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181\n", "OPEN", 1),  # BK >= 4.9 OPEN: trailing newline
+        (b"2\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181", "OPEN", 1),  # BK 4.8: none
+        (b"2\n3\n0\r\n0\tb1:3181\tb2:3181\tb3:3181\r\n", "OPEN", 1),  # \r\n terminators
+        (b"2\r3\r0\r0\tb1:3181\tb2:3181\tb3:3181\r", "OPEN", 1),  # bare \r terminators
+        (b"2\n3\n100\n0\tb1:3181\tb2:3181\tb3:3181\n7\tb1:3181\tb4:3181\tb3:3181\n9\tCLOSED", "CLOSED", 2),
+        (b"2\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181\n-102\tCLOSED", "IN_RECOVERY", 1),
+        (b"2\n3\n0\n", "OPEN", 0),  # no ensemble yet
+        (b"+2\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181\t\n", "OPEN", 1),  # parseInt's sign; split drops trailing ""
+        (b"2\n3\n9\n5\tCLOSED\ngarbage after the CLOSED line is never read", "CLOSED", 0),
+    ],
+)
+def test_v1_accepts_what_upstream_accepts(body: bytes, state: str, ensembles: int) -> None:
+    md = decode_ledger_metadata(_V1 + body, _V1_PATH)
+    assert md.state == state and len(md.ensembles) == ensembles
+    assert all(len(members) == 3 for _, members in md.ensembles)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"2\n3\n0\n\n0\tb1:3181\n",  # an empty line in the middle: parts[1] does not exist
+        b"2\n3\n",  # fewer than three number lines: parseInt(null)
+        b" 2\n3\n0\n",  # parseInt takes no spaces
+        b"2_0\n3\n0\n",  # nor underscores
+        b"2147483648\n3\n0\n",  # quorumSize is an int
+        b"2\n3\n9223372036854775808\n",  # length is a long
+        b"2\n3\n0\n0\n",  # an ensemble line without members
+        b"2\n3\n0\nx\tb1:3181\n",  # a first entry id that is not a number
+    ],
+)
+def test_v1_rejects_what_upstream_rejects(body: bytes) -> None:
+    with pytest.raises(DecodeError):
+        decode_ledger_metadata(_V1 + body, _V1_PATH)
+
+
+def test_v1_open_is_written_with_the_trailing_newline_upstream_writes() -> None:
+    md = decode_ledger_metadata(_V1 + b"2\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181\n", _V1_PATH)
+    assert encode_ledger_metadata(md, 1) == _V1 + b"2\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181\n"
+    closed = decode_ledger_metadata(_V1 + b"2\n3\n100\n0\tb1:3181\tb2:3181\tb3:3181\n9\tCLOSED", _V1_PATH)
+    assert encode_ledger_metadata(closed, 1).endswith(b"\n9\tCLOSED")
