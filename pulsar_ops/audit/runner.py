@@ -17,7 +17,7 @@ from pulsar_ops.audit.failures import classify
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.session import build_session
-from pulsar_ops.audit.sizing import local_defaults, this_machine
+from pulsar_ops.audit.sizing import SQL_SIZING_KEYS, local_defaults, sql_defaults, this_machine
 from pulsar_ops.audit.sizing import snapshot_bytes as sizing_snapshot_bytes
 from pulsar_ops.errors import AuditError, PulsarOpsError, SnapshotError, debug_enabled
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
@@ -88,6 +88,20 @@ def session_conf(
     return conf
 
 
+def size_sql(session: SparkSession, snapshot_dir: Path, manifest: Mapping[str, Any]) -> None:
+    """Size the runtime SQL settings nobody set explicitly (a cluster session's, typically) for this snapshot."""
+    explicit = session.sparkContext.getConf()
+    counts = manifest.get("row_counts")
+    wanted = sql_defaults(
+        counts if isinstance(counts, dict) else {},
+        sizing_snapshot_bytes(snapshot_dir),
+        max(1, int(session.sparkContext.defaultParallelism)),
+    )
+    for key in SQL_SIZING_KEYS:
+        if not explicit.contains(key):
+            session.conf.set(key, wanted[key])
+
+
 def run_audit(
     snapshot_dir: Path,
     out_dir: Path,
@@ -114,6 +128,8 @@ def run_audit(
     conf = session_conf(snapshot_dir, manifest, master, spark_conf) if spark is None else {}
     try:
         session = spark or build_session(master=master, conf=conf)
+        if spark is None:
+            size_sql(session, snapshot_dir, manifest)
         etl.extract(
             session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
         )
@@ -131,7 +147,7 @@ def run_audit(
     wall = time.monotonic() - started
     snapshot = manifest_summary(manifest, snapshot_dir)
     audit = audit_metadata(resolved, detections, findings, wall, str(session.sparkContext.master))
-    audit["spark_conf"] = {k: session.conf.get(k, None) for k in sorted(conf)}
+    audit["spark_conf"] = {k: session.conf.get(k, None) for k in sorted({*conf, *SQL_SIZING_KEYS})}
     result = AuditResult(
         findings=findings,
         counts=audit["counts"],

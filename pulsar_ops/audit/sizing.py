@@ -13,8 +13,10 @@ Local mode (``local[*]``, the CLI's default) sizes the one JVM that is driver an
   4 MiB and 128 MiB.
 
 Explicit settings win: ``--spark-conf KEY=VALUE`` over the audit config file's ``spark_conf`` object over these
-defaults. Under ``spark-submit`` the session already exists; spark-submit's own flags (``--driver-memory``,
-``--conf``) apply and nothing here is used.
+defaults. On a cluster (``--master spark://...`` or under ``spark-submit``) memory and cores are the cluster's
+(spark-submit's ``--driver-memory``, ``--executor-memory``, ``--conf``); only the two runtime SQL settings are
+sized, from the snapshot and the session's default parallelism, and only when nobody set them
+(:func:`sql_defaults`): Spark's 200 shuffle partitions cost a small audit minutes.
 """
 
 from __future__ import annotations
@@ -65,21 +67,32 @@ def this_machine(meminfo: Path = Path("/proc/meminfo")) -> Machine:
     return Machine(cpus=max(1, cpus), mem_available_bytes=available)
 
 
+SQL_SIZING_KEYS = ("spark.sql.shuffle.partitions", "spark.sql.files.maxPartitionBytes")
+
+
+def sql_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, cores: int) -> dict[str, str]:
+    """Runtime SQL settings (settable on a running session, so also on a cluster under spark-submit): shuffle
+    partitions from the snapshot's rows, at least ``cores`` once split; file splits from its Parquet bytes."""
+    rows = sum(max(0, int(n)) for n in row_counts.values())
+    wanted = math.ceil(rows / ROWS_PER_PARTITION)
+    partitions = 1 if wanted <= 1 else min(MAX_PARTITIONS, max(cores, wanted))
+    split = snapshot_bytes // max(1, cores * 2)
+    split = max(4 * MIB, min(128 * MIB, split))
+    return {"spark.sql.shuffle.partitions": str(partitions), "spark.sql.files.maxPartitionBytes": str(split)}
+
+
 def local_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, machine: Machine) -> dict[str, str]:
     """The local-mode settings for a snapshot of these row counts and Parquet bytes on this machine."""
     rows = sum(max(0, int(n)) for n in row_counts.values())
-    wanted = math.ceil(rows / ROWS_PER_PARTITION)
-    partitions = 1 if wanted <= 1 else min(MAX_PARTITIONS, max(machine.cpus, wanted))
+    sql = sql_defaults(row_counts, snapshot_bytes, machine.cpus)
     needed_mb = max(SMALL_DRIVER_MB, math.ceil(rows * BYTES_PER_ROW / MIB))
     room_mb = int(machine.mem_available_bytes * DRIVER_SHARE / MIB)
     driver_mb = max(MIN_DRIVER_MB, min(MAX_DRIVER_MB, room_mb, needed_mb))
-    split = snapshot_bytes // max(1, machine.cpus * 2)
-    split = max(4 * MIB, min(128 * MIB, split))
     return {
         "spark.driver.memory": f"{driver_mb}m",
-        "spark.sql.shuffle.partitions": str(partitions),
-        "spark.default.parallelism": str(partitions),
-        "spark.sql.files.maxPartitionBytes": str(split),
+        "spark.sql.shuffle.partitions": sql["spark.sql.shuffle.partitions"],
+        "spark.default.parallelism": sql["spark.sql.shuffle.partitions"],
+        "spark.sql.files.maxPartitionBytes": sql["spark.sql.files.maxPartitionBytes"],
     }
 
 

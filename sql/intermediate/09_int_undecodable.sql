@@ -3,51 +3,50 @@
 -- depends on its content is blocked. Columns name what it can affect:
 --   ledger_id  (a ledger znode)             -> that ledger exists; not plannable (owner and age unknown)
 --   ml_name    (a managed-ledger info, or a cursor: its managed ledger) -> ledgers naming that managed ledger
---   topic      (same, as the topic name; and a partitioned-topic znode) -> that topic's ledgers and leaks
+--   topic      (same, as the topic name; a partitioned-topic znode; a schema locator) -> that topic
 --   schema_id  (a schema locator)           -> that schema's ledgers
 --   tenant / namespace (policies znodes)    -> that tenant / namespace exists
+WITH located AS (
+    SELECT
+        z.*,
+        -- the znode that names the topic: a managed ledger (a cursor's parent), partitioned topic or schema
+        CASE
+            WHEN z.kind = 'managed-ledger' THEN z.path
+            WHEN z.kind = 'cursor' THEN z.parent
+            WHEN z.kind IN ('partitioned-topic', 'schema') THEN z.path
+        END AS topic_path
+    FROM stg_znodes z
+    WHERE z.decode_error IS NOT NULL
+),
+named AS (
+    SELECT
+        l.*,
+        -- <root>/<namespace>[/persistent]/<encoded local name>
+        regexp_extract(
+            l.topic_path, '^/(managed-ledgers|admin/partitioned-topics|schemas)/(.+?)(/persistent)?/[^/]+$', 2
+        ) AS topic_namespace,
+        try_url_decode(regexp_extract(l.topic_path, '/([^/]+)$', 1)) AS topic_local
+    FROM located l
+)
 SELECT
-    z.store,
-    z.path,
-    z.kind,
-    z.decode_error AS code,
-    coalesce(e.reason, z.decode_error) AS reason,
-    CASE WHEN z.kind = 'bk-ledger' THEN CAST(regexp_replace(
-        regexp_extract(z.path, '(/[0-9]{2,3}(/[0-9]{4})+/L[0-9]{4}|/L[0-9]{10,19})$', 1), '[/L]', ''
+    n.store,
+    n.path,
+    n.kind,
+    n.decode_error AS code,
+    coalesce(e.reason, n.decode_error) AS reason,
+    CASE WHEN n.kind = 'bk-ledger' THEN CAST(regexp_replace(
+        regexp_extract(n.path, '(/[0-9]{2,3}(/[0-9]{4})+/L[0-9]{4}|/L[0-9]{10,19})$', 1), '[/L]', ''
     ) AS BIGINT) END AS ledger_id,
+    CASE WHEN n.kind IN ('managed-ledger', 'cursor') THEN substr(n.topic_path, 18) END AS ml_name,
     CASE
-        WHEN z.kind = 'managed-ledger' THEN substr(z.path, 18)
-        WHEN z.kind = 'cursor' THEN substr(z.parent, 18)
-    END AS ml_name,
-    CASE
-        WHEN z.kind = 'managed-ledger' THEN concat(
-            'persistent://', regexp_extract(z.path, '^/managed-ledgers/(.+)/persistent/[^/]+$', 1), '/',
-            try_url_decode(regexp_extract(z.path, '/persistent/([^/]+)$', 1))
-        )
-        WHEN z.kind = 'cursor' THEN concat(
-            'persistent://', regexp_extract(z.parent, '^/managed-ledgers/(.+)/persistent/[^/]+$', 1), '/',
-            try_url_decode(regexp_extract(z.parent, '/persistent/([^/]+)$', 1))
-        )
-        WHEN z.kind = 'partitioned-topic' THEN concat(
-            'persistent://', regexp_extract(z.path, '^/admin/partitioned-topics/(.+)/persistent/[^/]+$', 1), '/',
-            try_url_decode(regexp_extract(z.path, '/persistent/([^/]+)$', 1))
-        )
-        WHEN z.kind = 'schema' THEN concat(
-            'persistent://', regexp_extract(z.path, '^/schemas/(.+)/[^/]+$', 1), '/',
-            try_url_decode(regexp_extract(z.path, '/([^/]+)$', 1))
-        )
+        WHEN n.topic_path IS NOT NULL THEN concat('persistent://', n.topic_namespace, '/', n.topic_local)
     END AS topic,
-    CASE WHEN z.kind = 'schema' THEN substr(z.path, 10) END AS schema_id,
-    CASE WHEN z.kind = 'tenant' THEN substr(z.path, 17) END AS tenant,
+    CASE WHEN n.kind = 'schema' THEN substr(n.path, 10) END AS schema_id,
+    CASE WHEN n.kind = 'tenant' THEN substr(n.path, 17) END AS tenant,
     CASE
-        WHEN z.kind = 'namespace' THEN substr(z.path, 17)
-        WHEN z.kind = 'managed-ledger' THEN regexp_extract(z.path, '^/managed-ledgers/(.+)/persistent/[^/]+$', 1)
-        WHEN z.kind = 'partitioned-topic'
-            THEN regexp_extract(z.path, '^/admin/partitioned-topics/(.+)/persistent/[^/]+$', 1)
-        WHEN z.kind = 'cursor' THEN regexp_extract(z.parent, '^/managed-ledgers/(.+)/persistent/[^/]+$', 1)
-        WHEN z.kind = 'schema' THEN regexp_extract(z.path, '^/schemas/(.+)/[^/]+$', 1)
+        WHEN n.kind = 'namespace' THEN substr(n.path, 17)
+        WHEN n.topic_path IS NOT NULL THEN n.topic_namespace
     END AS namespace
-FROM stg_znodes z
+FROM named n
 LEFT JOIN (SELECT store, path, min(reason) AS reason FROM stg_scrape_errors GROUP BY store, path) e
-    ON e.store = z.store AND e.path = z.path
-WHERE z.decode_error IS NOT NULL
+    ON e.store = n.store AND e.path = n.path

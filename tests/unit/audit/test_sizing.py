@@ -81,3 +81,11 @@ def test_bad_spark_conf_in_the_config_file() -> None:
         spark_conf_from_config({"spark_conf": ["spark.a=b"]})
     with pytest.raises(ConfigError):
         spark_conf_from_config({"spark_conf": {"spark.a": True}})
+
+
+def test_cluster_sql_sizing_uses_the_cluster_parallelism() -> None:
+    from pulsar_ops.audit.sizing import sql_defaults
+
+    assert sql_defaults({"znodes": 2_000}, 10 * MIB, 16)["spark.sql.shuffle.partitions"] == "1"
+    assert sql_defaults({"znodes": 1_000_000}, 10 * MIB, 16)["spark.sql.shuffle.partitions"] == "16"
+    assert sql_defaults({"znodes": 10_000_000}, 10 * MIB, 16)["spark.sql.shuffle.partitions"] == "40"
