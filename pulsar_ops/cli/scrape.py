@@ -85,6 +85,11 @@ def render_summary(manifest: Manifest, out: Path) -> None:
             err_console.print(f"  ... and {len(manifest.incomplete_scopes) - 20} more (see manifest.json)")
         if any(s.code == "zookeeper-no-auth" for s in manifest.incomplete_scopes):
             err_console.print(f"  hint: {escape(AUTH_HINT)}")
+    if manifest.errors_count:
+        err_console.print(
+            f"note: {manifest.errors_count} znode(s) could not be read or decoded (scrape_errors); an undecodable "
+            "one is reported by the audit as undecodable-znode and blocks only what depends on it"
+        )
     err_console.print(f"next: pulsar-ops audit {escape(str(out))} --out AUDIT_DIR")
 
 

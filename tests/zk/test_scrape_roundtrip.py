@@ -198,10 +198,9 @@ def test_oversized_and_unknown_version_znodes(zk: KazooClient, zk_hosts: str, tm
     assert errors["/managed-ledgers/t/ns/persistent/big"]["code"] == "input-oversized"
     assert errors["/ledgers/00/0000/L0007"]["code"] == "format-version-unknown"
     assert "/managed-ledgers/t/ns/persistent/ok" in {r["path"] for r in _rows(snap, "managed_ledgers")}
-    assert {(s.scope, s.code) for s in m.incomplete_scopes} == {
-        ("/managed-ledgers/t/ns", "input-oversized"),
-        ("/ledgers", "format-version-unknown"),
-    }
+    # read but not decodable: named in scrape_errors, and their scopes stay complete (blast radius: the znode)
+    assert {r["scope"] for r in errors.values()} == {"/managed-ledgers/t/ns", "/ledgers"}
+    assert m.incomplete_scopes == () and m.errors_count == 2
 
 
 def test_missing_managed_ledgers_root_beside_ledgers_is_not_taken_as_absence(
