@@ -74,29 +74,32 @@ def write_json_atomic(path: Path, doc: Any) -> None:
     tmp.replace(path)
 
 
-def session_conf(
-    snapshot_dir: Path, manifest: Mapping[str, Any], master: str, overrides: Mapping[str, str] | None = None
-) -> dict[str, str]:
+@dataclass(frozen=True)
+class SnapshotSize:
+    """What the Spark settings are sized from: the manifest's row counts and the Parquet bytes (read once)."""
+
+    row_counts: Mapping[str, int]
+    parquet_bytes: int
+
+    @classmethod
+    def of(cls, snapshot_dir: Path, manifest: Mapping[str, Any]) -> SnapshotSize:
+        counts = manifest.get("row_counts")
+        return cls(counts if isinstance(counts, dict) else {}, sizing_snapshot_bytes(snapshot_dir))
+
+
+def session_conf(size: SnapshotSize, master: str, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """The settings ``audit`` gives the session it builds: local-mode sizing (audit/sizing.py), then overrides."""
     conf: dict[str, str] = {}
     if master.startswith("local"):
-        counts = manifest.get("row_counts")
-        conf = local_defaults(
-            counts if isinstance(counts, dict) else {}, sizing_snapshot_bytes(snapshot_dir), this_machine()
-        )
+        conf = local_defaults(size.row_counts, size.parquet_bytes, this_machine())
     conf.update(overrides or {})
     return conf
 
 
-def size_sql(session: SparkSession, snapshot_dir: Path, manifest: Mapping[str, Any]) -> None:
+def size_sql(session: SparkSession, size: SnapshotSize) -> None:
     """Size the runtime SQL settings nobody set explicitly (a cluster session's, typically) for this snapshot."""
     explicit = session.sparkContext.getConf()
-    counts = manifest.get("row_counts")
-    wanted = sql_defaults(
-        counts if isinstance(counts, dict) else {},
-        sizing_snapshot_bytes(snapshot_dir),
-        max(1, int(session.sparkContext.defaultParallelism)),
-    )
+    wanted = sql_defaults(size.row_counts, size.parquet_bytes, max(1, int(session.sparkContext.defaultParallelism)))
     for key in SQL_SIZING_KEYS:
         if not explicit.contains(key):
             session.conf.set(key, wanted[key])
@@ -125,11 +128,12 @@ def run_audit(
         raise AuditError(f"--out {out_dir} exists and is not a directory", hint="pass a directory to --out")
     verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
     out_dir.mkdir(parents=True, exist_ok=True)
-    conf = session_conf(snapshot_dir, manifest, master, spark_conf) if spark is None else {}
+    size = SnapshotSize.of(snapshot_dir, manifest) if spark is None else None
+    conf = session_conf(size, master, spark_conf) if size is not None else {}
     try:
         session = spark or build_session(master=master, conf=conf)
-        if spark is None:
-            size_sql(session, snapshot_dir, manifest)
+        if size is not None:
+            size_sql(session, size)
         etl.extract(
             session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
         )

@@ -70,10 +70,14 @@ def this_machine(meminfo: Path = Path("/proc/meminfo")) -> Machine:
 SQL_SIZING_KEYS = ("spark.sql.shuffle.partitions", "spark.sql.files.maxPartitionBytes")
 
 
+def _rows(row_counts: Mapping[str, int]) -> int:
+    return sum(max(0, int(n)) for n in row_counts.values())
+
+
 def sql_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, cores: int) -> dict[str, str]:
     """Runtime SQL settings (settable on a running session, so also on a cluster under spark-submit): shuffle
     partitions from the snapshot's rows, at least ``cores`` once split; file splits from its Parquet bytes."""
-    rows = sum(max(0, int(n)) for n in row_counts.values())
+    rows = _rows(row_counts)
     wanted = math.ceil(rows / ROWS_PER_PARTITION)
     partitions = 1 if wanted <= 1 else min(MAX_PARTITIONS, max(cores, wanted))
     split = snapshot_bytes // max(1, cores * 2)
@@ -83,9 +87,8 @@ def sql_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, cores: int)
 
 def local_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, machine: Machine) -> dict[str, str]:
     """The local-mode settings for a snapshot of these row counts and Parquet bytes on this machine."""
-    rows = sum(max(0, int(n)) for n in row_counts.values())
     sql = sql_defaults(row_counts, snapshot_bytes, machine.cpus)
-    needed_mb = max(SMALL_DRIVER_MB, math.ceil(rows * BYTES_PER_ROW / MIB))
+    needed_mb = max(SMALL_DRIVER_MB, math.ceil(_rows(row_counts) * BYTES_PER_ROW / MIB))
     room_mb = int(machine.mem_available_bytes * DRIVER_SHARE / MIB)
     driver_mb = max(MIN_DRIVER_MB, min(MAX_DRIVER_MB, room_mb, needed_mb))
     return {

@@ -60,7 +60,7 @@ def run(
 ) -> dict[str, Any]:
     """Time the Spark audit and DuckDB over the same snapshot(s); returns the figures (``runs``, one per size)."""
     from pulsar_ops.audit.manifest import read_manifest
-    from pulsar_ops.audit.runner import run_audit, session_conf
+    from pulsar_ops.audit.runner import SnapshotSize, run_audit, session_conf
     from pulsar_ops.audit.session import build_session
     from pulsar_ops.bench.duckdb_sql import connect, run_detections
 
@@ -76,7 +76,7 @@ def run(
             snaps.append((size, seeded_snapshot(work / f"snap-{size}" / "snap", size), time.monotonic() - t0))
     manifests = [read_manifest(s) for _, s, _ in snaps]
     largest = max(range(len(snaps)), key=lambda i: sum(manifests[i].get("row_counts", {}).values()))
-    conf = session_conf(snaps[largest][1], manifests[largest], master)
+    conf = session_conf(SnapshotSize.of(snaps[largest][1], manifests[largest]), master)
     t0 = time.monotonic()
     spark = build_session(master=master, conf=conf)
     startup_s = time.monotonic() - t0

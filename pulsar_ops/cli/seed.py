@@ -28,17 +28,14 @@ def _connect(hosts: str, what: str, security: ZkSecurity) -> Any:
     """A started kazoo client (built by pulsar_ops.zkconn) for HOSTS[/chroot]; the chroot is created first."""
     servers, _, chroot = hosts.partition("/")
     if chroot.strip("/"):
-        base = zkconn.new_client(servers, security)
-        zkconn.start(base, f"{servers} ({what})", security, timeout=30)
+        base = zkconn.connect(servers, security, where=f"{servers} ({what})")
         try:
             base.ensure_path("/" + chroot.strip("/"))
         except Exception as e:  # kazoo's errors: the seed cannot create its chroot
             raise ZooKeeperError(f"cannot create the chroot /{chroot.strip('/')} on {servers}: {e!r}") from e
         finally:
             zkconn.close(base)
-    client = zkconn.new_client(hosts, security)
-    zkconn.start(client, f"{servers} ({what})", security, timeout=30)
-    return client
+    return zkconn.connect(hosts, security, where=f"{servers} ({what})")
 
 
 def seed_command(

@@ -110,9 +110,9 @@ class ZkSession:
                 if store == "config" and hosts == self._hosts["local"]:
                     self._clients["config"] = self._clients["local"]
                     continue
-                c = zkconn.new_client(hosts, self._security, timeout=self._timeout)
-                zkconn.start(c, redact_hosts(hosts), self._security, timeout=self._timeout)
-                self._clients[store] = c
+                self._clients[store] = zkconn.connect(
+                    hosts, self._security, timeout=self._timeout, where=redact_hosts(hosts)
+                )
         except ZooKeeperError:
             self.close()
             raise
