@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define NATIVE_ABI 3
 
@@ -263,6 +264,23 @@ static int parse_ledger(const uint8_t *p, const uint8_t *end, Ledger *L) {
     for (int i = 0; i < L->nseg; i++) {
         for (int j = 0; j < i; j++) {
             if (L->seg[i].first == L->seg[j].first) return -1; /* duplicate segment start */
+        }
+    }
+    /* What BookKeeper's LedgerMetadataBuilder / LedgerMetadataImpl / BookieId refuse: let Python say why. */
+    int32_t ack = L->has_ack ? L->ack : L->quorum;
+    if (L->nseg == 0 || L->ensemble < L->quorum || L->quorum < ack) return -1;
+    for (int i = 0; i < L->nseg; i++) {
+        if (L->seg[i].mcount != L->ensemble) return -1;
+        if (i > 0 && L->seg[i].first <= L->seg[i - 1].first) return -1;
+    }
+    for (int i = 0; i < L->nmembers; i++) {
+        Slice m = L->members[i];
+        if (m.n == 0) return -1;
+        if (m.n == 8 && strncasecmp((const char *)m.p, "readonly", 8) == 0) return -1;
+        for (Py_ssize_t k = 0; k < m.n; k++) {
+            uint8_t c = m.p[k];
+            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= ':' && c <= '_') || c == '-' || c == '.'))
+                return -1;
         }
     }
     return 0;

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import reduce
 from pathlib import Path
+from typing import Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -17,7 +18,7 @@ from pyspark.sql import types as T
 
 from pulsar_ops.audit.manifest import table_dir
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.sql_files import SqlFile, detect_files, intermediate_files, staging_files
+from pulsar_ops.audit.sql_files import SqlFile, coverage_files, detect_files, intermediate_files, staging_files
 from pulsar_ops.errors import AuditError
 from pulsar_ops.findings import DETECTIONS, FINDING_COLUMN_NAMES, FINDING_COLUMNS
 from pulsar_ops.snapshot import schema
@@ -32,6 +33,7 @@ PARAMS_SCHEMA = T.StructType(
         T.StructField("ttl_duration_default_seconds", T.LongType(), False),
         T.StructField("delayed_delivery_enabled", T.BooleanType(), False),
         T.StructField("delayed_delivery_tick_ms", T.LongType(), False),
+        T.StructField("delayed_delivery_max_delay_ms", T.LongType(), False),
         T.StructField("max_unacked_ranges_metadata", T.LongType(), False),
         T.StructField("max_unacked_ranges_persist", T.LongType(), False),
         T.StructField("admin_scraped", T.BooleanType(), False),
@@ -52,6 +54,7 @@ def params_row(params: AuditParams, admin_scraped: bool) -> tuple[int | bool, ..
         b.ttl_duration_default_seconds,
         b.delayed_delivery_enabled,
         b.delayed_delivery_tick_ms,
+        b.delayed_delivery_max_delay_ms,
         b.max_unacked_ranges_metadata,
         b.max_unacked_ranges_persist,
         admin_scraped,
@@ -149,6 +152,18 @@ def transform(spark: SparkSession, sql_root: Path | None = None) -> tuple[DataFr
         raise AuditError("no detection SQL files found")
     frames = [detection_frame(spark, f) for f in files]
     return reduce(DataFrame.unionByName, frames), [f.name for f in files]
+
+
+def coverage(spark: SparkSession, sql_root: Path | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every ``coverage/*.sql``, collected (small by construction: one row per namespace at most)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in coverage_files(sql_root):
+        try:
+            rows = spark.sql(f.text).collect()
+        except PySparkException as e:
+            raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+        out[f.name] = sorted((r.asDict() for r in rows), key=lambda d: str(d.get("namespace") or ""))
+    return out
 
 
 def sort_columns() -> list[str]:

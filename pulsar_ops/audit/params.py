@@ -49,6 +49,7 @@ class BrokerDefaults:
     ttl_duration_default_seconds: int = 0
     delayed_delivery_enabled: bool = True
     delayed_delivery_tick_ms: int = 1000
+    delayed_delivery_max_delay_ms: int = 0
     max_unacked_ranges_metadata: int = 1000
     max_unacked_ranges_persist: int = 10000
 
@@ -60,6 +61,7 @@ BROKER_KEYS: dict[str, str] = {
     "ttlDurationDefaultInSeconds": "ttl_duration_default_seconds",
     "delayedDeliveryEnabled": "delayed_delivery_enabled",
     "delayedDeliveryTickTimeMillis": "delayed_delivery_tick_ms",
+    "delayedDeliveryMaxDelayInMillis": "delayed_delivery_max_delay_ms",
     "managedLedgerMaxUnackedRangesToPersistInMetadataStore": "max_unacked_ranges_metadata",
     "managedLedgerMaxUnackedRangesToPersist": "max_unacked_ranges_persist",
 }

@@ -68,6 +68,20 @@ def audit_metadata(
     }
 
 
+def coverage_summary(covered: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """``audit.coverage`` of findings.json: per coverage query, totals and the per-namespace rows."""
+    out: dict[str, Any] = {}
+    for name, rows in covered.items():
+        out[name] = {
+            "namespaces": len(rows),
+            "cursors": sum(int(r.get("cursors") or 0) for r in rows),
+            "backlog_entries": sum(int(r.get("backlog_entries") or 0) for r in rows),
+            "backlog_bytes": sum(int(r.get("backlog_bytes") or 0) for r in rows),
+            "by_namespace": rows,
+        }
+    return out
+
+
 def write_json_atomic(path: Path, doc: Any) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
@@ -140,6 +154,7 @@ def run_audit(
         frame, detections = etl.transform(session, sql_root)
         written = etl.load(frame, out_dir)
         rows = written.collect()
+        covered = etl.coverage(session, sql_root)
     except PulsarOpsError:
         raise
     except Exception as e:  # a Spark/JVM failure: an error code and the setting to change (frames with --debug)
@@ -152,6 +167,7 @@ def run_audit(
     snapshot = manifest_summary(manifest, snapshot_dir)
     audit = audit_metadata(resolved, detections, findings, wall, str(session.sparkContext.master))
     audit["spark_conf"] = {k: session.conf.get(k, None) for k in sorted({*conf, *SQL_SIZING_KEYS})}
+    audit["coverage"] = coverage_summary(covered)
     result = AuditResult(
         findings=findings,
         counts=audit["counts"],

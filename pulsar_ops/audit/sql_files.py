@@ -2,7 +2,8 @@
 
 Layout: ``staging/stg_<table>.sql`` (one view per snapshot table), ``intermediate/NN_<view>.sql`` (shared
 views, registered in file-name order; the ``NN_`` prefix is not part of the view name), ``detect/<name>.sql``
-(one detection each; the file stem with ``_`` -> ``-`` is the detection name). Pure: no Spark.
+(one detection each; the file stem with ``_`` -> ``-`` is the detection name), ``coverage/<name>.sql`` (counts
+of what the audit cannot see into, reported beside the findings). Pure: no Spark.
 """
 
 from __future__ import annotations
@@ -96,6 +97,12 @@ def staging_files(root: Path | None = None) -> list[SqlFile]:
 def intermediate_files(root: Path | None = None) -> list[SqlFile]:
     r = root or sql_root()
     return [SqlFile("intermediate", _PREFIX.sub("", p.stem), p) for p in _files(r, "intermediate")]
+
+
+def coverage_files(root: Path | None = None) -> list[SqlFile]:
+    """``coverage/<name>.sql``: what the audit could not look into, counted (not findings)."""
+    r = root or sql_root()
+    return [SqlFile("coverage", p.stem.replace("_", "-"), p) for p in _files(r, "coverage")]
 
 
 def detect_files(root: Path | None = None) -> list[SqlFile]:

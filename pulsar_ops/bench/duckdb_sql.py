@@ -94,6 +94,7 @@ def connect(snapshot_dir: Path, params: AuditParams, *, admin_scraped: bool, thr
         f"CAST({b.ttl_duration_default_seconds} AS BIGINT) AS ttl_duration_default_seconds, "
         f"{str(b.delayed_delivery_enabled).lower()} AS delayed_delivery_enabled, "
         f"CAST({b.delayed_delivery_tick_ms} AS BIGINT) AS delayed_delivery_tick_ms, "
+        f"CAST({b.delayed_delivery_max_delay_ms} AS BIGINT) AS delayed_delivery_max_delay_ms, "
         f"CAST({b.max_unacked_ranges_metadata} AS BIGINT) AS max_unacked_ranges_metadata, "
         f"CAST({b.max_unacked_ranges_persist} AS BIGINT) AS max_unacked_ranges_persist, "
         f"{str(admin_scraped).lower()} AS admin_scraped"

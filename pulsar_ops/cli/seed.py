@@ -57,6 +57,19 @@ def seed_command(
         "process, default) or ephemeral ones (vanish when seeding ends, as in a stopped cluster).",
     ),
     batch: int = typer.Option(1000, "--batch", min=1, max=5000, help="Znodes per multi-create request."),
+    metadata_compression: str | None = typer.Option(
+        None,
+        "--metadata-compression",
+        help="Write managed-ledger and cursor infos as a broker with managedLedgerInfoCompressionType / "
+        "managedCursorInfoCompressionType = NONE|LZ4|ZLIB|ZSTD|SNAPPY does (default: a mix of all).",
+    ),
+    compression_threshold: int = typer.Option(
+        0,
+        "--compression-threshold",
+        min=0,
+        help="With --metadata-compression: only values longer than this many bytes are compressed "
+        "(the broker's ...CompressionThresholdInBytes; Pulsar's default is 16384).",
+    ),
     zk_auth: str | None = ZK_AUTH,
     zk_auth_file: Path | None = ZK_AUTH_FILE,
     zk_sasl: str | None = ZK_SASL,
@@ -78,6 +91,8 @@ def seed_command(
         now_ms=now,
         persistent_ownership=persistent_ownership,
         batch_size=batch,
+        metadata_compression=metadata_compression,
+        compression_threshold=compression_threshold,
     )
     security = security_from_flags(
         zk_auth=zk_auth,

@@ -62,7 +62,7 @@ def try_text(cls: Any, data: bytes) -> tuple[Any | None, str]:
         return None, "not UTF-8 text"
     msg = cls()
     try:
-        text_format.Parse(text, msg)
+        text_format.Merge(text, msg)  # TextFormat.merge: a repeated singular field keeps its last value
     except Exception as exc:  # text_format.ParseError and friends
         return None, f"not protobuf text format ({str(exc).splitlines()[0] if str(exc) else exc!r})"
     if not msg.IsInitialized():

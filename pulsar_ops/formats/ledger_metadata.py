@@ -142,6 +142,32 @@ def _from_message(msg: Any, version: int, ledger_id: int | None) -> LedgerMetada
     )
 
 
+_BOOKIE_ID = re.compile(r"[a-zA-Z0-9:-_.\-]+")  # BookieId.validateBookieId (``:-_`` is the range ':'..'_')
+
+
+def check_built(ensemble_size: int, wq: int, aq: int, ensembles: tuple[Ensemble, ...], path: str) -> None:
+    r"""What BookKeeper refuses after parsing any version (bookkeeper-server ``LedgerMetadataBuilder``,
+    ``LedgerMetadataImpl``, ``net/BookieId``; 4.17 and 4.18 alike): every ensemble has ``ensembleSize`` members,
+    first entry ids strictly increase, ``ensembleSize >= writeQuorum >= ackQuorum``, at least one ensemble, and
+    each member is a valid bookie id (``[a-zA-Z0-9:-_.\-]+``, not ``readonly``)."""
+    if not ensembles:
+        raise DecodeError(path, "ledger metadata without an ensemble (BookKeeper refuses it)")
+    if ensemble_size < wq or wq < aq:
+        raise DecodeError(path, f"ledger metadata quorums out of order: ensemble {ensemble_size}, write {wq}, ack {aq}")
+    previous: int | None = None
+    for first, members in ensembles:
+        if len(members) != ensemble_size:
+            raise DecodeError(
+                path, f"ensemble at entry {first} has {len(members)} member(s), ensembleSize is {ensemble_size}"
+            )
+        if previous is not None and first <= previous:
+            raise DecodeError(path, f"ensemble first entry ids do not increase ({previous} then {first})")
+        previous = first
+        for m in members:
+            if not _BOOKIE_ID.fullmatch(m) or m.lower() == "readonly":
+                raise DecodeError(path, f"invalid bookie id {m[:60]!r} in the ensemble at entry {first}")
+
+
 _JAVA_INT = re.compile(r"[+-]?\d+")  # Integer/Long.parseInt: optional sign, decimal digits (Character.digit)
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -221,13 +247,16 @@ def decode_ledger_metadata(data: bytes, path: str) -> LedgerMetadata:
     except DecodeError:
         ledger_id = None
     if version == 1:
-        return _decode_v1(body, path, ledger_id)
-    if version == 2:
+        md = _decode_v1(body, path, ledger_id)
+    elif version == 2:
         msg, reason = try_text(proto.LedgerMetadataFormat, body)
         if msg is None:
             raise DecodeError(path, f"v2 ledger metadata: {reason}")
-        return _from_message(msg, 2, ledger_id)
-    return _from_message(_v3_message(body, path), 3, ledger_id)
+        md = _from_message(msg, 2, ledger_id)
+    else:
+        md = _from_message(_v3_message(body, path), 3, ledger_id)
+    check_built(md.ensemble_size, md.write_quorum, md.ack_quorum, md.ensembles, path)
+    return md
 
 
 # (format_version, state, length, last_entry_id, ensemble_size, write_quorum, ack_quorum, digest_type, ctime_ms,
@@ -384,11 +413,15 @@ def ledger_metadata_fields(data: bytes, path: str) -> LedgerFields:
         if data.startswith(_V2_HEADER):
             fields = _text_v2_fields(data[len(_V2_HEADER) :])
             if fields is not None:
+                check_built(fields[4], fields[5], fields[6], fields[10], path)
                 return fields
         return _fields_of(decode_ledger_metadata(data, path))
     msg = _v3_message(data[len(_V3_HEADER) :], path)
     has = msg.HasField
     wq = msg.quorumSize
+    ensembles = tuple([(sg.firstEntryId, tuple(sg.ensembleMember[:])) for sg in msg.segment[:]])
+    aq = msg.ackQuorumSize if has("ackQuorumSize") else wq
+    check_built(msg.ensembleSize, wq, aq, ensembles, path)
     return (
         3,
         proto.LEDGER_STATES.get(msg.state, "OPEN"),
@@ -396,11 +429,11 @@ def ledger_metadata_fields(data: bytes, path: str) -> LedgerFields:
         msg.lastEntryId if has("lastEntryId") else -1,
         msg.ensembleSize,
         wq,
-        msg.ackQuorumSize if has("ackQuorumSize") else wq,
+        aq,
         proto.DIGEST_TYPES.get(msg.digestType) if has("digestType") else None,
         msg.ctime if has("ctime") else None,
         tuple([(e.key, e.value) for e in msg.customMetadata[:]]) if len(msg.customMetadata) else (),
-        tuple([(sg.firstEntryId, tuple(sg.ensembleMember[:])) for sg in msg.segment[:]]),
+        ensembles,
     )
 
 

@@ -31,6 +31,7 @@ class NamespacePolicies:
     message_ttl_seconds: int | None
     delayed_delivery_active: bool | None
     delayed_delivery_tick_ms: int | None
+    delayed_delivery_max_delay_ms: int | None  # None = no delayed_delivery_policies (broker default applies)
     subscription_expiration_minutes: int | None
     bundle_boundaries: tuple[str, ...]
     num_bundles: int
@@ -152,12 +153,27 @@ def parse_namespace_policies(data: bytes | str, path: str) -> NamespacePolicies:
         message_ttl_seconds=ttl if ttl else None,
         delayed_delivery_active=_opt_bool(delayed, "active", path),
         delayed_delivery_tick_ms=_opt_int(delayed, "tickTime", path),
+        delayed_delivery_max_delay_ms=_max_delay(obj, delayed, path),
         subscription_expiration_minutes=_opt_int(obj, "subscription_expiration_time_minutes", path),
         bundle_boundaries=tuple(raw_bounds),
         num_bundles=num if num is not None else max(len(raw_bounds) - 1, 0),
         deleted=bool(_opt_bool(obj, "deleted", path)),
         raw=MappingProxyType(obj),
     )
+
+
+def _max_delay(obj: Mapping[str, Any], delayed: Mapping[str, Any], path: str) -> int | None:
+    """``delayed_delivery_policies.maxDeliveryDelayInMillis`` as the broker reads it.
+
+    ``DelayedDeliveryPolicies.getMaxDeliveryDelayInMillis`` is a primitive long: a policies object written by a
+    broker that predates the field (or that left it 0) gives 0, and the namespace value 0 (unbounded) overrides
+    the broker's ``delayedDeliveryMaxDelayInMillis`` (``AbstractTopic.updateTopicPolicyByNamespacePolicy``).
+    No ``delayed_delivery_policies`` object at all = None (the broker setting applies).
+    """
+    if not isinstance(obj.get("delayed_delivery_policies"), dict):
+        return None
+    value = _opt_int(delayed, "maxDeliveryDelayInMillis", path)
+    return 0 if value is None else value
 
 
 def parse_partitioned_topic(data: bytes | str, path: str) -> PartitionedTopicMetadata:
@@ -198,6 +214,7 @@ def namespace_policies_doc(
     message_ttl_seconds: int | None = None,
     delayed_delivery_active: bool | None = None,
     delayed_delivery_tick_ms: int = 1000,
+    delayed_delivery_max_delay_ms: int | None = 0,
     subscription_expiration_minutes: int | None = None,
     num_bundles: int = 4,
     boundaries: Sequence[str] | None = None,
@@ -241,8 +258,9 @@ def namespace_policies_doc(
         obj["delayed_delivery_policies"] = {
             "tickTime": delayed_delivery_tick_ms,
             "active": delayed_delivery_active,
-            "maxNumBuckets": -1,
         }
+        if delayed_delivery_max_delay_ms is not None:  # None: as a broker older than the field wrote it
+            obj["delayed_delivery_policies"]["maxDeliveryDelayInMillis"] = delayed_delivery_max_delay_ms
     if extra:
         obj.update(extra)
     return obj

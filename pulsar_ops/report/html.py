@@ -148,6 +148,7 @@ def render_html(model: ReportModel, *, max_rows: int = DEFAULT_MAX_ROWS) -> str:
         _groups_section("Worst tenants", "tenants", model.top_tenants, len(model.tenants)),
         _groups_section("Worst namespaces", "namespaces", model.top_namespaces, len(model.namespaces)),
         _bookies_section(model),
+        _coverage_section(model),
         _scopes_section(model),
         _findings_section(model, max_rows),
         "</main>",
@@ -293,6 +294,11 @@ def _bookies_section(model: ReportModel) -> str:
         '<th class="num">orphan ledgers</th><th class="num">orphan bytes</th><th class="num">reclaimable</th>'
         f"</tr></thead><tbody>{rows}</tbody></table></section>"
     )
+
+
+def _coverage_section(model: ReportModel) -> str:
+    line = model.audit.coverage_line()
+    return f"<section><h2>Coverage</h2><p>{esc(line)}</p></section>" if line else ""
 
 
 def _scopes_section(model: ReportModel) -> str:

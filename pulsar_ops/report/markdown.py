@@ -63,7 +63,10 @@ def render_markdown(model: ReportModel) -> str:
     )
     lines += _section("Orphan ledger bytes per bookie", _bookie_table(model))
     lines += _section(f"Largest findings (top {len(model.largest_findings)})", _largest_table(model))
-    lines += _section("Ack-hole range counts", _histogram_table([model.ack_holes], "ranges"))
+    coverage = model.audit.coverage_line()
+    lines += _section(
+        "Ack-hole range counts", _histogram_table([model.ack_holes], "ranges") + ([md(coverage)] if coverage else [])
+    )
     lines += _section(
         "Ages",
         _histogram_table([model.orphan_ages, model.inactive_ages, model.retention_ages], "age"),

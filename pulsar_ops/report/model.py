@@ -32,6 +32,7 @@ from typing import Any
 
 from pulsar_ops.errors import FindingsError
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code, parse_findings_document, read_findings
+from pulsar_ops.units import human_bytes
 
 _SEV_ORDER = {"critical": 0, "warning": 1, "info": 2}
 NO_NAMESPACE = "(none)"
@@ -86,6 +87,23 @@ class AuditInfo:
     # When the audit finished (``audit.finished_at_ms``, else ``started_at_ms + wall``, else the mtime of
     # findings.json when loaded from disk); None when nothing tells.
     finished_at_ms: int | None
+    # ``audit.coverage`` of findings.json: what the audit could not see into, counted (e.g. the cursors whose
+    # acknowledged ranges live in cursor ledgers); empty for documents written before it existed.
+    coverage: Mapping[str, Any] = field(default_factory=dict)
+
+    def coverage_line(self) -> str | None:
+        """One line on the ack-hole coverage, or None when every cursor's ranges were in the snapshot."""
+        c = self.coverage.get("ack-ranges-in-cursor-ledgers")
+        if not isinstance(c, Mapping) or not _opt_int(c.get("cursors")):
+            return None
+        cursors, namespaces = _opt_int(c.get("cursors")) or 0, _opt_int(c.get("namespaces")) or 0
+        backlog = _opt_int(c.get("backlog_bytes")) or 0
+        entries = _opt_int(c.get("backlog_entries")) or 0
+        return (
+            f"Ack holes not audited for {cursors} cursor(s) in {namespaces} namespace(s): their acknowledged "
+            f"ranges live in cursor ledgers (normal in a running cluster); they sit on a backlog of "
+            f"{human_bytes(backlog)} ({entries} entries). Per namespace: findings.json audit.coverage."
+        )
 
 
 @dataclass(frozen=True)
@@ -426,11 +444,13 @@ def _audit_info(raw: Any, file_mtime_ms: int | None) -> AuditInfo:
         finished = file_mtime_ms
     params = a.get("params")
     counts = a.get("counts")
+    coverage = a.get("coverage")
     return AuditInfo(
         params=dict(params) if isinstance(params, Mapping) else {},
         counts=dict(counts) if isinstance(counts, Mapping) else {},
         wall_seconds=wall,
         finished_at_ms=finished,
+        coverage=dict(coverage) if isinstance(coverage, Mapping) else {},
     )
 
 

@@ -35,6 +35,10 @@ def summary_lines(model: ReportModel) -> list[str]:
         if model.ack_holes.total:
             lines.append("")
             lines.append(_histogram_line(model.ack_holes))
+    coverage = model.audit.coverage_line()
+    if coverage:
+        lines.append("")
+        lines.append(coverage)
     if model.incomplete_scopes:
         lines.append("")
         lines.append(

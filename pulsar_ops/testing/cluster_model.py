@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pulsar_ops.formats.compression import wrap
 from pulsar_ops.formats.cursor import ManagedCursorInfo, encode_cursor_info
 from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.formats.managed_ledger import (
@@ -100,6 +101,7 @@ class Namespace:
     retention: tuple[int, int] | None = None
     ttl: int | None = None
     delayed: tuple[bool, int] | None = None
+    max_delay_ms: int | None = 0  # delayed_delivery_policies.maxDeliveryDelayInMillis; None = key absent (old broker)
     dedup: bool = False
     replicated: bool = False
     local_policies: bool = False
@@ -181,6 +183,7 @@ class ClusterModel:
         self.leaks: list[_Leak] = []
         self.retention: list[dict[str, Any]] = []
         self.ack: list[dict[str, Any]] = []
+        self.ranges_in_ledgers: dict[str, int] = {}  # namespace -> user cursors whose ranges live in a ledger
         self.inactive: list[dict[str, Any]] = []
         self.ttl: list[dict[str, Any]] = []
         self.incomplete_scopes: set[str] = set()
@@ -334,6 +337,7 @@ class ClusterModel:
                     num_bundles=(4, 8, 16)[i % 3],
                     retention=retention,
                     delayed=(True, 1000) if rng.random() < 0.3 else None,
+                    max_delay_ms=0 if rng.random() < 0.5 else None,
                     dedup=rng.random() < 0.3,
                     replicated=rng.random() < 0.25,
                     local_policies=rng.random() < 0.3,
@@ -364,6 +368,7 @@ class ClusterModel:
                 message_ttl_seconds=ns.ttl,
                 delayed_delivery_active=ns.delayed[0] if ns.delayed else None,
                 delayed_delivery_tick_ms=ns.delayed[1] if ns.delayed else 1000,
+                delayed_delivery_max_delay_ms=ns.max_delay_ms,
                 extra={
                     "subscription_types_enabled": [],
                     "properties": {},
@@ -372,7 +377,8 @@ class ClusterModel:
             )
             self._count("namespaces")
             yield from self._json(CONFIG, f"/admin/policies/{ns.name}", policies, "namespace")
-            if rules.ttl_expires_delayed(ns.ttl, ns.delayed[0] if ns.delayed else None):
+            max_delay = (ns.max_delay_ms or 0) if ns.delayed else None
+            if rules.ttl_expires_delayed(ns.ttl, ns.delayed[0] if ns.delayed else None, max_delay):
                 self.ttl.append({"namespace": ns.name, "topic": None})
         if ns.local_policies:
             yield from self._json(
@@ -632,22 +638,38 @@ class ClusterModel:
         elif topic.encoding == "text":
             data, enc, obj = encode_managed_ledger_info(info, text=True), "text", info
         else:
-            data = encode_managed_ledger_info(info, compression=topic.encoding)
-            enc, obj = topic.encoding, info
+            plain = encode_managed_ledger_info(info) + self._newer_fields(ml_path)
+            enc = self._threshold(self._codec(topic.encoding), plain)
+            data, obj = wrap(plain, enc), info
         self._count("managed_ledgers")
         yield from self._node(LOCAL, ml_path, data, kind="managed-ledger", encoding=enc, obj=obj)
         self._dirs.add((LOCAL, ml_path))  # parent of its cursors while they are emitted
         for c in topic.cursors:
-            cdata = encode_cursor_info(c.info, compression=c.compression)
+            cpath = f"{ml_path}/{encode(c.name)}"
+            plain = encode_cursor_info(c.info) + self._newer_fields(cpath)
+            codec = self._threshold(self._codec(c.compression), plain)
             self._count("cursors")
-            yield from self._node(
-                LOCAL, f"{ml_path}/{encode(c.name)}", cdata, kind="cursor", encoding=c.compression, obj=c.info
-            )
+            yield from self._node(LOCAL, cpath, wrap(plain, codec), kind="cursor", encoding=codec, obj=c.info)
         self._dirs.discard((LOCAL, ml_path))
         for lid in sorted(topic.bk):
             yield from self._ledger_node(lid, topic.bk[lid], rng)
         if not garbage:
             self._topic_truth(ns, topic, ml_path)
+
+    def _codec(self, showcase: str) -> str:
+        """The codec a value is written with: the configured broker codec, else the showcase mix."""
+        return self.o.metadata_compression.upper() if self.o.metadata_compression is not None else showcase
+
+    def _threshold(self, codec: str, plain: bytes) -> str:
+        """MetaStoreImpl compresses only values longer than the threshold (PIP-270)."""
+        return codec if len(plain) > self.o.compression_threshold else "NONE"
+
+    @staticmethod
+    def _newer_fields(path: str) -> bytes:
+        """One value in 40 carries a field this reader does not know (field 100, varint), as a newer broker's
+        may: protobuf readers skip unknown fields, upstream's and ours. Chosen by path, not by the generator's
+        random stream, so the rest of the cluster is the same with or without it."""
+        return b"\xa0\x06\x01" if hash_int(path) % 40 == 0 else b""
 
     def _topic_truth(self, ns: Namespace, topic: Topic, ml_path: str) -> None:
         readable = {
@@ -688,10 +710,19 @@ class ClusterModel:
             retention_time_minutes=rt,
             retention_size_mb=rs,
         )
-        trimmed = rules.expired_retention(facts, self.now, self.ztime)
-        if trimmed:
-            self.retention.append({"topic": name, "ledger_ids": trimmed})
+        trim = rules.expired_retention(facts, self.now, self.ztime)
+        if trim.ledger_ids:
+            self.retention.append(
+                {
+                    "topic": name,
+                    "ledger_ids": list(trim.ledger_ids),
+                    "after_retention_ledger_ids": list(trim.after_retention),
+                }
+            )
         self.ack.extend(rules.ack_holes(facts))
+        in_ledgers = rules.ranges_in_ledgers(facts)
+        if in_ledgers:
+            self.ranges_in_ledgers[topic.ml.namespace] = self.ranges_in_ledgers.get(topic.ml.namespace, 0) + in_ledgers
         self.inactive.extend(rules.inactive_subscriptions(facts, self.now, self.ztime))
 
     def _maybe_schema(
@@ -863,6 +894,7 @@ class ClusterModel:
                 "watermark": self.watermark,
             },
             "expected": expected,
+            "coverage": {"ack-ranges-in-cursor-ledgers": dict(sorted(self.ranges_in_ledgers.items()))},
             "counts": counts,
         }
 

@@ -7,6 +7,7 @@ subtree (leaks). Controls sit next to each defect: cases that look alike but mus
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -336,6 +337,19 @@ def retention_namespaces(model: ClusterModel) -> Iterator[ZNode]:
             model._closed(w, t, rng, [40 * DAY_MS, 30 * DAY_MS, DAY_MS], version=3)
             model._open(w, t, rng)
             yield from model._emit(w, t, rng)
+            # loaded 2 days ago, unloaded since: the then-last ledger (written 20 days ago) is listed with the
+            # load time as its timestamp (ManagedLedgerImpl.initialize), so it is within retention
+            t = Topic(model._ml(w, f"reloaded-{k}"), encoding="LZ4")
+            model._closed(w, t, rng, [40 * DAY_MS, 30 * DAY_MS, 20 * DAY_MS], version=3)
+            t.ledgers[-1] = dataclasses.replace(t.ledgers[-1], timestamp_ms=model.now - 2 * DAY_MS)
+            model._open(w, t, rng)
+            yield from model._emit(w, t, rng)
+            # never rolled over for 25 days: past retention by its ctime, but a load re-stamps it with the load
+            # time, so it goes one retention period after the load (the closed one at the first trim)
+            t = Topic(model._ml(w, f"stale-current-{k}"))
+            model._closed(w, t, rng, [40 * DAY_MS], version=3)
+            model._open(w, t, rng, bk_entries=500, age=25 * DAY_MS)
+            yield from model._emit(w, t, rng)
 
         s = ns_("idle-size", (-1, 12), 16)
         yield from model._namespace_meta(s)
@@ -361,16 +375,21 @@ def ttl_namespaces(model: ClusterModel) -> Iterator[ZNode]:
     from pulsar_ops.testing.cluster_model import Namespace
 
     tenant = model.live_tenants[0]
-    variants: list[tuple[str, int | None, tuple[bool, int] | None]] = [
-        ("ttl-delayed", 3600, (True, 1000)),
-        ("ttl-dd-default", 600, None),
-        ("ttl-no-delayed", 3600, (False, 1000)),  # control: delayed delivery disabled
-        ("ttl-zero", 0, (True, 1000)),  # control: TTL 0 = unset, broker default 0
+    variants: list[tuple[str, int | None, tuple[bool, int] | None, int | None]] = [
+        ("ttl-delayed", 3600, (True, 1000), 0),
+        ("ttl-dd-default", 600, None, 0),
+        ("ttl-no-delayed", 3600, (False, 1000), 0),  # control: delayed delivery disabled
+        ("ttl-zero", 0, (True, 1000), 0),  # control: TTL 0 = unset, broker default 0
+        ("ttl-old-broker", 3600, (True, 1000), None),  # no maxDeliveryDelayInMillis key: reads 0 = unbounded
+        ("ttl-delay-longer", 600, (True, 1000), 3_600_000),  # publish accepts delays up to 1 h > TTL 10 min
+        ("ttl-delay-capped", 3600, (True, 1000), 600_000),  # control: publish rejects delays beyond the TTL
     ]
     for v in range(model.nsper):
         rng = _rng(model, "ttl", v)
-        for name, ttl, delayed in variants:
-            ns = Namespace(f"{tenant}/{name}-{v}", tenant, False, False, 4, ttl=ttl, delayed=delayed)
+        for name, ttl, delayed, max_delay in variants:
+            ns = Namespace(
+                f"{tenant}/{name}-{v}", tenant, False, False, 4, ttl=ttl, delayed=delayed, max_delay_ms=max_delay
+            )
             yield from model._namespace_meta(ns)
             for k in range(2):
                 yield from model._emit(ns, model._healthy(ns, f"delayed-jobs-{k}", rng), rng)

@@ -70,16 +70,26 @@ def _slowest(cursors: Sequence[tuple[str, ManagedCursorInfo]]) -> tuple[int, int
     return min(positions) if positions else None
 
 
-def expired_retention(t: TopicFacts, now_ms: int, znode_time_ms: int) -> list[int]:
-    """Ledger ids an unloaded topic's broker would trim now (empty when loaded or nothing expires).
+@dataclass(frozen=True, slots=True)
+class Trim:
+    """Ledgers past retention, and the one a load frees only one retention period after the load."""
 
-    The last ledger's timestamp is its BookKeeper ctime (metadata ctime, else the znode ctime).
+    ledger_ids: tuple[int, ...]
+    after_retention: tuple[int, ...]
+
+
+def expired_retention(t: TopicFacts, now_ms: int, znode_time_ms: int) -> Trim:
+    """Ledgers of an unloaded topic past retention (empty when loaded or nothing expires).
+
+    The last ledger is aged by its BookKeeper ctime (metadata ctime, else the znode ctime) to say it is past
+    retention; a load re-stamps it with the load time (``ManagedLedgerImpl.initialize``), so the first trim
+    after the load frees it only when the retention time is 0 or the size rule takes it.
     """
     if t.owned or not t.ledgers:
-        return []
+        return Trim((), ())
     last_idx = len(t.ledgers) - 1
     slowest = _slowest(t.cursors)
-    candidates: list[tuple[int, int, int]] = []  # (ledger id, timestamp, size)
+    candidates: list[tuple[int, int, int, bool]] = []  # (ledger id, timestamp, size, is last)
     ts: int | None
     for idx, li in enumerate(t.ledgers):
         is_last = idx == last_idx
@@ -101,20 +111,24 @@ def expired_retention(t: TopicFacts, now_ms: int, znode_time_ms: int) -> list[in
             continue
         if ts is None:
             raise ValueError(f"model bug: retention candidate {li.ledger_id} without a timestamp")
-        candidates.append((li.ledger_id, ts, size))
-    total = sum(li.size or 0 for li in t.ledgers)
+        candidates.append((li.ledger_id, ts, size, is_last))
+    last_bk = t.bk.get(t.ledgers[-1].ledger_id)  # after a load the last ledger counts with its BookKeeper length
+    total = sum(li.size or 0 for li in t.ledgers[:-1]) + (last_bk.length if last_bk is not None else 0)
     rt_ms = t.retention_time_minutes * MINUTE_MS
     rs_bytes = t.retention_size_mb * MIB
     trimmed: list[int] = []
+    later: list[int] = []
     so_far = 0
-    for ledger_id, ts, size in candidates:
+    for ledger_id, ts, size, is_last in candidates:
         by_time = t.retention_time_minutes >= 0 and now_ms - ts > rt_ms
         by_size = t.retention_size_mb >= 0 and total - so_far >= rs_bytes
         if not (by_time or by_size):
             break
         trimmed.append(ledger_id)
+        if is_last and not by_size and t.retention_time_minutes != 0:
+            later.append(ledger_id)
         so_far += size
-    return trimmed
+    return Trim(tuple(trimmed), tuple(later))
 
 
 def _user_cursors(t: TopicFacts) -> list[tuple[str, ManagedCursorInfo]]:
@@ -124,18 +138,21 @@ def _user_cursors(t: TopicFacts) -> list[tuple[str, ManagedCursorInfo]]:
 
 
 def ack_holes(t: TopicFacts) -> list[dict[str, object]]:
+    """Only cursors whose ranges are in the znode (``cursors_ledger_id == -1``); see ``ranges_in_ledgers``."""
     cap = int(BROKER_DEFAULTS["managedLedgerMaxUnackedRangesToPersistInMetadataStore"])
     out: list[dict[str, object]] = []
-    last_id = t.ledgers[-1].ledger_id if t.ledgers else None
     for name, c in _user_cursors(t):
         if c.cursors_ledger_id == -1:
             n = len(c.individual_deleted)
             if n > 0:
                 near = n >= NEAR_CAP_FRACTION * cap
                 out.append({"topic": t.ml.topic, "subscription": name, "range_count": n, "near_cap": near})
-        elif c.mark_delete is not None and last_id is not None and c.mark_delete[0] < last_id:
-            out.append({"topic": t.ml.topic, "subscription": name, "range_count": "unknown", "near_cap": False})
     return out
+
+
+def ranges_in_ledgers(t: TopicFacts) -> int:
+    """User cursors whose acknowledged ranges live in their cursor ledger (the audit's coverage line)."""
+    return sum(1 for _, c in _user_cursors(t) if c.cursors_ledger_id != -1)
 
 
 def inactive_subscriptions(t: TopicFacts, now_ms: int, znode_time_ms: int) -> list[dict[str, object]]:
@@ -147,12 +164,16 @@ def inactive_subscriptions(t: TopicFacts, now_ms: int, znode_time_ms: int) -> li
     return out
 
 
-def ttl_expires_delayed(message_ttl_seconds: int | None, delayed_active: bool | None) -> bool:
+def ttl_expires_delayed(
+    message_ttl_seconds: int | None, delayed_active: bool | None, max_delay_ms: int | None = None
+) -> bool:
+    """``max_delay_ms``: the namespace's maxDeliveryDelayInMillis as read (None = no delayed-delivery object)."""
     ttl = message_ttl_seconds if message_ttl_seconds and message_ttl_seconds > 0 else 0
     if ttl <= 0:
         ttl = int(BROKER_DEFAULTS["ttlDurationDefaultInSeconds"])
     active = bool(BROKER_DEFAULTS["delayedDeliveryEnabled"]) if delayed_active is None else delayed_active
-    return ttl > 0 and active
+    cap = int(BROKER_DEFAULTS["delayedDeliveryMaxDelayInMillis"]) if max_delay_ms is None else max_delay_ms
+    return ttl > 0 and active and (cap <= 0 or cap > ttl * 1000)
 
 
 def orphan_plannable(

@@ -26,6 +26,7 @@ BROKER_DEFAULTS: dict[str, int | bool] = {
     "defaultRetentionSizeInMB": 0,
     "ttlDurationDefaultInSeconds": 0,
     "delayedDeliveryEnabled": True,
+    "delayedDeliveryMaxDelayInMillis": 0,
     "managedLedgerMaxUnackedRangesToPersistInMetadataStore": 1000,
     "managedLedgerMaxUnackedRangesToPersist": 10000,
 }
@@ -82,6 +83,11 @@ class SeedOptions:
     keep_model: bool = False
     ledgers_root: str = "/ledgers"
     batch_size: int = 1000
+    # As a broker with managedLedgerInfoCompressionType / managedCursorInfoCompressionType = this codec and the
+    # ...CompressionThresholdInBytes = ``compression_threshold`` writes (MetaStoreImpl.compressLedgerInfo: only
+    # values longer than the threshold get the header). None: the mixed showcase (most plain, some of each codec).
+    metadata_compression: str | None = None
+    compression_threshold: int = 0
 
     def __post_init__(self) -> None:
         if self.topics < 1:
@@ -91,6 +97,17 @@ class SeedOptions:
             raise ConfigError(
                 f"unknown defect kinds: {', '.join(sorted(unknown))}",
                 hint=f"valid kinds: {', '.join(ALL_KINDS)}",
+            )
+        if self.metadata_compression is not None and self.metadata_compression.upper() not in (
+            "NONE",
+            "LZ4",
+            "ZLIB",
+            "ZSTD",
+            "SNAPPY",
+        ):
+            raise ConfigError(
+                f"unknown metadata compression {self.metadata_compression!r}",
+                hint="use one of NONE, LZ4, ZLIB, ZSTD, SNAPPY (Pulsar's managedLedgerInfoCompressionType values)",
             )
         if not self.ledgers_root.startswith("/") or self.ledgers_root != self.ledgers_root.rstrip("/"):
             raise ConfigError(f"bad ledgers root {self.ledgers_root!r}", hint="use an absolute path like /ledgers")

@@ -59,7 +59,10 @@ def _orphan_attrs(f: Finding) -> dict[str, Any]:
 
 
 def _ids(f: Finding) -> dict[str, Any]:
-    return {"ledger_ids": sorted(int(x) for x in f.evidence.get("ledger_ids", []))}
+    return {
+        "ledger_ids": sorted(int(x) for x in f.evidence.get("ledger_ids", [])),
+        "after_retention_ledger_ids": sorted(int(x) for x in f.evidence.get("after_retention_ledger_ids", [])),
+    }
 
 
 def _holes(f: Finding) -> dict[str, Any]:
@@ -122,7 +125,7 @@ def compare(findings: Iterable[Finding], ground_truth: Mapping[str, Any]) -> dic
 
 
 def _norm(key: str, value: Any) -> Any:
-    if key == "ledger_ids" and value is not None:
+    if key in ("ledger_ids", "after_retention_ledger_ids") and value is not None:
         return sorted(int(x) for x in value)
     return value
 

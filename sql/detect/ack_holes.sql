@@ -1,10 +1,11 @@
 -- ack-holes: individually acknowledged ranges pinning ledgers behind the mark-delete position
 -- (docs/detections.md). Durable, non-system cursors of non-system topics only.
--- Known ranges (cursors_ledger_id = -1, the znode is authoritative): a finding when range_count > 0.
--- Unknown (a cursor ledger holds them): a finding only when the mark-delete ledger is older than the last.
+-- Only where the ranges are known (cursors_ledger_id = -1, the znode is authoritative): a finding when
+-- range_count > 0. Cursors whose ranges live in their cursor ledger are counted per namespace by
+-- sql/coverage/ack_ranges_in_cursor_ledgers.sql (one coverage line), never a finding each.
 -- Positions count entries across the ledger list: entry (L, e) is number entries_before(L) + e.
 WITH user_cursors AS (
-    SELECT c.*, t.last_ledger_id
+    SELECT c.*
     FROM stg_cursors c
     JOIN int_topics t ON t.path = c.ml_path
     WHERE NOT c.is_system AND NOT t.is_system_topic
@@ -78,32 +79,3 @@ SELECT
     )) AS evidence
 FROM measured m
 CROSS JOIN params p
-UNION ALL
-SELECT
-    'ack-holes' AS detection,
-    'info' AS severity,
-    CAST(NULL AS BIGINT) AS ledger_id,
-    u.topic AS topic,
-    u.subscription AS subscription,
-    u.path AS path,
-    u.namespace AS namespace,
-    false AS plannable,
-    CAST(0 AS BIGINT) AS bytes,
-    concat(
-        'ranges unknown (held in cursor ledger ', CAST(u.cursors_ledger_id AS STRING),
-        '); mark-delete ledger ', CAST(u.mark_delete_ledger_id AS STRING), ' is older than the last ledger ',
-        CAST(u.last_ledger_id AS STRING)
-    ) AS reason,
-    to_json(named_struct(
-        'range_count', 'unknown',
-        'cursor_ledger', u.cursors_ledger_id,
-        'mark_delete', concat(CAST(u.mark_delete_ledger_id AS STRING), ':',
-                              CAST(u.mark_delete_entry_id AS STRING)),
-        'last_ledger_id', u.last_ledger_id,
-        'near_cap', false
-    )) AS evidence
-FROM user_cursors u
-WHERE u.cursors_ledger_id <> -1
-    AND u.mark_delete_ledger_id IS NOT NULL
-    AND u.last_ledger_id IS NOT NULL
-    AND u.mark_delete_ledger_id < u.last_ledger_id

@@ -5,6 +5,9 @@
 -- slowest cursor's mark-delete ledger L (+ L when fully consumed); all ledgers without cursors; the last
 -- ledger only when BookKeeper shows entries; offloaded ledgers without a BookKeeper copy are skipped.
 -- The retention cut is a prefix: it stops at the first candidate that satisfies neither rule.
+-- When a load frees each ledger (ManagedLedgerImpl.initialize re-opens the last ledger and stamps it with the
+-- load time): the earlier ones at the first trim after the load; the last one at the first trim only when the
+-- retention time is 0 or the size rule takes it, else one retention period after the load.
 WITH admin AS (
     SELECT p.admin_scraped OR (SELECT count(*) FROM stg_loaded_topics) > 0 AS admin_scraped
     FROM params p
@@ -87,13 +90,14 @@ slowest AS (
     GROUP BY s.ml_path, s.md_ledger
 ),
 totals AS (
-    SELECT ml_path, sum(coalesce(list_size, CAST(0 AS BIGINT))) AS total_size
+    -- after a load the re-read last ledger counts with its BookKeeper length (initializeBookKeeper)
+    SELECT ml_path, sum(coalesce(size, CAST(0 AS BIGINT))) AS total_size
     FROM int_ledgers
     GROUP BY ml_path
 ),
 candidates AS (
     SELECT
-        l.ml_path, l.idx, l.ledger_id, l.size, l.timestamp_ms, r.rt, r.rs, tot.total_size
+        l.ml_path, l.idx, l.ledger_id, l.is_last, l.size, l.timestamp_ms, r.rt, r.rs, tot.total_size
     FROM int_ledgers l
     JOIN retention r ON r.path = l.ml_path
     JOIN totals tot ON tot.ml_path = l.ml_path
@@ -106,23 +110,27 @@ candidates AS (
             OR (l.ledger_id = s.md_ledger AND s.md_entry = l.entries - 1)
         )
 ),
-walked AS (
+sized AS (
     SELECT
         c.*,
         coalesce(
-            (c.rt >= 0 AND p.now_ms - c.timestamp_ms > c.rt * 60000)
-            OR (
-                c.rs >= 0
-                AND c.total_size - coalesce(
-                    sum(c.size) OVER (
-                        PARTITION BY c.ml_path ORDER BY c.idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-                    ),
-                    CAST(0 AS BIGINT)
-                ) >= c.rs * 1048576
-            ),
+            c.rs >= 0
+            AND c.total_size - coalesce(
+                sum(c.size) OVER (
+                    PARTITION BY c.ml_path ORDER BY c.idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+                ),
+                CAST(0 AS BIGINT)
+            ) >= c.rs * 1048576,
             false
-        ) AS expired
+        ) AS by_size
     FROM candidates c
+),
+walked AS (
+    SELECT
+        s.*,
+        coalesce((s.rt >= 0 AND p.now_ms - s.timestamp_ms > s.rt * 60000) OR s.by_size, false) AS expired,
+        NOT s.is_last OR s.rt = 0 OR s.by_size AS at_first_trim
+    FROM sized s
     CROSS JOIN params p
 ),
 cut AS (
@@ -135,8 +143,11 @@ trimmed AS (
     SELECT
         ml_path,
         array_sort(collect_list(ledger_id)) AS ledger_ids,
+        array_sort(collect_list(CASE WHEN at_first_trim THEN ledger_id END)) AS first_trim_ids,
+        array_sort(collect_list(CASE WHEN NOT at_first_trim THEN ledger_id END)) AS after_retention_ids,
         count(*) AS ledgers,
         sum(size) AS bytes,
+        sum(CASE WHEN at_first_trim THEN size ELSE CAST(0 AS BIGINT) END) AS first_trim_bytes,
         min(timestamp_ms) AS oldest_ms
     FROM cut
     WHERE expired AND (first_kept IS NULL OR idx < first_kept)
@@ -154,10 +165,18 @@ SELECT
     coalesce(t.bytes, CAST(0 AS BIGINT)) AS bytes,
     concat(
         'topic not loaded (', CASE WHEN r.owned THEN 'not in loaded_topics' ELSE 'bundle unowned' END, '): ',
-        CAST(t.ledgers AS STRING), ' ledger(s) past retention are kept until it is loaded'
+        CAST(t.ledgers AS STRING), ' ledger(s) past retention are kept until it is loaded',
+        CASE WHEN size(t.after_retention_ids) > 0
+            THEN concat('; a load frees ', CAST(size(t.first_trim_ids) AS STRING),
+                        ' at its first trim and the last ledger one retention period after the load')
+            ELSE '' END
     ) AS reason,
     to_json(named_struct(
         'ledger_ids', t.ledger_ids,
+        'first_trim_ledger_ids', t.first_trim_ids,
+        'after_retention_ledger_ids', t.after_retention_ids,
+        'first_trim_bytes', t.first_trim_bytes,
+        'after_load_ms', CASE WHEN size(t.after_retention_ids) > 0 THEN r.rt * 60000 END,
         'oldest_age_ms', p.now_ms - t.oldest_ms,
         'retention_time_minutes', r.rt,
         'retention_size_mb', r.rs,

@@ -16,6 +16,7 @@ SELECT
     CAST(message_ttl_seconds AS BIGINT) AS message_ttl_seconds,
     CAST(delayed_delivery_active AS BOOLEAN) AS delayed_delivery_active,
     CAST(delayed_delivery_tick_ms AS BIGINT) AS delayed_delivery_tick_ms,
+    CAST(delayed_delivery_max_delay_ms AS BIGINT) AS delayed_delivery_max_delay_ms,
     CAST(subscription_expiration_minutes AS BIGINT) AS subscription_expiration_minutes,
     bundle_boundaries,
     CAST(num_bundles AS INT) AS num_bundles,

@@ -10,6 +10,7 @@ SELECT
     CAST(message_ttl_seconds AS BIGINT) AS message_ttl_seconds,
     CAST(delayed_delivery_active AS BOOLEAN) AS delayed_delivery_active,
     CAST(delayed_delivery_tick_ms AS BIGINT) AS delayed_delivery_tick_ms,
+    CAST(delayed_delivery_max_delay_ms AS BIGINT) AS delayed_delivery_max_delay_ms,
     CAST(version AS INT) AS version,
     CAST(mzxid AS BIGINT) AS mzxid,
     CAST(ctime_ms AS BIGINT) AS ctime_ms,

@@ -69,7 +69,7 @@ def subs(result: AuditResult, detection: str) -> dict[str, Any]:
 
 def test_ack_holes_exact_set(result: AuditResult) -> None:
     found = subs(result, "ack-holes")
-    assert set(found) == {"holes", "nearcap", "unknown", "cursor-ledger-only"}
+    assert set(found) == {"holes", "nearcap"}  # ranges in a cursor ledger are unknown: coverage, not findings
     assert all(f.topic == T for f in found.values())
 
 
@@ -92,10 +92,15 @@ def test_near_cap_is_a_warning(result: AuditResult) -> None:
     assert f.severity == "warning" and f.evidence["near_cap"] is True and f.evidence["range_count"] == 800
 
 
-def test_unknown_ranges(result: AuditResult) -> None:
-    f = subs(result, "ack-holes")["unknown"]
-    assert f.severity == "info" and f.bytes == 0
-    assert f.evidence["range_count"] == "unknown" and f.evidence["cursor_ledger"] == 99
+def test_ranges_in_cursor_ledgers_are_one_coverage_line_per_namespace(result: AuditResult) -> None:
+    cov = result.audit["coverage"]["ack-ranges-in-cursor-ledgers"]
+    # unknown (11:5): 94 + 100 + 50 entries, 2000 + 3000 + 500 bytes; unknown-at-tail (13:3): 46, 500;
+    # cursor-ledger-only (10:0): 99 + 100 + 100 + 50, 1000 + 2000 + 3000 + 500. System topics/cursors excluded.
+    assert cov["by_namespace"] == [
+        {"namespace": "t/a", "cursors": 3, "backlog_entries": 244 + 46 + 349, "backlog_bytes": 5500 + 500 + 6500}
+    ]
+    assert (cov["namespaces"], cov["cursors"], cov["backlog_bytes"]) == (1, 3, 12500)
+    assert result.document()["audit"]["coverage"] == result.audit["coverage"]
 
 
 def test_inactive_exact_set(result: AuditResult) -> None:

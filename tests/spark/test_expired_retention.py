@@ -74,9 +74,19 @@ def found(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     b.namespace("t/timed", retention_time_minutes=3 * 24 * 60, retention_size_mb=-1)
     b.topic("t/timed", "prefix", ledgers=[closed(40, 5), closed(41, 4), closed(42, 1), open_(b, 43, "x")])
     b.topic("t/timed", "cut", ledgers=[closed(50, 5), closed(51, 1), closed(52, 5), open_(b, 53, "x")])
+    # never rolled over for 4 days: past retention by its ctime; a load re-stamps it (load time)
+    b.topic(
+        "t/timed", "stale-open", ledgers=[closed(90, 5), open_(b, 91, "x", last_entry_id=9, length=300, age_days=4)]
+    )
     b.namespace("t/size", retention_time_minutes=-1, retention_size_mb=1)
     b.topic(
         "t/size", "big", ledgers=[closed(60, 9, KB600), closed(61, 8, KB600), closed(62, 7, KB600), open_(b, 63, "x")]
+    )
+    # the open ledger's BookKeeper length counts in the total (after a load it is listed with it)
+    b.topic(
+        "t/size",
+        "big-open",
+        ledgers=[closed(64, 9, KB600), open_(b, 65, "x", last_entry_id=9, length=2 * KB600, age_days=8)],
     )
     b.namespace("t/owned")
     b.own_all_bundles("t/owned")
@@ -116,7 +126,9 @@ def test_exact_topics(found: dict[str, Any]) -> None:
             "t/inf/topic-zero",
             "t/timed/prefix",
             "t/timed/cut",
+            "t/timed/stale-open",
             "t/size/big",
+            "t/size/big-open",
             "t/owned/not-loaded",
             "t/b2/k2",
         )
@@ -173,3 +185,24 @@ def test_bundle_lookup_by_crc32(found: dict[str, Any]) -> None:
     assert zlib.crc32(b"persistent://t/b2/k0") < 0x80000000 <= zlib.crc32(b"persistent://t/b2/k2")
     assert "persistent://t/b2/k0" not in found
     assert found["persistent://t/b2/k2"].evidence["bundle"] == "0x80000000_0xffffffff"
+
+
+def test_last_ledger_is_freed_one_retention_period_after_a_load(found: dict[str, Any]) -> None:
+    f = found["persistent://t/timed/stale-open"]
+    assert ids(found, "t/timed/stale-open") == [90, 91]
+    assert f.evidence["first_trim_ledger_ids"] == [90]
+    assert f.evidence["after_retention_ledger_ids"] == [91]
+    assert f.evidence["first_trim_bytes"] == 100 and f.bytes == 400
+    assert f.evidence["after_load_ms"] == 3 * DAY
+    assert "the last ledger one retention period after the load" in f.reason
+    # retention time 0: the re-stamped last ledger goes at the first trim
+    g = found["persistent://t/r/all"]
+    assert g.evidence["after_retention_ledger_ids"] == [] and g.evidence["first_trim_bytes"] == 600
+    assert g.evidence["after_load_ms"] is None
+
+
+def test_size_rule_counts_the_last_ledgers_bookkeeper_length(found: dict[str, Any]) -> None:
+    # total 600 KB + 1200 KB > 1 MB: 64 goes; then 1200 KB >= 1 MB: the last ledger goes by size at the first trim
+    f = found["persistent://t/size/big-open"]
+    assert ids(found, "t/size/big-open") == [64, 65]
+    assert f.evidence["after_retention_ledger_ids"] == [] and f.evidence["first_trim_bytes"] == 3 * KB600

@@ -88,7 +88,8 @@ def ascii_ledgers(draw: st.DrawFn) -> LedgerMetadata:
     keys = draw(st.lists(pulsar_keys | ascii_text, max_size=8, unique=True))
     custom = tuple((k, draw(ascii_text).encode("ascii")) for k in keys)
     starts = draw(st.lists(st.integers(0, 2**62), min_size=1, max_size=4, unique=True))
-    ensembles = tuple((s, tuple(draw(st.lists(bookie, max_size=4)))) for s in sorted(starts))
+    members = st.lists(bookie, min_size=md.ensemble_size, max_size=md.ensemble_size)  # what the builder accepts
+    ensembles = tuple((s, tuple(draw(members))) for s in sorted(starts))
     return replace(md, custom_metadata=custom, ensembles=ensembles)
 
 
@@ -166,11 +167,12 @@ def _plain(**over: Any) -> dict[str, Any]:
         ({}, True),
         ({"ctime_ms": 0}, True),  # 0 reads as "no ctime", like the Python path
         ({"ctime_ms": None, "digest_type": None}, True),
-        ({"ensembles": ((0, ("b1:3181",)), (5, ("b1:3181", "b2:3181")))}, True),  # bookies de-duplicated in order
+        ({"ensembles": ((0, ("b1:3181", "b2:3181")), (5, ("b1:3181", "b3:3181")))}, True),  # de-duplicated in order
+        ({"ensembles": ((0, ("b1:3181",)), (5, ("b1:3181", "b2:3181")))}, False),  # 1 member: Python refuses
         ({"custom_metadata": (("k", b"v"), ("k", b"w"))}, False),  # duplicate key: Python decides
         ({"custom_metadata": (("k", b"\xff"),)}, False),  # not UTF-8: Python writes base64 in the JSON
         ({"custom_metadata": tuple((f"k{i}", b"v") for i in range(65))}, False),  # past the fixed limit
-        ({"ensembles": tuple((i, ("b1:1",)) for i in range(257))}, False),
+        ({"ensembles": tuple((i, ("b1:1", "b2:1")) for i in range(257))}, False),
     ],
 )
 def test_edges(over: dict[str, Any], taken: bool) -> None:

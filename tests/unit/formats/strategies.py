@@ -60,23 +60,22 @@ bookie = st.builds(
 
 @st.composite
 def ledger_metadatas(draw: st.DrawFn, version: int = 3) -> LedgerMetadata:
+    """Metadata BookKeeper's builder accepts: ``ensembleSize`` members per ensemble, increasing first entry ids,
+    ``ensembleSize >= writeQuorum >= ackQuorum`` (``formats.ledger_metadata.check_built``)."""
     state: LedgerState = draw(st.sampled_from(["OPEN", "IN_RECOVERY", "CLOSED"]))
-    ensembles = tuple(
-        draw(
-            st.lists(
-                st.tuples(st.integers(0, 2**62), st.lists(bookie, min_size=1, max_size=4).map(tuple)),
-                min_size=1,
-                max_size=3,
-            )
-        )
-    )
+    ensemble_size = draw(st.integers(1, 5))
+    write_quorum = draw(st.integers(1, ensemble_size))
+    ack_quorum = draw(st.integers(1, write_quorum))
+    firsts = sorted(draw(st.sets(st.integers(0, 2**62), min_size=1, max_size=3)))
+    members = st.lists(bookie, min_size=ensemble_size, max_size=ensemble_size).map(tuple)
+    ensembles = tuple((first, draw(members)) for first in firsts)
     digest = draw(st.none() | st.sampled_from(["CRC32", "HMAC", "CRC32C", "DUMMY"]))
     return LedgerMetadata(
         ledger_id=None,
         format_version=version,
-        ensemble_size=draw(st.integers(1, 9)),
-        write_quorum=draw(st.integers(1, 9)),
-        ack_quorum=draw(st.integers(1, 9)),
+        ensemble_size=ensemble_size,
+        write_quorum=write_quorum,
+        ack_quorum=ack_quorum,
         state=state,
         length=draw(st.integers(0, 2**62)),
         last_entry_id=draw(st.integers(-1, 2**62)),

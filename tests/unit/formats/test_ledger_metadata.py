@@ -1,15 +1,18 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 from hypothesis import given
 
+from pulsar_ops import native
 from pulsar_ops.errors import DecodeError, TruncatedInputError, UnknownFormatVersionError
 from pulsar_ops.formats.ledger_metadata import (
     LedgerMetadata,
     decode_ledger_metadata,
     encode_ledger_metadata,
+    ledger_metadata_fields,
 )
 
 from .strategies import ledger_metadatas
@@ -214,9 +217,8 @@ _V1_PATH = "/ledgers/00/0000/L0007"
         (b"2\r3\r0\r0\tb1:3181\tb2:3181\tb3:3181\r", "OPEN", 1),  # bare \r terminators
         (b"2\n3\n100\n0\tb1:3181\tb2:3181\tb3:3181\n7\tb1:3181\tb4:3181\tb3:3181\n9\tCLOSED", "CLOSED", 2),
         (b"2\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181\n-102\tCLOSED", "IN_RECOVERY", 1),
-        (b"2\n3\n0\n", "OPEN", 0),  # no ensemble yet
         (b"+2\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181\t\n", "OPEN", 1),  # parseInt's sign; split drops trailing ""
-        (b"2\n3\n9\n5\tCLOSED\ngarbage after the CLOSED line is never read", "CLOSED", 0),
+        (b"2\n3\n9\n0\tb1:3181\tb2:3181\tb3:3181\n5\tCLOSED\ngarbage after the CLOSED line is never read", "CLOSED", 1),
     ],
 )
 def test_v1_accepts_what_upstream_accepts(body: bytes, state: str, ensembles: int) -> None:
@@ -236,6 +238,10 @@ def test_v1_accepts_what_upstream_accepts(body: bytes, state: str, ensembles: in
         b"2\n3\n9223372036854775808\n",  # length is a long
         b"2\n3\n0\n0\n",  # an ensemble line without members
         b"2\n3\n0\nx\tb1:3181\n",  # a first entry id that is not a number
+        b"2\n3\n0\n",  # no ensemble: LedgerMetadataImpl refuses it
+        b"2\n3\n9\n5\tCLOSED\n",  # the same, closed
+        b"2\n3\n0\n0\tb1:3181\tb2:3181\n",  # 2 members, ensembleSize 3 (LedgerMetadataBuilder.newEnsembleEntry)
+        b"4\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181\n",  # write quorum 4 > ensemble 3 (build)
     ],
 )
 def test_v1_rejects_what_upstream_rejects(body: bytes) -> None:
@@ -248,3 +254,107 @@ def test_v1_open_is_written_with_the_trailing_newline_upstream_writes() -> None:
     assert encode_ledger_metadata(md, 1) == _V1 + b"2\n3\n0\n0\tb1:3181\tb2:3181\tb3:3181\n"
     closed = decode_ledger_metadata(_V1 + b"2\n3\n100\n0\tb1:3181\tb2:3181\tb3:3181\n9\tCLOSED", _V1_PATH)
     assert encode_ledger_metadata(closed, 1).endswith(b"\n9\tCLOSED")
+
+
+# ---- what BookKeeper refuses after parsing any version (LedgerMetadataBuilder, LedgerMetadataImpl, BookieId)
+
+_V2 = b"BookieMetadataFormatVersion\t2\n"
+_V2_OK = (
+    'quorumSize: 2\nensembleSize: 3\nlength: 10\nlastEntryId: 4\nstate: CLOSED\nsegment {\n  ensembleMember: "a:1"\n'
+    '  ensembleMember: "b:1"\n  ensembleMember: "c:1"\n  firstEntryId: 0\n}\ndigestType: CRC32C\npassword: ""\n'
+    "ackQuorumSize: 2\nctime: 5\n"
+)
+_SECOND_SEGMENT = (
+    'segment {\n ensembleMember: "a:1"\n ensembleMember: "b:1"\n ensembleMember: "c:1"\n firstEntryId: 0\n}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda t: t.replace('  ensembleMember: "c:1"\n', ""), r"2 member\(s\), ensembleSize is 3"),
+        (lambda t: t + _SECOND_SEGMENT, "do not increase"),
+        (lambda t: t.replace("quorumSize: 2\nens", "quorumSize: 4\nens"), "quorums out of order"),
+        (lambda t: t.replace("ackQuorumSize: 2", "ackQuorumSize: 3"), "quorums out of order"),
+        (lambda t: t.split("segment")[0] + "digestType: CRC32C\n", "without an ensemble"),
+        (lambda t: t.replace('"a:1"', '"readonly"'), "invalid bookie id"),
+        (lambda t: t.replace('"a:1"', '"a b:1"'), "invalid bookie id"),
+        (lambda t: t.replace('"a:1"', '"caf\u00e9:1"'), "invalid bookie id"),
+    ],
+)
+def test_every_version_refuses_what_the_builder_refuses(edit: Any, why: str) -> None:
+    for data in (_V2 + edit(_V2_OK).encode(), _as_v3(edit(_V2_OK))):
+        with pytest.raises(DecodeError, match=why):
+            decode_ledger_metadata(data, _V1_PATH)
+        with pytest.raises(DecodeError, match=why):
+            ledger_metadata_fields(data, _V1_PATH)
+        if native.bk_ledger_v3 is not None:
+            assert native.bk_ledger_v3(data) is None  # the native path leaves it to Python's error
+
+
+def _as_v3(text: str) -> bytes:
+    from google.protobuf import text_format
+
+    from pulsar_ops.formats import proto
+
+    msg = proto.LedgerMetadataFormat()
+    text_format.Merge(text, msg)
+    body = msg.SerializePartialToString()
+    return b"BookieMetadataFormatVersion\t3\n" + _varint(len(body)) + body
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        if n < 0x80:
+            out.append(n)
+            return bytes(out)
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+
+
+def test_bookie_ids_upstream_accepts() -> None:
+    # [a-zA-Z0-9:-_.\-]+ : ':'..'_' is a range, so '@', '[', ']' and '_' are in it
+    text = _V2_OK.replace('"a:1"', '"Bookie_1@rack[2]:3181"').replace('"b:1"', '"10.0.0.1:3181"')
+    md = decode_ledger_metadata(_V2 + text.encode(), _V1_PATH)
+    assert md.ensembles[0][1][:2] == ("Bookie_1@rack[2]:3181", "10.0.0.1:3181")
+
+
+def test_v2_repeated_singular_field_keeps_the_last_value_as_textformat_merge_does() -> None:
+    md = decode_ledger_metadata(_V2 + (_V2_OK + "length: 11\n").encode(), _V1_PATH)
+    assert md.length == 11
+    assert ledger_metadata_fields(_V2 + (_V2_OK + "length: 11\n").encode(), _V1_PATH)[2] == 11
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t.rstrip("\n"),  # no final newline
+        lambda t: "state: CLOSED\n" + t.replace("state: CLOSED\n", ""),  # another field order
+        lambda t: "# a comment\n" + t,
+        lambda t: t.replace("segment {", "segment <").replace("\n}\n", "\n>\n"),
+        lambda t: t.replace("quorumSize: 2\nens", "quorumSize: 2;\nens").replace("length: 10\n", "length: 10,\n"),
+        lambda t: t.replace("segment {", "segment: {"),
+        lambda t: t.replace('"a:1"', "'a:1'").replace('"b:1"', '"b:" "1"'),
+        lambda t: t.replace("length: 10", "length: 0xa").replace("ctime: 5", "ctime: 05"),
+    ],
+)
+def test_v2_accepts_what_both_upstream_readers_accept(edit: Any) -> None:
+    md = decode_ledger_metadata(_V2 + edit(_V2_OK).encode(), _V1_PATH)
+    assert (md.length, md.write_quorum, md.state) == (10, 2, "CLOSED")
+    assert md.ensembles == ((0, ("a:1", "b:1", "c:1")),)
+    assert ledger_metadata_fields(_V2 + edit(_V2_OK).encode(), _V1_PATH)[2] == 10
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda t: t + "futureField: 7\n",  # 4.18 skips it; 4.17 refuses: ours follows 4.17 (docs/formats.md)
+        lambda t: t.replace("length: 10\n", ""),  # a required field missing
+        lambda t: t.replace("quorumSize: 2\nens", "quorumSize: 4294967298\nens"),  # outside int32
+        lambda t: "{\n" + t + "}\n",  # the body in braces
+    ],
+)
+def test_v2_rows_where_ours_follows_bookkeeper_4_17(edit: Any) -> None:
+    with pytest.raises(DecodeError):
+        decode_ledger_metadata(_V2 + edit(_V2_OK).encode(), _V1_PATH)

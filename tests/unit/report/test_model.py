@@ -364,3 +364,30 @@ def test_bucket_specs_are_contiguous() -> None:
         for (_, _, hi), (_, lo, _) in itertools.pairwise(spec):
             assert hi == lo
         assert spec[-1][2] is None
+
+
+def test_ack_hole_coverage_is_one_line_in_every_renderer() -> None:
+    from pulsar_ops.report.html import render_html
+    from pulsar_ops.report.markdown import render_markdown
+    from pulsar_ops.report.terminal import summary_lines
+
+    cov = {
+        "ack-ranges-in-cursor-ledgers": {
+            "namespaces": 2,
+            "cursors": 7,
+            "backlog_entries": 900,
+            "backlog_bytes": 3 * 1024 * 1024,
+            "by_namespace": [],
+        }
+    }
+    doc = {"snapshot": {}, "audit": {"coverage": cov}, "findings": []}
+    m = build_report(doc, now_ms=0)
+    line = m.audit.coverage_line()
+    assert line is not None and "7 cursor(s) in 2 namespace(s)" in line and "3.15 MB (900 entries)" in line
+    assert line in summary_lines(m)
+    assert line in render_markdown(m)
+    assert "7 cursor(s) in 2 namespace(s)" in render_html(m)
+    # no such cursors (or an older findings.json without coverage): no line
+    assert build_report({"snapshot": {}, "audit": {}, "findings": []}, now_ms=0).audit.coverage_line() is None
+    zero = {"ack-ranges-in-cursor-ledgers": {"cursors": 0, "namespaces": 0}}
+    assert build_report({"audit": {"coverage": zero}, "findings": []}, now_ms=0).audit.coverage_line() is None

@@ -176,7 +176,9 @@ def test_edge_cases_equal_the_reference(path: str, data: bytes) -> None:
 
 
 def test_oversized_and_custom_root_equal_the_reference() -> None:
-    data = encode_ledger_metadata(decode_ledger_metadata(b"BookieMetadataFormatVersion\t1\n2\n3\n0\n0\tbk:1", "/x"), 3)
+    data = encode_ledger_metadata(
+        decode_ledger_metadata(b"BookieMetadataFormatVersion\t1\n2\n3\n0\n0\tbk:1\tbk:2\tbk:3", "/x"), 3
+    )
     assert_same(
         "local",
         "/ledgers/00/0000/L0007",

@@ -267,17 +267,33 @@ def test_per_topic_detections_name_the_fixtures() -> None:
     ret = {r["topic"].rsplit("/", 2)[1].rsplit("-", 1)[0]: r for r in exp["expired-retention-unloaded"]}
     assert set(ret) == {"idle-default", "idle-week", "idle-size"}
     topics = {r["topic"].rsplit("/", 1)[1] for r in exp["expired-retention-unloaded"]}
-    assert {"no-cursor-0", "never rolled 0", "cursor-mid-0", "weekly-0", "sized-0"} == topics
+    assert {
+        "no-cursor-0",
+        "never rolled 0",
+        "cursor-mid-0",
+        "weekly-0",
+        "sized-0",
+        "reloaded-0",
+        "stale-current-0",
+    } == topics
     counts = sorted(len(r["ledger_ids"]) for r in exp["expired-retention-unloaded"])
-    assert counts == [2, 2, 2, 3, 3]
+    assert counts == [2, 2, 2, 2, 2, 3, 3]
+    later = {r["topic"].rsplit("/", 1)[1]: r["after_retention_ledger_ids"] for r in exp["expired-retention-unloaded"]}
+    # retention 0 ("never rolled", default namespace): the re-stamped last ledger goes at the first trim
+    assert later["never rolled 0"] == [] and later["reloaded-0"] == []
+    stale = next(r for r in exp["expired-retention-unloaded"] if r["topic"].endswith("/stale-current-0"))
+    assert later["stale-current-0"] == [stale["ledger_ids"][-1]]
     holes = {(h["subscription"], h["range_count"], h["near_cap"]) for h in exp["ack-holes"]}
-    assert ("holes-few", 6, False) in holes and ("holes-unknown", "unknown", False) in holes
+    assert ("holes-few", 6, False) in holes and not any(n == "unknown" for _, n, _ in holes)
+    assert gt["coverage"]["ack-ranges-in-cursor-ledgers"]  # holes-unknown and 30 % of healthy cursors
     assert any(near and n == 900 for _, n, near in holes)
     assert all(h["topic"].split("/")[-1].startswith("ack-holes-") for h in exp["ack-holes"])
     assert {i["subscription"] for i in exp["inactive-subscription"]} == {"forgotten sub 0", "idle~team"}
     assert sorted(t["namespace"].split("/")[1] for t in exp["ttl-expires-delayed"]) == [
         "ttl-dd-default-0",
+        "ttl-delay-longer-0",
         "ttl-delayed-0",
+        "ttl-old-broker-0",
     ]
     leaks = sorted(lk["leak"] for lk in exp["znode-leak"])
     assert leaks == sorted(
@@ -371,3 +387,32 @@ def test_fast_v3_encoder_is_byte_identical_to_the_formats_encoder() -> None:
         assert fast_v3(md) == encode_ledger_metadata(md, 3)
 
     check()
+
+
+def test_broker_compression_setting_and_newer_fields() -> None:
+    from pulsar_ops.formats.cursor import decode_cursor_info
+    from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
+    from pulsar_ops.testing.cluster_model import ClusterModel
+    from pulsar_ops.testing.model_spec import SeedOptions
+
+    model = ClusterModel(
+        SeedOptions(topics=40, seed=3, now_ms=1_800_000_000_000, metadata_compression="LZ4", compression_threshold=64)
+    )
+    seen: dict[str, set[str]] = {"managed-ledger": set(), "cursor": set()}
+    newer = 0
+    for z in model.znodes():
+        if z.kind not in seen or z.encoding in ("text", "empty", "garbage", "truncated"):
+            continue
+        decoded = (
+            decode_managed_ledger_info(z.data, z.path)
+            if z.kind == "managed-ledger"
+            else decode_cursor_info(z.data, z.path)
+        )
+        seen[z.kind].add(decoded.compression)
+        assert decoded.compression == z.encoding
+        # over the threshold: LZ4; at or under: plain, as MetaStoreImpl writes them
+        plain_len = len(z.data) if decoded.compression == "NONE" else None
+        assert decoded.compression == "LZ4" or (plain_len is not None and plain_len <= 64)
+        newer += z.data.endswith(b"\xa0\x06\x01") and decoded.compression == "NONE"
+    assert seen["managed-ledger"] == {"LZ4", "NONE"} and "LZ4" in seen["cursor"]
+    assert newer > 0  # values with a field the reader does not know still decode
