@@ -1,6 +1,6 @@
 -- inactive-subscription: a durable, non-system cursor of a non-system topic whose last activity
 -- (last_active_ms, else the cursor znode mtime) is older than now - inactive_after_ms (docs/detections.md).
--- Backlog over the ledger list after the mark-delete position (BookKeeper values for the open ledger).
+-- Backlog: int_cursor_backlog (entries after the mark-delete position; BookKeeper values for the open ledger).
 WITH user_cursors AS (
     SELECT c.*, coalesce(c.last_active_ms, c.mtime_ms) AS active_ms
     FROM stg_cursors c
@@ -12,30 +12,6 @@ inactive AS (
     FROM user_cursors u
     CROSS JOIN params p
     WHERE u.active_ms < p.now_ms - p.inactive_after_ms
-),
-backlog AS (
-    SELECT
-        i.path,
-        sum(
-            CASE
-                WHEN i.mark_delete_ledger_id IS NULL OR l.ledger_id > i.mark_delete_ledger_id
-                    THEN coalesce(l.entries, CAST(0 AS BIGINT))
-                WHEN l.ledger_id = i.mark_delete_ledger_id
-                    THEN greatest(coalesce(l.entries, CAST(0 AS BIGINT)) - (i.mark_delete_entry_id + 1),
-                                  CAST(0 AS BIGINT))
-                ELSE CAST(0 AS BIGINT)
-            END
-        ) AS backlog_entries,
-        sum(
-            CASE
-                WHEN i.mark_delete_ledger_id IS NULL OR l.ledger_id >= i.mark_delete_ledger_id
-                    THEN coalesce(l.size, CAST(0 AS BIGINT))
-                ELSE CAST(0 AS BIGINT)
-            END
-        ) AS backlog_bytes
-    FROM inactive i
-    JOIN int_ledgers l ON l.ml_path = i.ml_path
-    GROUP BY i.path
 )
 SELECT
     'inactive-subscription' AS detection,
@@ -57,4 +33,4 @@ SELECT
     )) AS evidence
 FROM inactive i
 CROSS JOIN params p
-LEFT JOIN backlog b ON b.path = i.path
+LEFT JOIN int_cursor_backlog b ON b.path = i.path

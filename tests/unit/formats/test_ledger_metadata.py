@@ -16,6 +16,7 @@ from pulsar_ops.formats.ledger_metadata import (
 )
 
 from .strategies import ledger_metadatas
+from .wire import varint
 
 # Test vectors from apache/bookkeeper bookkeeper-server/src/test/java/org/apache/bookkeeper/meta/
 # TestLedgerMetadataSerDe.java (base64 znode values written by BookKeeper 4.0/4.1, 4.2/4.3, 4.4-4.8, 4.9+).
@@ -300,17 +301,7 @@ def _as_v3(text: str) -> bytes:
     msg = proto.LedgerMetadataFormat()
     text_format.Merge(text, msg)
     body = msg.SerializePartialToString()
-    return b"BookieMetadataFormatVersion\t3\n" + _varint(len(body)) + body
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        if n < 0x80:
-            out.append(n)
-            return bytes(out)
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
+    return b"BookieMetadataFormatVersion\t3\n" + varint(len(body)) + body
 
 
 def test_bookie_ids_upstream_accepts() -> None:
