@@ -11,6 +11,7 @@ resident memory so far (``VmHWM``).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -57,15 +58,30 @@ def run(
     snapshot: Path | None = None,
     master: str = "local[*]",
     info: Any = lambda _s: None,
+    keep: bool = False,
 ) -> dict[str, Any]:
-    """Time the Spark audit and DuckDB over the same snapshot(s); returns the figures (``runs``, one per size)."""
+    """Time the Spark audit and DuckDB over the same snapshot(s); returns the figures (``runs``, one per size).
+
+    The seeded snapshots and audit outputs live in a temporary directory removed at the end (a 600,000-topic
+    snapshot is 1.4 GB), unless ``keep``: then ``work_dir`` in the figures says where they are.
+    """
+    work = Path(tempfile.mkdtemp(prefix="pulsar-ops-bench-audit-"))
+    try:
+        doc = _run(topics, snapshot, master, info, work)
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    doc["work_dir"] = str(work) if keep else None
+    return doc
+
+
+def _run(topics: int | list[int], snapshot: Path | None, master: str, info: Any, work: Path) -> dict[str, Any]:
     from pulsar_ops.audit.manifest import read_manifest
     from pulsar_ops.audit.runner import SnapshotSize, run_audit, session_conf
     from pulsar_ops.audit.session import build_session
     from pulsar_ops.bench.duckdb_sql import connect, run_detections
 
     sizes = [topics] if isinstance(topics, int) else list(topics)
-    work = Path(tempfile.mkdtemp(prefix="pulsar-ops-bench-audit-"))
     snaps: list[tuple[int | None, Path, float]] = []
     if snapshot is not None:
         snaps.append((None, snapshot, 0.0))
@@ -85,7 +101,7 @@ def run(
         params = AuditParams(now_ms=int(manifest["finished_at_ms"]))
         info(f"auditing {snap} with Spark and DuckDB ...")
         t0 = time.monotonic()
-        result = run_audit(snap, snap.parent / "out", params, spark=spark)
+        result = run_audit(snap, work / f"out-{n if n is not None else 'given'}", params, spark=spark)
         spark_s = time.monotonic() - t0
         peak = jvm_peak_rss_bytes(spark)
         t0 = time.monotonic()

@@ -111,6 +111,9 @@ def bench_audit(
     snapshot: Path | None = typer.Option(None, "--snapshot", help="Audit this snapshot instead of seeding one."),
     master: str = typer.Option("local[*]", "--master", help="Spark master."),
     as_json: bool = typer.Option(False, "--json", help="Write the figures as JSON to stdout."),
+    keep: bool = typer.Option(
+        False, "--keep", help="Keep the seeded snapshots and audit outputs (their directory is printed)."
+    ),
 ) -> None:
     """Spark audit wall time vs the same SQL on DuckDB over the same Parquet, and the ratio."""
     from pulsar_ops.bench.audit import run
@@ -127,7 +130,9 @@ def bench_audit(
             ) from None
         if not sizes or min(sizes) < 1:
             raise ConfigError(f"--topics {topics!r}: sizes must be >= 1", hint="e.g. --topics 10000,100000")
-        doc = run(topics=sizes, snapshot=snapshot, master=master, info=info)
+        doc = run(topics=sizes, snapshot=snapshot, master=master, info=info, keep=keep)
+        if doc.get("work_dir"):
+            info(f"snapshots and audit outputs kept in {doc['work_dir']}")
         info(f"machine: {doc['cpus']} cpu(s), load {doc['load_1min']} (shared machine: figures are upper bounds)")
         info(f"spark ({master}): session start {doc['spark_startup_s']} s with {doc['spark_conf']}")
         info(
