@@ -141,6 +141,7 @@ def parse_namespace_policies(data: bytes | str, path: str) -> NamespacePolicies:
     obj = parse_json_object(data, path)
     retention = _opt_obj(obj, "retention_policies", path)
     delayed = _opt_obj(obj, "delayed_delivery_policies", path)
+    delayed_object = obj.get("delayed_delivery_policies")  # None: no object, the broker setting applies
     bundles = _opt_obj(obj, "bundles", path)
     raw_bounds = bundles.get("boundaries") or []
     if not isinstance(raw_bounds, list) or not all(isinstance(b, str) for b in raw_bounds):
@@ -153,7 +154,7 @@ def parse_namespace_policies(data: bytes | str, path: str) -> NamespacePolicies:
         message_ttl_seconds=ttl if ttl else None,
         delayed_delivery_active=_opt_bool(delayed, "active", path),
         delayed_delivery_tick_ms=_opt_int(delayed, "tickTime", path),
-        delayed_delivery_max_delay_ms=_max_delay(obj, delayed, path),
+        delayed_delivery_max_delay_ms=None if delayed_object is None else _max_delay(delayed, path),
         subscription_expiration_minutes=_opt_int(obj, "subscription_expiration_time_minutes", path),
         bundle_boundaries=tuple(raw_bounds),
         num_bundles=num if num is not None else max(len(raw_bounds) - 1, 0),
@@ -162,16 +163,14 @@ def parse_namespace_policies(data: bytes | str, path: str) -> NamespacePolicies:
     )
 
 
-def _max_delay(obj: Mapping[str, Any], delayed: Mapping[str, Any], path: str) -> int | None:
-    """``delayed_delivery_policies.maxDeliveryDelayInMillis`` as the broker reads it.
+def _max_delay(delayed: Mapping[str, Any], path: str) -> int:
+    """``delayed_delivery_policies.maxDeliveryDelayInMillis`` as the broker reads it, for a namespace that has
+    that object (without one the broker setting applies: the caller records None).
 
     ``DelayedDeliveryPolicies.getMaxDeliveryDelayInMillis`` is a primitive long: a policies object written by a
     broker that predates the field (or that left it 0) gives 0, and the namespace value 0 (unbounded) overrides
     the broker's ``delayedDeliveryMaxDelayInMillis`` (``AbstractTopic.updateTopicPolicyByNamespacePolicy``).
-    No ``delayed_delivery_policies`` object at all = None (the broker setting applies).
     """
-    if not isinstance(obj.get("delayed_delivery_policies"), dict):
-        return None
     value = _opt_int(delayed, "maxDeliveryDelayInMillis", path)
     return 0 if value is None else value
 

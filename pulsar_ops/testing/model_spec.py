@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from pulsar_ops.errors import ConfigError
 from pulsar_ops.findings import DETECTIONS
+from pulsar_ops.formats.compression import CODECS
 
 MINUTE_MS = 60_000
 HOUR_MS = 60 * MINUTE_MS
@@ -98,16 +99,10 @@ class SeedOptions:
                 f"unknown defect kinds: {', '.join(sorted(unknown))}",
                 hint=f"valid kinds: {', '.join(ALL_KINDS)}",
             )
-        if self.metadata_compression is not None and self.metadata_compression.upper() not in (
-            "NONE",
-            "LZ4",
-            "ZLIB",
-            "ZSTD",
-            "SNAPPY",
-        ):
+        if self.metadata_compression is not None and self.metadata_compression.upper() not in CODECS:
             raise ConfigError(
                 f"unknown metadata compression {self.metadata_compression!r}",
-                hint="use one of NONE, LZ4, ZLIB, ZSTD, SNAPPY (Pulsar's managedLedgerInfoCompressionType values)",
+                hint=f"use one of {', '.join(CODECS)} (Pulsar's managedLedgerInfoCompressionType values)",
             )
         if not self.ledgers_root.startswith("/") or self.ledgers_root != self.ledgers_root.rstrip("/"):
             raise ConfigError(f"bad ledgers root {self.ledgers_root!r}", hint="use an absolute path like /ledgers")
