@@ -1,17 +1,21 @@
-"""The audit job as extract -> transform -> load over a SparkSession.
+"""The audit job as extract -> materialise -> transform -> load over a SparkSession.
 
 extract: register every snapshot table (``src_<table>``), the staging views (``stg_<table>``), the one-row
-``params`` view and the shared intermediate views. transform: run every ``sql/detect/*.sql`` and union them
-after checking each against ``findings.FINDING_COLUMNS``. load: write ``OUT/findings/`` Parquet (one sorted
-part) and return the rows for ``findings.json``.
+``params`` view and the shared intermediate views. materialise: write each intermediate view once to Parquet
+in the audit's work directory and register it again as a read of that Parquet, so every detection reads the
+shared result (with its real size) instead of re-planning and re-computing it. transform: run every
+``sql/detect/*.sql`` and union them after checking each against ``findings.FINDING_COLUMNS``. load: write
+``OUT/findings/`` Parquet (one sorted part) and return the rows for ``findings.json``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
@@ -119,6 +123,46 @@ def extract(
     spark.sql(params_sql(params, admin_scraped)).createOrReplaceTempView("params")
     for f in intermediate_files(sql_root):
         _view(spark, f)
+
+
+@dataclass(frozen=True)
+class Materialised:
+    """One intermediate view written once: where, how many rows, how many Parquet bytes."""
+
+    name: str
+    path: Path
+    rows: int
+    bytes: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"rows": self.rows, "bytes": self.bytes}
+
+
+def parquet_size(directory: Path) -> tuple[int, int]:
+    """Rows (from the Parquet footers) and bytes of the part files Spark wrote into ``directory``."""
+    rows = size = 0
+    for part in sorted(directory.glob("*.parquet")):
+        size += part.stat().st_size
+        rows += pq.ParquetFile(part).metadata.num_rows
+    return rows, size
+
+
+def materialise(spark: SparkSession, work_dir: Path, sql_root: Path | None = None) -> list[Materialised]:
+    """Write every intermediate view once (file order, so a view reads the written views before it) and register
+    it again as a read of what was written. A detection then scans the result instead of re-computing the
+    view's joins and windows in its own plan, and the planner sees the real size of each intermediate."""
+    out: list[Materialised] = []
+    for f in intermediate_files(sql_root):
+        target = work_dir / f.name
+        try:
+            view = spark.table(f.name)
+            view.write.mode("overwrite").parquet(str(target))
+            spark.read.schema(view.schema).parquet(str(target)).createOrReplaceTempView(f.name)
+        except PySparkException as e:
+            raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+        rows, size = parquet_size(target)
+        out.append(Materialised(f.name, target, rows, size))
+    return out
 
 
 def column_contract(df: DataFrame) -> list[tuple[str, str]]:

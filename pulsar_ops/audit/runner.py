@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from pulsar_ops.audit.sizing import snapshot_bytes as sizing_snapshot_bytes
 from pulsar_ops.errors import AuditError, PulsarOpsError, SnapshotError, debug_enabled
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
 from pulsar_ops.snapshot.reader import verify_parts
+
+INTERMEDIATE_DIR = "_intermediate"  # under --out: the materialised intermediate views, removed when the audit ends
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ def run_audit(
         raise AuditError(f"--out {out_dir} exists and is not a directory", hint="pass a directory to --out")
     verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
     out_dir.mkdir(parents=True, exist_ok=True)
+    work_dir = out_dir / INTERMEDIATE_DIR
     size = SnapshotSize.of(snapshot_dir, manifest) if spark is None else None
     conf = session_conf(size, master, spark_conf) if size is not None else {}
     try:
@@ -151,6 +155,7 @@ def run_audit(
         etl.extract(
             session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
         )
+        materialised = etl.materialise(session, work_dir, sql_root)
         frame, detections = etl.transform(session, sql_root)
         written = etl.load(frame, out_dir)
         rows = written.collect()
@@ -162,12 +167,15 @@ def run_audit(
         if known is None or debug_enabled():
             raise
         raise known from e
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
     findings = tuple(sorted((Finding.from_json(r.asDict()) for r in rows), key=sort_key))
     wall = time.monotonic() - started
     snapshot = manifest_summary(manifest, snapshot_dir)
     audit = audit_metadata(resolved, detections, findings, wall, str(session.sparkContext.master))
     audit["spark_conf"] = {k: session.conf.get(k, None) for k in sorted({*conf, *SQL_SIZING_KEYS})}
     audit["coverage"] = coverage_summary(covered)
+    audit["intermediate"] = {m.name: m.to_json() for m in materialised}
     result = AuditResult(
         findings=findings,
         counts=audit["counts"],

@@ -1,0 +1,86 @@
+"""The audit's plan shape: every intermediate view is computed once (materialised to Parquet) and the detections
+read that result instead of re-planning the view's joins and windows; nothing plans a cartesian product."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pulsar_ops.audit import etl
+from pulsar_ops.audit.params import AuditParams
+from pulsar_ops.audit.runner import INTERMEDIATE_DIR
+from pulsar_ops.audit.sql_files import detect_files, intermediate_files
+from tests.spark.helpers import audit
+from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
+
+pytestmark = pytest.mark.spark
+
+
+def _builder() -> SnapshotBuilder:
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.topic("t/ns", "a", ledgers=[(10, 100, 5000, NOW - 5 * DAY), (11, None, None, None)])
+    b.cursor("t/ns", "a", "sub", md=(10, 99), cursors_ledger_id=20)
+    for lid in (10, 11, 20, 99):
+        b.bk_ledger(lid)
+    return b
+
+
+@pytest.fixture(scope="module")
+def materialised(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[etl.Materialised], Path]:
+    root = tmp_path_factory.mktemp("plan-shape")
+    snap = _builder().write(root / "snap")
+    etl.extract(spark, snap, AuditParams(now_ms=NOW), admin_scraped=False)
+    work = root / "work"
+    return spark, etl.materialise(spark, work, None), work
+
+
+def _scanned_dirs(df: Any) -> set[str]:
+    """Every directory the frame's file scans read (``DataFrame.inputFiles``: the Parquet parts, as URIs)."""
+    return {str(Path(re.sub(r"^file:", "", f)).parent) for f in df.inputFiles()}
+
+
+def test_every_intermediate_view_is_written_once_with_its_size(materialised: Any) -> None:
+    spark, done, work = materialised
+    assert [m.name for m in done] == [f.name for f in intermediate_files()]
+    for m in done:
+        assert m.path == work / m.name and any(m.path.glob("*.parquet"))
+        assert spark.table(m.name).count() == m.rows
+        assert m.bytes > 0
+    rows = {m.name: m.rows for m in done}
+    assert rows["int_ledgers"] == 2 and rows["int_topics"] == 1
+
+
+def test_an_intermediate_view_reads_its_parquet_and_nothing_else(materialised: Any) -> None:
+    spark, done, work = materialised
+    for m in done:
+        assert _scanned_dirs(spark.table(m.name)) == {str(work / m.name)}
+
+
+@pytest.mark.parametrize("f", detect_files(), ids=lambda f: f.name)
+def test_a_detection_reads_the_materialised_views_instead_of_recomputing_them(materialised: Any, f: Any) -> None:
+    spark, _, work = materialised
+    df = spark.sql(f.text)
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    scanned = _scanned_dirs(df)
+    assert "CartesianProduct" not in plan
+    # the ledger lists are read only by the intermediate views that were materialised (int_references,
+    # int_ledgers): no detection scans them again, nor re-runs int_ledgers' window
+    assert not [d for d in scanned if d.endswith("/ledger_list")], scanned
+    if "OVER (" not in f.text:
+        assert "Window" not in plan
+    used = set(re.findall(r"\bint_[a-z_]+\b", f.text))
+    assert used <= {Path(d).name for d in scanned if d.startswith(str(work))}
+
+
+def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, tmp_path: Path) -> None:
+    r = audit(spark, _builder(), tmp_path)
+    sizes = r.audit["intermediate"]
+    assert list(sizes) == [f.name for f in intermediate_files()]
+    assert sizes["int_ledgers"]["rows"] == 2 and sizes["int_ledgers"]["bytes"] > 0
+    assert json.loads((tmp_path / "out" / "findings.json").read_text())["audit"]["intermediate"] == sizes
+    assert not (tmp_path / "out" / INTERMEDIATE_DIR).exists()
