@@ -143,7 +143,7 @@ def parquet_size(directory: Path) -> tuple[int, int]:
     rows = size = 0
     for part in sorted(directory.glob("*.parquet")):
         size += part.stat().st_size
-        rows += pq.ParquetFile(part).metadata.num_rows
+        rows += pq.read_metadata(part).num_rows
     return rows, size
 
 
