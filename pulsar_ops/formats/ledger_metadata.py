@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from google.protobuf import text_format
+from google.protobuf import text_format, unknown_fields
 
 from pulsar_ops.errors import DecodeError, TruncatedInputError, UnknownFormatVersionError
 from pulsar_ops.formats import proto
@@ -96,9 +96,9 @@ def _split_header(data: bytes, path: str) -> tuple[int, bytes]:
             raise TruncatedInputError(path, "ledger metadata truncated: no newline after the format version")
         raise DecodeError(path, "malformed format-version header (no newline within 10 digits)")
     token = data[len(HEADER_PREFIX) : nl]
-    if not token or len(token) > 10 or not token.isdigit():
+    version = _java_parse_int(token) if len(token) <= 10 else None
+    if version is None:
         raise DecodeError(path, f"malformed format version {token[:20]!r}")
-    version = int(token)
     if version not in SUPPORTED_VERSIONS:
         raise UnknownFormatVersionError(
             path, f"ledger metadata format version {version} (supported: 1, 2, 3)", hint=None
@@ -106,19 +106,40 @@ def _split_header(data: bytes, path: str) -> tuple[int, bytes]:
     return version, data[nl + 1 :]
 
 
+_JAVA_INT = re.compile(r"[+-]?\d+")
+
+
+def _java_parse_int(token: bytes) -> int | None:
+    """``Integer.parseInt(new String(token, UTF_8))`` as ``LedgerMetadataSerDe.readHeader`` applies it to the
+    version digits: an optional sign, then decimal digits of the Basic Multilingual Plane (Java reads a char at a
+    time, so ``Character.digit`` accepts e.g. U+0663 but not a surrogate pair), within int32; None when Java
+    throws ``NumberFormatException``."""
+    try:
+        text = token.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # Java decodes to U+FFFD, which is not a digit
+    if not _JAVA_INT.fullmatch(text) or any(ord(c) > 0xFFFF for c in text):
+        return None
+    value = int(text)
+    return value if -(2**31) <= value < 2**31 else None
+
+
 def _read_varint32(buf: bytes, path: str) -> tuple[int, int]:
+    """The v3 length prefix as BookKeeper 4.18's ``readRawVarint32`` reads it (4.17's ``mergeDelimitedFrom``
+    agrees on every value 4.18 accepts): at most 5 bytes, the bits past 32 dropped, a negative result refused."""
     result = 0
     shift = 0
-    for i in range(min(len(buf), 10)):
+    for i in range(min(len(buf), 5)):
         b = buf[i]
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            if result >= 1 << 32 or (i == 4 and b > 0x0F):
-                raise DecodeError(path, "v3 length prefix does not fit in 32 bits")
+            result &= 0xFFFFFFFF  # Java's int: the 5th byte's bits past 32 are shifted out
+            if result >= 1 << 31:
+                raise DecodeError(path, "v3 length prefix is negative as a Java int")
             return result, i + 1
         shift += 7
-        if i >= 4:
-            raise DecodeError(path, "v3 length prefix is longer than 5 bytes")
+    if len(buf) >= 5:
+        raise DecodeError(path, "v3 length prefix is longer than 5 bytes")
     raise TruncatedInputError(path, "ledger metadata truncated inside the v3 length prefix")
 
 
@@ -235,7 +256,22 @@ def _v3_message(body: bytes, path: str) -> Any:
     msg, reason = try_binary(proto.LedgerMetadataFormat, body[off : off + size])
     if msg is None:
         raise DecodeError(path, f"v3 ledger metadata: {reason}")
+    if _has_group(msg):
+        raise DecodeError(
+            path, "v3 ledger metadata: an unknown field of the group wire type (BookKeeper 4.18 refuses it)"
+        )
     return msg
+
+
+def _has_group(msg: Any) -> bool:
+    """Whether a field the schema does not know, at a level the readers walk (the message, its segments and
+    custom-metadata entries), uses the group wire type (3): protobuf-java (BookKeeper <= 4.17) skips it,
+    LightProto (>= 4.18, ``LightProtoCodec.skipUnknownField``) throws. ~0.1 us per message without unknowns."""
+    for m in (msg, *msg.segment, *msg.customMetadata):
+        unknown = unknown_fields.UnknownFieldSet(m)
+        if any(unknown[i].wire_type == 3 for i in range(len(unknown))):
+            return True
+    return False
 
 
 def decode_ledger_metadata(data: bytes, path: str) -> LedgerMetadata:

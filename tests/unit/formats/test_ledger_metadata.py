@@ -16,7 +16,7 @@ from pulsar_ops.formats.ledger_metadata import (
 )
 
 from .strategies import ledger_metadatas
-from .wire import varint
+from .wire import ld, varint, vint
 
 # Test vectors from apache/bookkeeper bookkeeper-server/src/test/java/org/apache/bookkeeper/meta/
 # TestLedgerMetadataSerDe.java (base64 znode values written by BookKeeper 4.0/4.1, 4.2/4.3, 4.4-4.8, 4.9+).
@@ -349,3 +349,98 @@ def test_v2_accepts_what_both_upstream_readers_accept(edit: Any) -> None:
 def test_v2_rows_where_ours_follows_bookkeeper_4_17(edit: Any) -> None:
     with pytest.raises(DecodeError):
         decode_ledger_metadata(_V2 + edit(_V2_OK).encode(), _V1_PATH)
+
+
+# v3 (binary, varint length prefix): BookKeeper 4.17 reads it with protobuf-java's ``mergeDelimitedFrom`` +
+# ``build()``, 4.18 with its own ``readRawVarint32`` + LightProto ``parseFrom`` (required fields checked). Where
+# the two differ, ours refuses (docs/formats.md, "Ledger metadata v3").
+_V3_OK_BODY = _as_v3(_V2_OK)[len(b"BookieMetadataFormatVersion\t3\n") + 1 :]  # the message, without its prefix
+
+
+def _v3(body: bytes, prefix: bytes | None = None, header: bytes = b"3") -> bytes:
+    return b"BookieMetadataFormatVersion\t" + header + b"\n" + (varint(len(body)) if prefix is None else prefix) + body
+
+
+def _v3_reads_as_ok(data: bytes) -> LedgerMetadata:
+    md = decode_ledger_metadata(data, _V1_PATH)
+    assert (md.length, md.write_quorum, md.ensemble_size, md.state, md.ctime_ms) == (10, 2, 3, "CLOSED", 5)
+    assert md.ensembles == ((0, ("a:1", "b:1", "c:1")),)
+    fields = ledger_metadata_fields(data, _V1_PATH)
+    assert fields[:7] == (3, "CLOSED", 10, 4, 3, 2, 2)
+    if native.bk_ledger_v3 is not None:
+        parts = native.bk_ledger_v3(data)
+        assert parts is None or parts[:7] == fields[:7]  # the native path takes it identically or leaves it
+    return md
+
+
+def _seg_with(extra: bytes) -> bytes:
+    """The canonical body with ``extra`` appended inside its segment (field 6)."""
+    seg = ld(1, "a:1") + ld(1, "b:1") + ld(1, "c:1") + vint(2, 0) + extra
+    return _V3_OK_BODY.replace(_V3_OK_BODY[_V3_OK_BODY.index(b"\x32") : _V3_OK_BODY.index(b"\x38")], ld(6, seg))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _v3(_V3_OK_BODY) + b"\x00garbage",  # bytes after the delimited message are never read
+        _v3(_V3_OK_BODY + vint(99, 7)),  # unknown fields of each skippable wire type (a newer writer's)
+        _v3(_V3_OK_BODY + ld(99, b"future")),
+        _v3(_V3_OK_BODY + varint(99 << 3 | 5) + b"\x01\x02\x03\x04"),
+        _v3(_V3_OK_BODY + varint(99 << 3 | 1) + bytes(8)),
+        _v3(_seg_with(vint(9, 1))),  # ... inside a segment
+        _v3(_V3_OK_BODY + ld(11, vint(7, 1) + ld(1, "k") + ld(2, b"v"))),  # ... inside a custom-metadata entry
+        _v3(_V3_OK_BODY + ld(1, b"xx")),  # a known number with another wire type is an unknown field
+        _v3(vint(3, 99) + _V3_OK_BODY),  # a singular field twice: the last wins (length 99, then 10)
+        _v3(vint(5, 3) + _V3_OK_BODY[::1].replace(vint(5, 3), b"")),  # another field order
+        _v3(_V3_OK_BODY + vint(7, 42)),  # an unknown digest type: the field keeps its value
+        _v3(_V3_OK_BODY, prefix=bytes([len(_V3_OK_BODY) | 0x80, 0x00])),  # a non-minimal 2-byte prefix
+        _v3(_V3_OK_BODY, prefix=bytes([len(_V3_OK_BODY) | 0x80, 0x80, 0x80, 0x80, 0x70])),  # bits past 32 dropped
+        _v3(_V3_OK_BODY, header=b"03"),  # Integer.parseInt of the version digits
+        _v3(_V3_OK_BODY, header=b"+3"),
+        _v3(_V3_OK_BODY, header="\u0663".encode()),  # ARABIC-INDIC DIGIT THREE: Character.digit reads 3
+    ],
+)
+def test_v3_accepts_what_both_upstream_readers_accept(data: bytes) -> None:
+    _v3_reads_as_ok(data)
+
+
+def test_v3_unknown_enum_value_leaves_the_field_as_it_was_and_the_last_singular_value_wins() -> None:
+    # protobuf-java and LightProto alike: an enum number the schema lacks does not set the field
+    assert decode_ledger_metadata(_v3(_V3_OK_BODY + vint(7, 42)), _V1_PATH).digest_type == "CRC32C"
+    assert decode_ledger_metadata(_v3(_V3_OK_BODY.replace(vint(7, 3), vint(7, 42))), _V1_PATH).digest_type is None
+    assert decode_ledger_metadata(_v3(_V3_OK_BODY + vint(3, 12)), _V1_PATH).length == 12
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "why"),
+    [
+        # 4.17 accepts, 4.18 refuses: ours refuses
+        (_v3(_V3_OK_BODY, prefix=bytes([len(_V3_OK_BODY) | 0x80, 0x80, 0x80, 0x80, 0x80, 0x00])), DecodeError,
+         "longer than 5 bytes"),
+        (_v3(_V3_OK_BODY, prefix=varint(len(_V3_OK_BODY) + 4)), TruncatedInputError, "truncated"),
+        (_v3(_V3_OK_BODY + varint(99 << 3 | 3) + vint(1, 1) + varint(99 << 3 | 4)), DecodeError, "group"),
+        (_v3(_seg_with(varint(9 << 3 | 3) + varint(9 << 3 | 4))), DecodeError, "group"),
+        # both refuse
+        (_v3(_V3_OK_BODY, prefix=bytes([len(_V3_OK_BODY) | 0x80, 0x80, 0x80, 0x80, 0x08])), DecodeError,
+         "negative"),
+        (_v3(_V3_OK_BODY.replace(vint(5, 3), vint(5, 9))), DecodeError, "required"),  # unknown state
+        (_v3(_V3_OK_BODY.replace(vint(3, 10), b"")), DecodeError, "required"),  # length missing
+        (_v3(_seg_with(b"").replace(vint(2, 0), b"")), DecodeError, "required"),  # segment.firstEntryId missing
+        (_v3(_V3_OK_BODY + varint(99 << 3 | 6)), DecodeError, "protobuf"),  # wire types 6 and 7 do not exist
+        (_v3(b""), DecodeError, "required"),  # a zero length prefix: an empty message
+        (_v3(_V3_OK_BODY, header=b"-3"), UnknownFormatVersionError, "version -3"),
+        (_v3(_V3_OK_BODY, header=b"3 "), DecodeError, "malformed format version"),
+        (_v3(_V3_OK_BODY, header="\U0001d7d1".encode()), DecodeError, "malformed format version"),  # a surrogate pair
+        # upstream reads a custom-metadata key that is not UTF-8 with U+FFFD; ours refuses (docs/formats.md)
+        (_v3(_V3_OK_BODY + ld(11, ld(1, b"\xff\xfe") + ld(2, b"v"))), DecodeError, "UTF-8"),
+    ],
+)  # fmt: skip
+def test_v3_refuses_what_upstream_refuses_and_where_the_readers_differ(
+    data: bytes, error: type[DecodeError], why: str
+) -> None:
+    for read in (decode_ledger_metadata, ledger_metadata_fields):
+        with pytest.raises(error, match=why) as info:
+            read(data, _V1_PATH)
+        assert type(info.value) is error
+    if native.bk_ledger_v3 is not None:
+        assert native.bk_ledger_v3(data) is None
