@@ -8,8 +8,9 @@ from typing import Any
 import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.cli.common import emit_json, err_console, guarded
+from pulsar_ops.errors import ConfigError
 from pulsar_ops.repair.plan_builder import BuiltPlan, build_plan
-from pulsar_ops.repair.planner import DEFAULT_SUBTREE_MAX_ZNODES, PlanParams
+from pulsar_ops.repair.planner import DEFAULT_SUBTREE_MAX_ZNODES, OPT_IN, PlanParams
 from pulsar_ops.repair.units import human_bytes, parse_size
 
 
@@ -24,7 +25,11 @@ def print_plan_summary(built: BuiltPlan) -> None:
     _say(f"  snapshot {plan.snapshot.get('id')}  checksum {built.checksum}")
     _say(f"Actions: {s['actions']} ({human_bytes(s['bytes'])}, {s['znodes']} znodes to delete)")
     for kind, k in s["by_kind"].items():
-        _say(f"  {kind}: {k['actions']} action(s), {human_bytes(k['bytes'])}, {k['znodes']} znode(s)")
+        line = f"  {kind}: {k['actions']} action(s), {human_bytes(k['bytes'])}, {k['znodes']} znode(s)"
+        if k.get("rewrites"):
+            line += f" to delete, {k['rewrites']} managed-ledger znode(s) rewritten"
+            line += f" without {k['dropped_ledgers']} missing ledger(s)"
+        _say(line)
     if s["ledger_kinds"]:
         _say("  ledger kinds: " + ", ".join(f"{k}={v}" for k, v in s["ledger_kinds"].items()))
     if s["leaks"]:
@@ -66,13 +71,27 @@ def register(app: typer.Typer) -> None:
             min=1,
             help="Largest znode subtree deleted in one transaction; bigger leaks are not planned.",
         ),
+        include: list[str] = typer.Option(
+            [],
+            "--include",
+            help="Also repair this detection (opt-in; repeatable): dangling-ledger -> drop-missing-ledger "
+            "(rewrites an unloaded topic's ledger list without ledgers BookKeeper no longer has: their data is "
+            "lost, the topic can load again).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
     ) -> None:
         """Write a dry-run plan from an audit's plannable findings. Never writes to ZooKeeper. Exit 0."""
+        unknown = sorted(set(include) - set(OPT_IN))
+        if unknown:
+            raise ConfigError(
+                f"--include {unknown[0]}: not an opt-in detection",
+                hint=f"choose from: {', '.join(sorted(OPT_IN))}",
+            )
         params = PlanParams(
             max_actions=max_actions,
             max_bytes=None if max_bytes is None else parse_size(max_bytes),
             subtree_max_znodes=max_subtree_znodes,
+            include=frozenset(include),
         )
         built = build_plan(audit_dir, out, params)
         print_plan_summary(built)

@@ -89,6 +89,12 @@ def _parse_header(data: bytes) -> tuple[str, int, int] | None:
     return codec, meta.uncompressedSize, 6 + n
 
 
+def header_codec(data: bytes) -> str | None:
+    """The codec named by ``data``'s compression header, or None when it has no header that parses."""
+    header = _parse_header(data)
+    return header[0] if header is not None else None
+
+
 def unwrap(data: bytes, path: str) -> tuple[bytes, str]:
     """Strip the compression header: (plain protobuf bytes, codec name or ``"NONE"``)."""
     if data[:2] != MAGIC:

@@ -24,7 +24,9 @@ from pulsar_ops.errors import PlanError
 
 KIND_DELETE_LEDGER = "delete-ledger-metadata"
 KIND_DELETE_SUBTREE = "delete-subtree"
-ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE)
+KIND_DROP_MISSING_LEDGER = "drop-missing-ledger"  # rewrite a managed-ledger info without a ledger BK lost
+REWRITE_KINDS = (KIND_DROP_MISSING_LEDGER,)
+ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE, *REWRITE_KINDS)
 STORES = ("local", "config")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HINT = "plans are written by `pulsar-ops plan AUDIT_DIR --out PLAN.json`; re-create it instead of editing it"
@@ -102,13 +104,17 @@ class Precondition:
     znodes: tuple[ZnodeRef, ...]
     custom_metadata: tuple[tuple[str, str], ...] = ()
     references: tuple[Reference, ...] = ()
+    absent: tuple[str, ...] = ()  # paths (in the action's store) that must still not exist
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "znodes": [z.to_json() for z in self.znodes],
             "custom_metadata": dict(self.custom_metadata),
             "references": [r.to_json() for r in self.references],
         }
+        if self.absent:
+            d["absent"] = list(self.absent)
+        return d
 
     @classmethod
     def from_json(cls, d: Any, where: str = "preconditions") -> Precondition:
@@ -120,12 +126,82 @@ class Precondition:
         znodes = _list(d, "znodes", where)
         if not znodes:
             raise PlanError(f"{where}.znodes: an action deletes at least one znode", hint=_HINT)
+        absent = _list(d, "absent", where)
         return cls(
             znodes=tuple(ZnodeRef.from_json(z, f"{where}.znodes[{i}]") for i, z in enumerate(znodes)),
             custom_metadata=tuple(sorted((str(k), v) for k, v in cm.items())),
             references=tuple(
                 Reference.from_json(r, f"{where}.references[{i}]") for i, r in enumerate(_list(d, "references", where))
             ),
+            absent=tuple(
+                strict.req_zk_path({"p": p}, "p", f"{where}.absent[{i}]", PlanError, hint=_HINT)
+                for i, p in enumerate(absent)
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class RemovedLedger:
+    """A ledger-list entry a rewrite removes, as the snapshot listed it: the data loss the plan acknowledges."""
+
+    ledger_id: int
+    entries: int | None
+    size: int | None
+    finding: str = ""  # key of the finding this entry answers
+
+    def to_json(self) -> dict[str, Any]:
+        last = None if self.entries is None else f"{self.ledger_id}:{self.entries - 1}"
+        return {
+            "ledger_id": self.ledger_id,
+            "entries": self.entries,
+            "bytes": self.size,
+            "message_ids": None if last is None or self.entries == 0 else [f"{self.ledger_id}:0", last],
+            "finding": self.finding,
+        }
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A managed-ledger info rewritten without some ledgers (compare-and-set on its scraped version).
+
+    ``path`` is one of the action's ``preconditions.znodes`` (backed up at mark, restored byte for byte);
+    ``topic`` (``persistent://t/ns/x``) must be unloaded at apply: no ownership znode under
+    ``/namespace/<t>/<ns>`` covers its bundle.
+    """
+
+    path: str
+    topic: str
+    removed: tuple[RemovedLedger, ...]
+
+    @property
+    def ledger_ids(self) -> tuple[int, ...]:
+        return tuple(r.ledger_id for r in self.removed)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "topic": self.topic, "removed": [r.to_json() for r in self.removed]}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> Rewrite:
+        E = PlanError
+        d = strict.obj(d, where, E, hint=_HINT)
+        removed = []
+        for i, r in enumerate(_list(d, "removed", where)):
+            w = f"{where}.removed[{i}]"
+            r = strict.obj(r, w, E, hint=_HINT)
+            removed.append(
+                RemovedLedger(
+                    ledger_id=strict.req_int(r, "ledger_id", w, E, lo=0, hint=_HINT),
+                    entries=strict.integer(r, "entries", w, E, lo=0, nullable=True, hint=_HINT),
+                    size=strict.integer(r, "bytes", w, E, lo=0, nullable=True, hint=_HINT),
+                    finding=strict.text(r, "finding", w, E, nullable=True, hint=_HINT) or "",
+                )
+            )
+        if not removed:
+            raise E(f"{where}.removed: a rewrite removes at least one ledger", hint=_HINT)
+        return cls(
+            path=strict.req_zk_path(d, "path", where, E, hint=_HINT),
+            topic=strict.req_text(d, "topic", where, E, hint=_HINT),
+            removed=tuple(removed),
         )
 
 
@@ -154,10 +230,16 @@ class Action:
     leak: str | None = None  # znode-leak sub-kind (subtree actions)
     loads_topics: bool = False
     impact: Mapping[str, Any] = field(default_factory=dict)
+    rewrite: Rewrite | None = None  # REWRITE_KINDS only
 
     @property
     def znode_count(self) -> int:
         return len(self.preconditions.znodes)
+
+    @property
+    def delete_count(self) -> int:
+        """Znodes the action deletes (a rewrite's managed-ledger znode is changed, not deleted)."""
+        return self.znode_count - (1 if self.rewrite is not None else 0)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind, "store": self.store}
@@ -178,6 +260,8 @@ class Action:
                 "impact": dict(self.impact),
             }
         )
+        if self.rewrite is not None:
+            d["rewrite"] = self.rewrite.to_json()
         return d
 
     @classmethod
@@ -197,6 +281,9 @@ class Action:
             raise E(f"{where}: deletes ledger metadata but has no ledger_id", hint=_HINT)
         fd = strict.obj(d.get("finding"), f"{where}.finding", E, hint=_HINT)
         impact = d.get("impact")
+        rewrite = Rewrite.from_json(d["rewrite"], f"{where}.rewrite") if d.get("rewrite") is not None else None
+        if (kind in REWRITE_KINDS) != (rewrite is not None):
+            raise E(f"{where}: a {kind} action {'needs' if rewrite is None else 'has no'} rewrite", hint=_HINT)
         return cls(
             id=strict.req_text(d, "id", where, E, hint=_HINT),
             kind=kind,
@@ -215,6 +302,7 @@ class Action:
             leak=strict.text(d, "leak", where, E, nullable=True, hint=_HINT),
             loads_topics=strict.boolean(d, "loads_topics", where, E, default=False, hint=_HINT),
             impact=dict(strict.obj(impact, f"{where}.impact", E, hint=_HINT)) if impact is not None else {},
+            rewrite=rewrite,
         )
 
 

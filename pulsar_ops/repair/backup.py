@@ -4,10 +4,12 @@ Layout::
 
     BACKUP_DIR/objects/<sha256>      exact znode bytes (written to a temp file, fsynced, renamed)
     BACKUP_DIR/manifest.json         {"schema_version": 1, "entries": [{store, path, sha256, stat, acl,
-                                       action_id, plan_id, plan_checksum, backed_up_at_ms}],
+                                       action_id, plan_id, plan_checksum, backed_up_at_ms[, replaced_by]}],
                                       "plans": {plan_id: {"checksum", "target": {ledgers_root, identity}}}}
 
-``plans`` (added without a version bump: older readers ignore it) records which cluster each plan was made
+``replaced_by`` (a znode an action rewrites instead of deleting: the sha256 of the bytes it writes) lets
+``restore`` put the backed-up bytes back with compare-and-set only while the znode still holds exactly what the
+action wrote. ``plans`` (added without a version bump: older readers ignore it) records which cluster each plan was made
 for, so ``restore --plan-id`` can refuse another cluster without the plan file.
 
 The manifest is rewritten atomically (tmp + fsync + rename). An action is journaled ``marked`` only after a
@@ -42,6 +44,7 @@ class BackupEntry:
     plan_id: str
     plan_checksum: str
     backed_up_at_ms: int
+    replaced_by: str | None = None  # a rewritten znode: sha256 of the bytes the action writes (also an object)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -58,6 +61,7 @@ class BackupEntry:
             "plan_id": self.plan_id,
             "plan_checksum": self.plan_checksum,
             "backed_up_at_ms": self.backed_up_at_ms,
+            **({"replaced_by": self.replaced_by} if self.replaced_by is not None else {}),
         }
 
     @classmethod
@@ -72,6 +76,7 @@ class BackupEntry:
             plan_id=str(d.get("plan_id") or ""),
             plan_checksum=str(d.get("plan_checksum") or ""),
             backed_up_at_ms=int(d.get("backed_up_at_ms") or 0),
+            replaced_by=str(d["replaced_by"]) if d.get("replaced_by") is not None else None,
         )
 
 
@@ -146,6 +151,9 @@ class BackupStore:
         except OSError:
             return None
         return data if hashlib.sha256(data).hexdigest() == sha256 else None
+
+    def entry(self, plan_checksum: str, action_id: str, store: str, path: str) -> BackupEntry | None:
+        return self._entries.get((plan_checksum, action_id, store, path))
 
     def covers(self, plan_checksum: str, action_id: str, znodes: Iterable[tuple[str, str, str]]) -> str | None:
         """None when every (store, path, sha256) is in the manifest for this action with a valid object."""

@@ -28,7 +28,15 @@ from typing import Any
 
 from pulsar_ops.errors import ApplyError, QuarantineError, ZooKeeperError
 from pulsar_ops.repair import journal as J
-from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, ROLE_CURSOR, ROLE_MANAGED_LEDGER, Action
+from pulsar_ops.repair import rewrite as RW
+from pulsar_ops.repair.actions import (
+    KIND_DELETE_LEDGER,
+    KIND_DELETE_SUBTREE,
+    REWRITE_KINDS,
+    ROLE_CURSOR,
+    ROLE_MANAGED_LEDGER,
+    Action,
+)
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
 from pulsar_ops.repair.plan_file import Plan
 from pulsar_ops.repair.references import ReferenceIndex, build_index
@@ -119,8 +127,8 @@ def reference_index(session: ZkSession) -> ReferenceIndex:
 
 
 def _read_targets(session: ZkSession, a: Action) -> list[Observed]:
-    if a.kind == KIND_DELETE_LEDGER:
-        return session.read(a.store, [a.path])
+    if a.kind == KIND_DELETE_LEDGER or a.kind in REWRITE_KINDS:
+        return session.read(a.store, [z.path for z in a.preconditions.znodes])
     return session.read_subtree(a.store, a.path)
 
 
@@ -146,6 +154,24 @@ def _all_gone(session: ZkSession, a: Action) -> bool:
     return not any(session.exists(a.store, paths).values())
 
 
+def _rewritten_sha(backups: BackupStore, plan: Plan, a: Action) -> str | None:
+    e = backups.entry(plan.checksum, a.id, a.store, a.path)
+    return e.replaced_by if e is not None else None
+
+
+def _done(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) -> bool:
+    """The action's change is in the tree: its targets are gone, or (a rewrite) its znode holds the bytes the
+    action writes and every other target is gone."""
+    if a.kind not in REWRITE_KINDS:
+        return _all_gone(session, a)
+    want = _rewritten_sha(backups, plan, a)
+    nodes = {o.path: o for o in session.read(a.store, [z.path for z in a.preconditions.znodes])}
+    node = nodes.pop(a.path)
+    return (
+        want is not None and node.exists and sha256_hex(node.data) == want and not any(o.exists for o in nodes.values())
+    )
+
+
 def _backup_spec(a: Action) -> list[tuple[str, str, str]]:
     return [(z.store, z.path, z.sha256 or "") for z in a.preconditions.znodes]
 
@@ -162,12 +188,23 @@ def _back_up(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) ->
     observed = [
         got.node if got is not None else Observed(store=a.store, path=p, exists=False) for p, got in with_acl.items()
     ]
-    if a.kind != KIND_DELETE_LEDGER:  # also notice znodes created inside the subtree since the snapshot
+    if a.kind == KIND_DELETE_SUBTREE:  # also notice znodes created inside the subtree since the snapshot
         known = {o.path for o in observed}
         observed.extend(o for o in session.read_subtree(a.store, a.path) if o.path not in known)
     verdict = decide_mark(a, observed)
     if not verdict.proceed:
         return verdict.reason, []
+    replaced_by: str | None = None
+    if a.kind in REWRITE_KINDS:
+        why = RW.live_problem(session, a)
+        if why is not None:
+            return why, []
+        current = with_acl[a.path]
+        assert current is not None
+        new, why = RW.new_bytes(a, current.node)
+        if new is None:
+            return why, []
+        replaced_by = backups.put_object(new)
     shas: list[str] = []
     for z in a.preconditions.znodes:
         got = with_acl[z.path]
@@ -186,6 +223,7 @@ def _back_up(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) ->
                 plan_id=plan.plan_id,
                 plan_checksum=plan.checksum,
                 backed_up_at_ms=J.now_ms(),
+                replaced_by=replaced_by if z.path == a.path else None,
             )
         )
         shas.append(sha)
@@ -272,7 +310,9 @@ def _delete_one(
     if st.state == J.PENDING:
         return _outcome(a, "pending", "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first")
     missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
-    if st.state == J.DELETING and _all_gone(session, a):
+    if missing is None and a.kind in REWRITE_KINDS and _rewritten_sha(backups, plan, a) is None:
+        missing = f"the backup of {a.path} does not record the bytes the rewrite writes"
+    if st.state == J.DELETING and _done(session, backups, plan, a):
         if missing is None:
             reason = "deleted before an interruption (target gone, backup present)"
             journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
@@ -287,10 +327,13 @@ def _delete_one(
     targets = _read_targets(session, a)
     refs = _read_refs(session, a) if a.kind == KIND_DELETE_LEDGER else []
     verdict = decide_delete(a, targets, refs)
+    sets: tuple[tuple[str, bytes, int], ...] = ()
     if verdict.proceed:
         try:
             if a.kind == KIND_DELETE_LEDGER:
                 why = refs_index().blocks(a)
+            elif a.kind in REWRITE_KINDS:
+                why, sets = _rewrite_ops(session, backups, plan, a, targets)
             else:
                 nodes = [SubtreeNode(t.path, t.data) for t in targets if t.exists]
                 why = prove_leak(a, nodes, _SessionReader(session))
@@ -307,21 +350,42 @@ def _delete_one(
             J.DELETING,
             phase="delete",
             checks=[list(c) for c in verdict.checks],
-            deletes=[list(d) for d in verdict.deletes],
+            deletes=[list(d) for d in verdict.deletes if not sets or d[0] != a.path],
+            **({"sets": [[p, sha256_hex(b), v] for p, b, v in sets]} if sets else {}),
         )
-    result = session.commit_delete(a.store, verdict.checks, verdict.deletes)
+    if a.kind in REWRITE_KINDS:
+        deletes = tuple(d for d in verdict.deletes if d[0] != a.path)
+        result = session.commit(a.store, verdict.checks, sets, deletes)
+    else:
+        result = session.commit_delete(a.store, verdict.checks, verdict.deletes)
     if result.committed:
         if after_commit is not None:
             after_commit()
         journal.record(a.id, J.COMMITTED, phase="delete", ops=list(result.ops))
         return _outcome(a, "committed")
-    if result.unknown and _all_gone(session, a):
+    if result.unknown and _done(session, backups, plan, a):
         reason = f"commit outcome confirmed by re-read after {result.error}"
         journal.record(a.id, J.COMMITTED, phase="delete", reason=reason)
         return _outcome(a, "committed", reason)
     reason = f"transaction failed: {result.error}"
     journal.record(a.id, J.FAILED, phase="delete", reason=reason, ops=list(result.ops))
     return _outcome(a, "failed", reason)
+
+
+def _rewrite_ops(
+    session: ZkSession, backups: BackupStore, plan: Plan, a: Action, targets: Sequence[Observed]
+) -> tuple[str | None, tuple[tuple[str, bytes, int], ...]]:
+    """(skip reason, ()) or (None, the set_data op) for a rewrite whose targets are verified as scraped."""
+    why = RW.live_problem(session, a)
+    if why is not None:
+        return why, ()
+    current = next(t for t in targets if t.path == a.path)
+    new, why = RW.new_bytes(a, current)
+    if new is None:
+        return why, ()
+    if sha256_hex(new) != _rewritten_sha(backups, plan, a):
+        return f"the rewrite of {a.path} no longer gives the bytes recorded at mark; re-run the mark phase", ()
+    return None, ((a.path, new, current.version),)
 
 
 def run_delete(
@@ -365,9 +429,9 @@ def run_delete(
             if out.outcome == "committed" and before not in J.FINAL:
                 committed.append(a)
         for a in committed:  # verify the batch before the next one begins
-            if not _all_gone(session, a):
+            if not _done(session, backups, plan, a):
                 raise ApplyError(
-                    f"verification failed: {a.path} still exists after its delete committed; stopping",
+                    f"verification failed: {a.path} is not as its committed transaction left it; stopping",
                     hint="inspect the znode and the journal before re-running `pulsar-ops apply`",
                 )
         done += len(batch)
@@ -416,7 +480,15 @@ def dry_run(
             wait = (st.marked_at_ms or 0) + quarantine_ms - now_ms
             refs = len(a.preconditions.references)
             why = f"re-verify {n} znode(s) and {refs} reference(s), then delete with compare-and-set"
+            verb = "would-delete"
+            if a.rewrite is not None:
+                verb = "would-rewrite"
+                ids = ", ".join(str(i) for i in a.rewrite.ledger_ids)
+                why = (
+                    f"re-verify {a.path}, that ledger(s) {ids} are still missing and {a.rewrite.topic} unloaded, "
+                    f"then rewrite its list without them with compare-and-set"
+                )
             if wait > 0:
                 why += f" (quarantine: {human_duration(wait)} to go)"
-            report.outcomes.append(_outcome(a, "would-delete", why))
+            report.outcomes.append(_outcome(a, verb, why))
     return report

@@ -44,7 +44,7 @@ def compute_impact(
     disk_bytes: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], tuple[str, ...]]:
     """(plan-level impact, per-action impact by id, human lines) from the reference model's GC prediction."""
-    znode_deletes = sum(a.znode_count for a in actions)
+    znode_deletes = sum(a.delete_count for a in actions)
     per_action: dict[str, dict[str, Any]] = {a.id: {"metadata_ops": a.znode_count} for a in actions}
     by_id = {f.ledger_id: f for f in ledgers}
     delete = [by_id[a.ledger_id] for a in actions if a.kind == KIND_DELETE_LEDGER and a.ledger_id in by_id]
@@ -54,6 +54,20 @@ def compute_impact(
     for a in actions:
         if a.kind == KIND_DELETE_LEDGER:
             per_action[a.id].update(per_ledger.get(str(a.ledger_id), {}))
+        elif a.rewrite is not None:
+            lost = a.rewrite.removed
+            per_action[a.id].update(
+                {
+                    "bytes_on_disk": 0,
+                    "note": "rewrites the ledger list only: the dropped ledgers have no BookKeeper metadata, so no "
+                    "bookie data is freed; the topic can load again",
+                    "acknowledged_loss": {
+                        "ledgers": len(lost),
+                        "entries": sum(r.entries or 0 for r in lost),
+                        "bytes": sum(r.size or 0 for r in lost),
+                    },
+                }
+            )
         else:
             per_action[a.id].update({"bytes_on_disk": 0, "note": "metadata only: no bookie data"})
     before = sum(max(f.length, 0) * max(f.write_quorum, 1) for f in ledgers)
@@ -90,7 +104,7 @@ def build_plan(
     audit = load_audit(audit_dir)
     snap = open_audited_snapshot(audit)
     ledger_facts, ledger_rows = load_ledgers(snap)
-    facts = load_facts(snap, audit.findings, ledger_facts)
+    facts = load_facts(snap, audit.findings, ledger_facts, params.include)
     draft: PlanDraft = plan_actions(audit.findings, facts, params)
     impact, per_action, lines = compute_impact(
         draft.actions, ledger_rows, now_ms=created, disk_bytes=load_disk_bytes(snap)
@@ -116,6 +130,7 @@ def build_plan(
             "max_actions": params.max_actions,
             "max_bytes": params.max_bytes,
             "subtree_max_znodes": params.subtree_max_znodes,
+            **({"include": sorted(params.include)} if params.include else {}),
         },
         caps={
             "max_actions": params.max_actions,

@@ -26,9 +26,12 @@ from typing import Any
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
+from pulsar_ops.formats.ledger_path import ledger_path
+from pulsar_ops.formats.policies import topic_hash
 from pulsar_ops.repair.actions import (
     KIND_DELETE_LEDGER,
     KIND_DELETE_SUBTREE,
+    KIND_DROP_MISSING_LEDGER,
     ROLE_CURSOR,
     ROLE_MANAGED_LEDGER,
     ROLE_SCHEMA_LOCATOR,
@@ -37,6 +40,8 @@ from pulsar_ops.repair.actions import (
     NotPlanned,
     Precondition,
     Reference,
+    RemovedLedger,
+    Rewrite,
     ZnodeRef,
 )
 from pulsar_ops.repair.safety import PROTECTED_ROOTS, LeakShape, action_problem, leak_shape
@@ -111,6 +116,17 @@ class SnapshotFacts:
     partitioned_paths: frozenset[str] = frozenset()
     referenced_ledgers: Mapping[int, str] = field(default_factory=dict)  # candidate id -> where referenced
     watermark: int | None = None  # highest ledger id Pulsar references in the snapshot
+    # For rewrite actions (opt-in detections): managed-ledger formats by path, the ledger-list entries
+    # (ml_path, ledger_id) -> (entries, size), the bundle ranges owned per namespace, topics a broker reported
+    # loaded (admin API), and every ledger id the snapshot has metadata for.
+    ml_formats: Mapping[str, str] = field(default_factory=dict)
+    list_entries: Mapping[tuple[str, int], tuple[int | None, int | None]] = field(default_factory=dict)
+    owned_ranges: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    loaded_topics: frozenset[str] = frozenset()
+
+
+# Detections whose repair is opt-in (`plan --include DETECTION`), and the action each becomes.
+OPT_IN = {"dangling-ledger": KIND_DROP_MISSING_LEDGER}
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,7 @@ class PlanParams:
     max_actions: int | None = None
     max_bytes: int | None = None
     subtree_max_znodes: int = DEFAULT_SUBTREE_MAX_ZNODES
+    include: frozenset[str] = frozenset()  # opt-in detections (keys of OPT_IN)
 
 
 @dataclass(frozen=True)
@@ -323,6 +340,93 @@ def _contradiction(shape: LeakShape, root: str, facts: SnapshotFacts) -> str | N
     return None
 
 
+def topic_loaded(facts: SnapshotFacts, topic: str, namespace: str) -> str | None:
+    """Why the snapshot says ``topic`` is loaded (its bundle owned, or a broker listed it), else None."""
+    if topic in facts.loaded_topics:
+        return f"a broker reported {topic} loaded"
+    h = topic_hash(topic)
+    for lo, hi in facts.owned_ranges.get(namespace, ()):
+        if lo <= h < hi or h == hi == 0xFFFFFFFF:
+            return f"its bundle 0x{lo:08x}_0x{hi:08x} is owned"
+    return None
+
+
+def _drop_missing(f: Finding, facts: SnapshotFacts) -> tuple[str, RemovedLedger]:
+    """(managed-ledger path, the list entry to drop) for one dangling-ledger finding, or _Skip."""
+    ref = f.evidence.get("ref")
+    if ref != "data":
+        raise _Skip(
+            "ref-not-droppable",
+            f"the {ref} reference is not a ledger-list entry: only a managed ledger's list entry can be dropped",
+        )
+    if f.ledger_id is None or not f.path or not f.topic:
+        raise _Skip("malformed-finding", "dangling-ledger finding without ledger_id, path or topic")
+    if f.evidence.get("blocked_scopes") or f.severity != "critical":
+        raise _Skip("not-plannable", f.reason or "the ledger listing is incomplete: absence is not confirmed")
+    if f.ledger_id in facts.ledgers:
+        raise _Skip("contradicted-by-snapshot", f"the snapshot holds ledger {f.ledger_id}'s metadata")
+    try:
+        ml = names.ml_name_from_path(f.path)
+    except DecodeError as e:
+        raise _Skip("owner-unmappable", f"{f.path}: {e.reason}") from None
+    if ml.topic != f.topic:
+        raise _Skip("path-mismatch", f"{f.path} is not the managed-ledger znode of {f.topic}")
+    znode = facts.managed_ledgers.get(ml.ml_name)
+    if znode is None or znode.path != f.path or znode.sha256 is None:
+        raise _Skip("missing-in-snapshot", f"{f.path} is not in the snapshot's managed_ledgers/znodes tables")
+    fmt = facts.ml_formats.get(f.path)
+    if fmt != "binary":
+        raise _Skip("not-rewritable", f"{f.path} is a {fmt} managed-ledger info; only binary values are rewritten")
+    entry = facts.list_entries.get((f.path, f.ledger_id))
+    if entry is None:
+        raise _Skip("contradicted-by-snapshot", f"{f.path} does not list ledger {f.ledger_id} in the snapshot")
+    loaded = topic_loaded(facts, f.topic, ml.namespace)
+    if loaded is not None:
+        raise _Skip("topic-loaded", f"{f.topic} is loaded ({loaded}): its list belongs to the broker; unload it first")
+    return f.path, RemovedLedger(f.ledger_id, entry[0], entry[1], finding=f.key())
+
+
+def _drop_missing_actions(fs: Sequence[Finding], facts: SnapshotFacts) -> tuple[list[Action], list[NotPlanned]]:
+    """One ``drop-missing-ledger`` action per managed ledger, removing every missing ledger of its list."""
+    not_planned: list[NotPlanned] = []
+    by_path: dict[str, list[tuple[Finding, RemovedLedger]]] = {}
+    for f in fs:
+        try:
+            path, removed = _drop_missing(f, facts)
+        except _Skip as s:
+            not_planned.append(_np(f, s.code, s.reason))
+            continue
+        by_path.setdefault(path, []).append((f, removed))
+    actions = []
+    for path, items in sorted(by_path.items()):
+        items.sort(key=lambda x: x[1].ledger_id)
+        first = items[0][0]
+        ml = names.ml_name_from_path(path)
+        znode = facts.managed_ledgers[ml.ml_name]
+        absent = tuple(
+            p
+            for _, r in items
+            for p in dict.fromkeys(
+                (ledger_path(r.ledger_id, facts.ledgers_root), ledger_path(r.ledger_id, facts.ledgers_root, flat=True))
+            )
+        )
+        actions.append(
+            Action(
+                id="rewrite-" + hashlib.sha256(f"local:{path}".encode()).hexdigest()[:16],
+                kind=KIND_DROP_MISSING_LEDGER,
+                store="local",
+                path=path,
+                finding=FindingRef(first.key(), first.detection),
+                preconditions=Precondition(znodes=(znode,), absent=absent),
+                bytes=0,  # the ledgers hold nothing any more: a drop frees no storage, it lets the topic load
+                time_ms=0,
+                owner=ml.topic,
+                rewrite=Rewrite(path=path, topic=ml.topic, removed=tuple(r for _, r in items)),
+            )
+        )
+    return actions, not_planned
+
+
 def _order_key(a: Action) -> tuple[Any, ...]:
     return (a.time_ms, -a.bytes, a.kind, a.ledger_id if a.ledger_id is not None else -1, a.path, a.id)
 
@@ -352,14 +456,21 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
     candidates: list[tuple[Action, Finding]] = []
     seen_keys: set[str] = set()
     seen_targets: set[str] = set()
+    opt_in: list[Finding] = []
     for f in sorted(findings, key=lambda x: (x.key(), x.severity, x.reason)):
         k = f.key()
         if k in seen_keys:
             not_planned.append(_np(f, "duplicate", "duplicate finding"))
             continue
         seen_keys.add(k)
+        if f.detection in OPT_IN and f.detection in params.include:
+            opt_in.append(f)
+            continue
         if f.detection not in ("orphan-ledger", "znode-leak"):
-            not_planned.append(_np(f, "no-repair-action", f"{f.detection} has no repair action"))
+            why = f"{f.detection} has no repair action"
+            if f.detection in OPT_IN:
+                why = f"{f.detection} is repaired only on request: `pulsar-ops plan --include {f.detection}`"
+            not_planned.append(_np(f, "no-repair-action", why))
             continue
         if not f.plannable:
             not_planned.append(_np(f, "not-plannable", f.reason or "finding is not plannable"))
@@ -379,6 +490,16 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
             continue
         seen_targets.add(action.id)
         candidates.append((action, f))
+
+    rewrites, skipped = _drop_missing_actions([f for f in opt_in if f.detection == "dangling-ledger"], facts)
+    not_planned.extend(skipped)
+    by_key = {f.key(): f for f in opt_in}
+    for a in rewrites:
+        unsafe = action_problem(a, ledgers_root=facts.ledgers_root)
+        if unsafe is not None:
+            not_planned.append(_np(by_key[a.finding.key], "protected-path", unsafe))
+            continue
+        candidates.append((a, by_key[a.finding.key]))
 
     by_id = {a.id: f for a, f in candidates}
     actions, overlapped = _drop_overlaps([a for a, _ in candidates])
@@ -414,7 +535,10 @@ def summarize(actions: Sequence[Action], not_planned: Sequence[NotPlanned]) -> d
         s = by_kind.setdefault(a.kind, {"actions": 0, "bytes": 0, "znodes": 0})
         s["actions"] += 1
         s["bytes"] += a.bytes
-        s["znodes"] += a.znode_count
+        s["znodes"] += a.delete_count
+        if a.rewrite is not None:
+            s["rewrites"] = s.get("rewrites", 0) + 1
+            s["dropped_ledgers"] = s.get("dropped_ledgers", 0) + len(a.rewrite.removed)
     ledger_kinds = Counter(a.ledger_kind for a in actions if a.ledger_kind)
     leaks = Counter(a.leak or "unknown" for a in actions if a.kind == KIND_DELETE_SUBTREE)
     by_reason = Counter(n.reason_code for n in not_planned)
@@ -423,12 +547,13 @@ def summarize(actions: Sequence[Action], not_planned: Sequence[NotPlanned]) -> d
     return {
         "actions": len(actions),
         "bytes": sum(a.bytes for a in actions),
-        "znodes": sum(a.znode_count for a in actions),
+        "znodes": sum(a.delete_count for a in actions),
+        "rewrites": sum(1 for a in actions if a.rewrite is not None),
         "by_kind": dict(sorted(by_kind.items())),
         "ledger_kinds": dict(sorted(ledger_kinds.items())),
         "leaks": dict(sorted(leaks.items())),
         "loads_topics": sum(1 for a in actions if a.loads_topics),
-        "loads_topics_note": "no action in this plan loads a topic (metadata-only deletions)",
+        "loads_topics_note": "no action in this plan loads a topic (metadata-only changes)",
         "order": ORDER_DOC,
         "not_planned": {
             "total": len(not_planned),

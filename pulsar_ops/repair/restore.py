@@ -1,7 +1,9 @@
 """Restore backed-up znodes: parents first, with their ACLs, byte-identical (sha256 verified after writing).
 
 Per entry outcome: ``restored`` | ``already-present`` (same bytes) | ``conflict`` (other bytes: never
-overwritten) | ``skipped`` (an ancestor is in conflict) | ``failed`` | and in a dry run ``would-create``.
+overwritten) | ``skipped`` (an ancestor is in conflict) | ``failed`` | and in a dry run ``would-create`` /
+``would-rewrite``. A znode an action rewrote (a managed-ledger info) is written back, compare-and-set, only while
+it holds exactly the bytes the action wrote (``BackupEntry.replaced_by``); anything else is a conflict.
 Missing ancestors that are not in the backup are created empty with the restored node's ACL and reported.
 
 WARNING: bookies discard a deleted ledger's data at their next garbage-collection run (minutes; ``gcWaitTime``
@@ -183,8 +185,11 @@ def _restore_one(
         return out
     current = session.read(e.store, [e.path])[0]
     if current.exists:
-        if sha256_hex(current.data) == e.sha256:
+        now_sha = sha256_hex(current.data)
+        if now_sha == e.sha256:
             out.outcome = "already-present"
+        elif e.replaced_by is not None and now_sha == e.replaced_by:
+            return _put_back(session, e, data, current.version, out, apply=apply)
         else:
             out.outcome, out.reason = "conflict", "the znode exists with other bytes; not overwritten"
         return out
@@ -215,6 +220,32 @@ def _restore_one(
         out.reason = f"restored bytes, but ACL differs: {list(got.acl)} != {list(e.acl)}"
         return out
     out.outcome = "restored"
+    return out
+
+
+def _put_back(
+    session: ZkSession, e: BackupEntry, data: bytes, version: int, out: RestoreOutcome, *, apply: bool
+) -> RestoreOutcome:
+    """A znode an action rewrote and nobody changed since: write the backed-up bytes back, compare-and-set on
+    the version just read (a broker writing in between makes it a conflict, never overwritten)."""
+    if not apply:
+        out.outcome, out.reason = "would-rewrite", "holds the bytes the action wrote; the backed-up bytes go back"
+        return out
+    result = session.commit(e.store, (), ((e.path, data, version),), ())
+    if not result.committed:
+        now = session.read(e.store, [e.path])[0]
+        if now.exists and sha256_hex(now.data) == e.sha256:
+            out.outcome = "already-present"
+        elif result.unknown:
+            out.reason = f"outcome unknown ({result.error}); re-run restore"
+        else:
+            out.outcome, out.reason = "conflict", f"changed while restoring ({result.error}); not overwritten"
+        return out
+    now = session.read(e.store, [e.path])[0]
+    if not now.exists or sha256_hex(now.data) != e.sha256:
+        out.reason = "read-back after the rewrite does not match the backup bytes"
+        return out
+    out.outcome, out.reason = "restored", "rewritten back to the backed-up bytes"
     return out
 
 

@@ -11,7 +11,9 @@ Two layers:
   - a ``delete-ledger-metadata`` action deletes exactly one znode, a ledger metadata znode under the plan's
     ledgers root, and its ``ledger_id`` is the id that path encodes;
   - a ``delete-subtree`` action's root has one of the shapes the ``znode-leak`` detection reports (below), in
-    the store that shape lives in, and every znode it deletes lies inside that root.
+    the store that shape lives in, and every znode it deletes lies inside that root;
+  - a rewrite action (``drop-missing-ledger``) changes exactly one znode, the managed-ledger znode of the topic
+    it names, and every ledger it removes from that list must be absent from ``/ledgers`` at apply.
 
 * :func:`prove_leak` re-proves, at delete time and against the live tree (through a :class:`TreeReader`), the
   condition that made a subtree a leak. Per leak kind (``docs/repair.md`` lists the same table):
@@ -53,6 +55,8 @@ from pulsar_ops.formats.ledger_path import ledger_id_from_path
 from pulsar_ops.repair.actions import (
     KIND_DELETE_LEDGER,
     KIND_DELETE_SUBTREE,
+    KIND_DROP_MISSING_LEDGER,
+    REWRITE_KINDS,
     ROLE_CURSOR,
     ROLE_MANAGED_LEDGER,
     ROLE_SCHEMA_LOCATOR,
@@ -229,7 +233,43 @@ def action_problem(action: Action, *, ledgers_root: str) -> str | None:
         if outside:
             return f"{outside[0]} lies outside the subtree {path}"
         return None
+    if action.kind in REWRITE_KINDS:
+        return _rewrite_problem(action, paths, ledgers_root)
     return f"unknown action kind {action.kind!r}"
+
+
+def _rewrite_problem(action: Action, paths: Sequence[str], ledgers_root: str) -> str | None:
+    """A rewrite changes exactly one managed-ledger znode (the topic's), in the local store, and carries no
+    references, custom metadata or ledger id; ``drop-missing-ledger`` requires every removed ledger's metadata
+    paths to be absent and nothing else."""
+    rw = action.rewrite
+    if rw is None:
+        return f"a {action.kind} action has no rewrite"
+    if action.store != LOCAL:
+        return "managed-ledger infos live in the local metadata store"
+    if action.ledger_id is not None or action.preconditions.references or action.preconditions.custom_metadata:
+        return "a rewrite action carries no ledger_id, references or custom metadata"
+    if rw.path != action.path or paths != [action.path]:
+        return f"a {action.kind} action changes exactly its managed-ledger znode {action.path}, not {list(paths)}"
+    try:
+        ml = names.split_ml_path(action.path)
+        topic = names.parse_topic(rw.topic)
+    except DecodeError as e:
+        return f"{action.path} / {rw.topic}: {e.reason}"
+    if ml[1] is not None or topic.ml_name != ml[0].ml_name:
+        return f"{action.path} is not the managed-ledger znode of {rw.topic}"
+    ids = rw.ledger_ids
+    if len(set(ids)) != len(ids):
+        return "a ledger is removed twice"
+    for p in action.preconditions.absent:
+        lid = ledger_id_from_path(p, ledgers_root)
+        if lid is None or lid not in ids:
+            return f"absent path {p} is not the metadata znode of a removed ledger under {ledgers_root}"
+    if action.kind == KIND_DROP_MISSING_LEDGER:
+        found = {ledger_id_from_path(p, ledgers_root) for p in action.preconditions.absent}
+        if found != set(ids):
+            return "every ledger a drop-missing-ledger action removes must be required absent from BookKeeper"
+    return None
 
 
 def plan_problems(actions: Iterable[Action], *, ledgers_root: str) -> list[tuple[str, str]]:

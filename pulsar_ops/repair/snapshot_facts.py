@@ -224,8 +224,43 @@ def _ancestors_in(path: str, roots: set[str]) -> list[str]:
     return out
 
 
-def load_facts(snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, LedgerFact]) -> SnapshotFacts:
-    """Facts for the plannable orphan-ledger and znode-leak findings."""
+@dataclass(frozen=True)
+class RewriteFacts:
+    """What rewrite actions (opt-in ``dangling-ledger``) need: their managed-ledger znodes and list entries,
+    and which topics the snapshot says are loaded."""
+
+    ml_rows: list[dict[str, Any]]
+    list_entries: dict[tuple[str, int], tuple[int | None, int | None]]
+    owned_ranges: dict[str, tuple[tuple[int, int], ...]]
+    loaded_topics: frozenset[str]
+
+
+def _rewrite_facts(snap: Snapshot, findings: Iterable[Finding], include: frozenset[str]) -> RewriteFacts:
+    paths = sorted({f.path for f in findings if f.detection in include and f.detection == "dangling-ledger" and f.path})
+    if not paths:
+        return RewriteFacts([], {}, {}, frozenset())
+    want = pa.array(paths, type=pa.string())
+    mls = _read(snap, "managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid", "format"))
+    ml_rows = list(_rows(mls.filter(pc.is_in(mls.column("path"), value_set=want))))
+    ll = _read(snap, "ledger_list", ("ml_path", "ledger_id", "entries", "size"))
+    ll = ll.filter(pc.is_in(ll.column("ml_path"), value_set=want))
+    entries = {
+        (str(r["ml_path"]), int(r["ledger_id"])): (r["entries"], r["size"]) for r in _rows(ll) if r["ledger_id"] >= 0
+    }
+    owners = _read(snap, "bundle_owners", ("namespace", "lower", "upper"))
+    owned: dict[str, list[tuple[int, int]]] = {}
+    for r in _rows(owners):
+        owned.setdefault(str(r["namespace"]), []).append((int(r["lower"]), int(r["upper"])))
+    loaded = frozenset(str(t) for t in _read(snap, "loaded_topics", ("topic",)).column("topic").to_pylist())
+    return RewriteFacts(ml_rows, entries, {k: tuple(sorted(v)) for k, v in owned.items()}, loaded)
+
+
+def load_facts(
+    snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, LedgerFact], include: frozenset[str] = frozenset()
+) -> SnapshotFacts:
+    """Facts for the plannable orphan-ledger and znode-leak findings, and the opt-in detections ``include``."""
+    findings = list(findings)
+    rw = _rewrite_facts(snap, findings, include)
     wanted = [f for f in findings if f.plannable and f.detection in ("orphan-ledger", "znode-leak")]
     roots = {f.path for f in wanted if f.detection == "znode-leak" and f.path}
 
@@ -237,13 +272,14 @@ def load_facts(snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, L
     )
     ml_rows = list(_rows(mls))
     ml_paths = {r["path"] for r in ml_rows}
+    exact_rw = {str(r["path"]) for r in rw.ml_rows}
     curs = _read(snap, "cursors", ("path", "ml_path", "version", "mzxid"))
     curs = curs.filter(pc.is_in(curs.column("ml_path"), value_set=pa.array(sorted(ml_paths), type=pa.string())))
     cursor_rows = list(_rows(curs))
     schemas = _read(snap, "schema_index", ("path", "schema_id", "version", "mzxid"))
     schemas = schemas.filter(pc.is_in(schemas.column("schema_id"), value_set=owner_set))
     schema_rows = {r["schema_id"]: r for r in _rows(schemas)}
-    exact = ml_paths | {r["path"] for r in cursor_rows} | {r["path"] for r in schema_rows.values()}
+    exact = ml_paths | {r["path"] for r in cursor_rows} | {r["path"] for r in schema_rows.values()} | exact_rw
     zrows = _znode_rows(snap, exact, roots)
 
     sha: dict[str, str] = {}
@@ -290,8 +326,12 @@ def load_facts(snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, L
         watermark=watermark,
         snapshot_id=snap.manifest.snapshot_id,
         ledgers=ledgers,
-        managed_ledgers={str(r["ml_name"]): ref(r) for r in ml_rows},
+        managed_ledgers={str(r["ml_name"]): ref(r) for r in [*ml_rows, *rw.ml_rows]},
         ml_name_by_topic={str(r["topic"]): str(r["ml_name"]) for r in ml_rows},
+        ml_formats={str(r["path"]): str(r["format"]) for r in rw.ml_rows},
+        list_entries=rw.list_entries,
+        owned_ranges=rw.owned_ranges,
+        loaded_topics=rw.loaded_topics,
         cursors={k: tuple(v) for k, v in cursors.items()},
         schema_locators={k: ref(r) for k, r in schema_rows.items()},
         subtrees={k: tuple(v) for k, v in subtrees.items()},

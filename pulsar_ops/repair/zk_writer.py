@@ -83,6 +83,11 @@ class NodeWithAcl:
     acl: tuple[Mapping[str, Any], ...]
 
 
+def _is_stat(result: Any) -> bool:
+    """A committed set_data answers with the new ZnodeStat (checks and deletes answer True)."""
+    return hasattr(result, "mzxid") and hasattr(result, "version")
+
+
 _CONNECTION_ERRORS = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError)
 
 
@@ -261,10 +266,25 @@ class ZkSession:
         """One atomic transaction: every check, then every delete (children first), all with versions."""
         if not deletes:
             raise ValueError("a delete transaction needs at least one delete")
+        return self.commit(store, checks, (), deletes)
+
+    def commit(
+        self,
+        store: str,
+        checks: Sequence[tuple[str, int]],
+        sets: Sequence[tuple[str, bytes, int]],
+        deletes: Sequence[tuple[str, int]],
+    ) -> TxnResult:
+        """One atomic transaction: every check, every set_data (compare-and-set on its version), then every
+        delete (children first)."""
+        if not deletes and not sets:
+            raise ValueError("a transaction needs at least one set or delete")
         c = self.client(store)
         tx = c.transaction()
         for path, version in checks:
             tx.check(path, int(version))
+        for path, data, version in sets:
+            tx.set_data(path, bytes(data), int(version))
         for path, version in deletes:
             tx.delete(path, int(version))
         try:
@@ -273,15 +293,16 @@ class ZkSession:
             return TxnResult(committed=False, unknown=True, ops=(), error=f"{type(e).__name__}: {e}")
         except KazooException as e:
             return TxnResult(committed=False, unknown=False, ops=(), error=f"{type(e).__name__}: {e}")
-        ops = tuple("ok" if r is True else type(r).__name__ for r in results)
-        expected = len(checks) + len(deletes)
-        ok = len(results) == expected and all(r is True for r in results)
+        ops = tuple("ok" if r is True or _is_stat(r) else type(r).__name__ for r in results)
+        expected = len(checks) + len(sets) + len(deletes)
+        ok = len(results) == expected and all(r is True or _is_stat(r) for r in results)
         error = ""
+        ops_paths = [p[0] for p in checks] + [p[0] for p in sets] + [p[0] for p in deletes]
         if not ok:
             failed = [
-                f"{(list(checks) + list(deletes))[i][0]}: {type(r).__name__}"
+                f"{ops_paths[i]}: {type(r).__name__}"
                 for i, r in enumerate(results)
-                if r is not True and type(r).__name__ != "RolledBackError"
+                if r is not True and not _is_stat(r) and type(r).__name__ != "RolledBackError"
             ]
             error = "; ".join(failed) or f"{len(results)}/{expected} results"
         return TxnResult(committed=ok, unknown=False, ops=ops, error=error)
