@@ -78,6 +78,12 @@ def register(app: typer.Typer) -> None:
             "(rewrites an unloaded topic's ledger list without ledgers BookKeeper no longer has: their data is "
             "lost, the topic can load again).",
         ),
+        offline_trim: bool = typer.Option(
+            False,
+            "--offline-trim",
+            help="Repair expired-retention-unloaded without a broker (trim-unloaded): rewrite an unloaded topic's "
+            "ledger list without the ledgers its first trim after a load would remove, then delete their metadata.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
     ) -> None:
         """Write a dry-run plan from an audit's plannable findings. Never writes to ZooKeeper. Exit 0."""
@@ -92,6 +98,7 @@ def register(app: typer.Typer) -> None:
             max_bytes=None if max_bytes is None else parse_size(max_bytes),
             subtree_max_znodes=max_subtree_znodes,
             include=frozenset(include),
+            offline_trim=offline_trim,
         )
         built = build_plan(audit_dir, out, params)
         print_plan_summary(built)

@@ -25,7 +25,8 @@ from pulsar_ops.errors import PlanError
 KIND_DELETE_LEDGER = "delete-ledger-metadata"
 KIND_DELETE_SUBTREE = "delete-subtree"
 KIND_DROP_MISSING_LEDGER = "drop-missing-ledger"  # rewrite a managed-ledger info without a ledger BK lost
-REWRITE_KINDS = (KIND_DROP_MISSING_LEDGER,)
+KIND_TRIM_UNLOADED = "trim-unloaded"  # rewrite it without expired ledgers and delete their metadata (offline trim)
+REWRITE_KINDS = (KIND_DROP_MISSING_LEDGER, KIND_TRIM_UNLOADED)
 ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE, *REWRITE_KINDS)
 STORES = ("local", "config")
 _SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from pulsar_ops.repair import rewrite as RW
 from pulsar_ops.repair.actions import (
     KIND_DELETE_LEDGER,
     KIND_DELETE_SUBTREE,
+    KIND_TRIM_UNLOADED,
     REWRITE_KINDS,
     ROLE_CURSOR,
     ROLE_MANAGED_LEDGER,
@@ -137,10 +138,12 @@ def _read_refs(session: ZkSession, a: Action) -> list[ObservedRef]:
     roles: dict[tuple[str, str], str] = {}
     for r in a.preconditions.references:
         roles[(r.znode.store, r.znode.path)] = r.role
-    for r in a.preconditions.references:
-        if r.role == ROLE_MANAGED_LEDGER:
-            for child in session.children(r.znode.store, r.znode.path) or ():
-                roles.setdefault((r.znode.store, f"{r.znode.path}/{child}"), ROLE_CURSOR)
+    owners = [(r.znode.store, r.znode.path) for r in a.preconditions.references if r.role == ROLE_MANAGED_LEDGER]
+    if a.kind == KIND_TRIM_UNLOADED:
+        owners.append((a.store, a.path))  # its own topic's cursors, including any created since the snapshot
+    for store, path in owners:
+        for child in session.children(store, path) or ():
+            roles.setdefault((store, f"{path}/{child}"), ROLE_CURSOR)
     out: list[ObservedRef] = []
     for store in sorted({s for s, _ in roles}):
         paths = sorted(p for s, p in roles if s == store)
@@ -325,7 +328,7 @@ def _delete_one(
         journal.record(a.id, J.FAILED, phase="delete", reason=reason)
         return _outcome(a, "failed", reason)
     targets = _read_targets(session, a)
-    refs = _read_refs(session, a) if a.kind == KIND_DELETE_LEDGER else []
+    refs = _read_refs(session, a) if a.kind in (KIND_DELETE_LEDGER, KIND_TRIM_UNLOADED) else []
     verdict = decide_delete(a, targets, refs)
     sets: tuple[tuple[str, bytes, int], ...] = ()
     if verdict.proceed:
@@ -334,6 +337,10 @@ def _delete_one(
                 why = refs_index().blocks(a)
             elif a.kind in REWRITE_KINDS:
                 why, sets = _rewrite_ops(session, backups, plan, a, targets)
+                if why is None and a.kind == KIND_TRIM_UNLOADED:
+                    why, checks = _cursor_checks(a, refs)
+                    why = why or refs_index().blocks_trim(a)
+                    verdict = replace(verdict, checks=checks)
             else:
                 nodes = [SubtreeNode(t.path, t.data) for t in targets if t.exists]
                 why = prove_leak(a, nodes, _SessionReader(session))
@@ -370,6 +377,23 @@ def _delete_one(
     reason = f"transaction failed: {result.error}"
     journal.record(a.id, J.FAILED, phase="delete", reason=reason, ops=list(result.ops))
     return _outcome(a, "failed", reason)
+
+
+def _cursor_checks(a: Action, refs: Sequence[ObservedRef]) -> tuple[str | None, tuple[tuple[str, int], ...]]:
+    """A trim runs only while its topic's cursors are exactly the planned ones at their planned versions (an
+    unloaded topic's cursors do not move); the transaction checks each version."""
+    planned = {r.znode.path: r.znode.version for r in a.preconditions.references}
+    now = {r.node.path: r.node for r in refs if r.role == ROLE_CURSOR and r.node.path != a.path}
+    new = sorted(p for p, n in now.items() if n.exists and p not in planned)
+    if new:
+        return f"{new[0]}: a cursor created since the snapshot; re-audit before trimming", ()
+    for path, version in sorted(planned.items()):
+        node = now.get(path)
+        if node is None or not node.exists:
+            return f"cursor {path} is gone since the snapshot; re-audit before trimming", ()
+        if node.version != version:
+            return f"cursor {path} changed: version {version} -> {node.version} (the topic was loaded)", ()
+    return None, tuple((p, v) for p, v in sorted(planned.items()))
 
 
 def _rewrite_ops(
@@ -484,10 +508,17 @@ def dry_run(
             if a.rewrite is not None:
                 verb = "would-rewrite"
                 ids = ", ".join(str(i) for i in a.rewrite.ledger_ids)
-                why = (
-                    f"re-verify {a.path}, that ledger(s) {ids} are still missing and {a.rewrite.topic} unloaded, "
-                    f"then rewrite its list without them with compare-and-set"
-                )
+                if a.kind == KIND_TRIM_UNLOADED:
+                    why = (
+                        f"re-verify {a.path}, its {n - 1} expired ledger znode(s) and {refs} cursor(s), that "
+                        f"{a.rewrite.topic} is unloaded, then rewrite its list without ledger(s) {ids} and delete "
+                        "their metadata in one compare-and-set transaction"
+                    )
+                else:
+                    why = (
+                        f"re-verify {a.path}, that ledger(s) {ids} are still missing and {a.rewrite.topic} "
+                        "unloaded, then rewrite its list without them with compare-and-set"
+                    )
             if wait > 0:
                 why += f" (quarantine: {human_duration(wait)} to go)"
             report.outcomes.append(_outcome(a, verb, why))

@@ -15,7 +15,7 @@ from typing import Any
 from pulsar_ops import __version__
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.model.impact import plan_impact
-from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, Action
+from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, KIND_TRIM_UNLOADED, Action
 from pulsar_ops.repair.plan_file import Plan, dump_plan
 from pulsar_ops.repair.planner import ORDER_DOC, PlanDraft, PlanParams, plan_actions, summarize, with_impact
 from pulsar_ops.repair.snapshot_facts import (
@@ -48,12 +48,27 @@ def compute_impact(
     per_action: dict[str, dict[str, Any]] = {a.id: {"metadata_ops": a.znode_count} for a in actions}
     by_id = {f.ledger_id: f for f in ledgers}
     delete = [by_id[a.ledger_id] for a in actions if a.kind == KIND_DELETE_LEDGER and a.ledger_id in by_id]
+    delete += [  # a trim deletes its expired ledgers' metadata: the bookies reclaim them as for an orphan
+        by_id[lid]
+        for a in actions
+        if a.kind == KIND_TRIM_UNLOADED and a.rewrite is not None
+        for lid in a.rewrite.ledger_ids
+        if lid in by_id
+    ]
     report = plan_impact(delete, ledgers, now_ms=now_ms, znode_deletes=znode_deletes, disk_bytes=disk_bytes)
     doc: dict[str, Any] = report.to_json()
     per_ledger: dict[str, Any] = doc.get("per_ledger", {})
     for a in actions:
         if a.kind == KIND_DELETE_LEDGER:
             per_action[a.id].update(per_ledger.get(str(a.ledger_id), {}))
+        elif a.kind == KIND_TRIM_UNLOADED and a.rewrite is not None:
+            per_action[a.id].update(
+                {
+                    "note": "rewrites the ledger list as the broker's first trim after a load would, then deletes "
+                    "those ledgers' metadata; bookies reclaim their data at GC",
+                    "ledgers": {str(lid): per_ledger.get(str(lid), {}) for lid in a.rewrite.ledger_ids},
+                }
+            )
         elif a.rewrite is not None:
             lost = a.rewrite.removed
             per_action[a.id].update(
@@ -104,7 +119,7 @@ def build_plan(
     audit = load_audit(audit_dir)
     snap = open_audited_snapshot(audit)
     ledger_facts, ledger_rows = load_ledgers(snap)
-    facts = load_facts(snap, audit.findings, ledger_facts, params.include)
+    facts = load_facts(snap, audit.findings, ledger_facts, params.rewrite_detections)
     draft: PlanDraft = plan_actions(audit.findings, facts, params)
     impact, per_action, lines = compute_impact(
         draft.actions, ledger_rows, now_ms=created, disk_bytes=load_disk_bytes(snap)
@@ -131,6 +146,7 @@ def build_plan(
             "max_bytes": params.max_bytes,
             "subtree_max_znodes": params.subtree_max_znodes,
             **({"include": sorted(params.include)} if params.include else {}),
+            **({"offline_trim": True} if params.offline_trim else {}),
         },
         caps={
             "max_actions": params.max_actions,

@@ -32,6 +32,7 @@ from pulsar_ops.repair.actions import (
     KIND_DELETE_LEDGER,
     KIND_DELETE_SUBTREE,
     KIND_DROP_MISSING_LEDGER,
+    KIND_TRIM_UNLOADED,
     ROLE_CURSOR,
     ROLE_MANAGED_LEDGER,
     ROLE_SCHEMA_LOCATOR,
@@ -123,6 +124,7 @@ class SnapshotFacts:
     list_entries: Mapping[tuple[str, int], tuple[int | None, int | None]] = field(default_factory=dict)
     owned_ranges: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     loaded_topics: frozenset[str] = frozenset()
+    referenced_elsewhere: Mapping[int, str] = field(default_factory=dict)  # trim candidate -> other referencer
 
 
 # Detections whose repair is opt-in (`plan --include DETECTION`), and the action each becomes.
@@ -135,6 +137,12 @@ class PlanParams:
     max_bytes: int | None = None
     subtree_max_znodes: int = DEFAULT_SUBTREE_MAX_ZNODES
     include: frozenset[str] = frozenset()  # opt-in detections (keys of OPT_IN)
+    offline_trim: bool = False  # expired-retention-unloaded -> trim-unloaded (rewrite without loading)
+
+    @property
+    def rewrite_detections(self) -> frozenset[str]:
+        """Detections whose findings become rewrite actions in this plan."""
+        return self.include | ({"expired-retention-unloaded"} if self.offline_trim else set())
 
 
 @dataclass(frozen=True)
@@ -427,6 +435,70 @@ def _drop_missing_actions(fs: Sequence[Finding], facts: SnapshotFacts) -> tuple[
     return actions, not_planned
 
 
+def _ids(value: Any) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise _Skip("malformed-finding", f"evidence ledger ids {value!r} are not a list of integers")
+    return [int(v) for v in value]
+
+
+def _trim_action(f: Finding, facts: SnapshotFacts) -> Action:
+    """``trim-unloaded`` for one expired-retention-unloaded finding: remove from the list, and delete the metadata
+    of, the ledgers the broker's first trim after a load would (``first_trim_ledger_ids``), or _Skip."""
+    if not f.path or not f.topic:
+        raise _Skip("malformed-finding", "expired-retention-unloaded finding without path or topic")
+    ids = _ids(f.evidence.get("first_trim_ledger_ids"))
+    if not ids:
+        raise _Skip(
+            "nothing-at-first-trim",
+            "only the last ledger is past retention and a load re-stamps it: nothing is trimmed before "
+            "load time + retention (load the topic to start that clock)",
+        )
+    try:
+        ml = names.ml_name_from_path(f.path)
+    except DecodeError as e:
+        raise _Skip("owner-unmappable", f"{f.path}: {e.reason}") from None
+    if ml.topic != f.topic:
+        raise _Skip("path-mismatch", f"{f.path} is not the managed-ledger znode of {f.topic}")
+    znode = facts.managed_ledgers.get(ml.ml_name)
+    if znode is None or znode.path != f.path or znode.sha256 is None:
+        raise _Skip("missing-in-snapshot", f"{f.path} is not in the snapshot's managed_ledgers/znodes tables")
+    fmt = facts.ml_formats.get(f.path)
+    if fmt != "binary":
+        raise _Skip("not-rewritable", f"{f.path} is a {fmt} managed-ledger info; only binary values are rewritten")
+    loaded = topic_loaded(facts, f.topic, ml.namespace)
+    if f.evidence.get("owned") is True or loaded is not None:
+        raise _Skip("topic-loaded", f"{f.topic} is loaded ({loaded or 'the finding says so'}): let its broker trim")
+    removed, targets = [], []
+    for lid in sorted(set(ids)):
+        entry = facts.list_entries.get((f.path, lid))
+        if entry is None:
+            raise _Skip("contradicted-by-snapshot", f"{f.path} does not list ledger {lid} in the snapshot")
+        fact = facts.ledgers.get(lid)
+        if fact is None:
+            raise _Skip("missing-in-snapshot", f"ledger {lid} has no metadata in the snapshot (dangling)")
+        owner = fact.custom("pulsar/managed-ledger")
+        if owner is not None and owner != ml.ml_name:
+            raise _Skip("custom-metadata-mismatch", f"ledger {lid} names managed ledger {owner!r}, not {ml.ml_name}")
+        where = facts.referenced_elsewhere.get(lid)
+        if where is not None:
+            raise _Skip("contradicted-by-snapshot", f"ledger {lid} is also referenced by {where}")
+        removed.append(RemovedLedger(lid, entry[0], entry[1], finding=f.key()))
+        targets.append(ZnodeRef("local", fact.path, fact.version, fact.mzxid, fact.sha256))
+    cursors = tuple(Reference(ROLE_CURSOR, c) for c in sorted(facts.cursors.get(f.path, ()), key=lambda z: z.path))
+    return Action(
+        id="trim-" + hashlib.sha256(f"local:{f.path}".encode()).hexdigest()[:16],
+        kind=KIND_TRIM_UNLOADED,
+        store="local",
+        path=f.path,
+        finding=FindingRef(f.key(), f.detection),
+        preconditions=Precondition(znodes=(znode, *targets), references=cursors),
+        bytes=sum(max(facts.ledgers[r.ledger_id].length, 0) for r in removed),
+        time_ms=min(facts.ledgers[r.ledger_id].ctime_ms for r in removed),
+        owner=ml.topic,
+        rewrite=Rewrite(path=f.path, topic=ml.topic, removed=tuple(removed)),
+    )
+
+
 def _order_key(a: Action) -> tuple[Any, ...]:
     return (a.time_ms, -a.bytes, a.kind, a.ledger_id if a.ledger_id is not None else -1, a.path, a.id)
 
@@ -450,6 +522,10 @@ def _drop_overlaps(actions: list[Action]) -> tuple[list[Action], list[tuple[Acti
     return keep, [(a, dropped[a.id]) for a in actions if a.id in dropped]
 
 
+def by_key_of(findings: Sequence[Finding], a: Action) -> Finding:
+    return next(f for f in findings if f.key() == a.finding.key)
+
+
 def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: PlanParams) -> PlanDraft:
     """Turn findings into ordered, capped actions. Deterministic for any order of ``findings``."""
     not_planned: list[NotPlanned] = []
@@ -463,13 +539,15 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
             not_planned.append(_np(f, "duplicate", "duplicate finding"))
             continue
         seen_keys.add(k)
-        if f.detection in OPT_IN and f.detection in params.include:
+        if f.detection in params.rewrite_detections:
             opt_in.append(f)
             continue
         if f.detection not in ("orphan-ledger", "znode-leak"):
             why = f"{f.detection} has no repair action"
             if f.detection in OPT_IN:
                 why = f"{f.detection} is repaired only on request: `pulsar-ops plan --include {f.detection}`"
+            elif f.detection == "expired-retention-unloaded":
+                why = f"{f.detection} is repaired without a broker only on request: `pulsar-ops plan --offline-trim`"
             not_planned.append(_np(f, "no-repair-action", why))
             continue
         if not f.plannable:
@@ -493,6 +571,22 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
 
     rewrites, skipped = _drop_missing_actions([f for f in opt_in if f.detection == "dangling-ledger"], facts)
     not_planned.extend(skipped)
+    for f in opt_in:
+        if f.detection != "expired-retention-unloaded":
+            continue
+        try:
+            rewrites.append(_trim_action(f, facts))
+        except _Skip as s:
+            not_planned.append(_np(f, s.code, s.reason))
+    taken: dict[str, str] = {}
+    for a in list(rewrites):  # one rewrite per managed-ledger znode: a drop and a trim of one topic conflict
+        if a.path in taken:
+            rewrites.remove(a)
+            not_planned.append(
+                _np(by_key_of(opt_in, a), "duplicate", f"{a.path} is already rewritten by {taken[a.path]}")
+            )
+        else:
+            taken[a.path] = a.id
     by_key = {f.key(): f for f in opt_in}
     for a in rewrites:
         unsafe = action_problem(a, ledgers_root=facts.ledgers_root)

@@ -25,6 +25,7 @@ from pulsar_ops.repair.validate import Observed, referenced_ledgers
 @dataclass
 class ReferenceIndex:
     referenced: dict[int, str] = field(default_factory=dict)  # ledger id -> first referencing znode
+    also: dict[int, str] = field(default_factory=dict)  # ledger id -> a second, different referencing znode
     undecodable: dict[str, str] = field(default_factory=dict)  # znode path -> why it does not decode
     znodes: int = 0
 
@@ -36,7 +37,23 @@ class ReferenceIndex:
             self.undecodable[node.path] = e.reason
             return
         for lid in ids:
-            self.referenced.setdefault(lid, node.path)
+            first = self.referenced.setdefault(lid, node.path)
+            if first != node.path:
+                self.also.setdefault(lid, node.path)
+
+    def blocks_trim(self, action: Action) -> str | None:
+        """Why a trim must not remove its ledgers: one is referenced by a znode other than its own managed
+        ledger's list, or a znode of that managed ledger (its info or a cursor) does not decode."""
+        assert action.rewrite is not None
+        for lid in action.rewrite.ledger_ids:
+            first = self.referenced.get(lid)
+            other = first if first is not None and first != action.path else self.also.get(lid)
+            if other is not None:
+                return f"ledger {lid} is also referenced by {other}"
+        bad = next((p for p in self.undecodable if within(p, action.path)), None)
+        if bad is not None:
+            return f"{bad} cannot be decoded ({self.undecodable[bad]}); not evidence of absence"
+        return None
 
     def blocks(self, action: Action) -> str | None:
         """Why this ledger action must not run (None when nothing in the tree references the ledger)."""

@@ -12,8 +12,10 @@ Two layers:
     ledgers root, and its ``ledger_id`` is the id that path encodes;
   - a ``delete-subtree`` action's root has one of the shapes the ``znode-leak`` detection reports (below), in
     the store that shape lives in, and every znode it deletes lies inside that root;
-  - a rewrite action (``drop-missing-ledger``) changes exactly one znode, the managed-ledger znode of the topic
-    it names, and every ledger it removes from that list must be absent from ``/ledgers`` at apply.
+  - a rewrite action changes the managed-ledger znode of the topic it names and checks only that topic's
+    cursors: ``drop-missing-ledger`` changes nothing else and every ledger it removes from the list must be
+    absent from ``/ledgers`` at apply; ``trim-unloaded`` also deletes the metadata znodes of exactly the ledgers
+    it removes, and nothing else.
 
 * :func:`prove_leak` re-proves, at delete time and against the live tree (through a :class:`TreeReader`), the
   condition that made a subtree a leak. Per leak kind (``docs/repair.md`` lists the same table):
@@ -247,10 +249,13 @@ def _rewrite_problem(action: Action, paths: Sequence[str], ledgers_root: str) ->
         return f"a {action.kind} action has no rewrite"
     if action.store != LOCAL:
         return "managed-ledger infos live in the local metadata store"
-    if action.ledger_id is not None or action.preconditions.references or action.preconditions.custom_metadata:
-        return "a rewrite action carries no ledger_id, references or custom metadata"
-    if rw.path != action.path or paths != [action.path]:
-        return f"a {action.kind} action changes exactly its managed-ledger znode {action.path}, not {list(paths)}"
+    if action.ledger_id is not None or action.preconditions.custom_metadata:
+        return "a rewrite action carries no ledger_id or custom metadata"
+    if rw.path != action.path or not paths or paths[0] != action.path:
+        return f"a {action.kind} action rewrites its managed-ledger znode {action.path} (listed first)"
+    for r in action.preconditions.references:
+        if r.role != ROLE_CURSOR or not within(r.znode.path, action.path) or r.znode.path == action.path:
+            return f"a rewrite only checks the cursors of its own managed ledger, not {r.znode.path}"
     try:
         ml = names.split_ml_path(action.path)
         topic = names.parse_topic(rw.topic)
@@ -266,9 +271,23 @@ def _rewrite_problem(action: Action, paths: Sequence[str], ledgers_root: str) ->
         if lid is None or lid not in ids:
             return f"absent path {p} is not the metadata znode of a removed ledger under {ledgers_root}"
     if action.kind == KIND_DROP_MISSING_LEDGER:
+        if paths != [action.path]:
+            return f"a drop-missing-ledger action changes exactly its managed-ledger znode, not {list(paths)}"
         found = {ledger_id_from_path(p, ledgers_root) for p in action.preconditions.absent}
         if found != set(ids):
             return "every ledger a drop-missing-ledger action removes must be required absent from BookKeeper"
+        return None
+    # trim-unloaded: it deletes exactly the metadata of the ledgers it removes from the list, nothing else
+    if action.preconditions.absent:
+        return "a trim-unloaded action deletes the ledgers it removes; it requires nothing absent"
+    deleted = []
+    for p in paths[1:]:
+        lid = ledger_id_from_path(p, ledgers_root)
+        if lid is None:
+            return f"{p} is not a ledger metadata znode under {ledgers_root}"
+        deleted.append(lid)
+    if sorted(deleted) != sorted(ids):
+        return "a trim-unloaded action deletes the metadata of exactly the ledgers it removes from the list"
     return None
 
 

@@ -196,8 +196,11 @@ _REFERENCE_COLUMNS = (
 )
 
 
-def _referenced(snap: Snapshot, candidates: set[int]) -> tuple[dict[int, str], int | None]:
-    """Which candidate ledger ids the snapshot references (id -> where), and the highest referenced id."""
+def _referenced(
+    snap: Snapshot, candidates: set[int], exclude_lists: set[str] | None = None
+) -> tuple[dict[int, str], int | None]:
+    """Which candidate ledger ids the snapshot references (id -> where), and the highest referenced id.
+    ``exclude_lists``: managed-ledger paths whose own ledger lists do not count (a trim's own list)."""
     found: dict[int, str] = {}
     watermark: int | None = None
     want = pa.array(sorted(candidates), type=pa.int64())
@@ -208,6 +211,9 @@ def _referenced(snap: Snapshot, candidates: set[int]) -> tuple[dict[int, str], i
         if top is not None and (table != "cursors" or top >= 0):
             watermark = int(top) if watermark is None else max(watermark, int(top))
         hit = t.filter(pc.is_in(ids, value_set=want))
+        if exclude_lists and table == "ledger_list":
+            own = pa.array(sorted(exclude_lists), type=pa.string())
+            hit = hit.filter(pc.invert(pc.is_in(hit.column(where_col), value_set=own)))
         for lid, where in zip(hit.column(col).to_pylist(), hit.column(where_col).to_pylist(), strict=True):
             found.setdefault(int(lid), f"{where} ({what})")
     return found, watermark
@@ -235,8 +241,13 @@ class RewriteFacts:
     loaded_topics: frozenset[str]
 
 
+REWRITE_DETECTIONS = ("dangling-ledger", "expired-retention-unloaded")
+
+
 def _rewrite_facts(snap: Snapshot, findings: Iterable[Finding], include: frozenset[str]) -> RewriteFacts:
-    paths = sorted({f.path for f in findings if f.detection in include and f.detection == "dangling-ledger" and f.path})
+    paths = sorted(
+        {f.path for f in findings if f.detection in include and f.detection in REWRITE_DETECTIONS and f.path}
+    )
     if not paths:
         return RewriteFacts([], {}, {}, frozenset())
     want = pa.array(paths, type=pa.string())
@@ -274,7 +285,9 @@ def load_facts(
     ml_paths = {r["path"] for r in ml_rows}
     exact_rw = {str(r["path"]) for r in rw.ml_rows}
     curs = _read(snap, "cursors", ("path", "ml_path", "version", "mzxid"))
-    curs = curs.filter(pc.is_in(curs.column("ml_path"), value_set=pa.array(sorted(ml_paths), type=pa.string())))
+    curs = curs.filter(
+        pc.is_in(curs.column("ml_path"), value_set=pa.array(sorted(ml_paths | exact_rw), type=pa.string()))
+    )
     cursor_rows = list(_rows(curs))
     schemas = _read(snap, "schema_index", ("path", "schema_id", "version", "mzxid"))
     schemas = schemas.filter(pc.is_in(schemas.column("schema_id"), value_set=owner_set))
@@ -313,6 +326,8 @@ def load_facts(
         topics.setdefault(str(ns), set()).add(str(enc))
     holding = mls_all.filter(pc.greater(mls_all.column("ledger_count"), 0)).column("namespace")
     referenced, watermark = _referenced(snap, {f.ledger_id for f in wanted if f.ledger_id is not None})
+    trim_ids = {lid: ml for (ml, lid) in rw.list_entries if lid in ledgers}
+    elsewhere, _ = _referenced(snap, set(trim_ids), exclude_lists=set(trim_ids.values()))
     return SnapshotFacts(
         ledgers_root=snap.manifest.ledgers_root,
         tenants=frozenset(str(t) for t in _read(snap, "tenants", ("tenant",)).column("tenant").to_pylist()),
@@ -323,6 +338,7 @@ def load_facts(
             str(p) for p in _read(snap, "partitioned_topics", ("path",)).column("path").to_pylist()
         ),
         referenced_ledgers=referenced,
+        referenced_elsewhere=elsewhere,
         watermark=watermark,
         snapshot_id=snap.manifest.snapshot_id,
         ledgers=ledgers,
