@@ -375,8 +375,10 @@ class ClusterModel:
                     **({"deduplicationEnabled": True} if ns.dedup else {}),
                 },
             )
+            path = f"/admin/policies/{ns.name}"
+            policies = self._policies_as_written(path, policies, ns.max_delay_ms)
             self._count("namespaces")
-            yield from self._json(CONFIG, f"/admin/policies/{ns.name}", policies, "namespace")
+            yield from self._json(CONFIG, path, policies, "namespace")
             max_delay = (ns.max_delay_ms or 0) if ns.delayed else None
             if rules.ttl_expires_delayed(ns.ttl, ns.delayed[0] if ns.delayed else None, max_delay):
                 self.ttl.append({"namespace": ns.name, "topic": None})
@@ -671,6 +673,20 @@ class ClusterModel:
         random stream, so the rest of the cluster is the same with or without it."""
         return b"\xa0\x06\x01" if hash_int(path) % 40 == 0 else b""
 
+    @staticmethod
+    def _policies_as_written(path: str, doc: dict[str, Any], max_delay_ms: int | None) -> dict[str, Any]:
+        """One namespace in 5 has its policies as an older broker wrote them and one in 5 as a newer broker writes
+        them; the rest as today's. Chosen by path, not by the generator's random stream, so the rest of the cluster
+        is the same. Every variant reads as the same values (docs/formats.md, namespace policies), so the findings
+        do not change. An older broker had no maxDeliveryDelayInMillis: only a namespace whose value is 0 (or
+        absent) can have been written by one."""
+        variant = hash_int(path) % 5
+        if variant == 1 and not max_delay_ms:
+            return older_broker_policies(doc)
+        if variant == 2:
+            return newer_broker_policies(doc)
+        return doc
+
     def _topic_truth(self, ns: Namespace, topic: Topic, ml_path: str) -> None:
         readable = {
             lid: rules.BkFacts(lid, s.last_entry_id, s.length, None if s.version == 1 else s.ctime_ms)
@@ -897,6 +913,76 @@ class ClusterModel:
             "coverage": {"ack-ranges-in-cursor-ledgers": dict(sorted(self.ranges_in_ledgers.items()))},
             "counts": counts,
         }
+
+
+# Policies keys a Pulsar 2.7-era broker did not write (its Policies class had no such field).
+POLICY_KEYS_SINCE_2_7 = frozenset(
+    {
+        "subscription_types_enabled",
+        "properties",
+        "resource_group_name",
+        "entryFilters",
+        "allowed_clusters",
+        "allowed_topic_properties_for_metrics",
+        "migrated",
+        "dispatcherPauseOnAckStatePersistentEnabled",
+        "offload_threshold_in_seconds",
+        "max_topics_per_namespace",
+        "max_subscriptions_per_topic",
+        "deduplicationSnapshotIntervalSeconds",
+    }
+)
+
+
+def older_broker_policies(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` as a Pulsar 2.7-era broker wrote it: no key added since (``POLICY_KEYS_SINCE_2_7``, and
+    ``delayed_delivery_policies.maxDeliveryDelayInMillis``), and its primitive ``int`` fields written as 0 when
+    unset (``message_ttl_in_seconds``, ``subscription_expiration_time_minutes`` and the per-topic limits), which
+    today's broker keeps as null and omits."""
+    old = {k: v for k, v in doc.items() if k not in POLICY_KEYS_SINCE_2_7}
+    for key, unset in (
+        ("message_ttl_in_seconds", 0),
+        ("subscription_expiration_time_minutes", 0),
+        ("max_producers_per_topic", 0),
+        ("max_consumers_per_topic", 0),
+        ("max_consumers_per_subscription", 0),
+        ("max_unacked_messages_per_consumer", -1),
+        ("max_unacked_messages_per_subscription", -1),
+        ("compaction_threshold", 0),
+    ):
+        if old.get(key) is None:
+            old[key] = unset
+    delayed = old.get("delayed_delivery_policies")
+    if isinstance(delayed, dict):
+        old["delayed_delivery_policies"] = {k: v for k, v in delayed.items() if k != "maxDeliveryDelayInMillis"}
+    return old
+
+
+def newer_broker_policies(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` as a newer broker may write it: keys this reader does not know, of every JSON type, at the top level
+    and inside the nested objects it reads (a broker ignores what its Policies class does not have)."""
+    new = dict(doc)
+    new.update(
+        {
+            "allowed_clusters": list(doc.get("replication_clusters", [])),
+            "migrated": False,
+            "x_future_policy": {"enabled": True, "levels": [1, 2.5, "three", None, {"deep": []}]},
+            "x_future_limit": 2**40,
+            "x_future_ratio": 0.75,
+            "x_future_mode": "Adaptive",
+            "x_future_flag": False,
+            "x_future_list": [],
+        }
+    )
+    for key, extra in (
+        ("retention_policies", {"x_future_retention_mode": "tiered"}),
+        ("delayed_delivery_policies", {"x_future_bucket_count": 50, "x_future_buckets": {"size": [1, 2]}}),
+        ("bundles", {"x_future_split": {"algorithm": "range_equally_divide", "limits": None}}),
+        ("auth_policies", {"x_future_auth": ["role-a"]}),
+    ):
+        if isinstance(new.get(key), dict):
+            new[key] = {**new[key], **extra}
+    return new
 
 
 def _dangling(lid: int, ref: str, topic: str | None, sub: str | None, path: str) -> dict[str, Any]:

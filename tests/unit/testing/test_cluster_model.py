@@ -416,3 +416,56 @@ def test_broker_compression_setting_and_newer_fields() -> None:
         newer += z.data.endswith(b"\xa0\x06\x01") and decoded.compression == "NONE"
     assert seen["managed-ledger"] == {"LZ4", "NONE"} and "LZ4" in seen["cursor"]
     assert newer > 0  # values with a field the reader does not know still decode
+
+
+def test_namespace_policies_as_older_and_newer_brokers_write_them() -> None:
+    from dataclasses import replace
+
+    from pulsar_ops.formats.policies import namespace_policies_doc, parse_namespace_policies
+    from pulsar_ops.testing.cluster_model import (
+        POLICY_KEYS_SINCE_2_7,
+        ClusterModel,
+        newer_broker_policies,
+        older_broker_policies,
+    )
+
+    def read(doc: dict[str, Any]) -> Any:
+        return replace(parse_namespace_policies(json.dumps(doc).encode(), "/admin/policies/t/ns"), raw={})
+
+    # every variant reads as the same values (an older broker's int subscription expiry: 0 instead of absent)
+    cases: list[dict[str, Any]] = [
+        {},
+        {"retention_time_minutes": 60, "retention_size_mb": 1024, "message_ttl_seconds": 3600},
+        {"delayed_delivery_active": True, "delayed_delivery_max_delay_ms": 0, "num_bundles": 16},
+        {"delayed_delivery_active": False, "delayed_delivery_max_delay_ms": None, "deleted": True},
+    ]
+    for kwargs in cases:
+        doc = namespace_policies_doc(**kwargs, extra={"subscription_types_enabled": [], "properties": {}})
+        older, newer = older_broker_policies(doc), newer_broker_policies(doc)
+        assert read(newer) == read(doc)
+        assert read(older) == replace(read(doc), subscription_expiration_minutes=0)
+        assert not POLICY_KEYS_SINCE_2_7 & set(older) and older["message_ttl_in_seconds"] == (
+            kwargs.get("message_ttl_seconds") or 0
+        )
+        assert "maxDeliveryDelayInMillis" not in older.get("delayed_delivery_policies", {})
+        assert {k for k in newer if k.startswith("x_future_")} and all(
+            any(k.startswith("x_future_") for k in newer[n]) for n in ("bundles", "auth_policies")
+        )
+
+    # the seeder writes a deterministic share of each, chosen by path
+    seen: Counter[str] = Counter()
+    for z in ClusterModel(SeedOptions(topics=150, seed=1, defects=frozenset(ALL_KINDS), now_ms=NOW)).znodes():
+        if z.kind != "namespace":
+            continue
+        doc = json.loads(z.data)
+        parse_namespace_policies(z.data, z.path)  # every variant decodes
+        if "x_future_policy" in doc:
+            seen["newer"] += 1
+            assert any(k.startswith("x_future_") for k in doc["bundles"])
+        elif "subscription_types_enabled" not in doc:
+            seen["older"] += 1
+            assert doc["message_ttl_in_seconds"] is not None and "properties" not in doc
+            assert "maxDeliveryDelayInMillis" not in doc.get("delayed_delivery_policies", {})
+        else:
+            seen["current"] += 1
+    assert seen["older"] >= 1 and seen["newer"] >= 1 and seen["current"] > seen["older"] + seen["newer"], seen
