@@ -7,6 +7,7 @@ and a second scrape + audit that shows the repaired leaks gone. Everything it wr
 
 from __future__ import annotations
 
+import json
 import shlex
 import time
 from pathlib import Path
@@ -73,6 +74,24 @@ def _after_apply(before: list[Finding], after: list[Finding]) -> str:
     return text
 
 
+def _after_rewrites(plan: Path, after: list[Finding]) -> str:
+    """What the second audit says about the plan's rewrites: dropped missing ledgers no longer dangling, trimmed
+    ledgers no longer past retention."""
+    actions = json.loads(plan.read_text(encoding="utf-8")).get("actions") or []
+    dropped = {r["ledger_id"] for a in actions if a["kind"] == "drop-missing-ledger" for r in a["rewrite"]["removed"]}
+    trimmed = {r["ledger_id"] for a in actions if a["kind"] == "trim-unloaded" for r in a["rewrite"]["removed"]}
+    dangling = {f.ledger_id for f in after if f.detection == "dangling-ledger"}
+    expired = {
+        int(i) for f in after if f.detection == "expired-retention-unloaded" for i in f.evidence.get("ledger_ids") or []
+    }
+    parts = []
+    if dropped:
+        parts.append(f"{len(dropped - dangling)} of {len(dropped)} dropped missing ledger(s) no longer dangling")
+    if trimmed:
+        parts.append(f"{len(trimmed - expired)} of {len(trimmed)} offline-trimmed ledger(s) no longer past retention")
+    return "".join(f"; {p}" for p in parts)
+
+
 def _default_out() -> Path:
     return Path("pulsar-ops-demo") / time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
 
@@ -133,7 +152,7 @@ def register(app: typer.Typer) -> None:
                     str(work / "pulsar_ops.prom"),
                 ]
             )
-            _run(["plan", str(audit), "--out", str(plan)])
+            _run(["plan", str(audit), "--out", str(plan), "--include", "dangling-ledger", "--offline-trim"])
             before = _plannable_by_detection(findings)
             after: str | None = None
             if do_apply:
@@ -143,7 +162,8 @@ def register(app: typer.Typer) -> None:
                 snap2, audit2 = work / "snapshot-after", work / "audit-after"
                 _run(["scrape", "--zookeeper", cluster.hosts, "--out", str(snap2)])
                 _run(["audit", str(snap2), "--out", str(audit2), "--now", now], ok=(0, 1, 2))
-                after = _after_apply(findings, _findings(audit2))
+                found_after = _findings(audit2)
+                after = _after_apply(findings, found_after) + _after_rewrites(plan, found_after)
         _summary(work, before, after, all_match, time.monotonic() - started, do_apply)
         if not all_match:
             _say("the findings differ from the seeded ground truth (see above): please report this", style="red")

@@ -12,6 +12,7 @@ from pulsar_ops.errors import ConfigError
 from pulsar_ops.repair.plan_builder import BuiltPlan, build_plan
 from pulsar_ops.repair.planner import DEFAULT_SUBTREE_MAX_ZNODES, OPT_IN, PlanParams
 from pulsar_ops.repair.units import human_bytes, parse_size
+from pulsar_ops.report.plan_view import kinds_of
 
 
 def _say(line: str) -> None:
@@ -28,7 +29,7 @@ def print_plan_summary(built: BuiltPlan) -> None:
         line = f"  {kind}: {k['actions']} action(s), {human_bytes(k['bytes'])}, {k['znodes']} znode(s)"
         if k.get("rewrites"):
             line += f" to delete, {k['rewrites']} managed-ledger znode(s) rewritten"
-            line += f" without {k['dropped_ledgers']} missing ledger(s)"
+            line += f" without {k['dropped_ledgers']} ledger(s)"
         _say(line)
     if s["ledger_kinds"]:
         _say("  ledger kinds: " + ", ".join(f"{k}={v}" for k, v in s["ledger_kinds"].items()))
@@ -45,6 +46,18 @@ def print_plan_summary(built: BuiltPlan) -> None:
     _say("Predicted impact:")
     for line in built.impact_lines:
         _say(f"  {line}")
+    kinds = kinds_of([a.to_json() for a in plan.actions])
+    if kinds:
+        _say("Per action kind (what changes; when the bookies get the bytes back: the GC lines above):")
+    for k in kinds:
+        line = (
+            f"  {k.kind}: {k.actions} action(s), {k.metadata_ops} metadata-store op(s) "
+            f"({k.znode_deletes} delete(s), {k.rewrites} rewrite(s)); {human_bytes(k.bytes_on_disk)} of bookie data "
+            "(all copies) becomes garbage"
+        )
+        if k.kind == "drop-missing-ledger":
+            line += f"; acknowledged loss {k.lost_entries} entries ({human_bytes(k.lost_bytes)}), no bytes freed"
+        _say(line)
     if not s["actions"]:
         _say("Nothing to do: no finding is plannable (the plan file is written; applying it changes nothing).")
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer  # noqa: TID251 - typer/rich live in cli/
@@ -52,6 +53,12 @@ def register(app: typer.Typer) -> None:
             metavar="FILE",
             help="Write Prometheus metrics to FILE atomically (node_exporter textfile collector, *.prom).",
         ),
+        plan_file: Path | None = typer.Option(
+            None,
+            "--plan",
+            metavar="PLAN.json",
+            help="Add what this plan frees, and when, to the HTML report (per action kind, and the bookie GC curve).",
+        ),
         top: int = typer.Option(
             DEFAULT_TOP_N,
             "--top",
@@ -65,10 +72,17 @@ def register(app: typer.Typer) -> None:
         for out in (html_out, markdown_out, prometheus_out):
             if out is not None:
                 check_output_path(out)  # fail before writing anything
+        view = None
+        if plan_file is not None:
+            from pulsar_ops.repair.plan_file import load_plan
+            from pulsar_ops.report.plan_view import plan_view
+
+            load_plan(plan_file)  # checksum and schema verified: a damaged plan is an error, not a chart
+            view = plan_view(json.loads(plan_file.read_text(encoding="utf-8")))
         print_summary(model)
         written: list[Path] = []
         if html_out is not None:
-            written.append(write_atomic(html_out, html.render_html(model)))
+            written.append(write_atomic(html_out, html.render_html(model, plan=view)))
         if markdown_out is not None:
             written.append(write_atomic(markdown_out, markdown.render_markdown(model)))
         if prometheus_out is not None:

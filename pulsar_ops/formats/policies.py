@@ -60,15 +60,10 @@ class PartitionedTopicMetadata:
 
 
 def parse_json_object(data: bytes | str, path: str) -> dict[str, Any]:
-    """Parse a JSON object (bytes are UTF-8); anything else is a DecodeError naming ``path``."""
-    try:
-        text = data.decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
-        value = json.loads(text)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise DecodeError(path, f"invalid JSON: {str(exc)[:120]}") from None
-    if not isinstance(value, dict):
-        raise DecodeError(path, f"expected a JSON object, got {type(value).__name__}")
-    return value
+    """The root JSON object of any JSON znode (tenants, local policies, clusters...) as the broker's Jackson
+    ``ObjectMapper`` reads the document (charset and BOM detection, NaN refused, content after the object never
+    read, a null document refused); anything else is a DecodeError naming ``path``."""
+    return _read_object(data, path, _DECODER)
 
 
 # ------------------------------------------------------------------------ the document, as Jackson reads it

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 from pulsar_ops.findings import SEVERITIES, Finding
 from pulsar_ops.report.model import GroupBytes, ReportModel
-from pulsar_ops.report.svg import Bar, bar_chart, esc, histogram_chart
+from pulsar_ops.report.plan_view import KindImpact, PlanView
+from pulsar_ops.report.svg import Bar, bar_chart, esc, histogram_chart, step_chart
 from pulsar_ops.report.text import display, human_bytes, human_duration, iso_utc
 
 DEFAULT_MAX_ROWS = 5000
@@ -122,7 +123,49 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
-def render_html(model: ReportModel, *, max_rows: int = DEFAULT_MAX_ROWS) -> str:
+def _loss(k: KindImpact) -> str:
+    return f"{k.lost_entries} entries, {human_bytes(k.lost_bytes)}" if k.kind == "drop-missing-ledger" else ""
+
+
+def _plan_section(view: PlanView | None) -> str:
+    """What the plan frees, when: the cumulative GC curve and the per-kind table (``report --plan``)."""
+    if view is None:
+        return ""
+    rows = "".join(
+        f'<tr><td class="name">{esc(k.kind)}</td><td class="num">{k.actions}</td>'
+        f'<td class="num">{k.metadata_ops}</td><td class="num">{k.znode_deletes}</td>'
+        f'<td class="num">{k.rewrites}</td>'
+        f'<td class="num" title="{k.bytes_on_disk} bytes">{human_bytes(k.bytes_on_disk)}</td>'
+        f'<td class="num">{_loss(k)}</td></tr>'
+        for k in view.kinds
+    )
+    chart = step_chart(
+        "chart-plan-freed",
+        "What the plan frees, when (bookie GC model)",
+        f"Cumulative bytes reclaimed on all bookies after plan {view.plan_id} is applied: "
+        + "; ".join(f"+{human_duration(t)} {human_bytes(b)}" for t, b in view.freed[:20]),
+        view.freed,
+        lambda x: human_duration(int(x)),
+        lambda y: human_bytes(int(y)),
+    )
+    before = (
+        f" Ledger bytes on bookies: {human_bytes(view.before)} before, {human_bytes(view.after)} after the simulated "
+        "GC runs."
+        if view.before is not None and view.after is not None
+        else ""
+    )
+    return (
+        f'<section><h2 id="plan">What plan {esc(view.plan_id)} frees, when</h2>'
+        f'<p class="muted">{human_bytes(view.reclaimed)} reclaimed within the simulated horizon.{esc(before)}</p>'
+        f"{chart}"
+        '<table aria-labelledby="plan"><thead><tr><th>action kind</th><th class="num">actions</th>'
+        '<th class="num">metadata ops</th><th class="num">znodes deleted</th><th class="num">rewrites</th>'
+        '<th class="num">bookie bytes freed</th><th class="num">acknowledged loss</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></section>"
+    )
+
+
+def render_html(model: ReportModel, *, max_rows: int = DEFAULT_MAX_ROWS, plan: PlanView | None = None) -> str:
     s = model.snapshot
     cluster = s.cluster or "unknown cluster"
     parts = [
@@ -145,6 +188,7 @@ def render_html(model: ReportModel, *, max_rows: int = DEFAULT_MAX_ROWS) -> str:
         _cards(model),
         _counts_section(model),
         _charts_section(model),
+        _plan_section(plan),
         _groups_section("Worst tenants", "tenants", model.top_tenants, len(model.tenants)),
         _groups_section("Worst namespaces", "namespaces", model.top_namespaces, len(model.namespaces)),
         _bookies_section(model),

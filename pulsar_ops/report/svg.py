@@ -117,6 +117,70 @@ def histogram_chart(chart_id: str, hist: Histogram, desc: str) -> str:
     return "".join(out)
 
 
+def step_chart(
+    chart_id: str,
+    title: str,
+    desc: str,
+    points: Sequence[tuple[int, int]],
+    fmt_x: Callable[[float], str],
+    fmt_y: Callable[[float], str],
+) -> str:
+    """A cumulative step line (x = ms after the start, y = a running total), one tooltip per step."""
+    height = 260
+    top, bottom, left, right = 34, 40, 90, 20
+    plot_h = height - top - bottom
+    plot_w = WIDTH - left - right
+    out = [_open(chart_id, title, desc, WIDTH, height)]
+    out.append(_text(8, 18, title, weight="600"))
+    if not points:
+        out.append(_text(left, top + plot_h / 2, "nothing is reclaimed within the simulated horizon"))
+        out.append("</svg>")
+        return "".join(out)
+    xmax = max(p[0] for p in points) or 1
+    ymax = max(p[1] for p in points) or 1
+
+    def xy(x: float, y: float) -> tuple[float, float]:
+        return left + x / xmax * plot_w, top + plot_h * (1 - y / ymax)
+
+    for frac in (0.5, 1.0):
+        _, gy = xy(0, ymax * frac)
+        out.append(
+            f'<line x1="{left}" y1="{gy:.1f}" x2="{WIDTH - right}" y2="{gy:.1f}" stroke="{PALETTE["grid"]}"></line>'
+        )
+        out.append(_text(left - 4, gy + 4, fmt_y(ymax * frac), anchor="end", size=10))
+    path: list[str] = []
+    prev = 0
+    for x, y in points:
+        px, py_prev = xy(x, prev)
+        _, py = xy(x, y)
+        path.append(f"{'M' if not path else 'L'}{px:.1f},{py_prev:.1f} L{px:.1f},{py:.1f}")
+        prev = y
+    ex, ey = xy(xmax, prev)
+    path.append(f"L{ex:.1f},{ey:.1f}")
+    start_x, start_y = xy(0, 0)
+    out.append(
+        f'<path d="M{start_x:.1f},{start_y:.1f} {" ".join(path).lstrip("M")}" fill="none" '
+        f'stroke="{PALETTE["bar"]}" stroke-width="2"></path>'
+    )
+    for x, y in points:
+        px, py = xy(x, y)
+        out.append(
+            f'<g class="bar"><title>+{esc(fmt_x(x))}: {esc(fmt_y(y))} reclaimed</title>'
+            f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{PALETTE["bar"]}"></circle></g>'
+        )
+    out.append(
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{WIDTH - right}" y2="{top + plot_h}" '
+        f'stroke="{PALETTE["axis"]}"></line>'
+    )
+    out.append(_text(left, top + plot_h + 16, "now", size=10))
+    out.append(
+        _text((left + WIDTH - right) / 2, top + plot_h + 30, f"first bytes back at +{fmt_x(points[0][0])}", size=10)
+    )
+    out.append(_text(WIDTH - right, top + plot_h + 16, f"+{fmt_x(xmax)}", anchor="end", size=10))
+    out.append("</svg>")
+    return "".join(out)
+
+
 def _open(chart_id: str, title: str, desc: str, width: int, height: int) -> str:
     cid = html.escape(chart_id, quote=True)
     return (

@@ -95,16 +95,10 @@ def znode_row_with_sha(
     )  # fmt: skip
 
 
-def _text(data: bytes, path: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise DecodeError(path, f"value is not UTF-8 text: {e}") from None
-
-
 def _json_object(data: bytes, path: str) -> tuple[dict[str, Any], str]:
-    text = _text(data, path)
-    return parse_json_object(text, path), text
+    """The object as the broker reads it, and the value as text (UTF-8, undecodable bytes replaced: the
+    document itself may be UTF-16/32 or carry bytes after it that Jackson never reads)."""
+    return parse_json_object(data, path), bytes(data).decode("utf-8", "replace")
 
 
 def _opt_int(v: Any) -> int | None:

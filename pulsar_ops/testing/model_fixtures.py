@@ -350,6 +350,13 @@ def retention_namespaces(model: ClusterModel) -> Iterator[ZNode]:
             model._closed(w, t, rng, [40 * DAY_MS], version=3)
             model._open(w, t, rng, bk_entries=500, age=25 * DAY_MS)
             yield from model._emit(w, t, rng)
+            # an unloaded topic whose middle ledger's metadata is gone (within retention): a dangling data
+            # reference `plan --include dangling-ledger` can drop, since no broker owns the bundle
+            t = Topic(model._ml(w, f"lost-ledger-{k}"))
+            ids = model._closed(w, t, rng, [3 * DAY_MS, 2 * DAY_MS, DAY_MS], version=3)
+            model._open(w, t, rng)
+            del t.bk[ids[1]]
+            yield from model._emit(w, t, rng)
 
         s = ns_("idle-size", (-1, 12), 16)
         yield from model._namespace_meta(s)

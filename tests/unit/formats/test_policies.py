@@ -558,3 +558,26 @@ def test_bundle_for_topic_bad_boundaries() -> None:
     for bad in [[], ["0x00000000"], ["0x10", "0x05"], ["zz", "0xffffffff"], ["0x00000000", "0x00000001"]]:
         with pytest.raises(DecodeError):
             bundle_for_topic("persistent://public/default/t", bad)
+
+
+@pytest.mark.parametrize(
+    ("data", "ok"),
+    [
+        (b'{"adminRoles": [], "allowedClusters": ["c1"]}', True),
+        (b'\xef\xbb\xbf{"allowedClusters": ["c1"]}', True),  # a UTF-8 BOM: Jackson skips it
+        ('{"allowedClusters": ["c1"]}'.encode("utf-16"), True),  # UTF-16 with a BOM
+        (b'{"allowedClusters": ["c1"]} trailing \xff', True),  # never read after the object
+        (b'{"x": NaN}', False),  # ALLOW_NON_NUMERIC_NUMBERS is off
+        (b"null", False),  # the broker reads it as absent while the znode exists
+        (b"", False),
+        (b"[1]", False),
+    ],
+)
+def test_every_json_znode_is_read_as_jackson_reads_the_document(data: bytes, ok: bool) -> None:
+    from pulsar_ops.formats.policies import parse_json_object
+
+    if ok:
+        assert parse_json_object(data, "/admin/policies/t")["allowedClusters"] == ["c1"]
+    else:
+        with pytest.raises(DecodeError):
+            parse_json_object(data, "/admin/policies/t")

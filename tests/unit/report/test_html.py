@@ -18,7 +18,7 @@ VOID = {"meta", "input", "br", "hr", "img", "link"}
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "p", "main", "section", "div",
     "b", "span", "table", "thead", "tbody", "tr", "th", "td", "button", "figure", "svg", "desc", "g", "rect",
-    "line", "text", "ul", "li", "input", "script",
+    "line", "text", "ul", "li", "input", "script", "path", "circle",
 }  # fmt: skip
 URL_ATTRS = {"src", "href", "xlink:href", "srcset", "action", "formaction", "poster", "data", "background"}
 
