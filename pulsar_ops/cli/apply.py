@@ -23,6 +23,7 @@ from pulsar_ops.cli.common import (
     err_console,
     guarded,
 )
+from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.apply_run import ApplyRequest, run_apply
 from pulsar_ops.repair.executor import ApplyReport
 from pulsar_ops.repair.units import parse_duration_ms
@@ -62,6 +63,22 @@ def print_report(report: ApplyReport) -> None:
     _say("  counts: " + ", ".join(f"{k}={v}" for k, v in report.counts().items()))
 
 
+def _admin(url: str | None, conf_path: Path | None, token: str | None, timeout_s: float) -> AdminApi | None:
+    """The admin-API client for delete-subscription actions (None when no URL is given or in client.conf)."""
+    from pulsar_ops.repair.admin_writer import HttpAdmin
+    from pulsar_ops.scrape.client_conf import read_client_conf
+    from pulsar_ops.scrape.http import admin_settings, make_client
+
+    conf = read_client_conf(conf_path) if conf_path else None
+    url = url or (conf.web_service_url if conf else None)
+    if not url:
+        return None
+    settings, insecure = admin_settings(conf, token, timeout_s)
+    if insecure:
+        _say("warning: tlsAllowInsecureConnection=true: the broker is not verified")
+    return HttpAdmin(make_client(url, settings))
+
+
 def register(app: typer.Typer) -> None:
     """Add `apply` to the root app."""
 
@@ -93,9 +110,25 @@ def register(app: typer.Typer) -> None:
         batch_size: int = typer.Option(100, "--batch-size", min=1, help="Actions per verified batch."),
         do_apply: bool = typer.Option(False, "--apply", help="Act. Without it, only print what would happen."),
         yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
+        admin_url: str | None = typer.Option(
+            None,
+            "--admin-url",
+            help="A broker's admin REST URL, for actions that go through a broker (delete-subscription).",
+        ),
+        client_conf: Path | None = typer.Option(
+            None,
+            "--client-conf",
+            envvar="PULSAR_OPS_CLIENT_CONF",
+            help="Pulsar's client.conf (webServiceUrl, authPlugin/authParams, TLS), read as pulsar-admin reads it.",
+        ),
+        token: str | None = typer.Option(
+            None, "--token", envvar="PULSAR_OPS_TOKEN", help="Bearer token for the admin API (never printed)."
+        ),
+        http_timeout: float = typer.Option(30.0, "--http-timeout", min=0.5, help="Seconds per admin API request."),
         as_json: bool = typer.Option(False, "--json", help="Print per-action outcomes as JSON on stdout."),
     ) -> None:
         """Apply a plan in two phases: `mark` backs up and changes nothing; `delete` deletes with CAS."""
+        admin = _admin(admin_url, client_conf, token, http_timeout)
         req = ApplyRequest(
             plan_path=plan_path,
             zookeeper=zookeeper,
@@ -107,6 +140,7 @@ def register(app: typer.Typer) -> None:
             batch_size=batch_size,
             apply=do_apply,
             yes=yes,
+            admin=admin,
             security=security_from_flags(
                 zk_auth=zk_auth,
                 zk_auth_file=zk_auth_file,

@@ -75,8 +75,8 @@ def _after_apply(before: list[Finding], after: list[Finding]) -> str:
 
 
 def _after_rewrites(plan: Path, after: list[Finding]) -> str:
-    """What the second audit says about the plan's rewrites: dropped missing ledgers no longer dangling, trimmed
-    ledgers no longer past retention."""
+    """What the second audit says about the plan's other actions: idle subscriptions gone, dropped missing ledgers
+    no longer dangling, trimmed ledgers no longer past retention."""
     actions = json.loads(plan.read_text(encoding="utf-8")).get("actions") or []
     dropped = {r["ledger_id"] for a in actions if a["kind"] == "drop-missing-ledger" for r in a["rewrite"]["removed"]}
     trimmed = {r["ledger_id"] for a in actions if a["kind"] == "trim-unloaded" for r in a["rewrite"]["removed"]}
@@ -84,7 +84,11 @@ def _after_rewrites(plan: Path, after: list[Finding]) -> str:
     expired = {
         int(i) for f in after if f.detection == "expired-retention-unloaded" for i in f.evidence.get("ledger_ids") or []
     }
+    subs = {(a["admin"]["topic"], a["admin"]["subscription"]) for a in actions if a["kind"] == "delete-subscription"}
+    idle = {(f.topic, f.subscription) for f in after if f.detection == "inactive-subscription"}
     parts = []
+    if subs:
+        parts.append(f"{len(subs - idle)} of {len(subs)} idle subscription(s) deleted through the broker")
     if dropped:
         parts.append(f"{len(dropped - dangling)} of {len(dropped)} dropped missing ledger(s) no longer dangling")
     if trimmed:
@@ -152,13 +156,29 @@ def register(app: typer.Typer) -> None:
                     str(work / "pulsar_ops.prom"),
                 ]
             )
-            _run(["plan", str(audit), "--out", str(plan), "--include", "dangling-ledger", "--offline-trim"])
+            _run(
+                [
+                    "plan", str(audit), "--out", str(plan), "--include", "dangling-ledger",
+                    "--include", "inactive-subscription", "--offline-trim",
+                ]
+            )  # fmt: skip
             before = _plannable_by_detection(findings)
             after: str | None = None
             if do_apply:
+                from pulsar_ops.testing.admin_server import AdminServer
+
                 zk = ["--zookeeper", cluster.hosts]
                 _run(["apply", str(plan), *zk, "--phase", "mark", "--apply", "--yes"])
-                _run(["apply", str(plan), *zk, "--phase", "delete", "--quarantine", "0", "--apply", "--yes"])
+                # delete-subscription goes through a broker: the embedded one serves the admin REST API over the
+                # same ZooKeeper (pulsar_ops/testing/admin_server.py), as the cluster's only broker
+                with AdminServer(cluster.hosts, now_ms=lambda: cluster.now_ms, serves_owned=True) as broker:
+                    _say(f"embedded broker admin REST API on {broker.url} (for delete-subscription)")
+                    _run(
+                        [
+                            "apply", str(plan), *zk, "--phase", "delete", "--quarantine", "0", "--apply", "--yes",
+                            "--admin-url", broker.url,
+                        ]
+                    )  # fmt: skip
                 snap2, audit2 = work / "snapshot-after", work / "audit-after"
                 _run(["scrape", "--zookeeper", cluster.hosts, "--out", str(snap2)])
                 _run(["audit", str(snap2), "--out", str(audit2), "--now", now], ok=(0, 1, 2))

@@ -169,28 +169,19 @@ def register(app: typer.Typer) -> None:
         if (bookie_tls_cert is None) != (bookie_tls_key is None):
             raise ConfigError("--bookie-tls-cert and --bookie-tls-key go together", hint="pass both, or neither")
         if admin_url or bookie_url:
-            from pulsar_ops.scrape.http import HttpSettings
+            from pulsar_ops.scrape.http import HttpSettings, admin_settings
             from pulsar_ops.scrape.http_sources import http_sources
 
-            admin_verify: bool | str = True
-            if conf is not None and conf.allow_insecure:
+            settings, insecure = admin_settings(conf, token, http_timeout)
+            if insecure:
                 err_console.print(
                     "[bold yellow]warning[/]: tlsAllowInsecureConnection=true: the broker is not verified"
                 )
-                admin_verify = False
-            elif conf is not None and conf.trust_certs is not None:
-                admin_verify = str(conf.trust_certs)
-            admin_cert = (str(conf.tls_cert), str(conf.tls_key)) if conf and conf.tls_cert and conf.tls_key else None
             extra = http_sources(
                 admin_url=admin_url,
                 bookie_url=bookie_url,
                 cluster=cluster,
-                settings=HttpSettings(
-                    timeout_s=http_timeout,
-                    token=token or (conf.token if conf else None),
-                    verify=admin_verify,
-                    cert=admin_cert,
-                ),
+                settings=settings,
                 bookie_http_port=bookie_http_port,
                 bookie_settings=HttpSettings(
                     timeout_s=http_timeout,

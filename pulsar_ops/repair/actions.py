@@ -27,7 +27,9 @@ KIND_DELETE_SUBTREE = "delete-subtree"
 KIND_DROP_MISSING_LEDGER = "drop-missing-ledger"  # rewrite a managed-ledger info without a ledger BK lost
 KIND_TRIM_UNLOADED = "trim-unloaded"  # rewrite it without expired ledgers and delete their metadata (offline trim)
 REWRITE_KINDS = (KIND_DROP_MISSING_LEDGER, KIND_TRIM_UNLOADED)
-ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE, *REWRITE_KINDS)
+KIND_DELETE_SUBSCRIPTION = "delete-subscription"  # through a broker's admin REST API
+ADMIN_KINDS = (KIND_DELETE_SUBSCRIPTION,)
+ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE, *REWRITE_KINDS, *ADMIN_KINDS)
 STORES = ("local", "config")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HINT = "plans are written by `pulsar-ops plan AUDIT_DIR --out PLAN.json`; re-create it instead of editing it"
@@ -207,6 +209,26 @@ class Rewrite:
 
 
 @dataclass(frozen=True)
+class AdminCall:
+    """What an admin-API action asks a broker to do: ``delete-subscription`` of ``subscription`` on ``topic``
+    (``persistent://t/ns/x``, decoded names; the client encodes them in the URL)."""
+
+    topic: str
+    subscription: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "subscription": self.subscription}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> AdminCall:
+        d = strict.obj(d, where, PlanError, hint=_HINT)
+        return cls(
+            topic=strict.req_text(d, "topic", where, PlanError, hint=_HINT),
+            subscription=strict.text(d, "subscription", where, PlanError, nullable=True, hint=_HINT),
+        )
+
+
+@dataclass(frozen=True)
 class FindingRef:
     key: str
     detection: str
@@ -232,6 +254,7 @@ class Action:
     loads_topics: bool = False
     impact: Mapping[str, Any] = field(default_factory=dict)
     rewrite: Rewrite | None = None  # REWRITE_KINDS only
+    admin: AdminCall | None = None  # ADMIN_KINDS only
 
     @property
     def znode_count(self) -> int:
@@ -263,6 +286,8 @@ class Action:
         )
         if self.rewrite is not None:
             d["rewrite"] = self.rewrite.to_json()
+        if self.admin is not None:
+            d["admin"] = self.admin.to_json()
         return d
 
     @classmethod
@@ -285,6 +310,9 @@ class Action:
         rewrite = Rewrite.from_json(d["rewrite"], f"{where}.rewrite") if d.get("rewrite") is not None else None
         if (kind in REWRITE_KINDS) != (rewrite is not None):
             raise E(f"{where}: a {kind} action {'needs' if rewrite is None else 'has no'} rewrite", hint=_HINT)
+        admin = AdminCall.from_json(d["admin"], f"{where}.admin") if d.get("admin") is not None else None
+        if (kind in ADMIN_KINDS) != (admin is not None):
+            raise E(f"{where}: a {kind} action {'needs' if admin is None else 'has no'} admin call", hint=_HINT)
         return cls(
             id=strict.req_text(d, "id", where, E, hint=_HINT),
             kind=kind,
@@ -304,6 +332,7 @@ class Action:
             loads_topics=strict.boolean(d, "loads_topics", where, E, default=False, hint=_HINT),
             impact=dict(strict.obj(impact, f"{where}.impact", E, hint=_HINT)) if impact is not None else {},
             rewrite=rewrite,
+            admin=admin,
         )
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 from pulsar_ops.errors import ApplyError, ConfigError, PlanUnsafeError, TargetMismatchError
 from pulsar_ops.identity import ClusterIdentity, identity_mismatch
 from pulsar_ops.repair import journal as J
+from pulsar_ops.repair.actions import ADMIN_KINDS
+from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.backup import MANIFEST, BackupStore, default_backup_dir
 from pulsar_ops.repair.executor import AfterCommit, ApplyReport, check_quarantine, dry_run, run_delete, run_mark
 from pulsar_ops.repair.plan_file import Plan, load_plan
@@ -46,6 +48,7 @@ class ApplyRequest:
     apply: bool = False
     yes: bool = False
     security: ZkSecurity = field(default=NO_SECURITY, repr=False)
+    admin: AdminApi | None = field(default=None, repr=False)  # a broker's admin REST API (admin-API actions)
 
 
 def check_plan_safe(plan: Plan, source: str) -> None:
@@ -112,6 +115,12 @@ def run_apply(
             )
         # refuse before asking or connecting when the quarantine has not passed
         check_quarantine(plan, J.Journal.read_only(jpath, plan_checksum=plan.checksum), req.quarantine_ms, now)
+    calls = sum(1 for a in plan.actions if a.kind in ADMIN_KINDS)
+    if req.phase == "delete" and calls and req.admin is None:
+        raise ConfigError(
+            f"{calls} action(s) of this plan ask a broker's admin REST API; no admin URL was given; nothing was done",
+            hint="pass --admin-url http://broker:8080 (and --client-conf client.conf for authentication)",
+        )
     question = (
         f"{req.phase} {len(plan.actions)} action(s) of plan {plan.plan_id} on {redact_hosts(req.zookeeper)}"
         + (f" after a {human_duration(req.quarantine_ms)} quarantine" if req.phase == "delete" else "")
@@ -147,6 +156,7 @@ def run_apply(
                 batch_size=req.batch_size,
                 progress=progress,
                 after_commit=after_commit,
+                admin=req.admin,
             )
 
 

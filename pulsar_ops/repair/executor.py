@@ -30,6 +30,7 @@ from pulsar_ops.errors import ApplyError, QuarantineError, ZooKeeperError
 from pulsar_ops.repair import journal as J
 from pulsar_ops.repair import rewrite as RW
 from pulsar_ops.repair.actions import (
+    ADMIN_KINDS,
     KIND_DELETE_LEDGER,
     KIND_DELETE_SUBTREE,
     KIND_TRIM_UNLOADED,
@@ -38,12 +39,20 @@ from pulsar_ops.repair.actions import (
     ROLE_MANAGED_LEDGER,
     Action,
 )
+from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
 from pulsar_ops.repair.plan_file import Plan
 from pulsar_ops.repair.references import ReferenceIndex, build_index
 from pulsar_ops.repair.safety import MANAGED_LEDGERS, SCHEMAS, SubtreeNode, prove_leak
 from pulsar_ops.repair.units import human_duration
-from pulsar_ops.repair.validate import Observed, ObservedRef, decide_delete, decide_mark, sha256_hex
+from pulsar_ops.repair.validate import (
+    Observed,
+    ObservedRef,
+    decide_delete,
+    decide_mark,
+    sha256_hex,
+    target_mismatch,
+)
 from pulsar_ops.repair.zk_writer import ZkSession
 
 Progress = Callable[[str, int, int], None]
@@ -165,6 +174,8 @@ def _rewritten_sha(backups: BackupStore, plan: Plan, a: Action) -> str | None:
 def _done(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) -> bool:
     """The action's change is in the tree: its targets are gone, or (a rewrite) its znode holds the bytes the
     action writes and every other target is gone."""
+    if a.kind in ADMIN_KINDS:  # the broker deleted the cursor znode (its ledger goes asynchronously)
+        return not session.read(a.store, [a.path])[0].exists
     if a.kind not in REWRITE_KINDS:
         return _all_gone(session, a)
     want = _rewritten_sha(backups, plan, a)
@@ -306,12 +317,15 @@ def _delete_one(
     a: Action,
     refs_index: Callable[[], ReferenceIndex],
     after_commit: AfterCommit | None,
+    admin: AdminApi | None = None,
 ) -> ActionOutcome:
     st = journal.state(a.id)
     if st.state in J.FINAL:
         return _outcome(a, st.state, st.reason)
     if st.state == J.PENDING:
         return _outcome(a, "pending", "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first")
+    if a.kind in ADMIN_KINDS:
+        return _admin_one(session, journal, backups, plan, a, admin)
     missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
     if missing is None and a.kind in REWRITE_KINDS and _rewritten_sha(backups, plan, a) is None:
         missing = f"the backup of {a.path} does not record the bytes the rewrite writes"
@@ -379,6 +393,61 @@ def _delete_one(
     return _outcome(a, "failed", reason)
 
 
+def _admin_one(
+    session: ZkSession, journal: J.Journal, backups: BackupStore, plan: Plan, a: Action, admin: AdminApi | None
+) -> ActionOutcome:
+    """An admin-API action (``delete-subscription``) whose journal state is not final: re-verify, call the
+    broker once, then let ZooKeeper say what happened. An error answer is never read as success; an unknown
+    outcome (timeout) is ``failed`` and the next run re-reads the tree before calling again."""
+    st = journal.state(a.id)
+    assert a.admin is not None and a.admin.subscription is not None
+    missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
+    if missing is not None:
+        reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
+        journal.record(a.id, J.FAILED, phase="delete", reason=reason)
+        return _outcome(a, "failed", reason)
+    if st.state in (J.DELETING, J.FAILED) and _done(session, backups, plan, a):
+        reason = "the broker deleted it before an interruption (cursor znode gone, backup present)"
+        journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
+        return _outcome(a, "committed", reason)
+    # the cursor znode exactly as scraped (version, bytes: lastActive and the position too); its ledger is the
+    # broker's to delete and is only backed up
+    why = target_mismatch(a.preconditions.znodes[0], session.read(a.store, [a.path])[0])
+    if why is not None:
+        journal.record(a.id, J.SKIPPED, phase="delete", reason=why)
+        return _outcome(a, "skipped", why)
+    if admin is None:
+        raise ApplyError(
+            f"{a.id} calls a broker's admin API, but no admin URL was given; nothing was called",
+            hint="pass --admin-url http://broker:8080 (and --client-conf for authentication)",
+        )
+    call = f"DELETE subscription {a.admin.subscription!r} of {a.admin.topic}"
+    if st.state != J.DELETING:
+        journal.record(a.id, J.DELETING, phase="delete", call=call)
+    result = admin.delete_subscription(a.admin.topic, a.admin.subscription)
+    gone = _done(session, backups, plan, a)
+    if result.ok and gone:
+        journal.record(a.id, J.COMMITTED, phase="delete", status=result.status)
+        return _outcome(a, "committed", f"broker answered {result.status}; cursor znode gone")
+    if result.ok:
+        reason = f"the broker answered {result.status} but {a.path} still exists; not counted as done"
+        journal.record(a.id, J.FAILED, phase="delete", reason=reason, status=result.status)
+        return _outcome(a, "failed", reason)
+    answer = "no answer" if result.status is None else f"HTTP {result.status}"
+    detail = f"{answer} ({result.reason})" if result.reason else answer
+    if result.status == 412:
+        reason = f"consumers are connected: {detail}; the subscription is in use, not deleted"
+        journal.record(a.id, J.SKIPPED, phase="delete", reason=reason, status=412)
+        return _outcome(a, "skipped", reason)
+    if result.status == 404 and gone:
+        reason = f"the broker says {detail} and the cursor znode is gone: someone else deleted it"
+        journal.record(a.id, J.SKIPPED, phase="delete", reason=reason, status=404)
+        return _outcome(a, "skipped", reason)
+    reason = f"{call}: {detail}" + ("" if result.status is not None else "; outcome unknown, re-run to re-check")
+    journal.record(a.id, J.FAILED, phase="delete", reason=reason, status=result.status)
+    return _outcome(a, "failed", reason)
+
+
 def _cursor_checks(a: Action, refs: Sequence[ObservedRef]) -> tuple[str | None, tuple[tuple[str, int], ...]]:
     """A trim runs only while its topic's cursors are exactly the planned ones at their planned versions (an
     unloaded topic's cursors do not move); the transaction checks each version."""
@@ -423,6 +492,7 @@ def run_delete(
     batch_size: int = 100,
     progress: Progress | None = None,
     after_commit: AfterCommit | None = None,
+    admin: AdminApi | None = None,
 ) -> ApplyReport:
     """``after_commit`` runs right after each committed transaction, before it is journaled (tests use it to
     crash at the worst moment)."""
@@ -448,7 +518,7 @@ def run_delete(
         committed: list[Action] = []
         for a in batch:
             before = journal.state(a.id).state
-            out = _delete_one(session, journal, backups, plan, a, refs_index, after_commit)
+            out = _delete_one(session, journal, backups, plan, a, refs_index, after_commit, admin)
             report.outcomes.append(out)
             if out.outcome == "committed" and before not in J.FINAL:
                 committed.append(a)
@@ -505,7 +575,13 @@ def dry_run(
             refs = len(a.preconditions.references)
             why = f"re-verify {n} znode(s) and {refs} reference(s), then delete with compare-and-set"
             verb = "would-delete"
-            if a.rewrite is not None:
+            if a.admin is not None:
+                verb = "would-call"
+                why = (
+                    f"re-verify {a.path} (version, bytes, lastActive), then ask the broker to delete subscription "
+                    f"{a.admin.subscription!r} of {a.admin.topic} (DELETE, force=false; 412 if consumers connect)"
+                )
+            elif a.rewrite is not None:
                 verb = "would-rewrite"
                 ids = ", ".join(str(i) for i in a.rewrite.ledger_ids)
                 if a.kind == KIND_TRIM_UNLOADED:

@@ -30,6 +30,7 @@ from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.formats.policies import topic_hash
 from pulsar_ops.repair.actions import (
     KIND_DELETE_LEDGER,
+    KIND_DELETE_SUBSCRIPTION,
     KIND_DELETE_SUBTREE,
     KIND_DROP_MISSING_LEDGER,
     KIND_TRIM_UNLOADED,
@@ -37,6 +38,7 @@ from pulsar_ops.repair.actions import (
     ROLE_MANAGED_LEDGER,
     ROLE_SCHEMA_LOCATOR,
     Action,
+    AdminCall,
     FindingRef,
     NotPlanned,
     Precondition,
@@ -89,6 +91,18 @@ class LedgerFact:
 
 
 @dataclass(frozen=True)
+class CursorFact:
+    """One ``cursors`` row, for subscription actions: the znode, its cursor ledger and mark-delete position."""
+
+    znode: ZnodeRef
+    ml_path: str
+    subscription: str
+    is_system: bool
+    cursors_ledger_id: int
+    mark_delete: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
 class SubtreeZnode:
     znode: ZnodeRef
     mtime_ms: int
@@ -125,10 +139,11 @@ class SnapshotFacts:
     owned_ranges: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     loaded_topics: frozenset[str] = frozenset()
     referenced_elsewhere: Mapping[int, str] = field(default_factory=dict)  # trim candidate -> other referencer
+    cursor_facts: Mapping[str, CursorFact] = field(default_factory=dict)  # by cursor path (subscription actions)
 
 
 # Detections whose repair is opt-in (`plan --include DETECTION`), and the action each becomes.
-OPT_IN = {"dangling-ledger": KIND_DROP_MISSING_LEDGER}
+OPT_IN = {"dangling-ledger": KIND_DROP_MISSING_LEDGER, "inactive-subscription": KIND_DELETE_SUBSCRIPTION}
 
 
 @dataclass(frozen=True)
@@ -499,6 +514,62 @@ def _trim_action(f: Finding, facts: SnapshotFacts) -> Action:
     )
 
 
+def trimmable_after_delete(c: CursorFact, facts: SnapshotFacts) -> tuple[int, bool]:
+    """(bytes that become trimmable, whether it is the slowest durable cursor) when ``c`` goes: the ledgers from
+    its mark-delete ledger up to the next slowest cursor's (or to the current ledger when it is the only one),
+    by the snapshot's ledger list. Retention may keep them longer; the broker's trim decides."""
+    others = [
+        o.mark_delete
+        for o in facts.cursor_facts.values()
+        if o.ml_path == c.ml_path and o.znode.path != c.znode.path and o.mark_delete is not None
+    ]
+    if c.mark_delete is None:
+        return 0, False
+    listed = sorted((lid, size or 0) for (ml, lid), (_e, size) in facts.list_entries.items() if ml == c.ml_path)
+    if any(o < c.mark_delete for o in others):
+        return 0, False
+    upto = min((o[0] for o in others), default=listed[-1][0] if listed else c.mark_delete[0])
+    return sum(size for lid, size in listed if c.mark_delete[0] <= lid < upto), True
+
+
+def _subscription_action(f: Finding, facts: SnapshotFacts) -> Action:
+    if not f.path or not f.topic or f.subscription is None:
+        raise _Skip("malformed-finding", "inactive-subscription finding without path, topic or subscription")
+    c = facts.cursor_facts.get(f.path)
+    if c is None or c.znode.sha256 is None:
+        raise _Skip("missing-in-snapshot", f"cursor {f.path} is not in the snapshot's cursors/znodes tables")
+    if c.subscription != f.subscription:
+        raise _Skip("path-mismatch", f"{f.path} is subscription {c.subscription!r}, not {f.subscription!r}")
+    if c.is_system or names.is_system_cursor(c.subscription):
+        raise _Skip("kind-not-plannable", f"{c.subscription!r} is a system cursor; it is never deleted")
+    znodes = [c.znode]
+    ledger = facts.ledgers.get(c.cursors_ledger_id) if c.cursors_ledger_id >= 0 else None
+    if ledger is not None:  # the broker deletes the cursor ledger with the cursor: back it up too
+        znodes.append(ZnodeRef("local", ledger.path, ledger.version, ledger.mzxid, ledger.sha256))
+    trimmable, slowest = trimmable_after_delete(c, facts)
+    return Action(
+        id="subscription-" + hashlib.sha256(f"local:{f.path}".encode()).hexdigest()[:16],
+        kind=KIND_DELETE_SUBSCRIPTION,
+        store="local",
+        path=f.path,
+        finding=FindingRef(f.key(), f.detection),
+        preconditions=Precondition(znodes=tuple(znodes)),
+        bytes=trimmable,
+        time_ms=int(f.evidence.get("last_active_ms") or 0),
+        owner=f.topic,
+        loads_topics=True,
+        admin=AdminCall(topic=f.topic, subscription=f.subscription),
+        impact={
+            "backlog_bytes": int(f.evidence.get("backlog_bytes") or 0),
+            "slowest_cursor": slowest,
+            "trimmable_bytes": trimmable,
+            "note": "the bytes become trimmable (retention permitting) because this was the slowest cursor"
+            if slowest
+            else "another cursor is slower: deleting this one frees nothing until that one moves",
+        },
+    )
+
+
 def _order_key(a: Action) -> tuple[Any, ...]:
     return (a.time_ms, -a.bytes, a.kind, a.ledger_id if a.ledger_id is not None else -1, a.path, a.id)
 
@@ -578,6 +649,13 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
             rewrites.append(_trim_action(f, facts))
         except _Skip as s:
             not_planned.append(_np(f, s.code, s.reason))
+    for f in opt_in:
+        if f.detection != "inactive-subscription":
+            continue
+        try:
+            rewrites.append(_subscription_action(f, facts))
+        except _Skip as s:
+            not_planned.append(_np(f, s.code, s.reason))
     taken: dict[str, str] = {}
     for a in list(rewrites):  # one rewrite per managed-ledger znode: a drop and a trim of one topic conflict
         if a.path in taken:
@@ -619,7 +697,7 @@ def with_impact(draft: PlanDraft, impacts: Mapping[str, Mapping[str, Any]]) -> P
     """Attach per-action impact documents (by action id)."""
     return replace(
         draft,
-        actions=tuple(replace(a, impact=dict(impacts.get(a.id, {}))) for a in draft.actions),
+        actions=tuple(replace(a, impact={**a.impact, **impacts.get(a.id, {})}) for a in draft.actions),
     )
 
 

@@ -56,6 +56,7 @@ from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
 from pulsar_ops.repair.actions import (
     KIND_DELETE_LEDGER,
+    KIND_DELETE_SUBSCRIPTION,
     KIND_DELETE_SUBTREE,
     KIND_DROP_MISSING_LEDGER,
     REWRITE_KINDS,
@@ -237,7 +238,37 @@ def action_problem(action: Action, *, ledgers_root: str) -> str | None:
         return None
     if action.kind in REWRITE_KINDS:
         return _rewrite_problem(action, paths, ledgers_root)
+    if action.kind == KIND_DELETE_SUBSCRIPTION:
+        return _subscription_problem(action, paths, ledgers_root)
     return f"unknown action kind {action.kind!r}"
+
+
+def _subscription_problem(action: Action, paths: Sequence[str], ledgers_root: str) -> str | None:
+    """A delete-subscription names a user cursor znode of its topic (never a system cursor: compaction,
+    replication, deduplication, transactions) and backs up only that znode and its cursor ledger's metadata."""
+    call = action.admin
+    if call is None or call.subscription is None:
+        return "a delete-subscription action names its topic and subscription"
+    if action.store != LOCAL or action.rewrite is not None or action.ledger_id is not None:
+        return "a delete-subscription action is a local cursor, with no rewrite or ledger_id"
+    if action.preconditions.references or action.preconditions.absent or action.preconditions.custom_metadata:
+        return "a delete-subscription action carries no references, absent paths or custom metadata"
+    try:
+        ml, enc = names.split_ml_path(action.path)
+        topic = names.parse_topic(call.topic)
+    except DecodeError as e:
+        return f"{action.path} / {call.topic}: {e.reason}"
+    if enc is None or topic.ml_name != ml.ml_name or names.decode(enc, action.path) != call.subscription:
+        return f"{action.path} is not the cursor znode of {call.subscription!r} on {call.topic}"
+    if names.is_system_cursor(call.subscription):
+        return f"{call.subscription!r} is a system cursor; it is never deleted"
+    if not paths or paths[0] != action.path or len(paths) > 2:
+        return "a delete-subscription action backs up its cursor znode (first) and at most its cursor ledger"
+    if len(paths) == 2 and ledger_id_from_path(paths[1], ledgers_root) is None:
+        return f"{paths[1]} is not a ledger metadata znode under {ledgers_root}"
+    if not action.loads_topics:
+        return "deleting a subscription through a broker loads the topic: loads_topics must say so"
+    return None
 
 
 def _rewrite_problem(action: Action, paths: Sequence[str], ledgers_root: str) -> str | None:

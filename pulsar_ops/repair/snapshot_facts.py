@@ -19,7 +19,7 @@ from pulsar_ops.errors import FindingsError, SnapshotError
 from pulsar_ops.findings import Finding, read_findings
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.repair.actions import ZnodeRef
-from pulsar_ops.repair.planner import IDENTITY_KEYS, LedgerFact, SnapshotFacts, SubtreeZnode
+from pulsar_ops.repair.planner import IDENTITY_KEYS, CursorFact, LedgerFact, SnapshotFacts, SubtreeZnode
 from pulsar_ops.snapshot.reader import Snapshot, open_snapshot
 
 # bk_ledgers column -> custom-metadata key
@@ -241,12 +241,18 @@ class RewriteFacts:
     loaded_topics: frozenset[str]
 
 
-REWRITE_DETECTIONS = ("dangling-ledger", "expired-retention-unloaded")
+REWRITE_DETECTIONS = ("dangling-ledger", "expired-retention-unloaded", "inactive-subscription")
+
+
+def _ml_path_of(f: Finding) -> str | None:
+    if not f.path:
+        return None
+    return f.path.rsplit("/", 1)[0] if f.detection == "inactive-subscription" else f.path
 
 
 def _rewrite_facts(snap: Snapshot, findings: Iterable[Finding], include: frozenset[str]) -> RewriteFacts:
     paths = sorted(
-        {f.path for f in findings if f.detection in include and f.detection in REWRITE_DETECTIONS and f.path}
+        {p for f in findings if f.detection in include and f.detection in REWRITE_DETECTIONS and (p := _ml_path_of(f))}
     )
     if not paths:
         return RewriteFacts([], {}, {}, frozenset())
@@ -284,7 +290,14 @@ def load_facts(
     ml_rows = list(_rows(mls))
     ml_paths = {r["path"] for r in ml_rows}
     exact_rw = {str(r["path"]) for r in rw.ml_rows}
-    curs = _read(snap, "cursors", ("path", "ml_path", "version", "mzxid"))
+    curs = _read(
+        snap,
+        "cursors",
+        (
+            "path", "ml_path", "version", "mzxid", "subscription", "is_system", "cursors_ledger_id",
+            "mark_delete_ledger_id", "mark_delete_entry_id",
+        ),
+    )  # fmt: skip
     curs = curs.filter(
         pc.is_in(curs.column("ml_path"), value_set=pa.array(sorted(ml_paths | exact_rw), type=pa.string()))
     )
@@ -314,6 +327,21 @@ def load_facts(
     def ref(row: dict[str, Any]) -> ZnodeRef:
         return ZnodeRef("local", str(row["path"]), int(row["version"]), int(row["mzxid"]), sha.get(row["path"]))
 
+    cursor_facts = {
+        str(r["path"]): CursorFact(
+            znode=ref(r),
+            ml_path=str(r["ml_path"]),
+            subscription=str(r["subscription"]),
+            is_system=bool(r["is_system"]),
+            cursors_ledger_id=int(r["cursors_ledger_id"]),
+            mark_delete=None
+            if r["mark_delete_ledger_id"] is None
+            else (int(r["mark_delete_ledger_id"]), int(r["mark_delete_entry_id"] or -1)),
+        )
+        for r in cursor_rows
+        if r["ml_path"] in exact_rw
+    }
+
     cursors: dict[str, list[ZnodeRef]] = {}
     for r in cursor_rows:
         cursors.setdefault(str(r["ml_path"]), []).append(ref(r))
@@ -339,6 +367,7 @@ def load_facts(
         ),
         referenced_ledgers=referenced,
         referenced_elsewhere=elsewhere,
+        cursor_facts=cursor_facts,
         watermark=watermark,
         snapshot_id=snap.manifest.snapshot_id,
         ledgers=ledgers,

@@ -19,6 +19,7 @@ from tenacity import (
 )
 
 from pulsar_ops.errors import HttpError
+from pulsar_ops.scrape.client_conf import ClientConf
 
 
 @dataclass(frozen=True)
@@ -105,3 +106,19 @@ def get_json(client: httpx.Client, url: str, *, params: Mapping[str, str] | None
         raise HttpError(f"GET {client.base_url.join(url)} failed: {type(e).__name__}: {e}") from e
     except ValueError as e:  # JSON decoding
         raise HttpError(f"GET {client.base_url.join(url)} did not return JSON: {e}", code="http-bad-json") from e
+
+
+def admin_settings(conf: ClientConf | None, token: str | None, timeout_s: float) -> tuple[HttpSettings, bool]:
+    """(settings for a broker's admin REST API, whether verification is off) from ``client.conf`` as
+    ``pulsar-admin`` reads it and the ``--token`` flag (which wins over the file's token)."""
+    verify: bool | str = True
+    insecure = conf is not None and conf.allow_insecure
+    if insecure:
+        verify = False
+    elif conf is not None and conf.trust_certs is not None:
+        verify = str(conf.trust_certs)
+    cert = (str(conf.tls_cert), str(conf.tls_key)) if conf and conf.tls_cert and conf.tls_key else None
+    settings = HttpSettings(
+        timeout_s=timeout_s, token=token or (conf.token if conf else None), verify=verify, cert=cert
+    )
+    return settings, insecure

@@ -63,12 +63,14 @@ class AdminError(Exception):
 
 
 def topic_of(tenant: str, namespace: str, encoded_local: str) -> MlName:
-    """The managed ledger named by an admin v2 path (``Codec.decode`` of the encoded local name)."""
+    """The managed ledger named by an admin v2 path, or a v1 one (``property/cluster`` as ``tenant``), by
+    ``Codec.decode`` of the encoded local name."""
     try:
         local = decode(encoded_local)
     except DecodeError as e:
         raise AdminError(412, f"Topic name is not valid: {e}") from None
-    return MlName(f"{tenant}/{namespace}", encode(local), local, False)
+    ns = f"{tenant}/{namespace}"  # a v1 path passes "property/cluster" as the tenant
+    return MlName(ns, encode(local), local, ns.count("/") == 2)
 
 
 def trim_plan(
@@ -138,8 +140,10 @@ class Broker:
         now_ms: Callable[[], int],
         url: str,
         ledgers_root: str = "/ledgers",
+        serves_owned: bool = False,
     ) -> None:
         self.zk, self.config, self.now_ms, self.url, self.root = local, config, now_ms, url, ledgers_root
+        self.serves_owned = serves_owned  # the demo's one broker: bundles owned by another session are its own
         self.loaded: dict[str, Loaded] = {}  # full topic name -> state
         self.consumers: dict[tuple[str, str], int] = {}  # (topic, subscription) -> connected consumers
         self.before_info_write: Callable[[str], None] | None = None  # test hook: runs before each CAS write
@@ -184,7 +188,7 @@ class Broker:
             data, stat = self.zk.get(path)
         except NoNodeError:
             return self.acquire(ml)  # released in between: try again
-        if stat.ephemeralOwner == self.zk.client_id[0]:
+        if stat.ephemeralOwner == self.zk.client_id[0] or self.serves_owned:
             return bundle, None
         try:
             return bundle, dict(json.loads(data))

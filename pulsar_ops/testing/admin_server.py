@@ -12,7 +12,8 @@ client does (topic local names ``Codec.encode``d in the path). Endpoints (apache
 * ``DELETE .../{topic}/subscription/{sub}?force=`` loads it, 412 while the test says consumers are connected and
   ``force`` is not true, 404 for an unknown subscription, else deletes the cursor, its ledger, then trims, 204;
 * ``GET /admin/v2/broker-stats/topics`` the loaded topics, namespace -> bundle -> ``persistent`` -> topic;
-* ``GET /lookup/v2/topic/persistent/{t}/{ns}/{topic}`` assigns the bundle (ownership znode), LookupData.
+* ``GET /lookup/v2/topic/persistent/{t}/{ns}/{topic}`` assigns the bundle (ownership znode), LookupData;
+* the v1 forms of the topic calls (``/admin/persistent/{property}/{cluster}/{ns}/{topic}/...``) for V1 topics.
 
 What a load, trim and subscription deletion do to ZooKeeper is in ``admin_effects``. Errors carry Pulsar's
 ErrorData body ``{"reason": ...}``: 404 unknown topic / subscription / namespace, 412 connected consumers, 307 to
@@ -51,6 +52,13 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("DELETE", re.compile(_TOPIC + "/subscription/([^/]+)"), "delete-subscription"),
     ("GET", re.compile("/admin/v2/broker-stats/topics"), "broker-stats"),
     ("GET", re.compile(r"/lookup/v2/topic/persistent/([^/]+)/([^/]+)/([^/]+)"), "lookup"),
+)
+_TOPIC_V1 = r"/admin/persistent/([^/]+)/([^/]+)/([^/]+)/([^/]+)"  # property/cluster/namespace/topic (v1 API)
+_V1_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("GET", re.compile(_TOPIC_V1 + "/stats"), "stats"),
+    ("POST", re.compile(_TOPIC_V1 + "/trim"), "trim"),
+    ("PUT", re.compile(_TOPIC_V1 + "/unload"), "unload"),
+    ("DELETE", re.compile(_TOPIC_V1 + "/subscription/([^/]+)"), "delete-subscription"),
 )
 ENDPOINTS = frozenset(r[2] for r in _ROUTES)
 NO_RESPONSE = 0  # the status recorded in ``calls`` when the connection was closed (or hung) without an answer
@@ -154,10 +162,12 @@ class AdminServer:
         token: str | None = None,
         ledgers_root: str = "/ledgers",
         hang_seconds: float = 30.0,
+        serves_owned: bool = False,
     ) -> None:
         self.zookeeper, self.config_zookeeper, self.token = zookeeper, config_zookeeper, token
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.ledgers_root, self.hang_seconds = ledgers_root, hang_seconds
+        self.serves_owned = serves_owned  # answer for bundles another session owns (the demo's single broker)
         self.calls: list[Call] = []
         self._failures: list[_Failure] = []
         self._guard = threading.Lock()
@@ -190,7 +200,7 @@ class AdminServer:
         httpd.daemon_threads = True
         httpd.admin = self  # type: ignore[attr-defined]
         self._httpd = httpd
-        self._broker = Broker(local, config, self.now_ms, self.url, self.ledgers_root)
+        self._broker = Broker(local, config, self.now_ms, self.url, self.ledgers_root, self.serves_owned)
         threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
@@ -272,14 +282,17 @@ class AdminServer:
 
     def dispatch(self, method: str, path: str, query: str) -> tuple[int, Any, str | None]:
         """(status, JSON body or None, Location) for one request, after auth and failure injection."""
-        for route_method, pattern, endpoint in _ROUTES:
+        for route_method, pattern, endpoint in (*_ROUTES, *_V1_ROUTES):
             m = pattern.fullmatch(path)
             if m is None:
                 continue
             if route_method != method:
                 return 405, {"reason": "Method Not Allowed"}, None
+            groups = m.groups()
+            if path.startswith("/admin/persistent/"):  # v1: the namespace is property/cluster/namespace
+                groups = (f"{groups[0]}/{groups[1]}", *groups[2:])
             try:
-                return self._run(endpoint, m.groups(), parse_qs(query), path)
+                return self._run(endpoint, groups, parse_qs(query), path)
             except AdminError as e:
                 return e.status, {"reason": e.reason}, e.location
             except Exception as e:  # a broker answers 500 for anything its metadata store throws
@@ -314,7 +327,7 @@ class AdminServer:
         return 204, None, None
 
     def endpoint_of(self, path: str) -> str | None:
-        return next((e for _, p, e in _ROUTES if p.fullmatch(path)), None)
+        return next((e for _, p, e in (*_ROUTES, *_V1_ROUTES) if p.fullmatch(path)), None)
 
     def hang(self, seconds: float) -> None:
         self._stopping.wait(seconds)

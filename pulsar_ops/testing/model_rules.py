@@ -121,7 +121,9 @@ def expired_retention(t: TopicFacts, now_ms: int, znode_time_ms: int) -> Trim:
     so_far = 0
     for ledger_id, ts, size, is_last in candidates:
         by_time = t.retention_time_minutes >= 0 and now_ms - ts > rt_ms
-        by_size = t.retention_size_mb >= 0 and total - so_far >= rs_bytes
+        # ManagedLedgerImpl.internalTrimLedgers: this ledger's size is added first, then isLedgerRetentionOverSizeQuota
+        # asks whether what stays after deleting it still meets the quota (totalSize - sizeToDelete >= quota)
+        by_size = t.retention_size_mb >= 0 and total - (so_far + size) >= rs_bytes
         if not (by_time or by_size):
             break
         trimmed.append(ledger_id)

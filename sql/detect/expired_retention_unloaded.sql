@@ -117,7 +117,7 @@ sized AS (
             c.rs >= 0
             AND c.total_size - coalesce(
                 sum(c.size) OVER (
-                    PARTITION BY c.ml_path ORDER BY c.idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+                    PARTITION BY c.ml_path ORDER BY c.idx ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
                 ),
                 CAST(0 AS BIGINT)
             ) >= c.rs * 1048576,

@@ -1,0 +1,62 @@
+"""The broker calls admin-API actions make (``delete-subscription``): one request, never retried, and an answer
+that is never read as success unless it is one.
+
+The caller verifies the effect in ZooKeeper afterwards (the cursor znode gone): a timeout or a dropped
+connection leaves the outcome unknown, and only the tree tells. Paths follow Pulsar's admin REST v2 (v1 for a
+``property/cluster/namespace`` topic), names encoded as the admin client encodes them (``Codec.encode``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx
+
+from pulsar_ops.formats import names
+
+
+@dataclass(frozen=True)
+class AdminResult:
+    status: int | None  # None: no answer (timeout, connection error)
+    reason: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+class AdminApi(Protocol):
+    def delete_subscription(self, topic: str, subscription: str) -> AdminResult: ...
+
+
+def topic_path(topic: str) -> str:
+    """``/admin/v2/persistent/t/ns/<enc>`` (V1 topics: ``/admin/persistent/p/c/ns/<enc>``)."""
+    ml = names.parse_topic(topic)
+    base = "/admin/persistent" if ml.is_v1 else "/admin/v2/persistent"
+    return f"{base}/{ml.namespace}/{ml.encoded_name}"
+
+
+class HttpAdmin:
+    """:class:`AdminApi` over an ``httpx.Client`` made by :func:`pulsar_ops.scrape.http.make_client`."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        self._c = client
+
+    def delete_subscription(self, topic: str, subscription: str) -> AdminResult:
+        url = f"{topic_path(topic)}/subscription/{names.encode(subscription)}"
+        return self._send("DELETE", url, params={"force": "false"})
+
+    def _send(self, method: str, url: str, *, params: dict[str, str]) -> AdminResult:
+        try:
+            r = self._c.request(method, url, params=params)
+        except httpx.HTTPError as e:  # timeouts, refused or dropped connections: the outcome is unknown
+            return AdminResult(None, f"{type(e).__name__}: {e}")
+        reason = ""
+        if r.status_code >= 300:
+            try:
+                body = r.json()
+                reason = str(body.get("reason") or body) if isinstance(body, dict) else str(body)
+            except ValueError:
+                reason = r.text[:200]
+        return AdminResult(r.status_code, reason)
