@@ -113,7 +113,7 @@ def register(app: typer.Typer) -> None:
         admin_url: str | None = typer.Option(
             None,
             "--admin-url",
-            help="A broker's admin REST URL, for actions that go through a broker (delete-subscription).",
+            help="A broker's admin REST URL, for actions that go through a broker (delete-subscription, load-topic).",
         ),
         client_conf: Path | None = typer.Option(
             None,
@@ -125,6 +125,12 @@ def register(app: typer.Typer) -> None:
             None, "--token", envvar="PULSAR_OPS_TOKEN", help="Bearer token for the admin API (never printed)."
         ),
         http_timeout: float = typer.Option(30.0, "--http-timeout", min=0.5, help="Seconds per admin API request."),
+        max_loads_per_minute: float = typer.Option(
+            60.0,
+            "--max-loads-per-minute",
+            min=0.1,
+            help="Pace load-topic actions: each load makes the broker read the topic back from the bookies.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print per-action outcomes as JSON on stdout."),
     ) -> None:
         """Apply a plan in two phases: `mark` backs up and changes nothing; `delete` deletes with CAS."""
@@ -141,6 +147,7 @@ def register(app: typer.Typer) -> None:
             apply=do_apply,
             yes=yes,
             admin=admin,
+            loads_per_minute=max_loads_per_minute,
             security=security_from_flags(
                 zk_auth=zk_auth,
                 zk_auth_file=zk_auth_file,

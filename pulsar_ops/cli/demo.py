@@ -80,6 +80,7 @@ def _after_rewrites(plan: Path, after: list[Finding]) -> str:
     actions = json.loads(plan.read_text(encoding="utf-8")).get("actions") or []
     dropped = {r["ledger_id"] for a in actions if a["kind"] == "drop-missing-ledger" for r in a["rewrite"]["removed"]}
     trimmed = {r["ledger_id"] for a in actions if a["kind"] == "trim-unloaded" for r in a["rewrite"]["removed"]}
+    loaded = {i for a in actions if a["kind"] == "load-topic" for i in a["admin"]["expect_trimmed"]}
     dangling = {f.ledger_id for f in after if f.detection == "dangling-ledger"}
     expired = {
         int(i) for f in after if f.detection == "expired-retention-unloaded" for i in f.evidence.get("ledger_ids") or []
@@ -93,6 +94,8 @@ def _after_rewrites(plan: Path, after: list[Finding]) -> str:
         parts.append(f"{len(dropped - dangling)} of {len(dropped)} dropped missing ledger(s) no longer dangling")
     if trimmed:
         parts.append(f"{len(trimmed - expired)} of {len(trimmed)} offline-trimmed ledger(s) no longer past retention")
+    if loaded:
+        parts.append(f"{len(loaded - expired)} of {len(loaded)} ledger(s) trimmed by the broker after its loads")
     return "".join(f"; {p}" for p in parts)
 
 
@@ -159,7 +162,8 @@ def register(app: typer.Typer) -> None:
             _run(
                 [
                     "plan", str(audit), "--out", str(plan), "--include", "dangling-ledger",
-                    "--include", "inactive-subscription", "--offline-trim",
+                    "--include", "inactive-subscription", "--include", "expired-retention-unloaded",
+                    "--offline-trim-namespace", "acme/idle-week-0",
                 ]
             )  # fmt: skip
             before = _plannable_by_detection(findings)
@@ -172,7 +176,7 @@ def register(app: typer.Typer) -> None:
                 # delete-subscription goes through a broker: the embedded one serves the admin REST API over the
                 # same ZooKeeper (pulsar_ops/testing/admin_server.py), as the cluster's only broker
                 with AdminServer(cluster.hosts, now_ms=lambda: cluster.now_ms, serves_owned=True) as broker:
-                    _say(f"embedded broker admin REST API on {broker.url} (for delete-subscription)")
+                    _say(f"embedded broker admin REST API on {broker.url} (for delete-subscription and load-topic)")
                     _run(
                         [
                             "apply", str(plan), *zk, "--phase", "delete", "--quarantine", "0", "--apply", "--yes",

@@ -89,13 +89,22 @@ def register(app: typer.Typer) -> None:
             "--include",
             help="Also repair this detection (opt-in; repeatable): dangling-ledger -> drop-missing-ledger "
             "(rewrites an unloaded topic's ledger list without ledgers BookKeeper no longer has: their data is "
-            "lost, the topic can load again).",
+            "lost, the topic can load again); inactive-subscription -> delete-subscription (through a broker); "
+            "expired-retention-unloaded -> load-topic (a broker loads and trims it; --offline-trim instead "
+            "rewrites the list without a broker).",
         ),
         offline_trim: bool = typer.Option(
             False,
             "--offline-trim",
             help="Repair expired-retention-unloaded without a broker (trim-unloaded): rewrite an unloaded topic's "
             "ledger list without the ledgers its first trim after a load would remove, then delete their metadata.",
+        ),
+        offline_trim_namespace: list[str] = typer.Option(
+            [],
+            "--offline-trim-namespace",
+            metavar="TENANT/NS",
+            help="--offline-trim for this namespace only (repeatable); with --include expired-retention-unloaded the "
+            "other namespaces' topics are loaded through a broker (load-topic).",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
     ) -> None:
@@ -112,6 +121,7 @@ def register(app: typer.Typer) -> None:
             subtree_max_znodes=max_subtree_znodes,
             include=frozenset(include),
             offline_trim=offline_trim,
+            offline_trim_namespaces=frozenset(offline_trim_namespace),
         )
         built = build_plan(audit_dir, out, params)
         print_plan_summary(built)

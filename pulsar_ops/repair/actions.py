@@ -28,7 +28,8 @@ KIND_DROP_MISSING_LEDGER = "drop-missing-ledger"  # rewrite a managed-ledger inf
 KIND_TRIM_UNLOADED = "trim-unloaded"  # rewrite it without expired ledgers and delete their metadata (offline trim)
 REWRITE_KINDS = (KIND_DROP_MISSING_LEDGER, KIND_TRIM_UNLOADED)
 KIND_DELETE_SUBSCRIPTION = "delete-subscription"  # through a broker's admin REST API
-ADMIN_KINDS = (KIND_DELETE_SUBSCRIPTION,)
+KIND_LOAD_TOPIC = "load-topic"  # a broker loads an unloaded topic and trims it (admin REST API)
+ADMIN_KINDS = (KIND_DELETE_SUBSCRIPTION, KIND_LOAD_TOPIC)
 ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE, *REWRITE_KINDS, *ADMIN_KINDS)
 STORES = ("local", "config")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -210,14 +211,19 @@ class Rewrite:
 
 @dataclass(frozen=True)
 class AdminCall:
-    """What an admin-API action asks a broker to do: ``delete-subscription`` of ``subscription`` on ``topic``
-    (``persistent://t/ns/x``, decoded names; the client encodes them in the URL)."""
+    """What an admin-API action asks a broker to do: ``delete-subscription`` of ``subscription`` on ``topic``, or
+    ``load-topic`` (load ``topic`` and trim it; ``expect_trimmed``: the ledgers its first trim should remove).
+    Names are decoded (``persistent://t/ns/x``); the client encodes them in the URL."""
 
     topic: str
     subscription: str | None = None
+    expect_trimmed: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"topic": self.topic, "subscription": self.subscription}
+        d: dict[str, Any] = {"topic": self.topic, "subscription": self.subscription}
+        if self.expect_trimmed:
+            d["expect_trimmed"] = list(self.expect_trimmed)
+        return d
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> AdminCall:
@@ -225,6 +231,10 @@ class AdminCall:
         return cls(
             topic=strict.req_text(d, "topic", where, PlanError, hint=_HINT),
             subscription=strict.text(d, "subscription", where, PlanError, nullable=True, hint=_HINT),
+            expect_trimmed=tuple(
+                strict.req_int({"v": v}, "v", f"{where}.expect_trimmed[{i}]", PlanError, lo=0, hint=_HINT)
+                for i, v in enumerate(_list(d, "expect_trimmed", where))
+            ),
         )
 
 
@@ -263,6 +273,8 @@ class Action:
     @property
     def delete_count(self) -> int:
         """Znodes the action deletes (a rewrite's managed-ledger znode is changed, not deleted)."""
+        if self.kind == KIND_LOAD_TOPIC:
+            return 0  # its managed-ledger znode is the compare-and-set token; the broker decides what it deletes
         return self.znode_count - (1 if self.rewrite is not None else 0)
 
     def to_json(self) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""The broker calls admin-API actions make (``delete-subscription``): one request, never retried, and an answer
-that is never read as success unless it is one.
+"""The broker calls admin-API actions make (``delete-subscription``, ``load-topic``): one request, never retried,
+and an answer that is never read as success unless it is one.
 
 The caller verifies the effect in ZooKeeper afterwards (the cursor znode gone): a timeout or a dropped
 connection leaves the outcome unknown, and only the tree tells. Paths follow Pulsar's admin REST v2 (v1 for a
@@ -29,6 +29,10 @@ class AdminResult:
 class AdminApi(Protocol):
     def delete_subscription(self, topic: str, subscription: str) -> AdminResult: ...
 
+    def trim_topic(self, topic: str) -> AdminResult: ...
+
+    def load_topic(self, topic: str) -> AdminResult: ...
+
 
 def topic_path(topic: str) -> str:
     """``/admin/v2/persistent/t/ns/<enc>`` (V1 topics: ``/admin/persistent/p/c/ns/<enc>``)."""
@@ -46,6 +50,15 @@ class HttpAdmin:
     def delete_subscription(self, topic: str, subscription: str) -> AdminResult:
         url = f"{topic_path(topic)}/subscription/{names.encode(subscription)}"
         return self._send("DELETE", url, params={"force": "false"})
+
+    def trim_topic(self, topic: str) -> AdminResult:
+        """``POST .../trim`` (``PersistentTopics.trimTopic``): loads the topic and runs one trim."""
+        return self._send("POST", f"{topic_path(topic)}/trim", params={})
+
+    def load_topic(self, topic: str) -> AdminResult:
+        """``GET .../stats``: loads the topic (for brokers without the trim endpoint; they trim on their own
+        schedule, ``retentionCheckIntervalInSeconds``)."""
+        return self._send("GET", f"{topic_path(topic)}/stats", params={})
 
     def _send(self, method: str, url: str, *, params: dict[str, str]) -> AdminResult:
         try:

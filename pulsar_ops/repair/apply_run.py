@@ -49,6 +49,7 @@ class ApplyRequest:
     yes: bool = False
     security: ZkSecurity = field(default=NO_SECURITY, repr=False)
     admin: AdminApi | None = field(default=None, repr=False)  # a broker's admin REST API (admin-API actions)
+    loads_per_minute: float = 60.0  # load-topic pacing
 
 
 def check_plan_safe(plan: Plan, source: str) -> None:
@@ -157,6 +158,7 @@ def run_apply(
                 progress=progress,
                 after_commit=after_commit,
                 admin=req.admin,
+                loads_per_minute=req.loads_per_minute,
             )
 
 

@@ -20,19 +20,21 @@ Before its transaction every action is re-proved against the live tree, whatever
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pulsar_ops.errors import ApplyError, QuarantineError, ZooKeeperError
+from pulsar_ops.errors import ApplyError, DecodeError, QuarantineError, ZooKeeperError
 from pulsar_ops.repair import journal as J
 from pulsar_ops.repair import rewrite as RW
 from pulsar_ops.repair.actions import (
     ADMIN_KINDS,
     KIND_DELETE_LEDGER,
     KIND_DELETE_SUBTREE,
+    KIND_LOAD_TOPIC,
     KIND_TRIM_UNLOADED,
     REWRITE_KINDS,
     ROLE_CURSOR,
@@ -174,6 +176,9 @@ def _rewritten_sha(backups: BackupStore, plan: Plan, a: Action) -> str | None:
 def _done(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) -> bool:
     """The action's change is in the tree: its targets are gone, or (a rewrite) its znode holds the bytes the
     action writes and every other target is gone."""
+    if a.kind == KIND_LOAD_TOPIC:  # the broker loaded the topic: a load always rewrites the managed-ledger znode
+        node = session.read(a.store, [a.path])[0]
+        return node.exists and node.version != a.preconditions.znodes[0].version
     if a.kind in ADMIN_KINDS:  # the broker deleted the cursor znode (its ledger goes asynchronously)
         return not session.read(a.store, [a.path])[0].exists
     if a.kind not in REWRITE_KINDS:
@@ -318,6 +323,7 @@ def _delete_one(
     refs_index: Callable[[], ReferenceIndex],
     after_commit: AfterCommit | None,
     admin: AdminApi | None = None,
+    pace: Callable[[], None] | None = None,
 ) -> ActionOutcome:
     st = journal.state(a.id)
     if st.state in J.FINAL:
@@ -325,7 +331,7 @@ def _delete_one(
     if st.state == J.PENDING:
         return _outcome(a, "pending", "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first")
     if a.kind in ADMIN_KINDS:
-        return _admin_one(session, journal, backups, plan, a, admin)
+        return _admin_one(session, journal, backups, plan, a, admin, pace)
     missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
     if missing is None and a.kind in REWRITE_KINDS and _rewritten_sha(backups, plan, a) is None:
         missing = f"the backup of {a.path} does not record the bytes the rewrite writes"
@@ -394,24 +400,33 @@ def _delete_one(
 
 
 def _admin_one(
-    session: ZkSession, journal: J.Journal, backups: BackupStore, plan: Plan, a: Action, admin: AdminApi | None
+    session: ZkSession,
+    journal: J.Journal,
+    backups: BackupStore,
+    plan: Plan,
+    a: Action,
+    admin: AdminApi | None,
+    pace: Callable[[], None] | None = None,
 ) -> ActionOutcome:
     """An admin-API action (``delete-subscription``) whose journal state is not final: re-verify, call the
     broker once, then let ZooKeeper say what happened. An error answer is never read as success; an unknown
     outcome (timeout) is ``failed`` and the next run re-reads the tree before calling again."""
     st = journal.state(a.id)
-    assert a.admin is not None and a.admin.subscription is not None
+    assert a.admin is not None
     missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
     if missing is not None:
         reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
         journal.record(a.id, J.FAILED, phase="delete", reason=reason)
         return _outcome(a, "failed", reason)
     if st.state in (J.DELETING, J.FAILED) and _done(session, backups, plan, a):
-        reason = "the broker deleted it before an interruption (cursor znode gone, backup present)"
+        reason = "the broker acted before an interruption (the tree shows it; backup present)"
         journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
         return _outcome(a, "committed", reason)
-    # the cursor znode exactly as scraped (version, bytes: lastActive and the position too); its ledger is the
-    # broker's to delete and is only backed up
+    # the cursor (or managed-ledger) znode exactly as scraped (version, bytes: lastActive and the position too);
+    # a cursor's ledger is the broker's to delete and is only backed up
+    # A load-topic needs no ownership check: a broker that loads a topic rewrites its managed-ledger znode (a new
+    # current ledger), so "still at the scraped version" is "not loaded since the snapshot"; and once the test or
+    # production broker owns a bundle for one load, its other topics are still unloaded.
     why = target_mismatch(a.preconditions.znodes[0], session.read(a.store, [a.path])[0])
     if why is not None:
         journal.record(a.id, J.SKIPPED, phase="delete", reason=why)
@@ -421,9 +436,14 @@ def _admin_one(
             f"{a.id} calls a broker's admin API, but no admin URL was given; nothing was called",
             hint="pass --admin-url http://broker:8080 (and --client-conf for authentication)",
         )
+    if a.kind == KIND_LOAD_TOPIC:
+        if pace is not None:
+            pace()  # --max-loads-per-minute: every load makes the broker read the topic back
+        return _load_one(session, journal, a, admin, st)
     call = f"DELETE subscription {a.admin.subscription!r} of {a.admin.topic}"
     if st.state != J.DELETING:
         journal.record(a.id, J.DELETING, phase="delete", call=call)
+    assert a.admin.subscription is not None
     result = admin.delete_subscription(a.admin.topic, a.admin.subscription)
     gone = _done(session, backups, plan, a)
     if result.ok and gone:
@@ -446,6 +466,47 @@ def _admin_one(
     reason = f"{call}: {detail}" + ("" if result.status is not None else "; outcome unknown, re-run to re-check")
     journal.record(a.id, J.FAILED, phase="delete", reason=reason, status=result.status)
     return _outcome(a, "failed", reason)
+
+
+def _listed(session: ZkSession, a: Action) -> tuple[int, ...] | None:
+    node = session.read(a.store, [a.path])[0]
+    if not node.exists:
+        return None
+    from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
+
+    try:
+        return decode_managed_ledger_info(node.data, a.path).info.ledger_ids
+    except DecodeError:
+        return None
+
+
+def _load_one(session: ZkSession, journal: J.Journal, a: Action, admin: AdminApi, st: J.ActionState) -> ActionOutcome:
+    """Ask the broker to load the topic and trim it (``trim``; ``stats`` where a broker has no trim endpoint),
+    then re-read the managed-ledger znode and report which of the predicted ledgers the broker trimmed."""
+    assert a.admin is not None
+    call = f"POST trim of {a.admin.topic}"
+    if st.state != J.DELETING:
+        journal.record(a.id, J.DELETING, phase="delete", call=call)
+    result = admin.trim_topic(a.admin.topic)
+    if result.status in (404, 405) and "not found" not in result.reason.lower():  # no trim endpoint: load only
+        call = f"GET stats of {a.admin.topic} (this broker has no trim endpoint)"
+        result = admin.load_topic(a.admin.topic)
+    answer = "no answer" if result.status is None else f"HTTP {result.status}"
+    if not result.ok:
+        detail = f"{answer} ({result.reason})" if result.reason else answer
+        reason = f"{call}: {detail}" + ("" if result.status is not None else "; outcome unknown, re-run to re-check")
+        code = J.SKIPPED if result.status == 404 else J.FAILED
+        journal.record(a.id, code, phase="delete", reason=reason, status=result.status)
+        return _outcome(a, "skipped" if code == J.SKIPPED else "failed", reason)
+    listed = _listed(session, a)
+    expected = a.admin.expect_trimmed
+    trimmed = [i for i in expected if listed is not None and i not in listed]
+    waiting = [i for i in expected if i not in trimmed]
+    reason = f"{call}: {answer}; the broker trimmed {len(trimmed)} of {len(expected)} predicted ledger(s)"
+    if waiting:
+        reason += f"; still listed: {waiting[:10]} (the broker trims every retentionCheckIntervalInSeconds)"
+    journal.record(a.id, J.COMMITTED, phase="delete", status=result.status, trimmed=trimmed, still_listed=waiting)
+    return _outcome(a, "committed", reason)
 
 
 def _cursor_checks(a: Action, refs: Sequence[ObservedRef]) -> tuple[str | None, tuple[tuple[str, int], ...]]:
@@ -493,6 +554,8 @@ def run_delete(
     progress: Progress | None = None,
     after_commit: AfterCommit | None = None,
     admin: AdminApi | None = None,
+    loads_per_minute: float = 60.0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> ApplyReport:
     """``after_commit`` runs right after each committed transaction, before it is journaled (tests use it to
     crash at the worst moment)."""
@@ -507,6 +570,15 @@ def run_delete(
         quarantine_ms=quarantine_ms,
     )
     index: list[ReferenceIndex] = []
+    last_load: list[float] = []
+
+    def pace() -> None:  # at most loads_per_minute topic loads per minute
+        interval = 60.0 / loads_per_minute if loads_per_minute > 0 else 0.0
+        if last_load and interval > 0:
+            wait = last_load[0] + interval - time.monotonic()
+            if wait > 0:
+                sleep(wait)
+        last_load[:] = [time.monotonic()]
 
     def refs_index() -> ReferenceIndex:  # read once, when the first ledger action gets this far
         if not index:
@@ -518,7 +590,7 @@ def run_delete(
         committed: list[Action] = []
         for a in batch:
             before = journal.state(a.id).state
-            out = _delete_one(session, journal, backups, plan, a, refs_index, after_commit, admin)
+            out = _delete_one(session, journal, backups, plan, a, refs_index, after_commit, admin, pace)
             report.outcomes.append(out)
             if out.outcome == "committed" and before not in J.FINAL:
                 committed.append(a)
@@ -575,7 +647,14 @@ def dry_run(
             refs = len(a.preconditions.references)
             why = f"re-verify {n} znode(s) and {refs} reference(s), then delete with compare-and-set"
             verb = "would-delete"
-            if a.admin is not None:
+            if a.admin is not None and a.kind == KIND_LOAD_TOPIC:
+                verb = "would-call"
+                why = (
+                    f"re-verify {a.path} (version, bytes) and that {a.admin.topic} is unloaded, then ask the broker "
+                    f"to load and trim it (POST trim), paced by --max-loads-per-minute; predicted: ledger(s) "
+                    f"{', '.join(str(i) for i in a.admin.expect_trimmed)}"
+                )
+            elif a.admin is not None:
                 verb = "would-call"
                 why = (
                     f"re-verify {a.path} (version, bytes, lastActive), then ask the broker to delete subscription "

@@ -14,8 +14,8 @@ from typing import Any
 
 from pulsar_ops import __version__
 from pulsar_ops.model.facts import LedgerFacts
-from pulsar_ops.model.impact import plan_impact
-from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, KIND_TRIM_UNLOADED, Action
+from pulsar_ops.model.impact import plan_impact, read_load_impact
+from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, KIND_LOAD_TOPIC, KIND_TRIM_UNLOADED, Action
 from pulsar_ops.repair.plan_file import Plan, dump_plan
 from pulsar_ops.repair.planner import ORDER_DOC, PlanDraft, PlanParams, plan_actions, summarize, with_impact
 from pulsar_ops.repair.snapshot_facts import (
@@ -26,6 +26,8 @@ from pulsar_ops.repair.snapshot_facts import (
     open_audited_snapshot,
 )
 from pulsar_ops.repair.units import human_bytes as fmt
+
+DEFAULT_LOADS_PER_MINUTE = 60  # apply --max-loads-per-minute's default
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,28 @@ def compute_impact(
         for lid in a.rewrite.ledger_ids
         if lid in by_id
     ]
+    delete += [  # a load's first trim (predicted): the broker deletes them
+        by_id[lid]
+        for a in actions
+        if a.kind == KIND_LOAD_TOPIC and a.admin is not None
+        for lid in a.admin.expect_trimmed
+        if lid in by_id
+    ]
     report = plan_impact(delete, ledgers, now_ms=now_ms, znode_deletes=znode_deletes, disk_bytes=disk_bytes)
     doc: dict[str, Any] = report.to_json()
     per_ledger: dict[str, Any] = doc.get("per_ledger", {})
     for a in actions:
         if a.kind == KIND_DELETE_LEDGER:
             per_action[a.id].update(per_ledger.get(str(a.ledger_id), {}))
+        elif a.kind == KIND_LOAD_TOPIC and a.admin is not None:
+            per_action[a.id].update(
+                {
+                    "note": "a broker loads the topic and trims it: the predicted first trim below; the broker "
+                    "decides (apply reports what it trimmed)",
+                    "ledgers": {str(lid): per_ledger.get(str(lid), {}) for lid in a.admin.expect_trimmed},
+                    "metadata_ops": 0,
+                }
+            )
         elif a.kind == KIND_TRIM_UNLOADED and a.rewrite is not None:
             per_action[a.id].update(
                 {
@@ -98,10 +116,30 @@ def compute_impact(
         f"after the simulated GC runs {fmt(max(before - reclaimed, 0))}",
         *report.summary_lines(),
     )
+    loads = sum(1 for a in actions if a.kind == KIND_LOAD_TOPIC)
+    if loads:
+        wave = read_load_impact(min(loads, DEFAULT_LOADS_PER_MINUTE))
+        minutes = -(-loads // DEFAULT_LOADS_PER_MINUTE)
+        wave.update(
+            {
+                "loads": loads,
+                "max_loads_per_minute": DEFAULT_LOADS_PER_MINUTE,
+                "minutes": minutes,
+                "note": "one minute's wave at apply's default --max-loads-per-minute, simulated with the broker "
+                "cache model; extra reads scale with the number of minutes",
+            }
+        )
+        lines = (
+            *lines,
+            f"topic loads: {loads} at {DEFAULT_LOADS_PER_MINUTE}/min over {minutes} min; each minute's wave adds "
+            f"{wave['extra_bookkeeper_reads']} BookKeeper reads (peak {wave['peak_bookkeeper_reads_per_s']}/s, "
+            "cache model)",
+        )
     total: dict[str, Any] = {
         "available": True,
         **doc.get("total", {}),
         "before_after": before_after,
+        **({"load_wave": wave} if loads else {}),
         "summary": list(lines),
     }
     return total, per_action, lines
@@ -147,6 +185,11 @@ def build_plan(
             "subtree_max_znodes": params.subtree_max_znodes,
             **({"include": sorted(params.include)} if params.include else {}),
             **({"offline_trim": True} if params.offline_trim else {}),
+            **(
+                {"offline_trim_namespaces": sorted(params.offline_trim_namespaces)}
+                if params.offline_trim_namespaces
+                else {}
+            ),
         },
         caps={
             "max_actions": params.max_actions,

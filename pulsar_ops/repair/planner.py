@@ -33,6 +33,7 @@ from pulsar_ops.repair.actions import (
     KIND_DELETE_SUBSCRIPTION,
     KIND_DELETE_SUBTREE,
     KIND_DROP_MISSING_LEDGER,
+    KIND_LOAD_TOPIC,
     KIND_TRIM_UNLOADED,
     ROLE_CURSOR,
     ROLE_MANAGED_LEDGER,
@@ -143,7 +144,11 @@ class SnapshotFacts:
 
 
 # Detections whose repair is opt-in (`plan --include DETECTION`), and the action each becomes.
-OPT_IN = {"dangling-ledger": KIND_DROP_MISSING_LEDGER, "inactive-subscription": KIND_DELETE_SUBSCRIPTION}
+OPT_IN = {
+    "dangling-ledger": KIND_DROP_MISSING_LEDGER,
+    "inactive-subscription": KIND_DELETE_SUBSCRIPTION,
+    "expired-retention-unloaded": KIND_LOAD_TOPIC,  # with --offline-trim: KIND_TRIM_UNLOADED instead
+}
 
 
 @dataclass(frozen=True)
@@ -153,11 +158,19 @@ class PlanParams:
     subtree_max_znodes: int = DEFAULT_SUBTREE_MAX_ZNODES
     include: frozenset[str] = frozenset()  # opt-in detections (keys of OPT_IN)
     offline_trim: bool = False  # expired-retention-unloaded -> trim-unloaded (rewrite without loading)
+    offline_trim_namespaces: frozenset[str] = frozenset()  # the same, for these namespaces only
 
     @property
     def rewrite_detections(self) -> frozenset[str]:
-        """Detections whose findings become rewrite actions in this plan."""
-        return self.include | ({"expired-retention-unloaded"} if self.offline_trim else set())
+        """Detections whose findings become opt-in actions in this plan."""
+        offline = self.offline_trim or bool(self.offline_trim_namespaces)
+        return self.include | ({"expired-retention-unloaded"} if offline else frozenset())
+
+    def trims_offline(self, f: Finding) -> bool | None:
+        """For an expired-retention-unloaded finding: True (trim-unloaded), False (load-topic), None (neither)."""
+        if self.offline_trim or (f.namespace or "") in self.offline_trim_namespaces:
+            return True
+        return False if "expired-retention-unloaded" in self.include else None
 
 
 @dataclass(frozen=True)
@@ -456,9 +469,49 @@ def _ids(value: Any) -> list[int]:
     return [int(v) for v in value]
 
 
+def _load_action(f: Finding, facts: SnapshotFacts) -> Action:
+    """``load-topic`` for one expired-retention-unloaded finding: a broker loads the topic and trims it; the plan
+    predicts the first trim (``first_trim_ledger_ids``) and apply reports what the broker actually trimmed."""
+    ml, znode, removed, _targets = _retention_target(f, facts, rewrite=False)
+    return Action(
+        id="load-" + hashlib.sha256(f"local:{znode.path}".encode()).hexdigest()[:16],
+        kind=KIND_LOAD_TOPIC,
+        store="local",
+        path=znode.path,
+        finding=FindingRef(f.key(), f.detection),
+        preconditions=Precondition(znodes=(znode,)),
+        bytes=sum(max(facts.ledgers[r.ledger_id].length, 0) for r in removed),
+        time_ms=min(facts.ledgers[r.ledger_id].ctime_ms for r in removed),
+        owner=ml.topic,
+        loads_topics=True,
+        admin=AdminCall(topic=ml.topic, expect_trimmed=tuple(r.ledger_id for r in removed)),
+    )
+
+
 def _trim_action(f: Finding, facts: SnapshotFacts) -> Action:
     """``trim-unloaded`` for one expired-retention-unloaded finding: remove from the list, and delete the metadata
     of, the ledgers the broker's first trim after a load would (``first_trim_ledger_ids``), or _Skip."""
+    ml, znode, removed, targets = _retention_target(f, facts, rewrite=True)
+    cursors = tuple(Reference(ROLE_CURSOR, c) for c in sorted(facts.cursors.get(znode.path, ()), key=lambda z: z.path))
+    return Action(
+        id="trim-" + hashlib.sha256(f"local:{znode.path}".encode()).hexdigest()[:16],
+        kind=KIND_TRIM_UNLOADED,
+        store="local",
+        path=znode.path,
+        finding=FindingRef(f.key(), f.detection),
+        preconditions=Precondition(znodes=(znode, *targets), references=cursors),
+        bytes=sum(max(facts.ledgers[r.ledger_id].length, 0) for r in removed),
+        time_ms=min(facts.ledgers[r.ledger_id].ctime_ms for r in removed),
+        owner=ml.topic,
+        rewrite=Rewrite(path=znode.path, topic=ml.topic, removed=tuple(removed)),
+    )
+
+
+def _retention_target(
+    f: Finding, facts: SnapshotFacts, *, rewrite: bool
+) -> tuple[names.MlName, ZnodeRef, list[RemovedLedger], list[ZnodeRef]]:
+    """The checks both retention repairs share: (managed ledger, its znode, the first-trim ledgers, their
+    metadata znodes), or _Skip."""
     if not f.path or not f.topic:
         raise _Skip("malformed-finding", "expired-retention-unloaded finding without path or topic")
     ids = _ids(f.evidence.get("first_trim_ledger_ids"))
@@ -478,7 +531,7 @@ def _trim_action(f: Finding, facts: SnapshotFacts) -> Action:
     if znode is None or znode.path != f.path or znode.sha256 is None:
         raise _Skip("missing-in-snapshot", f"{f.path} is not in the snapshot's managed_ledgers/znodes tables")
     fmt = facts.ml_formats.get(f.path)
-    if fmt != "binary":
+    if rewrite and fmt != "binary":
         raise _Skip("not-rewritable", f"{f.path} is a {fmt} managed-ledger info; only binary values are rewritten")
     loaded = topic_loaded(facts, f.topic, ml.namespace)
     if f.evidence.get("owned") is True or loaded is not None:
@@ -499,19 +552,7 @@ def _trim_action(f: Finding, facts: SnapshotFacts) -> Action:
             raise _Skip("contradicted-by-snapshot", f"ledger {lid} is also referenced by {where}")
         removed.append(RemovedLedger(lid, entry[0], entry[1], finding=f.key()))
         targets.append(ZnodeRef("local", fact.path, fact.version, fact.mzxid, fact.sha256))
-    cursors = tuple(Reference(ROLE_CURSOR, c) for c in sorted(facts.cursors.get(f.path, ()), key=lambda z: z.path))
-    return Action(
-        id="trim-" + hashlib.sha256(f"local:{f.path}".encode()).hexdigest()[:16],
-        kind=KIND_TRIM_UNLOADED,
-        store="local",
-        path=f.path,
-        finding=FindingRef(f.key(), f.detection),
-        preconditions=Precondition(znodes=(znode, *targets), references=cursors),
-        bytes=sum(max(facts.ledgers[r.ledger_id].length, 0) for r in removed),
-        time_ms=min(facts.ledgers[r.ledger_id].ctime_ms for r in removed),
-        owner=ml.topic,
-        rewrite=Rewrite(path=f.path, topic=ml.topic, removed=tuple(removed)),
-    )
+    return ml, znode, removed, targets
 
 
 def trimmable_after_delete(c: CursorFact, facts: SnapshotFacts) -> tuple[int, bool]:
@@ -617,8 +658,8 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
             why = f"{f.detection} has no repair action"
             if f.detection in OPT_IN:
                 why = f"{f.detection} is repaired only on request: `pulsar-ops plan --include {f.detection}`"
-            elif f.detection == "expired-retention-unloaded":
-                why = f"{f.detection} is repaired without a broker only on request: `pulsar-ops plan --offline-trim`"
+                if f.detection == "expired-retention-unloaded":
+                    why += " (a broker loads and trims it) or `--offline-trim` (no broker)"
             not_planned.append(_np(f, "no-repair-action", why))
             continue
         if not f.plannable:
@@ -645,8 +686,12 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
     for f in opt_in:
         if f.detection != "expired-retention-unloaded":
             continue
+        offline = params.trims_offline(f)
+        if offline is None:
+            not_planned.append(_np(f, "no-repair-action", f"{f.namespace} is not among --offline-trim-namespace"))
+            continue
         try:
-            rewrites.append(_trim_action(f, facts))
+            rewrites.append(_trim_action(f, facts) if offline else _load_action(f, facts))
         except _Skip as s:
             not_planned.append(_np(f, s.code, s.reason))
     for f in opt_in:
@@ -725,7 +770,10 @@ def summarize(actions: Sequence[Action], not_planned: Sequence[NotPlanned]) -> d
         "ledger_kinds": dict(sorted(ledger_kinds.items())),
         "leaks": dict(sorted(leaks.items())),
         "loads_topics": sum(1 for a in actions if a.loads_topics),
-        "loads_topics_note": "no action in this plan loads a topic (metadata-only changes)",
+        "loads_topics_note": "these actions go through a broker, which loads the topic (paced at apply by "
+        "--max-loads-per-minute for load-topic)"
+        if any(a.loads_topics for a in actions)
+        else "no action in this plan loads a topic (metadata-only changes)",
         "order": ORDER_DOC,
         "not_planned": {
             "total": len(not_planned),

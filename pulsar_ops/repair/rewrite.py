@@ -37,12 +37,12 @@ def new_bytes(a: Action, current: Observed) -> tuple[bytes | None, str]:
 
 def owner_problem(session: ZkSession, a: Action) -> str | None:
     """Why the topic may be loaded (or that it cannot be told), None when no bundle of it is owned."""
-    assert a.rewrite is not None
+    topic = a.rewrite.topic if a.rewrite is not None else a.admin.topic if a.admin is not None else ""
     try:
-        ns = names.parse_topic(a.rewrite.topic).namespace
+        ns = names.parse_topic(topic).namespace
     except DecodeError as e:
-        return f"topic {a.rewrite.topic}: {e.reason}"
-    h = topic_hash(a.rewrite.topic)
+        return f"topic {topic}: {e.reason}"
+    h = topic_hash(topic)
     root = f"{NAMESPACE_ROOT}/{ns}"
     try:
         ranges = session.children(a.store, root) or []
@@ -52,9 +52,9 @@ def owner_problem(session: ZkSession, a: Action) -> str | None:
         try:
             lo, hi = parse_bundle_range(r, f"{root}/{r}")
         except DecodeError:
-            return f"{root}/{r} is not a bundle range; cannot tell whether {a.rewrite.topic} is loaded"
+            return f"{root}/{r} is not a bundle range; cannot tell whether {topic} is loaded"
         if lo <= h < hi or (h == hi == 0xFFFFFFFF):
-            return f"{a.rewrite.topic} is loaded: its bundle {r} is owned ({root}/{r}); unload it or let the broker act"
+            return f"{topic} is loaded: its bundle {r} is owned ({root}/{r}); unload it or let the broker act"
     return None
 
 

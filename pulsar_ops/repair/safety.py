@@ -59,6 +59,7 @@ from pulsar_ops.repair.actions import (
     KIND_DELETE_SUBSCRIPTION,
     KIND_DELETE_SUBTREE,
     KIND_DROP_MISSING_LEDGER,
+    KIND_LOAD_TOPIC,
     REWRITE_KINDS,
     ROLE_CURSOR,
     ROLE_MANAGED_LEDGER,
@@ -240,7 +241,30 @@ def action_problem(action: Action, *, ledgers_root: str) -> str | None:
         return _rewrite_problem(action, paths, ledgers_root)
     if action.kind == KIND_DELETE_SUBSCRIPTION:
         return _subscription_problem(action, paths, ledgers_root)
+    if action.kind == KIND_LOAD_TOPIC:
+        return _load_problem(action, paths)
     return f"unknown action kind {action.kind!r}"
+
+
+def _load_problem(action: Action, paths: Sequence[str]) -> str | None:
+    """A load-topic names the managed-ledger znode of its topic (its compare-and-set token) and nothing else."""
+    call = action.admin
+    if call is None or call.subscription is not None:
+        return "a load-topic action names its topic and no subscription"
+    if action.store != LOCAL or action.rewrite is not None or action.ledger_id is not None:
+        return "a load-topic action is a local managed ledger, with no rewrite or ledger_id"
+    if action.preconditions.references or action.preconditions.absent or action.preconditions.custom_metadata:
+        return "a load-topic action carries no references, absent paths or custom metadata"
+    try:
+        ml, cursor = names.split_ml_path(action.path)
+        topic = names.parse_topic(call.topic)
+    except DecodeError as e:
+        return f"{action.path} / {call.topic}: {e.reason}"
+    if cursor is not None or topic.ml_name != ml.ml_name or list(paths) != [action.path]:
+        return f"a load-topic action checks exactly the managed-ledger znode of {call.topic}"
+    if not action.loads_topics:
+        return "a load-topic action loads a topic: loads_topics must say so"
+    return None
 
 
 def _subscription_problem(action: Action, paths: Sequence[str], ledgers_root: str) -> str | None:

@@ -49,9 +49,10 @@ def kinds_of(actions: Sequence[Mapping[str, Any]]) -> tuple[KindImpact, ...]:
         rewrite = a.get("rewrite")
         znodes = int(a.get("znodes") or 0)
         r["actions"] += 1
-        r["metadata_ops"] += int((a.get("impact") or {}).get("metadata_ops") or znodes)
+        ops = (a.get("impact") or {}).get("metadata_ops")
+        r["metadata_ops"] += int(znodes if ops is None else ops)
         r["bytes_on_disk"] += _action_disk_bytes(a)
-        r["znode_deletes"] += znodes - (1 if rewrite else 0)
+        r["znode_deletes"] += 0 if a.get("kind") == "load-topic" else znodes - (1 if rewrite else 0)
         r["rewrites"] += 1 if rewrite else 0
         if a.get("kind") == "drop-missing-ledger" and rewrite:
             r["lost_entries"] += sum(int(x.get("entries") or 0) for x in rewrite.get("removed") or ())

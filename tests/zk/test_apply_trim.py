@@ -25,7 +25,9 @@ from tests.zk.test_apply import cli
 pytestmark = pytest.mark.zk
 
 
-def _planned(zk: KazooClient, zk_hosts: str, tmp: Path) -> tuple[dict[str, Any], Path, list[dict[str, Any]]]:
+def seeded_retention(zk: KazooClient, zk_hosts: str, tmp: Path) -> tuple[Path, list[Finding], int]:
+    """A seeded cluster, its snapshot and an audit directory holding its expired-retention-unloaded findings
+    (from the seeder's ground truth): (audit dir, findings, the seeded clock)."""
     now = int(time.time() * 1000) + 25 * 3_600_000
     res = seed_cluster(zk, None, SeedOptions(topics=12, seed=3, now_ms=now, persistent_ownership=True))
     truth = res.ground_truth["expected"]["expired-retention-unloaded"]
@@ -51,7 +53,11 @@ def _planned(zk: KazooClient, zk_hosts: str, tmp: Path) -> tuple[dict[str, Any],
             )
         )
     snap = {"snapshot_id": manifest.snapshot_id, "path": str(tmp / "snap")}
-    audit = write_audit(tmp / "audit", snap, findings)
+    return write_audit(tmp / "audit", snap, findings), findings, now
+
+
+def _planned(zk: KazooClient, zk_hosts: str, tmp: Path) -> tuple[dict[str, Any], Path, list[Finding]]:
+    audit, findings, _ = seeded_retention(zk, zk_hosts, tmp)
     plan = tmp / "plan.json"
     code, _, err = cli("plan", str(audit), "--out", str(plan), "--offline-trim")
     assert code == 0, err
@@ -62,7 +68,7 @@ def _planned(zk: KazooClient, zk_hosts: str, tmp: Path) -> tuple[dict[str, Any],
     assert {a["kind"] for a in doc["actions"]} == {"trim-unloaded"}
     codes = {n["path"]: n["reason_code"] for n in doc["not_planned"]}
     assert codes == {f.path: "nothing-at-first-trim" for f in findings if not f.evidence["first_trim_ledger_ids"]}
-    return doc, plan, truth
+    return doc, plan, findings
 
 
 def test_trim_unloaded_round_trip(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
