@@ -387,6 +387,25 @@ def topic_loaded(facts: SnapshotFacts, topic: str, namespace: str) -> str | None
     return None
 
 
+def _ml_target(f: Finding, facts: SnapshotFacts, *, rewrite: bool) -> tuple[names.MlName, ZnodeRef]:
+    """The managed ledger a finding's ``path`` names and its znode as scraped (binary when it is to be
+    rewritten), or _Skip."""
+    path = f.path or ""
+    try:
+        ml = names.ml_name_from_path(path)
+    except DecodeError as e:
+        raise _Skip("owner-unmappable", f"{path}: {e.reason}") from None
+    if ml.topic != f.topic:
+        raise _Skip("path-mismatch", f"{path} is not the managed-ledger znode of {f.topic}")
+    znode = facts.managed_ledgers.get(ml.ml_name)
+    if znode is None or znode.path != path or znode.sha256 is None:
+        raise _Skip("missing-in-snapshot", f"{path} is not in the snapshot's managed_ledgers/znodes tables")
+    fmt = facts.ml_formats.get(path)
+    if rewrite and fmt != "binary":
+        raise _Skip("not-rewritable", f"{path} is a {fmt} managed-ledger info; only binary values are rewritten")
+    return ml, znode
+
+
 def _drop_missing(f: Finding, facts: SnapshotFacts) -> tuple[str, RemovedLedger]:
     """(managed-ledger path, the list entry to drop) for one dangling-ledger finding, or _Skip."""
     ref = f.evidence.get("ref")
@@ -401,18 +420,7 @@ def _drop_missing(f: Finding, facts: SnapshotFacts) -> tuple[str, RemovedLedger]
         raise _Skip("not-plannable", f.reason or "the ledger listing is incomplete: absence is not confirmed")
     if f.ledger_id in facts.ledgers:
         raise _Skip("contradicted-by-snapshot", f"the snapshot holds ledger {f.ledger_id}'s metadata")
-    try:
-        ml = names.ml_name_from_path(f.path)
-    except DecodeError as e:
-        raise _Skip("owner-unmappable", f"{f.path}: {e.reason}") from None
-    if ml.topic != f.topic:
-        raise _Skip("path-mismatch", f"{f.path} is not the managed-ledger znode of {f.topic}")
-    znode = facts.managed_ledgers.get(ml.ml_name)
-    if znode is None or znode.path != f.path or znode.sha256 is None:
-        raise _Skip("missing-in-snapshot", f"{f.path} is not in the snapshot's managed_ledgers/znodes tables")
-    fmt = facts.ml_formats.get(f.path)
-    if fmt != "binary":
-        raise _Skip("not-rewritable", f"{f.path} is a {fmt} managed-ledger info; only binary values are rewritten")
+    ml, _znode = _ml_target(f, facts, rewrite=True)
     entry = facts.list_entries.get((f.path, f.ledger_id))
     if entry is None:
         raise _Skip("contradicted-by-snapshot", f"{f.path} does not list ledger {f.ledger_id} in the snapshot")
@@ -521,18 +529,7 @@ def _retention_target(
             "only the last ledger is past retention and a load re-stamps it: nothing is trimmed before "
             "load time + retention (load the topic to start that clock)",
         )
-    try:
-        ml = names.ml_name_from_path(f.path)
-    except DecodeError as e:
-        raise _Skip("owner-unmappable", f"{f.path}: {e.reason}") from None
-    if ml.topic != f.topic:
-        raise _Skip("path-mismatch", f"{f.path} is not the managed-ledger znode of {f.topic}")
-    znode = facts.managed_ledgers.get(ml.ml_name)
-    if znode is None or znode.path != f.path or znode.sha256 is None:
-        raise _Skip("missing-in-snapshot", f"{f.path} is not in the snapshot's managed_ledgers/znodes tables")
-    fmt = facts.ml_formats.get(f.path)
-    if rewrite and fmt != "binary":
-        raise _Skip("not-rewritable", f"{f.path} is a {fmt} managed-ledger info; only binary values are rewritten")
+    ml, znode = _ml_target(f, facts, rewrite=rewrite)
     loaded = topic_loaded(facts, f.topic, ml.namespace)
     if f.evidence.get("owned") is True or loaded is not None:
         raise _Skip("topic-loaded", f"{f.topic} is loaded ({loaded or 'the finding says so'}): let its broker trim")

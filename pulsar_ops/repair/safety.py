@@ -246,24 +246,37 @@ def action_problem(action: Action, *, ledgers_root: str) -> str | None:
     return f"unknown action kind {action.kind!r}"
 
 
-def _load_problem(action: Action, paths: Sequence[str]) -> str | None:
-    """A load-topic names the managed-ledger znode of its topic (its compare-and-set token) and nothing else."""
+def _admin_common(action: Action) -> tuple[str | None, tuple[names.MlName, str | None] | None]:
+    """What every admin-API action shares: a local znode of its topic's managed ledger, nothing rewritten, no
+    references, absent paths or custom metadata, and ``loads_topics`` set (the broker loads the topic).
+    (problem, None) or (None, (managed ledger, encoded cursor name or None))."""
     call = action.admin
-    if call is None or call.subscription is not None:
-        return "a load-topic action names its topic and no subscription"
+    assert call is not None
     if action.store != LOCAL or action.rewrite is not None or action.ledger_id is not None:
-        return "a load-topic action is a local managed ledger, with no rewrite or ledger_id"
+        return f"a {action.kind} action is a local znode, with no rewrite or ledger_id", None
     if action.preconditions.references or action.preconditions.absent or action.preconditions.custom_metadata:
-        return "a load-topic action carries no references, absent paths or custom metadata"
+        return f"a {action.kind} action carries no references, absent paths or custom metadata", None
+    if not action.loads_topics:
+        return f"a {action.kind} action goes through a broker, which loads the topic: loads_topics must say so", None
     try:
-        ml, cursor = names.split_ml_path(action.path)
+        ml, enc = names.split_ml_path(action.path)
         topic = names.parse_topic(call.topic)
     except DecodeError as e:
-        return f"{action.path} / {call.topic}: {e.reason}"
-    if cursor is not None or topic.ml_name != ml.ml_name or list(paths) != [action.path]:
-        return f"a load-topic action checks exactly the managed-ledger znode of {call.topic}"
-    if not action.loads_topics:
-        return "a load-topic action loads a topic: loads_topics must say so"
+        return f"{action.path} / {call.topic}: {e.reason}", None
+    if topic.ml_name != ml.ml_name:
+        return f"{action.path} is not under the managed ledger of {call.topic}", None
+    return None, (ml, enc)
+
+
+def _load_problem(action: Action, paths: Sequence[str]) -> str | None:
+    """A load-topic names the managed-ledger znode of its topic (its compare-and-set token) and nothing else."""
+    if action.admin is None or action.admin.subscription is not None:
+        return "a load-topic action names its topic and no subscription"
+    problem, target = _admin_common(action)
+    if problem is not None or target is None:
+        return problem
+    if target[1] is not None or list(paths) != [action.path]:
+        return f"a load-topic action checks exactly the managed-ledger znode of {action.admin.topic}"
     return None
 
 
@@ -273,16 +286,11 @@ def _subscription_problem(action: Action, paths: Sequence[str], ledgers_root: st
     call = action.admin
     if call is None or call.subscription is None:
         return "a delete-subscription action names its topic and subscription"
-    if action.store != LOCAL or action.rewrite is not None or action.ledger_id is not None:
-        return "a delete-subscription action is a local cursor, with no rewrite or ledger_id"
-    if action.preconditions.references or action.preconditions.absent or action.preconditions.custom_metadata:
-        return "a delete-subscription action carries no references, absent paths or custom metadata"
-    try:
-        ml, enc = names.split_ml_path(action.path)
-        topic = names.parse_topic(call.topic)
-    except DecodeError as e:
-        return f"{action.path} / {call.topic}: {e.reason}"
-    if enc is None or topic.ml_name != ml.ml_name or names.decode(enc, action.path) != call.subscription:
+    problem, target = _admin_common(action)
+    if problem is not None or target is None:
+        return problem
+    enc = target[1]
+    if enc is None or names.decode(enc, action.path) != call.subscription:
         return f"{action.path} is not the cursor znode of {call.subscription!r} on {call.topic}"
     if names.is_system_cursor(call.subscription):
         return f"{call.subscription!r} is a system cursor; it is never deleted"
@@ -290,8 +298,6 @@ def _subscription_problem(action: Action, paths: Sequence[str], ledgers_root: st
         return "a delete-subscription action backs up its cursor znode (first) and at most its cursor ledger"
     if len(paths) == 2 and ledger_id_from_path(paths[1], ledgers_root) is None:
         return f"{paths[1]} is not a ledger metadata znode under {ledgers_root}"
-    if not action.loads_topics:
-        return "deleting a subscription through a broker loads the topic: loads_topics must say so"
     return None
 
 

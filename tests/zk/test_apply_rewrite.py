@@ -18,6 +18,7 @@ from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
+from tests.zk.apply_steps import mark_then_delete
 from tests.zk.repair_cluster import dump, walk, write_audit
 from tests.zk.test_apply import cli
 
@@ -83,15 +84,7 @@ def test_drop_missing_ledger_round_trip(
     zk: KazooClient, zk_hosts: str, tmp_path: Path, compression: str | None
 ) -> None:
     doc, plan = _planned(zk, zk_hosts, tmp_path, compression=compression)
-    before = dump(zk)
-    base = ["apply", str(plan), "--zookeeper", zk_hosts, "--apply", "--yes", "--json"]
-    code, out, err = cli(*base, "--phase", "mark")
-    assert code == 0, err
-    assert dump(zk) == before
-    code, out, err = cli(*base, "--phase", "delete", "--quarantine", "0")
-    assert code == 0, err
-    assert json.loads(out)["counts"] == {"committed": len(doc["actions"])}
-    after = dump(zk)
+    before, after = mark_then_delete(zk, plan, zk_hosts)
     changed = {a["path"] for a in doc["actions"]}
     assert set(after) == set(before)  # nothing deleted, nothing created
     assert {p for p in before if after[p][0] != before[p][0]} == changed

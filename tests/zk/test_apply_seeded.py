@@ -15,6 +15,7 @@ from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
+from tests.zk.apply_steps import mark_then_delete
 from tests.zk.repair_cluster import dump, write_audit
 from tests.zk.test_apply import cli
 
@@ -59,20 +60,12 @@ def test_seeded_cluster_round_trip(zk: KazooClient, zk_hosts: str, tmp_path: Pat
     assert sorted(a["path"] for a in doc["actions"] if a["kind"] == "delete-subtree") == want_paths
     assert {a["store"] for a in doc["actions"]} >= {"local", "config"}  # partitioned-topic leaks: config
 
-    before = dump(zk)
-    base = ["apply", str(plan), "--zookeeper", zk_hosts, "--apply", "--yes", "--json"]
-    code, out, err = cli(*base, "--phase", "mark")
-    assert code == 0, err
-    assert dump(zk) == before
-    code, out, err = cli(*base, "--phase", "delete", "--quarantine", "0")
-    assert code == 0, err
-    assert json.loads(out)["counts"] == {"committed": len(doc["actions"])}
-    after = dump(zk)
+    before, after = mark_then_delete(zk, plan, zk_hosts)
     targets = {z["path"] for a in doc["actions"] for z in a["preconditions"]["znodes"]}
     assert set(before) - set(after) == targets  # exactly the planned znodes, nothing else
     assert all(after[p] == before[p] for p in after)
 
-    code, out, err = cli("restore", str(plan) + ".backup", "--zookeeper", zk_hosts, "--apply", "--yes", "--json")
+    code, _out, err = cli("restore", str(plan) + ".backup", "--zookeeper", zk_hosts, "--apply", "--yes", "--json")
     assert code == 0, err
     restored = dump(zk)
     assert set(restored) == set(before)

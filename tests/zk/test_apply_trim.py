@@ -19,6 +19,7 @@ from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
+from tests.zk.apply_steps import mark_then_delete
 from tests.zk.repair_cluster import dump, write_audit
 from tests.zk.test_apply import cli
 
@@ -74,15 +75,7 @@ def _planned(zk: KazooClient, zk_hosts: str, tmp: Path) -> tuple[dict[str, Any],
 def test_trim_unloaded_round_trip(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
     doc, plan, _ = _planned(zk, zk_hosts, tmp_path)
     assert doc["summary"]["bytes"] > 0  # what the trim frees on the bookies
-    before = dump(zk)
-    base = ["apply", str(plan), "--zookeeper", zk_hosts, "--apply", "--yes", "--json"]
-    code, _, err = cli(*base, "--phase", "mark")
-    assert code == 0, err
-    assert dump(zk) == before
-    code, out, err = cli(*base, "--phase", "delete", "--quarantine", "0")
-    assert code == 0, err
-    assert json.loads(out)["counts"] == {"committed": len(doc["actions"])}
-    after = dump(zk)
+    before, after = mark_then_delete(zk, plan, zk_hosts)
     trimmed = {ledger_path(r["ledger_id"]) for a in doc["actions"] for r in a["rewrite"]["removed"]}
     assert set(before) - set(after) == trimmed and not set(after) - set(before)
     assert {p for p in after if after[p][0] != before[p][0]} == {a["path"] for a in doc["actions"]}
@@ -97,7 +90,7 @@ def test_trim_unloaded_round_trip(zk: KazooClient, zk_hosts: str, tmp_path: Path
             listed = decode_managed_ledger_info(data, path).info.ledgers
             assert all(ledger_path(li.ledger_id) in after for li in listed if li.entries)
 
-    code, out, err = cli("restore", str(plan) + ".backup", "--zookeeper", zk_hosts, "--apply", "--yes", "--json")
+    code, _out, err = cli("restore", str(plan) + ".backup", "--zookeeper", zk_hosts, "--apply", "--yes", "--json")
     assert code == 0, err
     restored = dump(zk)
     assert set(restored) == set(before)
