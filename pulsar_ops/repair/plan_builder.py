@@ -84,6 +84,14 @@ def compute_impact(
                 {
                     "note": "rewrites the ledger list as the broker's first trim after a load would, then deletes "
                     "those ledgers' metadata; bookies reclaim their data at GC",
+                    "why_safe": "re-verified at apply: no bundle ownership znode covers the topic; the managed-ledger "
+                    "znode (compare-and-set), every cursor (check) and every deleted ledger znode are at their "
+                    "scraped versions in the same transaction; nothing else references those ledgers; a broker "
+                    "that loads the topic later reads the new list",
+                    "cannot_protect_against": "a broker holding the topic open while its ownership is not in "
+                    "/namespace (extensible load manager) and without writing since the snapshot: its next list "
+                    "update fails its own compare-and-set and reloads the new list; the data of deleted ledgers "
+                    "goes at the bookies' next GC (restore is a short safety net)",
                     "ledgers": {str(lid): per_ledger.get(str(lid), {}) for lid in a.rewrite.ledger_ids},
                 }
             )
