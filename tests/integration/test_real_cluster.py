@@ -64,3 +64,37 @@ def test_audit_of_fresh_real_cluster_has_no_critical_findings(cluster: str, tmp_
     assert r.returncode in (0, 1), r.stderr
     doc = json.loads(r.stdout)
     assert not [f for f in doc["findings"] if f["severity"] == "critical"]
+
+
+def test_delete_subscription_through_the_real_broker(cluster: str, tmp_path: Path) -> None:
+    """The same plan -> mark -> delete the suite runs against the test broker, against a real Pulsar broker."""
+    from pulsar_ops.findings import Finding
+    from pulsar_ops.formats import names
+
+    admin = httpx.Client(base_url="http://127.0.0.1:8080", timeout=30)
+    assert admin.put("/admin/v2/persistent/it/ns1/idle/subscription/forgotten").status_code in (204, 409)
+    snap = tmp_path / "snap"
+    r = _cli("scrape", "--zookeeper", cluster, "--out", str(snap), "--json")
+    assert r.returncode == 0, r.stderr
+    ml = names.parse_topic("persistent://it/ns1/idle")
+    cursor = f"{names.ml_path(ml)}/{names.encode('forgotten')}"
+    finding = Finding(
+        detection="inactive-subscription", severity="warning", topic=ml.topic, subscription="forgotten",
+        path=cursor, namespace=ml.namespace, evidence={"last_active_ms": 0, "backlog_bytes": 0},
+    )  # fmt: skip
+    audit = tmp_path / "audit"
+    audit.mkdir()
+    doc = {"snapshot": {"snapshot_id": json.loads(r.stdout)["snapshot_id"], "path": str(snap)}, "audit": {},
+           "findings": [finding.to_json()]}  # fmt: skip
+    (audit / "findings.json").write_text(json.dumps(doc))
+    plan = tmp_path / "plan.json"
+    r = _cli("plan", str(audit), "--out", str(plan), "--include", "inactive-subscription")
+    assert r.returncode == 0, r.stderr
+    assert [a["kind"] for a in json.loads(plan.read_text())["actions"]] == ["delete-subscription"]
+    base = ["apply", str(plan), "--zookeeper", cluster, "--apply", "--yes", "--json"]
+    assert _cli(*base, "--phase", "mark").returncode == 0
+    r = _cli(*base, "--phase", "delete", "--quarantine", "0", "--admin-url", "http://127.0.0.1:8080")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["counts"] == {"committed": 1}
+    subs = admin.get("/admin/v2/persistent/it/ns1/idle/subscriptions").json()
+    assert "forgotten" not in subs
