@@ -67,7 +67,8 @@ class DecodedManagedLedger:
 EMPTY_INFO = ManagedLedgerInfo(())
 
 
-def _ledger(li: Any) -> LedgerInfo:
+def ledger_info(li: Any) -> LedgerInfo:
+    """A ``LedgerInfo`` protobuf message as a value."""
     offload = None
     if li.HasField("offloadContext"):
         oc = li.offloadContext
@@ -88,7 +89,7 @@ def _from_message(msg: Any) -> ManagedLedgerInfo:
     if msg.HasField("terminatedPosition"):
         term = (msg.terminatedPosition.ledgerId, msg.terminatedPosition.entryId)
     props = tuple([(kv.key, kv.value) for kv in msg.properties[:]]) if len(msg.properties) else ()
-    return ManagedLedgerInfo(tuple([_ledger(li) for li in msg.ledgerInfo[:]]), term, props)
+    return ManagedLedgerInfo(tuple([ledger_info(li) for li in msg.ledgerInfo[:]]), term, props)
 
 
 def _has_known_field(msg: Any) -> bool:

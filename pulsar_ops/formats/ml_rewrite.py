@@ -25,7 +25,7 @@ from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import proto
 from pulsar_ops.formats._pb import parse_binary
 from pulsar_ops.formats.compression import MAGIC, header_codec, unwrap, wrap
-from pulsar_ops.formats.managed_ledger import LedgerInfo, _ledger, decode_managed_ledger_info
+from pulsar_ops.formats.managed_ledger import LedgerInfo, decode_managed_ledger_info, ledger_info
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def rewrite_without_ledgers(data: bytes, remove: Collection[int], path: str) -> 
     absent = sorted(wanted - set(listed))
     if absent:
         raise DecodeError(path, f"ledger(s) {absent[:5]} are not in the managed-ledger info's list any more")
-    removed = tuple(_ledger(li) for li in msg.ledgerInfo if li.ledgerId in wanted)
+    removed = tuple(ledger_info(li) for li in msg.ledgerInfo if li.ledgerId in wanted)
     keep = [li for li in msg.ledgerInfo if li.ledgerId not in wanted]
     del msg.ledgerInfo[:]
     msg.ledgerInfo.extend(keep)

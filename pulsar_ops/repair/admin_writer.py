@@ -25,6 +25,11 @@ class AdminResult:
     def ok(self) -> bool:
         return self.status is not None and 200 <= self.status < 300
 
+    def describe(self) -> str:
+        """``HTTP 412 (reason)`` / ``no answer (TimeoutException: ...)``."""
+        answer = "no answer" if self.status is None else f"HTTP {self.status}"
+        return f"{answer} ({self.reason})" if self.reason else answer
+
 
 class AdminApi(Protocol):
     def delete_subscription(self, topic: str, subscription: str) -> AdminResult: ...

@@ -371,20 +371,18 @@ def _delete_one(
     if not verdict.proceed:
         journal.record(a.id, J.SKIPPED, phase="delete", reason=verdict.reason)
         return _outcome(a, "skipped", verdict.reason)
+    # a rewrite sets its managed-ledger znode instead of deleting it
+    deletes = tuple(d for d in verdict.deletes if not sets or d[0] != a.path)
     if st.state != J.DELETING:
         journal.record(
             a.id,
             J.DELETING,
             phase="delete",
             checks=[list(c) for c in verdict.checks],
-            deletes=[list(d) for d in verdict.deletes if not sets or d[0] != a.path],
+            deletes=[list(d) for d in deletes],
             **({"sets": [[p, sha256_hex(b), v] for p, b, v in sets]} if sets else {}),
         )
-    if a.kind in REWRITE_KINDS:
-        deletes = tuple(d for d in verdict.deletes if d[0] != a.path)
-        result = session.commit(a.store, verdict.checks, sets, deletes)
-    else:
-        result = session.commit_delete(a.store, verdict.checks, verdict.deletes)
+    result = session.commit(a.store, verdict.checks, sets, deletes)
     if result.committed:
         if after_commit is not None:
             after_commit()
@@ -453,8 +451,7 @@ def _admin_one(
         reason = f"the broker answered {result.status} but {a.path} still exists; not counted as done"
         journal.record(a.id, J.FAILED, phase="delete", reason=reason, status=result.status)
         return _outcome(a, "failed", reason)
-    answer = "no answer" if result.status is None else f"HTTP {result.status}"
-    detail = f"{answer} ({result.reason})" if result.reason else answer
+    detail = result.describe()
     if result.status == 412:
         reason = f"consumers are connected: {detail}; the subscription is in use, not deleted"
         journal.record(a.id, J.SKIPPED, phase="delete", reason=reason, status=412)
@@ -493,8 +490,9 @@ def _load_one(session: ZkSession, journal: J.Journal, a: Action, admin: AdminApi
         result = admin.load_topic(a.admin.topic)
     answer = "no answer" if result.status is None else f"HTTP {result.status}"
     if not result.ok:
-        detail = f"{answer} ({result.reason})" if result.reason else answer
-        reason = f"{call}: {detail}" + ("" if result.status is not None else "; outcome unknown, re-run to re-check")
+        reason = f"{call}: {result.describe()}" + (
+            "" if result.status is not None else "; outcome unknown, re-run to re-check"
+        )
         code = J.SKIPPED if result.status == 404 else J.FAILED
         journal.record(a.id, code, phase="delete", reason=reason, status=result.status)
         return _outcome(a, "skipped" if code == J.SKIPPED else "failed", reason)

@@ -260,14 +260,6 @@ class ZkSession:
         return NodeWithAcl(node=node, stat=stat_to_json(stat), acl=tuple(acl_to_json(acls)))
 
     # --- writes --------------------------------------------------------------------------------------
-    def commit_delete(
-        self, store: str, checks: Sequence[tuple[str, int]], deletes: Sequence[tuple[str, int]]
-    ) -> TxnResult:
-        """One atomic transaction: every check, then every delete (children first), all with versions."""
-        if not deletes:
-            raise ValueError("a delete transaction needs at least one delete")
-        return self.commit(store, checks, (), deletes)
-
     def commit(
         self,
         store: str,
