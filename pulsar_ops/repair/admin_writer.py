@@ -20,6 +20,7 @@ from pulsar_ops.formats import names
 class AdminResult:
     status: int | None  # None: no answer (timeout, connection error)
     reason: str
+    error_data: bool = False  # the body was Pulsar's ErrorData ({"reason": ...}): the broker itself answered
 
     @property
     def ok(self) -> bool:
@@ -70,11 +71,12 @@ class HttpAdmin:
             r = self._c.request(method, url, params=params)
         except httpx.HTTPError as e:  # timeouts, refused or dropped connections: the outcome is unknown
             return AdminResult(None, f"{type(e).__name__}: {e}")
-        reason = ""
+        reason, error_data = "", False
         if r.status_code >= 300:
             try:
                 body = r.json()
+                error_data = isinstance(body, dict) and "reason" in body
                 reason = str(body.get("reason") or body) if isinstance(body, dict) else str(body)
             except ValueError:
                 reason = r.text[:200]
-        return AdminResult(r.status_code, reason)
+        return AdminResult(r.status_code, reason, error_data)

@@ -485,7 +485,9 @@ def _load_one(session: ZkSession, journal: J.Journal, a: Action, admin: AdminApi
     if st.state != J.DELETING:
         journal.record(a.id, J.DELETING, phase="delete", call=call)
     result = admin.trim_topic(a.admin.topic)
-    if result.status in (404, 405) and "not found" not in result.reason.lower():  # no trim endpoint: load only
+    # no trim endpoint (an older broker): 405, or a 404 the web server gave rather than the broker's ErrorData
+    # ("Topic ... not found"); then only load it
+    if result.status == 405 or (result.status == 404 and not result.error_data):
         call = f"GET stats of {a.admin.topic} (this broker has no trim endpoint)"
         result = admin.load_topic(a.admin.topic)
     answer = "no answer" if result.status is None else f"HTTP {result.status}"

@@ -33,17 +33,19 @@ def test_load_topic_trims_what_the_plan_predicted(zk: KazooClient, zk_hosts: str
     base = ["apply", str(plan), "--zookeeper", zk_hosts, "--apply", "--yes", "--json"]
     code, _, err = cli(*base, "--phase", "mark")
     assert code == 0, err
-    busy, failing = doc["actions"][0], doc["actions"][1]
+    busy, failing, older = doc["actions"][0], doc["actions"][1], doc["actions"][2]
     zk.set(busy["path"], zk.get(busy["path"])[0])  # a broker loaded it since the snapshot (a load writes the znode)
     before = dump(zk)
     with AdminServer(zk_hosts, now_ms=lambda: now) as server:
         server.fail("POST", f"{topic_path(failing['admin']['topic'])}/trim", status=500, times=1)
+        server.fail("POST", f"{topic_path(older['admin']['topic'])}/trim", status=405, times=1)  # no trim endpoint
         args = [*base, "--admin-url", server.url, "--max-loads-per-minute", "6000"]
         code, out, err = cli(*args, "--phase", "delete", "--quarantine", "0")
         assert code == 2, err
         got = {o["id"]: o for o in json.loads(out)["actions"]}
         assert got[busy["id"]]["outcome"] == "skipped" and "version" in got[busy["id"]]["reason"]
         assert got[failing["id"]]["outcome"] == "failed" and "500" in got[failing["id"]]["reason"]
+        assert "GET stats" in got[older["id"]]["reason"]  # an older broker: loaded through stats instead
         for a in doc["actions"][2:]:
             assert got[a["id"]]["outcome"] == "committed", got[a["id"]]
             assert (
@@ -60,3 +62,4 @@ def test_load_topic_trims_what_the_plan_predicted(zk: KazooClient, zk_hosts: str
         assert got[failing["id"]]["outcome"] == "committed"
         trims = [c for c in server.calls if c.method == "POST"]
         assert len(trims) == len(doc["actions"])  # one call per action, plus the one retried; never the skipped
+        assert [c.path for c in server.calls if c.method == "GET"] == [f"{topic_path(older['admin']['topic'])}/stats"]
