@@ -14,7 +14,11 @@ over-acceptance could cost a deletion).
 
 Bundles: a topic's bundle is found with CRC32 of the full topic name (``persistent://t/ns/x-partition-3``),
 ``zlib.crc32(name.encode()) & 0xffffffff``, against the sorted ``bundles.boundaries``: ``[lower, upper)``,
-the last bundle's upper bound inclusive.
+the last bundle's upper bound inclusive. Which boundaries: ``NamespaceBundleFactory.loadBundles``
+(pulsar-broker, ``org/apache/pulsar/common/naming``) reads ``/admin/local-policies/<ns>`` first and takes its
+``bundles``; only when that znode is absent does it copy ``Policies.bundles`` into new local policies. A bundle
+split rewrites only the local policies, so after a split ``Policies.bundles`` is stale. A null ``bundles`` on
+either side means one bundle, the full range (``NamespaceBundles.getPartitions(null)``).
 """
 
 from __future__ import annotations
@@ -49,6 +53,12 @@ class NamespacePolicies:
     bundle_boundaries: tuple[str, ...]  # () = no bundles / boundaries in these policies
     num_bundles: int
     deleted: bool
+    raw: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class LocalPolicies:
+    bundle_boundaries: tuple[str, ...]  # the bundles the broker builds from these local policies
     raw: Mapping[str, Any]
 
 
@@ -390,6 +400,29 @@ def parse_namespace_policies(data: bytes | str, path: str) -> NamespacePolicies:
         deleted=bool(_bind(obj, "deleted", _boolean, path)),
         raw=MappingProxyType(obj),
     )
+
+
+def parse_local_policies(data: bytes | str, path: str) -> LocalPolicies:
+    """``LocalPolicies`` (``bundles``, ``bookieAffinityGroup``, ``namespaceAntiAffinityGroup``, ``migrated``) as
+    the broker reads them, for the one field that decides what a topic's bundle is: a missing or null
+    ``bundles`` is the full range (``NamespaceBundles.getPartitions(null)``); a ``bundles`` object without
+    boundaries is refused (the broker cannot build bundles from it: ``getBoundaries().size()`` on a null list)."""
+    obj = _read_object(data, path, _DECODER)
+    bundles = _bind(obj, "bundles", _bundles, path)
+    if bundles is None:
+        return LocalPolicies(FULL_RANGE, MappingProxyType(obj))
+    if not bundles[0]:
+        raise DecodeError(path, "bundles: no boundaries (the broker cannot build this namespace's bundles)")
+    return LocalPolicies(bundles[0], MappingProxyType(obj))
+
+
+def effective_boundaries(policies: Sequence[str], local: Sequence[str] | None) -> tuple[str, ...]:
+    """The boundaries a broker builds the namespace's bundles from: the local policies' when that znode exists
+    (``local`` not None), else ``Policies.bundles`` (copied into new local policies on first load), else the full
+    range (``NamespaceBundleFactory.loadBundles`` / ``copyToLocalPolicies``)."""
+    if local is not None:
+        return tuple(local)
+    return tuple(policies) if len(policies) >= 2 else FULL_RANGE
 
 
 # ------------------------------------------------------------------------ PartitionedTopicMetadata

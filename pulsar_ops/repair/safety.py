@@ -446,17 +446,28 @@ def _bundle_problem(reader: TreeReader, shape: LeakShape, nodes: Sequence[Subtre
         return None
     if shape.bundle_range is None:
         return f"namespace policies {POLICIES}/{ns} exist again"
-    from pulsar_ops.formats.policies import parse_bundle_range, parse_namespace_policies
+    from pulsar_ops.formats.policies import (
+        effective_boundaries,
+        parse_bundle_range,
+        parse_local_policies,
+        parse_namespace_policies,
+    )
 
+    # the broker's bundles: local policies first, then Policies.bundles (NamespaceBundleFactory.loadBundles)
+    local = reader.data(LOCAL, f"{LOCAL_POLICIES}/{ns}")
+    where = f"{LOCAL_POLICIES}/{ns}" if local is not None else f"{POLICIES}/{ns}"
     try:
-        bounds = parse_namespace_policies(policies, f"{POLICIES}/{ns}").bundle_boundaries
+        if local is not None:
+            bounds = effective_boundaries((), parse_local_policies(local, where).bundle_boundaries)
+        else:
+            bounds = effective_boundaries(parse_namespace_policies(policies, where).bundle_boundaries, None)
         lo, hi = parse_bundle_range(shape.bundle_range, shape.bundle_range)
         edges = [int(b, 16) for b in bounds]
     except (DecodeError, ValueError) as e:
         why = e.reason if isinstance(e, DecodeError) else str(e)
-        return f"namespace policies {POLICIES}/{ns} cannot be decoded ({why}); not evidence of absence"
+        return f"{where} cannot be decoded ({why}); the namespace's bundles are unknown, not evidence of absence"
     if any(edges[i] == lo and edges[i + 1] == hi for i in range(len(edges) - 1)):
-        return f"{shape.bundle_range} is again a bundle of {ns}"
+        return f"{shape.bundle_range} is again a bundle of {ns} (by {where})"
     return None
 
 

@@ -24,6 +24,7 @@ from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 from pulsar_ops.formats.policies import (
     parse_bundle_range,
     parse_json_object,
+    parse_local_policies,
     parse_namespace_policies,
     parse_partitioned_topic,
 )
@@ -391,9 +392,16 @@ def _namespace(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ExtractC
 
 
 def _local_policies(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ExtractConfig) -> Rows:
-    _doc, text = _json_object(data, path)
+    lp = parse_local_policies(data, path)
     ns = "/".join(info.segments)
-    return [("local_policies", {"path": path, "namespace": ns, **_stat_cols(stat), "json": text})]
+    row = {
+        "path": path,
+        "namespace": ns,
+        **_stat_cols(stat),
+        "bundle_boundaries": list(lp.bundle_boundaries),
+        "json": bytes(data).decode("utf-8", "replace"),
+    }
+    return [("local_policies", row)]
 
 
 def _partitioned(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ExtractConfig) -> Rows:

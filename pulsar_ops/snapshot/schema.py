@@ -279,7 +279,18 @@ NAMESPACES = Table(
 LOCAL_POLICIES = Table(
     "local_policies",
     "/admin/local-policies/<namespace> (LocalPolicies JSON).",
-    (_c("path", "string", "", False), _c("namespace", "string", "", False), *_stat(), _c("json", "string", "")),
+    (
+        _c("path", "string", "", False),
+        _c("namespace", "string", "", False),
+        *_stat(),
+        _c(
+            "bundle_boundaries",
+            "list<string>",
+            "the boundaries the broker builds the bundles from (bundles.boundaries; full range when bundles is null)",
+            False,
+        ),
+        _c("json", "string", ""),
+    ),
 )
 
 PARTITIONED_TOPICS = Table(

@@ -46,7 +46,12 @@ from pulsar_ops.formats.cursor import decode_cursor_info
 from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 from pulsar_ops.formats.ledger_path import classify_child, ledger_id_from_path, ledger_path
 from pulsar_ops.formats.names import MlName, decode, encode
-from pulsar_ops.formats.policies import bundle_for_topic, parse_namespace_policies
+from pulsar_ops.formats.policies import (
+    bundle_for_topic,
+    effective_boundaries,
+    parse_local_policies,
+    parse_namespace_policies,
+)
 from pulsar_ops.testing.model_ledgers import BkSpec, build_metadata, ml_custom
 from pulsar_ops.testing.model_rules import effective_retention
 from pulsar_ops.testing.model_spec import MIB, MINUTE_MS
@@ -165,13 +170,37 @@ class Broker:
         }
 
     def bundle_of(self, ml: MlName) -> str:
+        """The topic's bundle as ``NamespaceBundleFactory.loadBundles`` builds the namespace's bundles: from the
+        local policies when they exist, else from ``Policies.bundles`` (which the broker then copies into new
+        local policies, as this one does)."""
         path = f"/admin/policies/{ml.namespace}"
+        local_path = f"/admin/local-policies/{ml.namespace}"
         try:
             data, _ = self.config.get(path)
         except NoNodeError:
             raise AdminError(404, "Namespace does not exist") from None
         try:
-            return bundle_for_topic(ml.topic, parse_namespace_policies(data, path).bundle_boundaries)
+            local = self.zk.get(local_path)[0]
+        except NoNodeError:
+            local = None
+        try:
+            if local is not None:
+                bounds = parse_local_policies(local, local_path).bundle_boundaries
+            else:
+                pol = parse_namespace_policies(data, path)
+                bounds = effective_boundaries(pol.bundle_boundaries, None)
+                bundles = {"boundaries": list(pol.bundle_boundaries), "numBundles": pol.num_bundles}
+                doc = {  # new LocalPolicies(policies.bundles, null, null), as Jackson writes it
+                    "bundles": bundles if pol.bundle_boundaries else None,
+                    "bookieAffinityGroup": None,
+                    "namespaceAntiAffinityGroup": None,
+                    "migrated": False,
+                }
+                try:
+                    self.zk.create(local_path, json.dumps(doc).encode(), makepath=True)
+                except NodeExistsError:
+                    return self.bundle_of(ml)  # another broker copied them first: read theirs
+            return bundle_for_topic(ml.topic, bounds)
         except DecodeError as e:
             raise AdminError(500, f"namespace policies: {e}") from None
 

@@ -107,10 +107,17 @@ class Namespace:
     local_policies: bool = False
     has_policies: bool = True
     bundle_data: bool = True
+    split: bool = False  # its first bundle was split: only the local policies know (needs local_policies)
 
     @property
     def boundaries(self) -> list[str]:
+        """``Policies.bundles.boundaries`` as written when the namespace was created."""
         return pay.bundle_boundaries(self.num_bundles)
+
+    @property
+    def bundles(self) -> list[str]:
+        """The boundaries the broker uses: the local policies' (where a split is recorded), else the policies'."""
+        return pay.split_first(self.boundaries) if self.split else self.boundaries
 
     @property
     def schema_prefix(self) -> str:
@@ -340,7 +347,8 @@ class ClusterModel:
                     max_delay_ms=0 if rng.random() < 0.5 else None,
                     dedup=rng.random() < 0.3,
                     replicated=rng.random() < 0.25,
-                    local_policies=rng.random() < 0.3,
+                    local_policies=(lp := rng.random() < 0.3),
+                    split=lp and hash_int(name) % 2 == 0,  # no rng draw: other namespaces stay as they were
                 )
             )
         return out
@@ -384,9 +392,9 @@ class ClusterModel:
                 self.ttl.append({"namespace": ns.name, "topic": None})
         if ns.local_policies:
             yield from self._json(
-                LOCAL, f"/admin/local-policies/{ns.name}", pay.local_policies(ns.boundaries), "local-policies"
+                LOCAL, f"/admin/local-policies/{ns.name}", pay.local_policies(ns.bundles), "local-policies"
             )
-        ranges = pay.bundle_ranges(ns.boundaries)
+        ranges = pay.bundle_ranges(ns.bundles)
         eph = not self.o.persistent_ownership
         if ns.owned:
             for k, rg in enumerate(ranges):

@@ -309,6 +309,7 @@ def retention_namespaces(model: ClusterModel) -> Iterator[ZNode]:
             )
 
         d = ns_("idle-default", None, 4)
+        d.local_policies = d.split = True  # split once: a load must take the bundle the local policies name
         yield from model._namespace_meta(d)
         for k in range(per_ns):
             t = Topic(model._ml(d, f"no-cursor-{k}"))

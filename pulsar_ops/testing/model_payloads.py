@@ -20,6 +20,14 @@ def bundle_boundaries(num_bundles: int) -> list[str]:
     return bounds
 
 
+def split_first(boundaries: list[str]) -> list[str]:
+    """The boundaries after the broker splits the first bundle in two (``range_equally_divide``:
+    ``NamespaceBundleFactory.splitBundles`` adds ``(upper - lower) / 2`` to the lower bound); a split is
+    recorded in the local policies only."""
+    lower, upper = int(boundaries[0], 16), int(boundaries[1], 16)
+    return [boundaries[0], f"0x{lower + (upper - lower) // 2:08x}", *boundaries[1:]]
+
+
 def bundle_ranges(boundaries: list[str]) -> list[str]:
     return [f"{lo}_{hi}" for lo, hi in itertools.pairwise(boundaries)]
 

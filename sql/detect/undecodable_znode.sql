@@ -29,7 +29,16 @@ SELECT
             )
             WHEN u.kind = 'cursor' THEN concat('orphan planning for ledgers of topic ', u.topic)
             WHEN u.kind = 'schema' THEN concat('orphan planning for ledgers of schema ', u.schema_id)
-            WHEN u.kind IN ('tenant', 'namespace', 'partitioned-topic')
+            WHEN u.kind = 'namespace' THEN concat(
+                'expired-retention calls for topics of ', u.namespace,
+                ' (retention and bundles unknown); it still proves the namespace exists; leaks holding it are not planned'
+            )
+            WHEN u.kind = 'local-policies' THEN concat(
+                'expired-retention calls and bundle-data leaks of ', u.namespace,
+                ' (its bundles are unknown); leaks holding it are not planned'
+            )
+            WHEN u.kind = 'topic-policies' THEN concat('expired-retention calls for ', u.topic, ' (retention unknown)')
+            WHEN u.kind IN ('tenant', 'partitioned-topic')
                 THEN 'nothing: it still proves its owner exists; leaks holding it are not planned'
             ELSE 'leaks holding it are not planned'
         END

@@ -118,8 +118,11 @@ leaks AS (
         array('/admin/policies', '/loadbalance/bundle-data') AS required,
         CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
     FROM stg_bundle_data bd
-    -- the namespace's bundles are known only from its decoded policies
+    -- the namespace's bundles are known only from its decoded policies and local policies
     WHERE EXISTS (SELECT 1 FROM stg_namespaces n WHERE n.namespace = bd.namespace)
+        AND NOT EXISTS (
+            SELECT 1 FROM int_undecodable u WHERE u.kind = 'local-policies' AND u.namespace = bd.namespace
+        )
         AND NOT EXISTS (
             SELECT 1 FROM int_bundles b
             WHERE b.namespace = bd.namespace

@@ -6,6 +6,8 @@
 --   topic      (same, as the topic name; a partitioned-topic znode; a schema locator) -> that topic
 --   schema_id  (a schema locator)           -> that schema's ledgers
 --   tenant / namespace (policies znodes)    -> that tenant / namespace exists
+--   namespace (policies, local policies)    -> its bundles or retention are unknown: no expired-retention call
+--   topic      (a topic-policies znode)     -> that topic's retention is unknown
 WITH located AS (
     SELECT
         z.*,
@@ -40,11 +42,18 @@ SELECT
     CASE WHEN n.kind IN ('managed-ledger', 'cursor') THEN substr(n.topic_path, 18) END AS ml_name,
     CASE
         WHEN n.topic_path IS NOT NULL THEN concat('persistent://', n.topic_namespace, '/', n.topic_local)
+        WHEN n.kind = 'topic-policies' THEN concat(
+            regexp_extract(n.path, '^/admin/topic-policies/[^/]+/(.+)/([^/]+)/([^/]+)$', 2), '://',
+            regexp_extract(n.path, '^/admin/topic-policies/[^/]+/(.+)/([^/]+)/([^/]+)$', 1), '/',
+            try_url_decode(regexp_extract(n.path, '/([^/]+)$', 1))
+        )
     END AS topic,
     CASE WHEN n.kind = 'schema' THEN substr(n.path, 10) END AS schema_id,
     CASE WHEN n.kind = 'tenant' THEN substr(n.path, 17) END AS tenant,
     CASE
         WHEN n.kind = 'namespace' THEN substr(n.path, 17)
+        WHEN n.kind = 'local-policies' THEN substr(n.path, 23)
+        WHEN n.kind = 'topic-policies' THEN regexp_extract(n.path, '^/admin/topic-policies/[^/]+/(.+)/[^/]+/[^/]+$', 1)
         WHEN n.topic_path IS NOT NULL THEN n.topic_namespace
     END AS namespace
 FROM named n

@@ -8,5 +8,6 @@ SELECT
     CAST(ctime_ms AS BIGINT) AS ctime_ms,
     CAST(mtime_ms AS BIGINT) AS mtime_ms,
     CAST(data_length AS INT) AS data_length,
+    bundle_boundaries,
     CAST(json AS STRING) AS json
 FROM src_local_policies

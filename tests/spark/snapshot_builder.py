@@ -319,6 +319,7 @@ class SnapshotBuilder:
         num_children: int = 0,
         kind: str = "other",
         store: str = "local",
+        decode_error: str | None = None,
     ) -> None:
         parent, _, name = path.rpartition("/")
         mt = mtime_ms if mtime_ms is not None else self.now_ms - 30 * DAY
@@ -335,6 +336,7 @@ class SnapshotBuilder:
             num_children=num_children,
             kind=kind,
             data_sha256="",
+            decode_error=decode_error,
         )
 
     # --- scrape bookkeeping ---------------------------------------------------------------------------

@@ -106,8 +106,49 @@ def found(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     b.add("loaded_topics", broker="b1", topic="persistent://t/b2/k2")
     b.topic("t/b2", "k0", ledgers=[closed(80, 5), open_(b, 81, "x")])  # crc32 in the owned lower half
     b.topic("t/b2", "k2", ledgers=[closed(82, 5), open_(b, 83, "x")])  # upper half: unowned
+    # a split namespace: Policies.bundles still says two halves, the local policies (which the broker reads,
+    # NamespaceBundleFactory.loadBundles) split the lower half; both split halves are owned
+    b.namespace("t/split", boundaries=HALF)
+    split = ["0x00000000", "0x40000000", "0x80000000", "0xffffffff"]
+    b.add("local_policies", path="/admin/local-policies/t/split", namespace="t/split", bundle_boundaries=split)
+    for lo, hi in ((0, 0x40000000), (0x40000000, 0x80000000)):
+        rg = f"0x{lo:08x}_0x{hi:08x}"
+        b.add(
+            "bundle_owners",
+            path=f"/namespace/t/split/{rg}",
+            namespace="t/split",
+            bundle_range=rg,
+            lower=lo,
+            upper=hi,
+            ephemeral_owner=1,
+        )
+    for k, first in (("k2", 100), ("k3", 102), ("k0", 104)):
+        if k != "k0":
+            b.add("loaded_topics", broker="b1", topic=f"persistent://t/split/{k}")
+        b.topic("t/split", k, ledgers=[closed(first, 5), open_(b, first + 1, "x")])
+    # policies without bundles: the broker's one full-range bundle, owned here, topic loaded
+    b.namespace("t/nobundles", boundaries=[])
+    b.add(
+        "bundle_owners",
+        path="/namespace/t/nobundles/0x00000000_0xffffffff",
+        namespace="t/nobundles",
+        bundle_range="0x00000000_0xffffffff",
+        lower=0,
+        upper=0xFFFFFFFF,
+        ephemeral_owner=1,
+    )
+    b.add("loaded_topics", broker="b1", topic="persistent://t/nobundles/a")
+    b.topic("t/nobundles", "a", ledgers=[closed(110, 5), open_(b, 111, "x")])
+    # unknown bundles (local policies do not decode) and unknown retention (topic policies do not decode)
+    b.namespace("t/lp-unknown")
+    b.znode("/admin/local-policies/t/lp-unknown", kind="local-policies", decode_error="decode-error")
+    b.topic("t/lp-unknown", "a", ledgers=[closed(120, 5), open_(b, 121, "x")])
+    b.znode("/admin/topic-policies/local/t/r/persistent/policy%20unknown", kind="topic-policies", decode_error="x")
+    b.topic("t/r", "policy unknown", ledgers=[closed(122, 5), open_(b, 123, "x")])
     r: AuditResult = audit(spark, b, tmp_path_factory.mktemp("retention"))
-    return {f.topic: f for f in of(r, "expired-retention-unloaded")}
+    found: dict[Any, Any] = {f.topic: f for f in of(r, "expired-retention-unloaded")}
+    found["undecodable"] = {f.path: f for f in of(r, "undecodable-znode")}
+    return found
 
 
 def ids(found: dict[str, Any], topic: str) -> list[int]:
@@ -115,13 +156,14 @@ def ids(found: dict[str, Any], topic: str) -> list[int]:
 
 
 def test_exact_topics(found: dict[str, Any]) -> None:
-    assert set(found) == {
+    assert set(found) - {"undecodable"} == {
         f"persistent://{t}"
         for t in (
             "t/r/all",
             "t/r/behind",
             "t/r/consumed",
             "t/r/empty-open",
+            "t/split/k0",
             "t/r/offloaded",
             "t/inf/topic-zero",
             "t/timed/prefix",
@@ -187,6 +229,26 @@ def test_bundle_lookup_by_crc32(found: dict[str, Any]) -> None:
     assert zlib.crc32(b"persistent://t/b2/k0") < 0x80000000 <= zlib.crc32(b"persistent://t/b2/k2")
     assert "persistent://t/b2/k0" not in found
     assert found["persistent://t/b2/k2"].evidence["bundle"] == "0x80000000_0xffffffff"
+
+
+def test_bundles_come_from_the_local_policies_first(found: dict[str, Any]) -> None:
+    """A split is recorded in the local policies only: the owned split halves hold loaded topics, the upper half
+    of the (stale) policies is unowned; a namespace whose policies have no bundles has one full-range bundle."""
+    assert 0x40000000 <= zlib.crc32(b"persistent://t/split/k3") < 0x80000000 <= zlib.crc32(b"persistent://t/split/k0")
+    assert zlib.crc32(b"persistent://t/split/k2") < 0x40000000
+    assert "persistent://t/split/k2" not in found and "persistent://t/split/k3" not in found
+    assert found["persistent://t/split/k0"].evidence["bundle"] == "0x80000000_0xffffffff"
+    assert "persistent://t/nobundles/a" not in found
+
+
+def test_unknown_bundles_or_retention_are_not_judged(found: dict[str, Any]) -> None:
+    assert "persistent://t/lp-unknown/a" not in found
+    assert "persistent://t/r/policy unknown" not in found
+    lp = found["undecodable"]["/admin/local-policies/t/lp-unknown"]
+    assert "expired-retention calls and bundle-data leaks of t/lp-unknown" in lp.evidence["blocks"]
+    tp = found["undecodable"]["/admin/topic-policies/local/t/r/persistent/policy%20unknown"]
+    assert tp.topic == "persistent://t/r/policy unknown"
+    assert "expired-retention calls for persistent://t/r/policy unknown" in tp.evidence["blocks"]
 
 
 def test_last_ledger_is_freed_one_retention_period_after_a_load(found: dict[str, Any]) -> None:

@@ -104,7 +104,39 @@ def leaks(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     # 5. local policies without policies; control: local policies of a live namespace
     b.add("local_policies", path="/admin/local-policies/t/lpgone", namespace="t/lpgone")
     b.znode("/admin/local-policies/t/lpgone", data_length=30)
-    b.add("local_policies", path="/admin/local-policies/t/live", namespace="t/live")
+    b.add("local_policies", path="/admin/local-policies/t/live", namespace="t/live", bundle_boundaries=BOUNDS)
+    # 4c. a split namespace: its policies still say two bundles, its local policies (what the broker reads,
+    #     NamespaceBundleFactory.loadBundles) say three; the pre-split range is the leak, the split halves are not
+    b.namespace("t/split", boundaries=BOUNDS)
+    b.add(
+        "local_policies",
+        path="/admin/local-policies/t/split",
+        namespace="t/split",
+        bundle_boundaries=["0x00000000", "0x40000000", "0x80000000", "0xffffffff"],
+    )
+    for lo, hi in ((0, 0x40000000), (0x40000000, 0x80000000), (0, 0x80000000)):
+        rg = f"0x{lo:08x}_0x{hi:08x}"
+        b.add(
+            "bundle_data",
+            path=f"/loadbalance/bundle-data/t/split/{rg}",
+            namespace="t/split",
+            bundle_range=rg,
+            lower=lo,
+            upper=hi,
+        )
+        b.znode(f"/loadbalance/bundle-data/t/split/{rg}")
+    # 4d. local policies that do not decode: the namespace's bundles are unknown, no bundle-data call
+    b.namespace("t/unknown", boundaries=BOUNDS)
+    b.znode("/admin/local-policies/t/unknown", kind="local-policies", decode_error="decode-error")
+    b.add(
+        "bundle_data",
+        path="/loadbalance/bundle-data/t/unknown/0x00000000_0x40000000",
+        namespace="t/unknown",
+        bundle_range="0x00000000_0x40000000",
+        lower=0,
+        upper=0x40000000,
+    )
+    b.znode("/loadbalance/bundle-data/t/unknown/0x00000000_0x40000000")
     # an incomplete scope under the deleted V1 namespace blocks only that finding
     b.scope("/managed-ledgers/p/c1/gonev1", complete=False, error="NoAuth")
     r: AuditResult = audit(spark, b, tmp_path_factory.mktemp("leak"))
@@ -122,6 +154,7 @@ def test_exact_leak_set(leaks: dict[str, Any]) -> None:
         "/schemas/t/live/no+topic": "schema",
         "/loadbalance/bundle-data/t/bdgone": "bundle-data",
         "/loadbalance/bundle-data/t/live/0x00000000_0x40000000": "bundle-data",
+        "/loadbalance/bundle-data/t/split/0x00000000_0x80000000": "bundle-data",
         "/admin/local-policies/t/lpgone": "local-policies",
     }
 

@@ -23,7 +23,12 @@ from pulsar_ops.formats.managed_ledger import (
     encode_managed_ledger_info,
 )
 from pulsar_ops.formats.names import decode, encode, parse_topic
-from pulsar_ops.formats.policies import bundle_for_topic, encode_namespace_policies, parse_namespace_policies
+from pulsar_ops.formats.policies import (
+    bundle_for_topic,
+    encode_namespace_policies,
+    parse_local_policies,
+    parse_namespace_policies,
+)
 from pulsar_ops.testing.admin_effects import trim_plan
 from pulsar_ops.testing.admin_server import NO_RESPONSE, AdminServer, Call
 from pulsar_ops.testing.model_ledgers import BkSpec, build_metadata, ml_custom
@@ -100,8 +105,12 @@ def dangling(zk: KazooClient) -> list[tuple[str, int]]:
 
 def owner(zk: KazooClient, topic: str) -> tuple[dict[str, Any], int] | None:
     ml = parse_topic(topic)
-    policies = f"/admin/policies/{ml.namespace}"
-    bundle = bundle_for_topic(topic, parse_namespace_policies(zk.get(policies)[0], policies).bundle_boundaries)
+    policies, local = f"/admin/policies/{ml.namespace}", f"/admin/local-policies/{ml.namespace}"
+    if zk.exists(local):  # a split namespace: the broker's bundles are the local policies' (the seeder splits some)
+        bounds = parse_local_policies(zk.get(local)[0], local).bundle_boundaries
+    else:
+        bounds = parse_namespace_policies(zk.get(policies)[0], policies).bundle_boundaries
+    bundle = bundle_for_topic(topic, bounds)
     node = zk.exists(f"/namespace/{ml.namespace}/{bundle}")
     if node is None:
         return None
@@ -302,8 +311,12 @@ def test_lookup_unload_and_redirect_to_another_owner(zk: KazooClient, server: Ad
     assert owner(zk, topic) is None and server.loaded_topics == []
     # another broker (another session) owns the bundle: lookup names it, topic calls are redirected to it
     ml = parse_topic(topic)
-    policies = f"/admin/policies/{ml.namespace}"
-    bundle = bundle_for_topic(topic, parse_namespace_policies(zk.get(policies)[0], policies).bundle_boundaries)
+    policies, local = f"/admin/policies/{ml.namespace}", f"/admin/local-policies/{ml.namespace}"
+    if zk.exists(local):  # a split namespace: the broker's bundles are the local policies' (the seeder splits some)
+        bounds = parse_local_policies(zk.get(local)[0], local).bundle_boundaries
+    else:
+        bounds = parse_namespace_policies(zk.get(policies)[0], policies).bundle_boundaries
+    bundle = bundle_for_topic(topic, bounds)
     other = {"nativeUrl": "pulsar://broker-9:6650", "httpUrl": "http://broker-9:8080"}
     zk.create(f"/namespace/t1/ns/{bundle}", json.dumps(other).encode(), ephemeral=True)
     assert http.get("/lookup/v2/topic/persistent/t1/ns/a").json()["httpUrl"] == "http://broker-9:8080"

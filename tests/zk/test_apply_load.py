@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 from pulsar_ops.repair.admin_writer import topic_path
 from pulsar_ops.testing.admin_server import AdminServer
+from tests.zk.apply_steps import explain_broker_loads
 from tests.zk.repair_cluster import dump
 from tests.zk.test_apply import cli
 from tests.zk.test_apply_trim import seeded_retention
@@ -60,6 +62,16 @@ def test_load_topic_trims_what_the_plan_predicted(zk: KazooClient, zk_hosts: str
         code, out, err = cli(*args, "--phase", "delete", "--quarantine", "0")  # the failed one is retried
         got = {o["id"]: o for o in json.loads(out)["actions"]}
         assert got[failing["id"]]["outcome"] == "committed"
+        # full dumps: every difference is the broker's load of the loaded topics, and what it deleted is
+        # exactly what the plan predicted (the first trim) for each of them
+        loaded = {a["path"] for a in doc["actions"] if a is not busy}
+        deleted = explain_broker_loads(before, dump(zk), loaded)
+        for a in doc["actions"][1:]:
+            trimmed = set(a["admin"]["expect_trimmed"])
+            assert trimmed <= deleted[a["path"]], a["path"]
+            for lid in deleted[a["path"]] - trimmed:  # besides, the load drops ledgers BookKeeper holds empty
+                md = decode_ledger_metadata(before[ledger_path(lid)][0], ledger_path(lid))
+                assert md.last_entry_id == -1, (a["path"], lid)
         trims = [c for c in server.calls if c.method == "POST"]
         assert len(trims) == len(doc["actions"])  # one call per action, plus the one retried; never the skipped
         assert [c.path for c in server.calls if c.method == "GET"] == [f"{topic_path(older['admin']['topic'])}/stats"]

@@ -23,6 +23,7 @@ from kazoo.client import KazooClient
 
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats.ledger_path import ledger_path
+from pulsar_ops.formats.policies import encode_namespace_policies
 from pulsar_ops.repair.plan_file import compute_checksum
 from tests.unit.repair.encoders import ml_info, schema_locator
 from tests.zk.repair_cluster import (
@@ -62,6 +63,12 @@ def _leak_env(zk: KazooClient, hosts: str, tmp: Path, nodes: dict[str, bytes], l
     doc = json.loads(plan.read_text())
     assert [a["path"] for a in doc["actions"]] == sorted(leaks), doc["not_planned"]
     return Env(zk, hosts, Scenario(leaks=leaks), plan, tmp)
+
+
+HALF_POLICIES = encode_namespace_policies(boundaries=["0x00000000", "0x80000000", "0xffffffff"])
+SPLIT_LOCAL = json.dumps(
+    {"bundles": {"boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xffffffff"], "numBundles": 3}}
+).encode()
 
 
 def _create(path: str, data: bytes = b"") -> Callable[[KazooClient], None]:
@@ -126,6 +133,19 @@ LEAK_CASES: list[tuple[str, dict[str, bytes], Callable[[KazooClient], None], str
         {"/admin/local-policies/t/gone": b"{}"},
         _create("/admin/policies/t/gone"),
         "namespace policies /admin/policies/t/gone exists again",
+    ),
+    # a split recorded in the local policies (what the broker reads first) makes the range a bundle again
+    (
+        "/loadbalance/bundle-data/t/sp/0x00000000_0x40000000",
+        {"/admin/policies/t/sp": HALF_POLICIES, "/loadbalance/bundle-data/t/sp/0x00000000_0x40000000": b"{}"},
+        _create("/admin/local-policies/t/sp", SPLIT_LOCAL),
+        "0x00000000_0x40000000 is again a bundle of t/sp (by /admin/local-policies/t/sp)",
+    ),
+    (
+        "/loadbalance/bundle-data/t/sp/0x00000000_0x40000000",
+        {"/admin/policies/t/sp": HALF_POLICIES, "/loadbalance/bundle-data/t/sp/0x00000000_0x40000000": b"{}"},
+        _create("/admin/local-policies/t/sp", b'{"bundles": {"numBundles": 3}}'),
+        "/admin/local-policies/t/sp cannot be decoded",
     ),
 ]
 

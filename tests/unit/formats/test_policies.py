@@ -18,13 +18,16 @@ from hypothesis import strategies as st
 
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats.policies import (
+    FULL_RANGE,
     NamespacePolicies,
     bundle_for_topic,
+    effective_boundaries,
     encode_namespace_policies,
     encode_partitioned_topic,
     even_boundaries,
     parse_bundle_range,
     parse_json_object,
+    parse_local_policies,
     parse_namespace_policies,
     parse_partitioned_topic,
 )
@@ -581,3 +584,49 @@ def test_every_json_znode_is_read_as_jackson_reads_the_document(data: bytes, ok:
     else:
         with pytest.raises(DecodeError):
             parse_json_object(data, "/admin/policies/t")
+
+
+LP = "/admin/local-policies/public/default"
+SPLIT = ["0x00000000", "0x20000000", "0x40000000", "0x80000000", "0xffffffff"]
+
+
+def test_local_policies_bundles_are_read_with_the_policies_binder() -> None:
+    doc: dict[str, Any] = {
+        "bundles": {"boundaries": SPLIT, "numBundles": 4},
+        "bookieAffinityGroup": None,
+        "migrated": False,
+    }
+    assert parse_local_policies(json.dumps(doc).encode(), LP).bundle_boundaries == tuple(SPLIT)
+    # keys a newer broker adds are skipped, as FAIL_ON_UNKNOWN_PROPERTIES is off
+    doc["namespaceAntiAffinityGroup"] = "g"
+    doc["x_future"] = {"k": [1, 2]}
+    assert parse_local_policies(json.dumps(doc).encode(), LP).bundle_boundaries == tuple(SPLIT)
+
+
+@pytest.mark.parametrize("doc", [{}, {"bundles": None}, {"migrated": True}])
+def test_local_policies_without_bundles_are_one_full_range_bundle(doc: dict[str, Any]) -> None:
+    assert parse_local_policies(json.dumps(doc).encode(), LP).bundle_boundaries == FULL_RANGE
+
+
+@pytest.mark.parametrize(
+    "bundles",
+    [{}, {"numBundles": 4}, {"boundaries": None}, {"boundaries": ["0x00000000"]}, {"boundaries": [0, 1]}, "x"],
+)
+def test_local_policies_bundles_the_broker_cannot_build_are_refused(bundles: Any) -> None:
+    with pytest.raises(DecodeError):
+        parse_local_policies(json.dumps({"bundles": bundles}).encode(), LP)
+
+
+def test_local_policies_document_is_read_like_every_json_znode() -> None:
+    with pytest.raises(DecodeError):
+        parse_local_policies(b"null", LP)
+    with pytest.raises(DecodeError):
+        parse_local_policies(b'{"bundles": NaN}', LP)
+
+
+def test_effective_boundaries_prefer_the_local_policies() -> None:
+    half = ("0x00000000", "0x80000000", "0xffffffff")
+    assert effective_boundaries(half, SPLIT) == tuple(SPLIT)  # a split: the policies are stale
+    assert effective_boundaries(half, None) == half  # no local policies yet: the broker copies the policies
+    assert effective_boundaries((), None) == FULL_RANGE  # neither: one full-range bundle
+    assert effective_boundaries(half, FULL_RANGE) == FULL_RANGE  # local policies without bundles win too
