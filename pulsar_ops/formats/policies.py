@@ -17,8 +17,10 @@ Bundles: a topic's bundle is found with CRC32 of the full topic name (``persiste
 the last bundle's upper bound inclusive. Which boundaries: ``NamespaceBundleFactory.loadBundles``
 (pulsar-broker, ``org/apache/pulsar/common/naming``) reads ``/admin/local-policies/<ns>`` first and takes its
 ``bundles``; only when that znode is absent does it copy ``Policies.bundles`` into new local policies. A bundle
-split rewrites only the local policies, so after a split ``Policies.bundles`` is stale. A null ``bundles`` on
-either side means one bundle, the full range (``NamespaceBundles.getPartitions(null)``).
+split writes the local policies first (``NamespaceService.updateNamespaceBundles``) and the policies in a second,
+separate write (``updateNamespaceBundlesForPolicies``); with a configuration store shared by several clusters the
+policies hold whichever cluster's split came last. So ``Policies.bundles`` can differ from the bundles in use.
+A null ``bundles`` on either side means one bundle, the full range (``NamespaceBundles.getPartitions(null)``).
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ class Namespace:
     local_policies: bool = False
     has_policies: bool = True
     bundle_data: bool = True
-    split: bool = False  # its first bundle was split: only the local policies know (needs local_policies)
+    split: bool = False  # its first bundle was split; the policies do not show it (needs local_policies)
 
     @property
     def boundaries(self) -> list[str]:

@@ -23,7 +23,8 @@ def bundle_boundaries(num_bundles: int) -> list[str]:
 def split_first(boundaries: list[str]) -> list[str]:
     """The boundaries after the broker splits the first bundle in two (``range_equally_divide``:
     ``NamespaceBundleFactory.splitBundles`` adds ``(upper - lower) / 2`` to the lower bound); a split is
-    recorded in the local policies only."""
+    written to the local policies first; the seeder leaves the policies as they were (the second write failed,
+    or another cluster sharing the configuration store wrote them)."""
     lower, upper = int(boundaries[0], 16), int(boundaries[1], 16)
     return [boundaries[0], f"0x{lower + (upper - lower) // 2:08x}", *boundaries[1:]]
 

@@ -1,6 +1,6 @@
 -- int_bundles: one row per namespace bundle, from consecutive pairs of the boundaries the broker builds the
 -- namespace's bundles from (NamespaceBundleFactory.loadBundles, pulsar-broker org/apache/pulsar/common/naming):
--- the local policies' bundles when /admin/local-policies/<ns> exists (a split rewrites only those), else
+-- the local policies' bundles when /admin/local-policies/<ns> exists (a split writes those first), else
 -- Policies.bundles, else one full-range bundle. A namespace whose policies or local policies do not decode has
 -- unknown bundles: detections that need them exclude it (they read int_undecodable).
 -- lower/upper are the unsigned 32-bit hash bounds as bigint; the last bundle's upper bound is inclusive.

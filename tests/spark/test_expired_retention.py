@@ -232,8 +232,8 @@ def test_bundle_lookup_by_crc32(found: dict[str, Any]) -> None:
 
 
 def test_bundles_come_from_the_local_policies_first(found: dict[str, Any]) -> None:
-    """A split is recorded in the local policies only: the owned split halves hold loaded topics, the upper half
-    of the (stale) policies is unowned; a namespace whose policies have no bundles has one full-range bundle."""
+    """The policies do not show the split the local policies record: the owned split halves hold loaded topics,
+    the upper half is unowned; a namespace whose policies have no bundles has one full-range bundle."""
     assert 0x40000000 <= zlib.crc32(b"persistent://t/split/k3") < 0x80000000 <= zlib.crc32(b"persistent://t/split/k0")
     assert zlib.crc32(b"persistent://t/split/k2") < 0x40000000
     assert "persistent://t/split/k2" not in found and "persistent://t/split/k3" not in found

@@ -626,7 +626,7 @@ def test_local_policies_document_is_read_like_every_json_znode() -> None:
 
 def test_effective_boundaries_prefer_the_local_policies() -> None:
     half = ("0x00000000", "0x80000000", "0xffffffff")
-    assert effective_boundaries(half, SPLIT) == tuple(SPLIT)  # a split: the policies are stale
+    assert effective_boundaries(half, SPLIT) == tuple(SPLIT)  # a split the policies do not show
     assert effective_boundaries(half, None) == half  # no local policies yet: the broker copies the policies
     assert effective_boundaries((), None) == FULL_RANGE  # neither: one full-range bundle
     assert effective_boundaries(half, FULL_RANGE) == FULL_RANGE  # local policies without bundles win too
