@@ -10,6 +10,7 @@ shared result (with its real size) instead of re-planning and re-computing it. t
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -133,9 +134,10 @@ class Materialised:
     path: Path
     rows: int
     bytes: int
+    seconds: float = 0.0  # wall time of its write (its own joins and windows, over the views before it)
 
-    def to_json(self) -> dict[str, int]:
-        return {"rows": self.rows, "bytes": self.bytes}
+    def to_json(self) -> dict[str, float]:
+        return {"rows": self.rows, "bytes": self.bytes, "seconds": round(self.seconds, 2)}
 
 
 def parquet_size(directory: Path) -> tuple[int, int]:
@@ -154,14 +156,17 @@ def materialise(spark: SparkSession, work_dir: Path, sql_root: Path | None = Non
     out: list[Materialised] = []
     for f in intermediate_files(sql_root):
         target = work_dir / f.name
+        started = time.monotonic()
         try:
+            spark.sparkContext.setJobDescription(f"pulsar-ops audit: materialise {f.name}")  # the Spark UI's label
             view = spark.table(f.name)
             view.write.mode("overwrite").parquet(str(target))
             spark.read.schema(view.schema).parquet(str(target)).createOrReplaceTempView(f.name)
         except PySparkException as e:
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
         rows, size = parquet_size(target)
-        out.append(Materialised(f.name, target, rows, size))
+        out.append(Materialised(f.name, target, rows, size, time.monotonic() - started))
+    spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     return out
 
 

@@ -152,14 +152,23 @@ def run_audit(
         session = spark or build_session(master=master, conf=conf)
         if size is not None:
             size_sql(session, size)
+        timings: dict[str, float] = {"session": time.monotonic() - started}
+        mark = time.monotonic()
         etl.extract(
             session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
         )
+        timings["register"], mark = time.monotonic() - mark, time.monotonic()
         materialised = etl.materialise(session, work_dir, sql_root)
+        timings["intermediate"], mark = time.monotonic() - mark, time.monotonic()
+        session.sparkContext.setJobDescription("pulsar-ops audit: detections (one job writes every finding)")
         frame, detections = etl.transform(session, sql_root)
         written = etl.load(frame, out_dir)
         rows = written.collect()
+        timings["detections"], mark = time.monotonic() - mark, time.monotonic()
+        session.sparkContext.setJobDescription("pulsar-ops audit: coverage")
         covered = etl.coverage(session, sql_root)
+        session.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+        timings["coverage"] = time.monotonic() - mark
     except PulsarOpsError:
         raise
     except Exception as e:  # a Spark/JVM failure: an error code and the setting to change (frames with --debug)
@@ -176,6 +185,7 @@ def run_audit(
     audit["spark_conf"] = {k: session.conf.get(k, None) for k in sorted({*conf, *SQL_SIZING_KEYS})}
     audit["coverage"] = coverage_summary(covered)
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}
+    audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step
     result = AuditResult(
         findings=findings,
         counts=audit["counts"],

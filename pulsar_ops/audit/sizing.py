@@ -6,9 +6,12 @@ Local mode (``local[*]``, the CLI's default) sizes the one JVM that is driver an
   than 60 % of the memory available now (``MemAvailable``) nor 31 GiB (compressed object pointers), and never
   less than 1 GiB. Spark's own default, 1 GiB, fails at 600,000 topics (about 9 M rows: 13 GiB here); a heap
   far larger than the data only lets the JVM's resident memory grow before it collects.
-* ``spark.sql.shuffle.partitions`` / ``spark.default.parallelism``: one partition per 250,000 snapshot rows
-  (the manifest's ``row_counts``), at least the core count once there is more than one, at most 200; a small
-  snapshot (the demo, CI) gets 1, so no stage pays for empty tasks.
+* ``spark.sql.shuffle.partitions`` / ``spark.default.parallelism``: two per core, or one per 2,500,000 snapshot
+  rows (the manifest's ``row_counts``) when that is more, at most 200; a small snapshot (up to 250,000 rows: the
+  demo, CI) gets 1, so no stage pays for empty tasks. In one JVM every task shares the driver's heap, so more
+  partitions than cores buy no parallelism and each costs per-task overhead in every one of the audit's ~200
+  stages (600,000 topics, 2 cores: 146 s with the 43 partitions a cluster would get, 106 s with 4; measured with
+  ``--spark-conf``, see README "Benchmarks").
 * ``spark.sql.files.maxPartitionBytes``: the snapshot's Parquet bytes spread over two splits per core, between
   4 MiB and 128 MiB.
 
@@ -31,6 +34,8 @@ from pulsar_ops.errors import ConfigError
 
 MIB = 1024 * 1024
 ROWS_PER_PARTITION = 250_000
+LOCAL_ROWS_PER_PARTITION = 2_500_000
+LOCAL_PARTITIONS_PER_CORE = 2
 MAX_PARTITIONS = 200
 MIN_DRIVER_MB = 1024
 SMALL_DRIVER_MB = 2048
@@ -88,6 +93,12 @@ def sql_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, cores: int)
 def local_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, machine: Machine) -> dict[str, str]:
     """The local-mode settings for a snapshot of these row counts and Parquet bytes on this machine."""
     sql = sql_defaults(row_counts, snapshot_bytes, machine.cpus)
+    rows = _rows(row_counts)
+    if rows > ROWS_PER_PARTITION:
+        per_core = LOCAL_PARTITIONS_PER_CORE * machine.cpus
+        sql["spark.sql.shuffle.partitions"] = str(
+            min(MAX_PARTITIONS, max(per_core, math.ceil(rows / LOCAL_ROWS_PER_PARTITION)))
+        )
     needed_mb = max(SMALL_DRIVER_MB, math.ceil(_rows(row_counts) * BYTES_PER_ROW / MIB))
     room_mb = int(machine.mem_available_bytes * DRIVER_SHARE / MIB)
     driver_mb = max(MIN_DRIVER_MB, min(MAX_DRIVER_MB, room_mb, needed_mb))

@@ -84,3 +84,8 @@ def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, t
     assert sizes["int_ledgers"]["rows"] == 2 and sizes["int_ledgers"]["bytes"] > 0
     assert json.loads((tmp_path / "out" / "findings.json").read_text())["audit"]["intermediate"] == sizes
     assert not (tmp_path / "out" / INTERMEDIATE_DIR).exists()
+    # where the wall time went: each step, each intermediate view's write, within the audit's wall time
+    steps = r.audit["timings_s"]
+    assert list(steps) == ["session", "register", "intermediate", "detections", "coverage"]
+    assert all(v >= 0 for v in steps.values()) and sum(steps.values()) <= r.audit["wall_seconds"] + 0.05
+    assert sum(v["seconds"] for v in sizes.values()) <= steps["intermediate"] + 0.05

@@ -48,7 +48,8 @@ def explain_broker_loads(
     - changed: only those managed-ledger znodes, each still listing every ledger it listed minus the ones whose
       metadata is gone, plus new ledgers whose metadata names it (the new current ledger);
     - gone: the removed cursors, their cursor ledgers, and ledgers those managed ledgers listed (trimmed, or empty);
-    - new: those ledgers' metadata, bundle ownership and local policies of their namespaces, and empty parents.
+    - new: those ledgers' metadata, bundle ownership and local policies of their namespaces, and empty parents;
+    - no listed ledger lacks metadata that had it before (no new dangling reference).
 
     Returns, per managed-ledger path, the ids whose metadata the broker deleted."""
     changed = {p for p in before.keys() & after.keys() if before[p] != after[p]}
@@ -79,6 +80,8 @@ def explain_broker_loads(
             assert md.managed_ledger_name == ml, (lp, md.managed_ledger_name)
             explained_new.add(lp)
         assert [i for i in new_ids if i not in added] == [i for i in old_ids if i not in dropped], p
+        # no new dangling reference: a listed ledger without metadata was already one before
+        assert {i for i in new_ids if i not in by_id_after} <= {i for i in old_ids if i not in by_id_before}, p
     explained_gone |= {by_id_before[i] for i in cursor_ledgers if i in by_id_before}
     for p in new - explained_new:
         owner = any(p.startswith(f"/namespace/{ns}/") for ns in namespaces)

@@ -30,7 +30,7 @@ def test_a_demo_sized_snapshot_gets_one_partition_and_small_splits() -> None:
 def test_the_600k_topic_snapshot_gets_partitions_by_rows_and_the_memory_it_needs() -> None:
     counts = {"znodes": 4_000_000, "bk_ledgers": 2_170_000, "ledger_list": 1_730_000, "cursors": 1_040_000}
     conf = local_defaults(counts, 900 * MIB, Machine(cpus=2, mem_available_bytes=23 * GIB))
-    assert conf["spark.sql.shuffle.partitions"] == str(-(-8_940_000 // 250_000))  # 36
+    assert conf["spark.sql.shuffle.partitions"] == "4"  # two per core: one JVM, more tasks only cost overhead
     assert conf["spark.driver.memory"] == f"{-(-8_940_000 * 1536 // MIB)}m"  # 13096m, not Spark's 1g
     tight = local_defaults(counts, 900 * MIB, Machine(2, 16 * GIB))
     assert tight["spark.driver.memory"] == f"{int(16 * 1024 * 0.6)}m"  # capped by what the machine has
@@ -45,9 +45,11 @@ def test_driver_memory_is_clamped(available: int, expected: str) -> None:
     assert local_defaults({"znodes": 10**9}, 0, Machine(8, available))["spark.driver.memory"] == expected
 
 
-def test_partitions_never_below_the_cores_once_split_and_never_above_200() -> None:
-    assert local_defaults({"znodes": 600_000}, 0, Machine(8, GIB))["spark.sql.shuffle.partitions"] == "8"
+def test_local_partitions_two_per_core_or_by_rows_and_never_above_200() -> None:
+    assert local_defaults({"znodes": 600_000}, 0, Machine(8, GIB))["spark.sql.shuffle.partitions"] == "16"
+    assert local_defaults({"znodes": 100_000_000}, 0, Machine(2, GIB))["spark.sql.shuffle.partitions"] == "40"
     assert local_defaults({"znodes": 10**9}, 0, Machine(8, GIB))["spark.sql.shuffle.partitions"] == "200"
+    assert local_defaults({"znodes": 250_000}, 0, Machine(8, GIB))["spark.sql.shuffle.partitions"] == "1"
 
 
 def test_this_machine_reads_meminfo(tmp_path: Path) -> None:
