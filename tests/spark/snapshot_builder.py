@@ -110,6 +110,26 @@ class SnapshotBuilder:
             **values,
         )
 
+    def own_range(self, namespace: str, lower: int, upper: int) -> None:
+        """A bundle ownership row for ``[lower, upper)`` of ``namespace``."""
+        rg = f"0x{lower:08x}_0x{upper:08x}"
+        self.add(
+            "bundle_owners",
+            path=f"/namespace/{namespace}/{rg}",
+            namespace=namespace,
+            bundle_range=rg,
+            lower=lower,
+            upper=upper,
+            ephemeral_owner=1,
+        )
+
+    def bundle_data(self, namespace: str, lower: int, upper: int) -> None:
+        """A ``/loadbalance/bundle-data`` row and its znode for ``[lower, upper)`` of ``namespace``."""
+        rg = f"0x{lower:08x}_0x{upper:08x}"
+        path = f"/loadbalance/bundle-data/{namespace}/{rg}"
+        self.add("bundle_data", path=path, namespace=namespace, bundle_range=rg, lower=lower, upper=upper)
+        self.znode(path)
+
     def own_all_bundles(self, namespace: str) -> None:
         ns = next(r for r in self.rows["namespaces"] if r["namespace"] == namespace)
         b = ns["bundle_boundaries"]

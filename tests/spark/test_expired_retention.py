@@ -111,32 +111,15 @@ def found(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     b.namespace("t/split", boundaries=HALF)
     split = ["0x00000000", "0x40000000", "0x80000000", "0xffffffff"]
     b.add("local_policies", path="/admin/local-policies/t/split", namespace="t/split", bundle_boundaries=split)
-    for lo, hi in ((0, 0x40000000), (0x40000000, 0x80000000)):
-        rg = f"0x{lo:08x}_0x{hi:08x}"
-        b.add(
-            "bundle_owners",
-            path=f"/namespace/t/split/{rg}",
-            namespace="t/split",
-            bundle_range=rg,
-            lower=lo,
-            upper=hi,
-            ephemeral_owner=1,
-        )
+    b.own_range("t/split", 0, 0x40000000)
+    b.own_range("t/split", 0x40000000, 0x80000000)
     for k, first in (("k2", 100), ("k3", 102), ("k0", 104)):
         if k != "k0":
             b.add("loaded_topics", broker="b1", topic=f"persistent://t/split/{k}")
         b.topic("t/split", k, ledgers=[closed(first, 5), open_(b, first + 1, "x")])
     # policies without bundles: the broker's one full-range bundle, owned here, topic loaded
     b.namespace("t/nobundles", boundaries=[])
-    b.add(
-        "bundle_owners",
-        path="/namespace/t/nobundles/0x00000000_0xffffffff",
-        namespace="t/nobundles",
-        bundle_range="0x00000000_0xffffffff",
-        lower=0,
-        upper=0xFFFFFFFF,
-        ephemeral_owner=1,
-    )
+    b.own_range("t/nobundles", 0, 0xFFFFFFFF)
     b.add("loaded_topics", broker="b1", topic="persistent://t/nobundles/a")
     b.topic("t/nobundles", "a", ledgers=[closed(110, 5), open_(b, 111, "x")])
     # unknown bundles (local policies do not decode) and unknown retention (topic policies do not decode)

@@ -115,28 +115,11 @@ def leaks(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
         bundle_boundaries=["0x00000000", "0x40000000", "0x80000000", "0xffffffff"],
     )
     for lo, hi in ((0, 0x40000000), (0x40000000, 0x80000000), (0, 0x80000000)):
-        rg = f"0x{lo:08x}_0x{hi:08x}"
-        b.add(
-            "bundle_data",
-            path=f"/loadbalance/bundle-data/t/split/{rg}",
-            namespace="t/split",
-            bundle_range=rg,
-            lower=lo,
-            upper=hi,
-        )
-        b.znode(f"/loadbalance/bundle-data/t/split/{rg}")
+        b.bundle_data("t/split", lo, hi)
     # 4d. local policies that do not decode: the namespace's bundles are unknown, no bundle-data call
     b.namespace("t/unknown", boundaries=BOUNDS)
     b.znode("/admin/local-policies/t/unknown", kind="local-policies", decode_error="decode-error")
-    b.add(
-        "bundle_data",
-        path="/loadbalance/bundle-data/t/unknown/0x00000000_0x40000000",
-        namespace="t/unknown",
-        bundle_range="0x00000000_0x40000000",
-        lower=0,
-        upper=0x40000000,
-    )
-    b.znode("/loadbalance/bundle-data/t/unknown/0x00000000_0x40000000")
+    b.bundle_data("t/unknown", 0, 0x40000000)
     # an incomplete scope under the deleted V1 namespace blocks only that finding
     b.scope("/managed-ledgers/p/c1/gonev1", complete=False, error="NoAuth")
     r: AuditResult = audit(spark, b, tmp_path_factory.mktemp("leak"))

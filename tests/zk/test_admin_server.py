@@ -103,14 +103,21 @@ def dangling(zk: KazooClient) -> list[tuple[str, int]]:
     return out
 
 
-def owner(zk: KazooClient, topic: str) -> tuple[dict[str, Any], int] | None:
+def topic_bundle(zk: KazooClient, topic: str) -> str:
+    """The topic's bundle as the broker builds the namespace's bundles: local policies first (a split namespace;
+    the seeder splits some), else the policies."""
     ml = parse_topic(topic)
     policies, local = f"/admin/policies/{ml.namespace}", f"/admin/local-policies/{ml.namespace}"
-    if zk.exists(local):  # a split namespace: the broker's bundles are the local policies' (the seeder splits some)
+    if zk.exists(local):
         bounds = parse_local_policies(zk.get(local)[0], local).bundle_boundaries
     else:
         bounds = parse_namespace_policies(zk.get(policies)[0], policies).bundle_boundaries
-    bundle = bundle_for_topic(topic, bounds)
+    return bundle_for_topic(topic, bounds)
+
+
+def owner(zk: KazooClient, topic: str) -> tuple[dict[str, Any], int] | None:
+    ml = parse_topic(topic)
+    bundle = topic_bundle(zk, topic)
     node = zk.exists(f"/namespace/{ml.namespace}/{bundle}")
     if node is None:
         return None
@@ -310,13 +317,7 @@ def test_lookup_unload_and_redirect_to_another_owner(zk: KazooClient, server: Ad
     assert http.put(url(topic, "unload")).status_code == 204  # loads then releases
     assert owner(zk, topic) is None and server.loaded_topics == []
     # another broker (another session) owns the bundle: lookup names it, topic calls are redirected to it
-    ml = parse_topic(topic)
-    policies, local = f"/admin/policies/{ml.namespace}", f"/admin/local-policies/{ml.namespace}"
-    if zk.exists(local):  # a split namespace: the broker's bundles are the local policies' (the seeder splits some)
-        bounds = parse_local_policies(zk.get(local)[0], local).bundle_boundaries
-    else:
-        bounds = parse_namespace_policies(zk.get(policies)[0], policies).bundle_boundaries
-    bundle = bundle_for_topic(topic, bounds)
+    bundle = topic_bundle(zk, topic)
     other = {"nativeUrl": "pulsar://broker-9:6650", "httpUrl": "http://broker-9:8080"}
     zk.create(f"/namespace/t1/ns/{bundle}", json.dumps(other).encode(), ephemeral=True)
     assert http.get("/lookup/v2/topic/persistent/t1/ns/a").json()["httpUrl"] == "http://broker-9:8080"
