@@ -137,7 +137,12 @@ leaks AS (
         'local-policies' AS leak, lp.path, lp.namespace,
         array('/admin/policies', '/admin/local-policies') AS required,
         CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
-    FROM stg_local_policies lp
+    FROM (
+        SELECT path, namespace FROM stg_local_policies
+        -- one whose value does not decode still exists: reported, never planned (it holds an undecodable znode)
+        UNION ALL
+        SELECT path, namespace FROM int_undecodable WHERE kind = 'local-policies'
+    ) lp
     WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = lp.namespace)
 ),
 measured AS (

@@ -120,6 +120,8 @@ def leaks(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     b.namespace("t/unknown", boundaries=BOUNDS)
     b.znode("/admin/local-policies/t/unknown", kind="local-policies", decode_error="decode-error")
     b.bundle_data("t/unknown", 0, 0x40000000)
+    # 5b. local policies of a deleted namespace whose value does not decode: still a leak, never planned
+    b.znode("/admin/local-policies/t/lpbad", kind="local-policies", decode_error="decode-error")
     # an incomplete scope under the deleted V1 namespace blocks only that finding
     b.scope("/managed-ledgers/p/c1/gonev1", complete=False, error="NoAuth")
     r: AuditResult = audit(spark, b, tmp_path_factory.mktemp("leak"))
@@ -139,6 +141,7 @@ def test_exact_leak_set(leaks: dict[str, Any]) -> None:
         "/loadbalance/bundle-data/t/live/0x00000000_0x40000000": "bundle-data",
         "/loadbalance/bundle-data/t/split/0x00000000_0x80000000": "bundle-data",
         "/admin/local-policies/t/lpgone": "local-policies",
+        "/admin/local-policies/t/lpbad": "local-policies",
     }
 
 
@@ -148,8 +151,11 @@ def test_plannable_leaks(leaks: dict[str, Any]) -> None:
         "/managed-ledgers/t/held",
         "/managed-ledgers/t/young",
         "/managed-ledgers/p/c1/gonev1",
+        "/admin/local-policies/t/lpbad",
     }
     assert all(f.severity == "warning" for f in leaks.values())
+    bad = leaks["/admin/local-policies/t/lpbad"]
+    assert bad.evidence["undecodable_znode"] == "/admin/local-policies/t/lpbad", bad.evidence
 
 
 def test_held_topics_block(leaks: dict[str, Any]) -> None:
