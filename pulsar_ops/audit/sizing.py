@@ -79,34 +79,41 @@ def _rows(row_counts: Mapping[str, int]) -> int:
     return sum(max(0, int(n)) for n in row_counts.values())
 
 
+def _partitions(rows: int, at_least: int, rows_per_partition: int) -> int:
+    """1 for a small snapshot (no stage pays for empty tasks), else one per ``rows_per_partition`` rows but at
+    least ``at_least``, at most ``MAX_PARTITIONS``."""
+    if rows <= ROWS_PER_PARTITION:
+        return 1
+    return min(MAX_PARTITIONS, max(at_least, math.ceil(rows / rows_per_partition)))
+
+
+def _split_bytes(snapshot_bytes: int, cores: int) -> int:
+    """File splits: the snapshot's Parquet bytes over two splits per core, between 4 MiB and 128 MiB."""
+    return max(4 * MIB, min(128 * MIB, snapshot_bytes // max(1, cores * 2)))
+
+
 def sql_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, cores: int) -> dict[str, str]:
     """Runtime SQL settings (settable on a running session, so also on a cluster under spark-submit): shuffle
     partitions from the snapshot's rows, at least ``cores`` once split; file splits from its Parquet bytes."""
-    rows = _rows(row_counts)
-    wanted = math.ceil(rows / ROWS_PER_PARTITION)
-    partitions = 1 if wanted <= 1 else min(MAX_PARTITIONS, max(cores, wanted))
-    split = snapshot_bytes // max(1, cores * 2)
-    split = max(4 * MIB, min(128 * MIB, split))
-    return {"spark.sql.shuffle.partitions": str(partitions), "spark.sql.files.maxPartitionBytes": str(split)}
+    partitions = _partitions(_rows(row_counts), cores, ROWS_PER_PARTITION)
+    return {
+        "spark.sql.shuffle.partitions": str(partitions),
+        "spark.sql.files.maxPartitionBytes": str(_split_bytes(snapshot_bytes, cores)),
+    }
 
 
 def local_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, machine: Machine) -> dict[str, str]:
     """The local-mode settings for a snapshot of these row counts and Parquet bytes on this machine."""
-    sql = sql_defaults(row_counts, snapshot_bytes, machine.cpus)
     rows = _rows(row_counts)
-    if rows > ROWS_PER_PARTITION:
-        per_core = LOCAL_PARTITIONS_PER_CORE * machine.cpus
-        sql["spark.sql.shuffle.partitions"] = str(
-            min(MAX_PARTITIONS, max(per_core, math.ceil(rows / LOCAL_ROWS_PER_PARTITION)))
-        )
-    needed_mb = max(SMALL_DRIVER_MB, math.ceil(_rows(row_counts) * BYTES_PER_ROW / MIB))
+    partitions = str(_partitions(rows, LOCAL_PARTITIONS_PER_CORE * machine.cpus, LOCAL_ROWS_PER_PARTITION))
+    needed_mb = max(SMALL_DRIVER_MB, math.ceil(rows * BYTES_PER_ROW / MIB))
     room_mb = int(machine.mem_available_bytes * DRIVER_SHARE / MIB)
     driver_mb = max(MIN_DRIVER_MB, min(MAX_DRIVER_MB, room_mb, needed_mb))
     return {
         "spark.driver.memory": f"{driver_mb}m",
-        "spark.sql.shuffle.partitions": sql["spark.sql.shuffle.partitions"],
-        "spark.default.parallelism": sql["spark.sql.shuffle.partitions"],
-        "spark.sql.files.maxPartitionBytes": sql["spark.sql.files.maxPartitionBytes"],
+        "spark.sql.shuffle.partitions": partitions,
+        "spark.default.parallelism": partitions,
+        "spark.sql.files.maxPartitionBytes": str(_split_bytes(snapshot_bytes, machine.cpus)),
     }
 
 

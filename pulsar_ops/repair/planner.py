@@ -201,7 +201,12 @@ def _np(f: Finding, code: str, reason: str) -> NotPlanned:
 def _action_id(kind: str, store: str, target: str) -> str:
     if kind == KIND_DELETE_LEDGER:
         return f"ledger-{target}"
-    return "subtree-" + hashlib.sha256(f"{store}:{target}".encode()).hexdigest()[:16]
+    return _hashed_id("subtree", store, target)
+
+
+def _hashed_id(prefix: str, store: str, path: str) -> str:
+    """A stable action id for an action on one znode: ``<prefix>-`` and 16 hex digits of sha256(store:path)."""
+    return f"{prefix}-" + hashlib.sha256(f"{store}:{path}".encode()).hexdigest()[:16]
 
 
 def _absent(store: str, path: str) -> ZnodeRef:
@@ -456,7 +461,7 @@ def _drop_missing_actions(fs: Sequence[Finding], facts: SnapshotFacts) -> tuple[
         )
         actions.append(
             Action(
-                id="rewrite-" + hashlib.sha256(f"local:{path}".encode()).hexdigest()[:16],
+                id=_hashed_id("rewrite", "local", path),
                 kind=KIND_DROP_MISSING_LEDGER,
                 store="local",
                 path=path,
@@ -482,18 +487,23 @@ def _load_action(f: Finding, facts: SnapshotFacts) -> Action:
     predicts the first trim (``first_trim_ledger_ids``) and apply reports what the broker actually trimmed."""
     ml, znode, removed, _targets = _retention_target(f, facts, rewrite=False)
     return Action(
-        id="load-" + hashlib.sha256(f"local:{znode.path}".encode()).hexdigest()[:16],
+        id=_hashed_id("load", "local", znode.path),
         kind=KIND_LOAD_TOPIC,
         store="local",
         path=znode.path,
         finding=FindingRef(f.key(), f.detection),
         preconditions=Precondition(znodes=(znode,)),
-        bytes=sum(max(facts.ledgers[r.ledger_id].length, 0) for r in removed),
+        bytes=_freed_bytes(removed, facts),
         time_ms=min(facts.ledgers[r.ledger_id].ctime_ms for r in removed),
         owner=ml.topic,
         loads_topics=True,
         admin=AdminCall(topic=ml.topic, expect_trimmed=tuple(r.ledger_id for r in removed)),
     )
+
+
+def _freed_bytes(removed: Sequence[RemovedLedger], facts: SnapshotFacts) -> int:
+    """What BookKeeper holds of the ledgers a retention repair removes (their metadata's length)."""
+    return sum(max(facts.ledgers[r.ledger_id].length, 0) for r in removed)
 
 
 def _trim_action(f: Finding, facts: SnapshotFacts) -> Action:
@@ -502,13 +512,13 @@ def _trim_action(f: Finding, facts: SnapshotFacts) -> Action:
     ml, znode, removed, targets = _retention_target(f, facts, rewrite=True)
     cursors = tuple(Reference(ROLE_CURSOR, c) for c in sorted(facts.cursors.get(znode.path, ()), key=lambda z: z.path))
     return Action(
-        id="trim-" + hashlib.sha256(f"local:{znode.path}".encode()).hexdigest()[:16],
+        id=_hashed_id("trim", "local", znode.path),
         kind=KIND_TRIM_UNLOADED,
         store="local",
         path=znode.path,
         finding=FindingRef(f.key(), f.detection),
         preconditions=Precondition(znodes=(znode, *targets), references=cursors),
-        bytes=sum(max(facts.ledgers[r.ledger_id].length, 0) for r in removed),
+        bytes=_freed_bytes(removed, facts),
         time_ms=min(facts.ledgers[r.ledger_id].ctime_ms for r in removed),
         owner=ml.topic,
         rewrite=Rewrite(path=znode.path, topic=ml.topic, removed=tuple(removed)),
@@ -586,7 +596,7 @@ def _subscription_action(f: Finding, facts: SnapshotFacts) -> Action:
         znodes.append(ZnodeRef("local", ledger.path, ledger.version, ledger.mzxid, ledger.sha256))
     trimmable, slowest = trimmable_after_delete(c, facts)
     return Action(
-        id="subscription-" + hashlib.sha256(f"local:{f.path}".encode()).hexdigest()[:16],
+        id=_hashed_id("subscription", "local", f.path),
         kind=KIND_DELETE_SUBSCRIPTION,
         store="local",
         path=f.path,

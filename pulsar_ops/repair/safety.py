@@ -458,7 +458,7 @@ def _bundle_problem(reader: TreeReader, shape: LeakShape, nodes: Sequence[Subtre
     where = f"{LOCAL_POLICIES}/{ns}" if local is not None else f"{POLICIES}/{ns}"
     try:
         if local is not None:
-            bounds = effective_boundaries((), parse_local_policies(local, where).bundle_boundaries)
+            bounds = parse_local_policies(local, where).bundle_boundaries
         else:
             bounds = effective_boundaries(parse_namespace_policies(policies, where).bundle_boundaries, None)
         lo, hi = parse_bundle_range(shape.bundle_range, shape.bundle_range)

@@ -14,10 +14,17 @@ from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
 from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 from pulsar_ops.formats.names import ml_name_from_path
-from tests.zk.repair_cluster import dump
+from tests.zk.repair_cluster import dump, walk
 from tests.zk.test_apply import cli
 
 Dump = dict[str, tuple[bytes, int, int, list[Any]]]
+
+
+def unown_all(zk: KazooClient) -> None:
+    """Release every bundle (as if no broker had loaded them): every topic becomes unloaded."""
+    for path in sorted(walk(zk), key=lambda p: -p.count("/")):
+        if path.startswith("/namespace/") and path.count("/") >= 3 and "0x" in path.rsplit("/", 1)[-1]:
+            zk.delete(path)
 
 
 def mark_then_delete(zk: KazooClient, plan: Path, zk_hosts: str) -> tuple[Dump, Dump]:

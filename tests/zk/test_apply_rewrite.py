@@ -18,25 +18,18 @@ from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
-from tests.zk.apply_steps import mark_then_delete
-from tests.zk.repair_cluster import dump, walk, write_audit
+from tests.zk.apply_steps import mark_then_delete, unown_all
+from tests.zk.repair_cluster import dump, write_audit
 from tests.zk.test_apply import cli
 
 pytestmark = pytest.mark.zk
-
-
-def _unown_all(zk: KazooClient) -> None:
-    """Release every bundle (as if no broker had loaded them): the dangling topics become unloaded."""
-    for path in sorted(walk(zk), key=lambda p: -p.count("/")):
-        if path.startswith("/namespace/") and path.count("/") >= 3 and "0x" in path.rsplit("/", 1)[-1]:
-            zk.delete(path)
 
 
 def _planned(zk: KazooClient, zk_hosts: str, tmp: Path, *, compression: str | None) -> tuple[dict[str, Any], Path]:
     now = int(time.time() * 1000) + 25 * 3_600_000
     opts = SeedOptions(topics=12, seed=5, now_ms=now, persistent_ownership=True, metadata_compression=compression)
     res = seed_cluster(zk, None, opts)
-    _unown_all(zk)
+    unown_all(zk)
     dangling = res.ground_truth["expected"]["dangling-ledger"]
     assert {d["ref"] for d in dangling} >= {"data", "cursor", "schema"}
     manifest = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp / "snap"))

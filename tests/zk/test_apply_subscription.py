@@ -20,10 +20,9 @@ from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.admin_server import AdminServer
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
-from tests.zk.apply_steps import explain_broker_loads
+from tests.zk.apply_steps import explain_broker_loads, unown_all
 from tests.zk.repair_cluster import dump, write_audit
 from tests.zk.test_apply import cli
-from tests.zk.test_apply_rewrite import _unown_all
 
 pytestmark = pytest.mark.zk
 
@@ -31,7 +30,7 @@ pytestmark = pytest.mark.zk
 def _planned(zk: KazooClient, zk_hosts: str, tmp: Path) -> tuple[dict[str, Any], Path, int]:
     now = int(time.time() * 1000) + 25 * 3_600_000
     res = seed_cluster(zk, None, SeedOptions(topics=12, seed=7, now_ms=now, persistent_ownership=True))
-    _unown_all(zk)  # no broker holds a bundle: the test broker may take them
+    unown_all(zk)  # no broker holds a bundle: the test broker may take them
     truth = res.ground_truth["expected"]["inactive-subscription"]
     assert truth
     manifest = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp / "snap"))
