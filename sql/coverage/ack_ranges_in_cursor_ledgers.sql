@@ -3,10 +3,9 @@
 -- running cluster: one coverage row per namespace (how many cursors, the backlog they sit on), not a finding
 -- each (docs/detections.md, "ack-holes"). Backlog from int_cursor_backlog, as inactive-subscription has it.
 WITH unknown AS (
-    SELECT c.path, c.namespace, c.ml_path, c.mark_delete_ledger_id, c.mark_delete_entry_id
-    FROM stg_cursors c
-    JOIN int_topics t ON t.path = c.ml_path
-    WHERE NOT c.is_system AND NOT t.is_system_topic AND c.cursors_ledger_id <> -1
+    SELECT c.path, c.namespace
+    FROM int_user_cursors c
+    WHERE c.cursors_ledger_id <> -1
 )
 SELECT
     u.namespace AS namespace,

@@ -4,14 +4,15 @@
 -- range_count > 0. Cursors whose ranges live in their cursor ledger are counted per namespace by
 -- sql/coverage/ack_ranges_in_cursor_ledgers.sql (one coverage line), never a finding each.
 -- Positions count entries across the ledger list: entry (L, e) is number entries_before(L) + e.
-WITH user_cursors AS (
-    SELECT c.*
-    FROM stg_cursors c
-    JOIN int_topics t ON t.path = c.ml_path
-    WHERE NOT c.is_system AND NOT t.is_system_topic
+WITH known AS (
+    SELECT * FROM int_user_cursors WHERE cursors_ledger_id = -1 AND range_count > 0
 ),
-known AS (
-    SELECT * FROM user_cursors WHERE cursors_ledger_id = -1 AND range_count > 0
+-- the ledger lists of those cursors' topics: every int_ledgers row a join below can match (each joins on the
+-- cursor's own ml_path), cut once from the whole list instead of shuffling all of it per join
+known_ledgers AS (
+    SELECT l.ml_path, l.ledger_id, l.is_last, l.size, l.entries_before, l.timestamp_ms
+    FROM int_ledgers l
+    WHERE l.ml_path IN (SELECT ml_path FROM known)
 ),
 ranges AS (
     SELECT
@@ -22,15 +23,15 @@ ranges AS (
         count(*) AS ranges_read
     FROM stg_ack_ranges r
     JOIN known k ON k.path = r.cursor_path
-    LEFT JOIN int_ledgers ll ON ll.ml_path = k.ml_path AND ll.ledger_id = r.lower_ledger_id
-    LEFT JOIN int_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = r.upper_ledger_id
+    LEFT JOIN known_ledgers ll ON ll.ml_path = k.ml_path AND ll.ledger_id = r.lower_ledger_id
+    LEFT JOIN known_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = r.upper_ledger_id
     GROUP BY r.cursor_path
 ),
 pinned AS (
     SELECT k.path, sum(coalesce(x.size, CAST(0 AS BIGINT))) AS pinned_bytes
     FROM known k
     JOIN ranges g ON g.cursor_path = k.path
-    JOIN int_ledgers x
+    JOIN known_ledgers x
         ON x.ml_path = k.ml_path AND NOT x.is_last
         AND x.ledger_id >= k.mark_delete_ledger_id AND x.ledger_id <= g.last_upper_ledger
     GROUP BY k.path
@@ -46,8 +47,8 @@ measured AS (
         pb.pinned_bytes
     FROM known k
     LEFT JOIN ranges g ON g.cursor_path = k.path
-    LEFT JOIN int_ledgers lm ON lm.ml_path = k.ml_path AND lm.ledger_id = k.mark_delete_ledger_id
-    LEFT JOIN int_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = g.last_upper_ledger
+    LEFT JOIN known_ledgers lm ON lm.ml_path = k.ml_path AND lm.ledger_id = k.mark_delete_ledger_id
+    LEFT JOIN known_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = g.last_upper_ledger
     LEFT JOIN pinned pb ON pb.path = k.path
 )
 SELECT

@@ -88,30 +88,32 @@ retention AS (
     LEFT JOIN topic_retention tp ON tp.topic = u.topic
     LEFT JOIN topic_retention tb ON tb.topic = u.base_topic AND u.base_topic <> u.topic
 ),
-slowest_ledger AS (
-    SELECT ml_path, min(mark_delete_ledger_id) AS md_ledger
-    FROM stg_cursors
-    WHERE mark_delete_ledger_id IS NOT NULL
-    GROUP BY ml_path
-),
 slowest AS (
-    SELECT s.ml_path, s.md_ledger, min(coalesce(c.mark_delete_entry_id, CAST(-1 AS BIGINT))) AS md_entry
-    FROM slowest_ledger s
-    JOIN stg_cursors c ON c.ml_path = s.ml_path AND c.mark_delete_ledger_id = s.md_ledger
-    GROUP BY s.ml_path, s.md_ledger
+    -- the slowest cursor's mark-delete position: the lowest ledger, then the lowest entry in it (one pass)
+    SELECT ml_path, md_ledger, min(coalesce(mark_delete_entry_id, CAST(-1 AS BIGINT))) AS md_entry
+    FROM (
+        SELECT
+            ml_path, mark_delete_ledger_id, mark_delete_entry_id,
+            min(mark_delete_ledger_id) OVER (PARTITION BY ml_path) AS md_ledger
+        FROM stg_cursors
+        WHERE mark_delete_ledger_id IS NOT NULL
+    ) c
+    WHERE mark_delete_ledger_id = md_ledger
+    GROUP BY ml_path, md_ledger
 ),
-totals AS (
-    -- after a load the re-read last ledger counts with its BookKeeper length (initializeBookKeeper)
-    SELECT ml_path, sum(coalesce(size, CAST(0 AS BIGINT))) AS total_size
-    FROM int_ledgers
-    GROUP BY ml_path
+topic_ledgers AS (
+    -- every ledger of an unloaded topic, with the topic's total size; after a load the re-read last ledger
+    -- counts with its BookKeeper length (initializeBookKeeper)
+    SELECT
+        l.*, r.rt, r.rs,
+        sum(coalesce(l.size, CAST(0 AS BIGINT))) OVER (PARTITION BY l.ml_path) AS total_size
+    FROM int_ledgers l
+    JOIN retention r ON r.path = l.ml_path
 ),
 candidates AS (
     SELECT
-        l.ml_path, l.idx, l.ledger_id, l.is_last, l.size, l.timestamp_ms, r.rt, r.rs, tot.total_size
-    FROM int_ledgers l
-    JOIN retention r ON r.path = l.ml_path
-    JOIN totals tot ON tot.ml_path = l.ml_path
+        l.ml_path, l.idx, l.ledger_id, l.is_last, l.size, l.timestamp_ms, l.rt, l.rs, l.total_size
+    FROM topic_ledgers l
     LEFT JOIN slowest s ON s.ml_path = l.ml_path
     WHERE NOT l.bookkeeper_deleted
         AND (NOT l.is_last OR coalesce(l.bk_last_entry_id, CAST(-1 AS BIGINT)) >= 0)

@@ -3,9 +3,7 @@
 -- Backlog: int_cursor_backlog (entries after the mark-delete position; BookKeeper values for the open ledger).
 WITH user_cursors AS (
     SELECT c.*, coalesce(c.last_active_ms, c.mtime_ms) AS active_ms
-    FROM stg_cursors c
-    JOIN int_topics t ON t.path = c.ml_path
-    WHERE NOT c.is_system AND NOT t.is_system_topic
+    FROM int_user_cursors c
 ),
 inactive AS (
     SELECT u.*

@@ -2,12 +2,6 @@
 -- position over the ledger list (BookKeeper values for the open ledger, as int_ledgers gives them):
 -- entries after the mark-delete position; bytes of the mark-delete ledger and every later one.
 -- Used by inactive-subscription and the ack-ranges-in-cursor-ledgers coverage.
-WITH user_cursors AS (
-    SELECT c.path, c.ml_path, c.mark_delete_ledger_id, c.mark_delete_entry_id
-    FROM stg_cursors c
-    JOIN int_topics t ON t.path = c.ml_path
-    WHERE NOT c.is_system AND NOT t.is_system_topic
-)
 SELECT
     u.path,
     sum(
@@ -26,6 +20,6 @@ SELECT
             ELSE CAST(0 AS BIGINT)
         END
     ) AS backlog_bytes
-FROM user_cursors u
+FROM int_user_cursors u
 JOIN int_ledgers l ON l.ml_path = u.ml_path
 GROUP BY u.path

@@ -52,7 +52,7 @@ def test_every_intermediate_view_is_written_once_with_its_size(materialised: Any
         assert spark.table(m.name).count() == m.rows
         assert m.bytes > 0
     rows = {m.name: m.rows for m in done}
-    assert rows["int_ledgers"] == 2 and rows["int_topics"] == 1
+    assert rows["int_ledgers"] == 2 and rows["int_user_cursors"] == 1
 
 
 def test_an_intermediate_view_reads_its_parquet_and_nothing_else(materialised: Any) -> None:
