@@ -10,6 +10,7 @@ shared result (with its real size) instead of re-planning and re-computing it. t
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from functools import reduce
@@ -135,6 +136,7 @@ class Materialised:
     rows: int
     bytes: int
     seconds: float = 0.0  # wall time of its write (its own joins and windows, over the views before it)
+    reads: tuple[str, ...] = ()  # the directories its write scanned (snapshot tables, earlier intermediates)
 
     def to_json(self) -> dict[str, float]:
         return {"rows": self.rows, "bytes": self.bytes, "seconds": round(self.seconds, 2)}
@@ -149,23 +151,33 @@ def parquet_size(directory: Path) -> tuple[int, int]:
     return rows, size
 
 
+def scanned_dirs(df: DataFrame) -> tuple[str, ...]:
+    """The directories a frame's file scans read (``DataFrame.inputFiles``: Parquet part URIs), sorted."""
+    return tuple(sorted({re.sub(r"^file:(//)?", "", f).rsplit("/", 1)[0] for f in df.inputFiles()}))
+
+
 def materialise(spark: SparkSession, work_dir: Path, sql_root: Path | None = None) -> list[Materialised]:
-    """Write every intermediate view once (file order, so a view reads the written views before it) and register
-    it again as a read of what was written. A detection then scans the result instead of re-computing the
-    view's joins and windows in its own plan, and the planner sees the real size of each intermediate."""
+    """Write every intermediate view once and register it again as a read of what was written. A detection then
+    scans the result instead of re-computing the view's joins and windows in its own plan, and the planner sees
+    the real size of each intermediate (small ones are broadcast).
+
+    In file order, each view's SQL is analysed again right before its write, so it reads the Parquet of the
+    views written before it: a view registered from a DataFrame keeps the plan it was analysed with, and the
+    one ``extract`` registered would re-compute every earlier intermediate it names."""
     out: list[Materialised] = []
     for f in intermediate_files(sql_root):
         target = work_dir / f.name
         started = time.monotonic()
         try:
             spark.sparkContext.setJobDescription(f"pulsar-ops audit: materialise {f.name}")  # the Spark UI's label
-            view = spark.table(f.name)
+            view = spark.sql(f.text)
+            reads = scanned_dirs(view)
             view.write.mode("overwrite").parquet(str(target))
             spark.read.schema(view.schema).parquet(str(target)).createOrReplaceTempView(f.name)
         except PySparkException as e:
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
         rows, size = parquet_size(target)
-        out.append(Materialised(f.name, target, rows, size, time.monotonic() - started))
+        out.append(Materialised(f.name, target, rows, size, time.monotonic() - started, reads))
     spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     return out
 

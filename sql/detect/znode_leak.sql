@@ -1,59 +1,10 @@
 -- znode-leak: metadata subtrees left behind by deleted tenants, namespaces and topics (docs/detections.md).
--- One finding per subtree root to delete; evidence.leak = the sub-kind; znodes/bytes of the subtree from
--- int_subtrees. Plannable when the newest mtime in the subtree is older than min_age_ms, the relevant scopes
--- are complete and (managed-ledgers leaks) no managed ledger in it still has a ledger list.
--- A policies znode that exists but does not decode still proves its tenant/namespace exists; a managed
--- ledger or partitioned-topic znode that does not decode still proves its topic exists; a subtree holding an
--- undecodable znode is never planned (what it holds is unknown).
-WITH tenants_known AS (
-    SELECT DISTINCT tenant FROM stg_tenants
-    UNION
-    SELECT tenant FROM int_undecodable WHERE tenant IS NOT NULL
-),
-ns_known AS (
-    SELECT DISTINCT namespace FROM stg_namespaces
-    UNION
-    SELECT namespace FROM int_undecodable WHERE kind = 'namespace'
-),
-topics_with_ml AS (
-    SELECT DISTINCT base_topic AS topic FROM stg_managed_ledgers
-    UNION
-    SELECT regexp_replace(topic, '-partition-[0-9]+$', '') AS topic FROM int_undecodable
-    WHERE kind = 'managed-ledger' AND topic IS NOT NULL
-),
-partitioned_known AS (
-    SELECT DISTINCT topic FROM stg_partitioned_topics
-    UNION
-    SELECT topic FROM int_undecodable WHERE kind = 'partitioned-topic' AND topic IS NOT NULL
-),
-ml_tenant_dirs AS (
-    SELECT path, name AS tenant FROM stg_znodes WHERE parent = '/managed-ledgers' AND depth = 2
-    UNION
-    SELECT concat('/managed-ledgers/', tenant) AS path, tenant FROM stg_managed_ledgers
-),
-ml_ns_dirs AS (
-    SELECT parent AS path, substr(parent, 18) AS namespace
-    FROM stg_znodes
-    WHERE name = 'persistent' AND depth IN (4, 5) AND parent LIKE '/managed-ledgers/%'
-        AND right(parent, 11) <> '/persistent'
-    UNION
-    SELECT path, substr(path, 18) AS namespace
-    FROM stg_znodes
-    WHERE depth = 3 AND parent LIKE '/managed-ledgers/%' AND num_children = 0
-    UNION
-    SELECT concat('/managed-ledgers/', namespace) AS path, namespace FROM stg_managed_ledgers
-),
-held_by_ns AS (
-    SELECT namespace, count(*) AS topics FROM stg_managed_ledgers WHERE ledger_count > 0 GROUP BY namespace
-),
-held_by_tenant AS (
-    SELECT tenant, count(*) AS topics FROM stg_managed_ledgers WHERE ledger_count > 0 GROUP BY tenant
-),
-schema_ledgers AS (
+-- One finding per subtree root to delete (the roots: int_znode_leaks); evidence.leak = the sub-kind;
+-- znodes/bytes of the subtree from int_subtrees. Plannable when the newest mtime in the subtree is older than
+-- min_age_ms, the relevant scopes are complete and (managed-ledgers leaks) no managed ledger in it still has a
+-- ledger list. A subtree holding an undecodable znode is never planned (what it holds is unknown).
+WITH schema_ledgers AS (
     SELECT path, array_sort(collect_set(ledger_id)) AS ledgers FROM stg_schema_index GROUP BY path
-),
-bundle_ns_dirs AS (
-    SELECT DISTINCT regexp_extract(path, '^(.*)/[^/]+$', 1) AS path, namespace FROM stg_bundle_data
 ),
 undecodable_ancestors AS (
     -- every ancestor-or-self prefix of an undecodable znode (an equi-join key for "the subtree holds it")
@@ -63,87 +14,6 @@ undecodable_ancestors AS (
         FROM (SELECT path, explode(sequence(1, size(split(path, '/')) - 1)) AS k FROM int_undecodable)
     )
     GROUP BY prefix
-),
-leaks AS (
-    -- 1. managed-ledgers subtrees of deleted tenants (one finding per tenant) ...
-    SELECT
-        'managed-ledgers-tenant' AS leak, d.path, CAST(NULL AS STRING) AS namespace,
-        array('/admin/policies', '/managed-ledgers') AS required, d.path AS scope_root,
-        coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics
-    FROM ml_tenant_dirs d
-    LEFT JOIN held_by_tenant h ON h.tenant = d.tenant
-    WHERE NOT EXISTS (SELECT 1 FROM tenants_known t WHERE t.tenant = d.tenant)
-    UNION ALL
-    -- ... and of deleted namespaces of live tenants
-    SELECT
-        'managed-ledgers-namespace' AS leak, d.path, d.namespace,
-        array('/admin/policies', '/managed-ledgers') AS required, d.path AS scope_root,
-        coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics
-    FROM ml_ns_dirs d
-    LEFT JOIN held_by_ns h ON h.namespace = d.namespace
-    WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = d.namespace)
-        AND EXISTS (SELECT 1 FROM tenants_known t WHERE t.tenant = split_part(d.namespace, '/', 1))
-    UNION ALL
-    -- 2. partitioned-topic nodes without any managed ledger of their partitions
-    SELECT
-        'partitioned-topic' AS leak, pt.path, pt.namespace,
-        array('/admin/policies', '/admin/partitioned-topics', '/managed-ledgers',
-              concat('/managed-ledgers/', pt.namespace)) AS required,
-        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
-    FROM stg_partitioned_topics pt
-    WHERE NOT EXISTS (SELECT 1 FROM topics_with_ml m WHERE m.topic = pt.topic)
-    UNION ALL
-    -- 3. schema locators whose topic has neither a managed ledger nor a partitioned node
-    SELECT
-        'schema' AS leak, s.path, min(s.namespace) AS namespace,
-        array('/admin/policies', '/schemas', concat('/schemas/', min(s.namespace)), '/managed-ledgers',
-              concat('/managed-ledgers/', min(s.namespace)), '/admin/partitioned-topics') AS required,
-        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
-    FROM stg_schema_index s
-    WHERE NOT EXISTS (SELECT 1 FROM topics_with_ml m WHERE m.topic = s.topic)
-        AND NOT EXISTS (SELECT 1 FROM partitioned_known pt WHERE pt.topic = s.topic)
-    GROUP BY s.path
-    UNION ALL
-    -- 4a. bundle-data directories of namespaces without policies
-    SELECT
-        'bundle-data' AS leak, d.path, d.namespace,
-        array('/admin/policies', '/loadbalance/bundle-data') AS required,
-        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
-    FROM bundle_ns_dirs d
-    WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = d.namespace)
-    UNION ALL
-    -- 4b. bundle-data of a live namespace for a range that is not one of its bundles
-    SELECT
-        'bundle-data' AS leak, bd.path, bd.namespace,
-        array('/admin/policies', '/loadbalance/bundle-data') AS required,
-        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
-    FROM stg_bundle_data bd
-    -- the namespace's bundles are known only from its decoded policies and local policies
-    WHERE EXISTS (SELECT 1 FROM stg_namespaces n WHERE n.namespace = bd.namespace)
-        AND NOT EXISTS (
-            SELECT 1 FROM int_undecodable u WHERE u.kind = 'local-policies' AND u.namespace = bd.namespace
-        )
-        AND NOT EXISTS (
-            SELECT 1 FROM int_bundles b
-            WHERE b.namespace = bd.namespace
-                AND (
-                    (b.lower = bd.lower AND b.upper = bd.upper)
-                    OR lower(b.bundle_range) = lower(bd.bundle_range)
-                )
-        )
-    UNION ALL
-    -- 5. local policies of namespaces without policies
-    SELECT
-        'local-policies' AS leak, lp.path, lp.namespace,
-        array('/admin/policies', '/admin/local-policies') AS required,
-        CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
-    FROM (
-        SELECT path, namespace FROM stg_local_policies
-        -- one whose value does not decode still exists: reported, never planned (it holds an undecodable znode)
-        UNION ALL
-        SELECT path, namespace FROM int_undecodable WHERE kind = 'local-policies'
-    ) lp
-    WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = lp.namespace)
 ),
 measured AS (
     SELECT
@@ -161,7 +31,7 @@ measured AS (
         ) AS blocked_scopes,
         sl.ledgers AS schema_ledgers,
         ua.znode AS undecodable_znode
-    FROM leaks l
+    FROM int_znode_leaks l
     CROSS JOIN params p
     CROSS JOIN int_blocking blk
     LEFT JOIN int_subtrees st ON st.prefix = l.path

@@ -41,7 +41,7 @@ def materialised(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[
 
 def _scanned_dirs(df: Any) -> set[str]:
     """Every directory the frame's file scans read (``DataFrame.inputFiles``: the Parquet parts, as URIs)."""
-    return {str(Path(re.sub(r"^file:", "", f)).parent) for f in df.inputFiles()}
+    return set(etl.scanned_dirs(df))
 
 
 def test_every_intermediate_view_is_written_once_with_its_size(materialised: Any) -> None:
@@ -53,6 +53,25 @@ def test_every_intermediate_view_is_written_once_with_its_size(materialised: Any
         assert m.bytes > 0
     rows = {m.name: m.rows for m in done}
     assert rows["int_ledgers"] == 2 and rows["int_user_cursors"] == 1
+
+
+def test_each_intermediate_write_reads_the_earlier_intermediates_parquet(materialised: Any) -> None:
+    # a view registered from a DataFrame keeps the plan it was analysed with: each write must read what the
+    # views before it wrote, never re-compute them from the snapshot tables
+    _, done, work = materialised
+    reads = {m.name: set(m.reads) for m in done}
+    written = {str(work / m.name) for m in done}
+    assert reads["int_watermark"] == {str(work / "int_references")}
+    assert {str(work / "int_user_cursors"), str(work / "int_ledgers")} <= reads["int_cursor_backlog"]
+    assert str(work / "int_znode_leaks") in reads["int_subtrees"]
+    for m in done:
+        earlier = {str(work / e.name) for e in done[: done.index(m)]}
+        assert reads[m.name] & written <= earlier, m.name
+        named = set(re.findall(r"\bint_[a-z_]+\b", next(f for f in intermediate_files() if f.name == m.name).text))
+        # every intermediate it names is read from its Parquet, none from the tables that fed it
+        assert {str(work / n) for n in named} <= reads[m.name], m.name
+        if "int_references" in named:
+            assert not [d for d in reads[m.name] if d.endswith("/ledger_list")], m.name
 
 
 def test_an_intermediate_view_reads_its_parquet_and_nothing_else(materialised: Any) -> None:

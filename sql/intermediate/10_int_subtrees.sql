@@ -1,0 +1,25 @@
+-- int_subtrees: per leak root of int_znode_leaks (depth 2..6; deeper roots have no row and znode-leak calls their
+-- age unknown), the znode count, summed data length and newest mtime of the subtree rooted there. Each znode of
+-- the leak-prone trees counts toward every ancestor prefix that is a root (the /ledgers tree is never a leak
+-- target). Only the roots are aggregated: int_znode_leaks is small and materialised, so the filter is a
+-- broadcast semi-join instead of grouping every prefix of millions of znodes.
+SELECT
+    prefix,
+    count(*) AS znodes,
+    sum(CAST(data_length AS BIGINT)) AS bytes,
+    max(mtime_ms) AS newest_mtime_ms
+FROM (
+    SELECT array_join(slice(split(path, '/'), 1, k + 1), '/') AS prefix, data_length, mtime_ms
+    FROM (
+        SELECT path, data_length, mtime_ms, explode(sequence(2, least(depth, 6))) AS k
+        FROM stg_znodes
+        WHERE depth >= 2
+            AND (
+                path LIKE '/managed-ledgers/%' OR path LIKE '/admin/partitioned-topics/%'
+                OR path LIKE '/schemas/%' OR path LIKE '/loadbalance/bundle-data/%'
+                OR path LIKE '/admin/local-policies/%'
+            )
+    ) z
+) p
+WHERE prefix IN (SELECT path FROM int_znode_leaks)
+GROUP BY prefix
