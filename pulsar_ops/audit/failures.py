@@ -6,7 +6,11 @@ which knob to turn, not 200 lines of Java frames (those come with ``--debug``).
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pulsar_ops.errors import AuditError, JavaMissingError, PulsarOpsError
 
@@ -47,21 +51,46 @@ _RULES = (
         "machine whose hostname does not resolve)",
     ),
 )
-_JAVA_MISSING = (
-    "Java gateway process exited before sending its port number",
-    "JAVA_HOME is not set",
-    "java: not found",
-    "No such file or directory: 'java'",
-)
+# pyspark says this for every JVM that exits before it starts: no Java, but also a JVM option the JVM rejects
+# (a typo in spark.driver.extraJavaOptions) or a setting spark-submit refuses (spark.driver.memory=12x). The
+# JVM's own message is on stderr above ours; which one it was depends on whether there is a Java to run.
+_GATEWAY_EXITED = "Java gateway process exited before sending its port number"
+_JAVA_MISSING = ("JAVA_HOME is not set", "java: not found", "No such file or directory: 'java'")
 
 
-def classify(error: BaseException) -> PulsarOpsError | None:
-    """The PulsarOpsError a Spark/JVM failure means, or None when it is not one we recognise."""
+def find_java() -> Path | None:
+    """The ``java`` Spark's launcher runs (``$JAVA_HOME/bin/java``, else the one on PATH), if it exists."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
+    found = shutil.which("java")
+    return Path(found) if found else None
+
+
+def _java_missing() -> JavaMissingError:
+    return JavaMissingError(
+        "Spark could not start its JVM: no usable Java",
+        hint="install Java 17 (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME",
+    )
+
+
+def classify(error: BaseException, java: Callable[[], Path | None] = find_java) -> PulsarOpsError | None:
+    """The PulsarOpsError a Spark/JVM failure means, or None when it is not one we recognise. ``java`` finds the
+    Java Spark runs, which tells a missing Java from an option the JVM rejected."""
     text = f"{type(error).__name__}: {error}"
     if any(n in text for n in _JAVA_MISSING):
-        return JavaMissingError(
-            "Spark could not start its JVM: no usable Java",
-            hint="install Java 17 (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME",
+        return _java_missing()
+    if _GATEWAY_EXITED in text:
+        found = java()
+        if not found:
+            return _java_missing()
+        return AuditError(
+            f"Spark's JVM ({found}) exited while starting: it rejected an option or a setting (its message is "
+            "printed above)",
+            hint="fix or drop the --spark-conf / config-file spark_conf entry it names (spark.driver.extraJavaOptions,"
+            " spark.driver.memory, ...); `java -version` checks the Java itself",
+            code="spark-jvm-start-failed",
         )
     for rule in _RULES:
         if any(n in text for n in rule.needles):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from pulsar_ops.audit.failures import classify
+from pulsar_ops.audit.failures import classify, find_java
 
 
 class Py4JJavaError(Exception):  # the shape of py4j's error: a name and the Java text
@@ -30,12 +32,37 @@ class Py4JJavaError(Exception):  # the shape of py4j's error: a name and the Jav
             "spark-port-in-use",
             "spark.driver.port",
         ),
-        ("Java gateway process exited before sending its port number", "java-missing", "JAVA_HOME"),
+        ("JAVA_HOME is not set", "java-missing", "JAVA_HOME"),
     ],
 )
 def test_known_failures(text: str, code: str, setting: str) -> None:
     err = classify(Py4JJavaError(text))
     assert err is not None and err.code == code and setting in err.hint
+
+
+GATEWAY = "Java gateway process exited before sending its port number"
+
+
+def test_a_jvm_that_exits_at_start_without_a_java_is_java_missing() -> None:
+    err = classify(Py4JJavaError(GATEWAY), java=lambda: None)
+    assert err is not None and err.code == "java-missing" and "JAVA_HOME" in err.hint
+
+
+def test_a_jvm_that_exits_at_start_with_a_java_is_a_rejected_setting_not_a_missing_java(tmp_path: Path) -> None:
+    java = tmp_path / "bin" / "java"
+    err = classify(RuntimeError(GATEWAY), java=lambda: java)
+    assert err is not None and err.code == "spark-jvm-start-failed"
+    assert str(java) in str(err) and "spark.driver.extraJavaOptions" in err.hint
+
+
+def test_find_java_follows_java_home_like_spark_s_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    assert find_java() is None  # JAVA_HOME set but no bin/java: the launcher fails, so does the lookup
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text("#!/bin/sh\n")
+    java.chmod(0o755)
+    assert find_java() == java
 
 
 def test_unknown_failure_is_left_alone() -> None:
