@@ -5,7 +5,9 @@
 -- ledger's info or cursors, its schema locator: int_undecodable), old enough, below the watermark, scopes
 -- complete.
 WITH refs AS (
-    SELECT DISTINCT ledger_id FROM int_references
+    -- no DISTINCT: an anti-join keeps a row once however many references match it (the DISTINCT was an
+    -- aggregate of 2.2 M references at 600,000 topics, 1.7 s of this detection's 7 s)
+    SELECT ledger_id FROM int_references
 ),
 classified AS (
     SELECT
