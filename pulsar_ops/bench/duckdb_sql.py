@@ -12,6 +12,7 @@ rewrites the few Spark-only spellings (the table below) and registers the same v
 | `element_at(l, i)`                | `list_extract(l, i)`                    |
 | `collect_list` / `collect_set`    | `list` / `list_distinct(list(..))`      |
 | `array_join(l, s)`                | `array_to_string(l, s)`                 |
+| `substring_index(s, d, n)`, n > 0 | the first n parts of `string_split(s, d)` joined by d |
 | `conv(h, 16, 10)` / `crc32(s)`    | Python UDFs                              |
 | `try_url_decode(s)`               | `url_decode(replace(s, '+', ' '))`      |
 """
@@ -45,12 +46,15 @@ _SIMPLE = [
     (re.compile(r"\btry_url_decode\("), "po_url_decode("),
     (re.compile(r"\bconv\("), "po_conv("),
     (re.compile(r"\bcrc32\("), "po_crc32("),
+    (re.compile(r"\bsubstring_index\("), "po_substring_index("),
 ]
 
 MACROS = (
     "CREATE OR REPLACE MACRO po_collect_set(x) AS list_distinct(list(x))",
     "CREATE OR REPLACE MACRO po_slice(l, s, n) AS list_slice(l, s, s + n - 1)",
     "CREATE OR REPLACE MACRO po_url_decode(s) AS url_decode(replace(s, '+', ' '))",
+    # Spark's substring_index for a positive count: everything before the n-th delimiter (all of s with fewer)
+    "CREATE OR REPLACE MACRO po_substring_index(s, d, n) AS array_to_string(list_slice(string_split(s, d), 1, n), d)",
 )
 
 

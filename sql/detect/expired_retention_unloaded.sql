@@ -103,16 +103,20 @@ slowest AS (
 ),
 topic_ledgers AS (
     -- every ledger of an unloaded topic, with the topic's total size; after a load the re-read last ledger
-    -- counts with its BookKeeper length (initializeBookKeeper)
+    -- counts with its BookKeeper length (initializeBookKeeper). The topic's retention columns ride along to
+    -- the finding (grouped with ml_path below) instead of a second join with `retention`, which re-ran the
+    -- bundle and retention resolution of every managed ledger (5.9-7.2 s -> 4.3-4.5 s at 600,000 topics)
     SELECT
-        l.*, r.rt, r.rs,
+        l.*, r.rt, r.rs, r.topic AS r_topic, r.namespace AS r_namespace, r.owned, r.bundle_range,
+        r.retention_source,
         sum(coalesce(l.size, CAST(0 AS BIGINT))) OVER (PARTITION BY l.ml_path) AS total_size
     FROM int_ledgers l
     JOIN retention r ON r.path = l.ml_path
 ),
 candidates AS (
     SELECT
-        l.ml_path, l.idx, l.ledger_id, l.is_last, l.size, l.timestamp_ms, l.rt, l.rs, l.total_size
+        l.ml_path, l.idx, l.ledger_id, l.is_last, l.size, l.timestamp_ms, l.rt, l.rs, l.total_size,
+        l.r_topic, l.r_namespace, l.owned, l.bundle_range, l.retention_source
     FROM topic_ledgers l
     LEFT JOIN slowest s ON s.ml_path = l.ml_path
     WHERE NOT l.bookkeeper_deleted
@@ -154,7 +158,7 @@ cut AS (
 ),
 trimmed AS (
     SELECT
-        ml_path,
+        ml_path, r_topic, r_namespace, owned, bundle_range, rt, rs, retention_source,
         array_sort(collect_list(ledger_id)) AS ledger_ids,
         array_sort(collect_list(CASE WHEN at_first_trim THEN ledger_id END)) AS first_trim_ids,
         array_sort(collect_list(CASE WHEN NOT at_first_trim THEN ledger_id END)) AS after_retention_ids,
@@ -164,20 +168,20 @@ trimmed AS (
         min(timestamp_ms) AS oldest_ms
     FROM cut
     WHERE expired AND (first_kept IS NULL OR idx < first_kept)
-    GROUP BY ml_path
+    GROUP BY ml_path, r_topic, r_namespace, owned, bundle_range, rt, rs, retention_source
 )
 SELECT
     'expired-retention-unloaded' AS detection,
     'warning' AS severity,
     CAST(NULL AS BIGINT) AS ledger_id,
-    r.topic AS topic,
+    t.r_topic AS topic,
     CAST(NULL AS STRING) AS subscription,
-    r.path AS path,
-    r.namespace AS namespace,
+    t.ml_path AS path,
+    t.r_namespace AS namespace,
     false AS plannable,
     coalesce(t.bytes, CAST(0 AS BIGINT)) AS bytes,
     concat(
-        'topic not loaded (', CASE WHEN r.owned THEN 'not in loaded_topics' ELSE 'bundle unowned' END, '): ',
+        'topic not loaded (', CASE WHEN t.owned THEN 'not in loaded_topics' ELSE 'bundle unowned' END, '): ',
         CAST(t.ledgers AS STRING), ' ledger(s) past retention are kept until it is loaded',
         CASE WHEN size(t.after_retention_ids) > 0
             THEN concat('; a load frees ', CAST(size(t.first_trim_ids) AS STRING),
@@ -189,14 +193,13 @@ SELECT
         'first_trim_ledger_ids', t.first_trim_ids,
         'after_retention_ledger_ids', t.after_retention_ids,
         'first_trim_bytes', t.first_trim_bytes,
-        'after_load_ms', CASE WHEN size(t.after_retention_ids) > 0 THEN r.rt * 60000 END,
+        'after_load_ms', CASE WHEN size(t.after_retention_ids) > 0 THEN t.rt * 60000 END,
         'oldest_age_ms', p.now_ms - t.oldest_ms,
-        'retention_time_minutes', r.rt,
-        'retention_size_mb', r.rs,
-        'retention_source', r.retention_source,
-        'bundle', r.bundle_range,
-        'owned', r.owned
+        'retention_time_minutes', t.rt,
+        'retention_size_mb', t.rs,
+        'retention_source', t.retention_source,
+        'bundle', t.bundle_range,
+        'owned', t.owned
     )) AS evidence
 FROM trimmed t
-JOIN retention r ON r.path = t.ml_path
 CROSS JOIN params p

@@ -21,7 +21,12 @@ SELECT
     cp.bucket_ledger_id AS ledger_id, 'bucket' AS ref, cp.topic, cp.subscription, cp.cursor_path AS path,
     c.namespace, CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
 FROM stg_cursor_properties cp
-LEFT JOIN stg_cursors c ON c.path = cp.cursor_path
+-- the namespaces of only the cursors that hold a bucket (a semi-join against the small property list), not a
+-- hash table of every cursor (at 600,000 topics Spark broadcast all 1 M cursors' paths for it)
+LEFT JOIN (
+    SELECT path, namespace FROM stg_cursors
+    WHERE path IN (SELECT cursor_path FROM stg_cursor_properties WHERE bucket_ledger_id IS NOT NULL)
+) c ON c.path = cp.cursor_path
 WHERE cp.bucket_ledger_id IS NOT NULL
 UNION ALL
 SELECT

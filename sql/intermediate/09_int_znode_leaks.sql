@@ -14,9 +14,12 @@ ns_known AS (
     UNION
     SELECT namespace FROM int_undecodable WHERE kind = 'namespace'
 ),
-topics_with_ml AS (
-    SELECT DISTINCT base_topic AS topic FROM stg_managed_ledgers
-    UNION
+-- the topics that have a managed ledger: anti-joined as two lists, not their DISTINCT union (an aggregate and a
+-- shuffle of every topic name, twice): 5.0-6.4 s -> 3.5-3.9 s at 600,000 topics
+ml_topics AS (
+    SELECT base_topic AS topic FROM stg_managed_ledgers
+),
+undecodable_ml_topics AS (
     SELECT regexp_replace(topic, '-partition-[0-9]+$', '') AS topic FROM int_undecodable
     WHERE kind = 'managed-ledger' AND topic IS NOT NULL
 ),
@@ -77,7 +80,8 @@ SELECT
           concat('/managed-ledgers/', pt.namespace)) AS required,
     CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
 FROM stg_partitioned_topics pt
-WHERE NOT EXISTS (SELECT 1 FROM topics_with_ml m WHERE m.topic = pt.topic)
+WHERE NOT EXISTS (SELECT 1 FROM ml_topics m WHERE m.topic = pt.topic)
+    AND NOT EXISTS (SELECT 1 FROM undecodable_ml_topics m WHERE m.topic = pt.topic)
 UNION ALL
 -- 3. schema locators whose topic has neither a managed ledger nor a partitioned node
 SELECT
@@ -86,7 +90,8 @@ SELECT
           concat('/managed-ledgers/', min(s.namespace)), '/admin/partitioned-topics') AS required,
     CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
 FROM stg_schema_index s
-WHERE NOT EXISTS (SELECT 1 FROM topics_with_ml m WHERE m.topic = s.topic)
+WHERE NOT EXISTS (SELECT 1 FROM ml_topics m WHERE m.topic = s.topic)
+    AND NOT EXISTS (SELECT 1 FROM undecodable_ml_topics m WHERE m.topic = s.topic)
     AND NOT EXISTS (SELECT 1 FROM partitioned_known pt WHERE pt.topic = s.topic)
 GROUP BY s.path
 UNION ALL
