@@ -23,16 +23,13 @@ bundled AS (
 owners AS (
     SELECT DISTINCT namespace, lower, upper FROM stg_bundle_owners
 ),
-loaded AS (
-    SELECT DISTINCT topic FROM stg_loaded_topics
-),
 -- undecodable policies, local policies or topic policies: the topic's bundle or retention is unknown, so it is
--- not judged (the undecodable-znode finding names what it holds back)
+-- not judged (the undecodable-znode finding names what it holds back). Only tested with NOT EXISTS: no DISTINCT.
 unknown_ns AS (
-    SELECT DISTINCT namespace FROM int_undecodable WHERE kind IN ('namespace', 'local-policies')
+    SELECT namespace FROM int_undecodable WHERE kind IN ('namespace', 'local-policies')
 ),
 unknown_topic AS (
-    SELECT DISTINCT topic FROM int_undecodable WHERE kind = 'topic-policies'
+    SELECT topic FROM int_undecodable WHERE kind = 'topic-policies'
 ),
 unloaded AS (
     SELECT
@@ -41,8 +38,10 @@ unloaded AS (
     FROM bundled t
     CROSS JOIN admin a
     LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
-    LEFT JOIN loaded lt ON lt.topic = t.topic
-    WHERE (o.namespace IS NULL OR (a.admin_scraped AND lt.topic IS NULL))
+    WHERE (
+            o.namespace IS NULL
+            OR (a.admin_scraped AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic))
+        )
         AND NOT EXISTS (SELECT 1 FROM unknown_ns un WHERE un.namespace = t.namespace)
         AND NOT EXISTS (SELECT 1 FROM unknown_topic ut WHERE ut.topic = t.topic)
         AND NOT EXISTS (SELECT 1 FROM unknown_topic ub WHERE ub.topic = t.base_topic)

@@ -4,14 +4,16 @@
 -- leftover); materialised so int_subtrees measures only these roots and znode-leak joins them by broadcast.
 -- A policies znode that exists but does not decode still proves its tenant/namespace exists; a managed
 -- ledger or partitioned-topic znode that does not decode still proves its topic exists.
+-- the known tenants, namespaces and topics are only ever tested with (NOT) EXISTS: UNION ALL, no DISTINCT (each
+-- DISTINCT was an aggregate, an exchange and a Spark job per use)
 WITH tenants_known AS (
-    SELECT DISTINCT tenant FROM stg_tenants
-    UNION
+    SELECT tenant FROM stg_tenants
+    UNION ALL
     SELECT tenant FROM int_undecodable WHERE tenant IS NOT NULL
 ),
 ns_known AS (
-    SELECT DISTINCT namespace FROM stg_namespaces
-    UNION
+    SELECT namespace FROM stg_namespaces
+    UNION ALL
     SELECT namespace FROM int_undecodable WHERE kind = 'namespace'
 ),
 -- the topics that have a managed ledger: anti-joined as two lists, not their DISTINCT union (an aggregate and a
@@ -24,8 +26,8 @@ undecodable_ml_topics AS (
     WHERE kind = 'managed-ledger' AND topic IS NOT NULL
 ),
 partitioned_known AS (
-    SELECT DISTINCT topic FROM stg_partitioned_topics
-    UNION
+    SELECT topic FROM stg_partitioned_topics
+    UNION ALL
     SELECT topic FROM int_undecodable WHERE kind = 'partitioned-topic' AND topic IS NOT NULL
 ),
 ml_tenant_dirs AS (
