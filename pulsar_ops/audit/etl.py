@@ -1,7 +1,7 @@
 """The audit job as extract -> materialise -> transform -> load over a SparkSession.
 
 extract: register every snapshot table (``src_<table>``), the staging views (``stg_<table>``), the one-row
-``params`` view and the shared intermediate views. materialise: write each intermediate view once to Parquet
+``params`` view and (for callers that do not materialise) the shared intermediate views. materialise: write each intermediate view once to Parquet
 in the audit's work directory and register it again as a read of that Parquet, so every detection reads the
 shared result (with its real size) instead of re-planning and re-computing it. transform: run every
 ``sql/detect/*.sql`` and union them after checking each against ``findings.FINDING_COLUMNS``. load: write
@@ -113,9 +113,16 @@ def first_line(e: BaseException) -> str:
 
 
 def extract(
-    spark: SparkSession, snapshot_dir: Path, params: AuditParams, *, admin_scraped: bool, sql_root: Path | None = None
+    spark: SparkSession,
+    snapshot_dir: Path,
+    params: AuditParams,
+    *,
+    admin_scraped: bool,
+    sql_root: Path | None = None,
+    intermediates: bool = True,
 ) -> None:
-    """Register snapshot tables, staging views, ``params`` and the intermediate views."""
+    """Register snapshot tables, staging views, ``params`` and (unless ``intermediates`` is false: the audit's
+    :func:`materialise` registers each as it writes it) the intermediate views."""
     spark.conf.set("spark.sql.jsonGenerator.ignoreNullFields", "false")
     for t in schema.TABLES:
         # the schema is known (snapshot/schema.py): no schema-inference job per table
@@ -124,8 +131,9 @@ def extract(
     for f in staging_files(sql_root):
         _view(spark, f)
     spark.sql(params_sql(params, admin_scraped)).createOrReplaceTempView("params")
-    for f in intermediate_files(sql_root):
-        _view(spark, f)
+    if intermediates:
+        for f in intermediate_files(sql_root):
+            _view(spark, f)
 
 
 @dataclass(frozen=True)
