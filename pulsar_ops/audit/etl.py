@@ -1,9 +1,10 @@
 """The audit job as extract -> materialise -> transform -> load over a SparkSession.
 
 extract: register every snapshot table (``src_<table>``), the staging views (``stg_<table>``), the one-row
-``params`` view and (for callers that do not materialise) the shared intermediate views. materialise: write each intermediate view once to Parquet
-in the audit's work directory and register it again as a read of that Parquet, so every detection reads the
-shared result (with its real size) instead of re-planning and re-computing it. transform: run every
+``params`` view and (for callers that do not materialise) the shared intermediate views. materialise: write
+each intermediate view once to Parquet in the audit's work directory and register it as a read of that Parquet,
+so every detection reads the shared result (with its real size) instead of re-planning and re-computing it.
+transform: run every
 ``sql/detect/*.sql`` and union them after checking each against ``findings.FINDING_COLUMNS``. load: write
 ``OUT/findings/`` Parquet (one sorted part) and return the rows for ``findings.json``.
 """
