@@ -5,6 +5,8 @@
 -- number entries_before(L) + e of the topic).
 -- Only the last ledgers are joined with BookKeeper's metadata: the other rows (two thirds at 600,000 topics)
 -- take no BookKeeper value, so they skip that join's shuffle and are shuffled once, for the window.
+-- Only the columns a consumer reads (ack-holes, expired-retention-unloaded, int_cursor_backlog): no topic or
+-- namespace strings to shuffle and write for 1.7 M rows at 600,000 topics (the write 7.1-7.3 s -> 5.1-5.9 s).
 WITH bk AS (
     SELECT ledger_id, min(last_entry_id) AS last_entry_id, min(length) AS length, min(ctime_ms) AS ctime_ms
     FROM stg_bk_ledgers
@@ -12,8 +14,7 @@ WITH bk AS (
 ),
 listed AS (
     SELECT
-        l.ml_path, l.topic, l.namespace, l.idx, l.ledger_id, l.is_last, l.offloaded, l.bookkeeper_deleted,
-        l.size AS list_size,
+        l.ml_path, l.idx, l.ledger_id, l.is_last, l.offloaded, l.bookkeeper_deleted,
         b.last_entry_id AS bk_last_entry_id,
         b.last_entry_id + 1 AS entries,
         b.length AS size,
@@ -23,8 +24,7 @@ listed AS (
     WHERE l.is_last
     UNION ALL
     SELECT
-        l.ml_path, l.topic, l.namespace, l.idx, l.ledger_id, l.is_last, l.offloaded, l.bookkeeper_deleted,
-        l.size AS list_size,
+        l.ml_path, l.idx, l.ledger_id, l.is_last, l.offloaded, l.bookkeeper_deleted,
         CAST(NULL AS BIGINT) AS bk_last_entry_id,
         coalesce(l.entries, CAST(0 AS BIGINT)) AS entries,
         coalesce(l.size, CAST(0 AS BIGINT)) AS size,
