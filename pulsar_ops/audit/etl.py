@@ -1,12 +1,11 @@
 """The audit job as extract -> materialise -> transform -> load over a SparkSession.
 
-extract: register every snapshot table (``src_<table>``), the staging views (``stg_<table>``), the one-row
-``params`` view and (for callers that do not materialise) the shared intermediate views. materialise: write
-each intermediate view once to Parquet in the audit's work directory and register it as a read of that Parquet,
-so every detection reads the shared result (with its real size) instead of re-planning and re-computing it.
-transform: run every
-``sql/detect/*.sql`` and union them after checking each against ``findings.FINDING_COLUMNS``. load: write
-``OUT/findings/`` Parquet (one sorted part) and return the rows for ``findings.json``.
+extract: register every snapshot table (``src_<table>``), the staging views (``stg_<table>``) and the one-row
+``params`` view. materialise: write each intermediate view once to Parquet in the audit's work directory and
+register it as a read of that Parquet, so every detection reads the shared result (with its real size) instead
+of re-planning and re-computing it. transform: run every ``sql/detect/*.sql`` and union them after checking each
+against ``findings.FINDING_COLUMNS``. load: write ``OUT/findings/`` Parquet (one sorted part) and return the rows
+for ``findings.json``.
 """
 
 from __future__ import annotations
@@ -120,10 +119,11 @@ def extract(
     *,
     admin_scraped: bool,
     sql_root: Path | None = None,
-    intermediates: bool = True,
+    intermediates: bool = False,
 ) -> None:
-    """Register snapshot tables, staging views, ``params`` and (unless ``intermediates`` is false: the audit's
-    :func:`materialise` registers each as it writes it) the intermediate views."""
+    """Register snapshot tables, staging views and ``params``; with ``intermediates`` also the intermediate
+    views as SQL (for analysing detections without running anything). The audit leaves them to
+    :func:`materialise`, which analyses and registers each as it writes it."""
     spark.conf.set("spark.sql.jsonGenerator.ignoreNullFields", "false")
     for t in schema.TABLES:
         # the schema is known (snapshot/schema.py): no schema-inference job per table
@@ -177,9 +177,9 @@ def materialise(spark: SparkSession, work_dir: Path, sql_root: Path | None = Non
     scans the result instead of re-computing the view's joins and windows in its own plan, and the planner sees
     the real size of each intermediate (small ones are broadcast).
 
-    In file order, each view's SQL is analysed again right before its write, so it reads the Parquet of the
-    views written before it: a view registered from a DataFrame keeps the plan it was analysed with, and the
-    one ``extract`` registered would re-compute every earlier intermediate it names."""
+    In file order, each view's SQL is analysed right before its write, so it reads the Parquet of the views
+    written before it (a view registered earlier from a DataFrame keeps the plan it was analysed with, and would
+    re-compute every earlier intermediate it names)."""
     out: list[Materialised] = []
     for f in intermediate_files(sql_root):
         target = work_dir / f.name

@@ -154,13 +154,8 @@ def run_audit(
             size_sql(session, size)
         timings: dict[str, float] = {"session": time.monotonic() - started}
         mark = time.monotonic()
-        etl.extract(  # the intermediate views are analysed once, by materialise, right before each write
-            session,
-            snapshot_dir,
-            resolved,
-            admin_scraped=bool(manifest.get("admin_scraped")),
-            sql_root=sql_root,
-            intermediates=False,
+        etl.extract(
+            session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
         )
         timings["register"], mark = time.monotonic() - mark, time.monotonic()
         materialised = etl.materialise(session, work_dir, sql_root)

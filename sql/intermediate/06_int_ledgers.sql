@@ -14,7 +14,7 @@ WITH bk AS (
 ),
 listed AS (
     SELECT
-        l.ml_path, l.idx, l.ledger_id, l.is_last, l.offloaded, l.bookkeeper_deleted,
+        l.ml_path, l.idx, l.ledger_id, l.is_last, l.bookkeeper_deleted,
         b.last_entry_id AS bk_last_entry_id,
         b.last_entry_id + 1 AS entries,
         b.length AS size,
@@ -24,7 +24,7 @@ listed AS (
     WHERE l.is_last
     UNION ALL
     SELECT
-        l.ml_path, l.idx, l.ledger_id, l.is_last, l.offloaded, l.bookkeeper_deleted,
+        l.ml_path, l.idx, l.ledger_id, l.is_last, l.bookkeeper_deleted,
         CAST(NULL AS BIGINT) AS bk_last_entry_id,
         coalesce(l.entries, CAST(0 AS BIGINT)) AS entries,
         coalesce(l.size, CAST(0 AS BIGINT)) AS size,

@@ -97,33 +97,34 @@ WHERE NOT EXISTS (SELECT 1 FROM ml_topics m WHERE m.topic = s.topic)
     AND NOT EXISTS (SELECT 1 FROM partitioned_known pt WHERE pt.topic = s.topic)
 GROUP BY s.path
 UNION ALL
--- 4a. bundle-data directories of namespaces without policies
-SELECT
-    'bundle-data' AS leak, d.path, d.namespace,
-    array('/admin/policies', '/loadbalance/bundle-data') AS required,
-    CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
-FROM bundle_ns_dirs d
-WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = d.namespace)
-UNION ALL
--- 4b. bundle-data of a live namespace for a range that is not one of its bundles
+-- 4. bundle-data
 SELECT
     'bundle-data' AS leak, bd.path, bd.namespace,
     array('/admin/policies', '/loadbalance/bundle-data') AS required,
     CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
-FROM stg_bundle_data bd
--- the namespace's bundles are known only from its decoded policies and local policies
-WHERE EXISTS (SELECT 1 FROM stg_namespaces n WHERE n.namespace = bd.namespace)
-    AND NOT EXISTS (
-        SELECT 1 FROM int_undecodable u WHERE u.kind = 'local-policies' AND u.namespace = bd.namespace
-    )
-    AND NOT EXISTS (
-        SELECT 1 FROM int_bundles b
-        WHERE b.namespace = bd.namespace
-            AND (
-                (b.lower = bd.lower AND b.upper = bd.upper)
-                OR lower(b.bundle_range) = lower(bd.bundle_range)
-            )
-    )
+FROM (
+    -- a. directories of namespaces without policies
+    SELECT d.path, d.namespace
+    FROM bundle_ns_dirs d
+    WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = d.namespace)
+    UNION ALL
+    -- b. data of a live namespace for a range that is not one of its bundles
+    SELECT x.path, x.namespace
+    FROM stg_bundle_data x
+    -- the namespace's bundles are known only from its decoded policies and local policies
+    WHERE EXISTS (SELECT 1 FROM stg_namespaces n WHERE n.namespace = x.namespace)
+        AND NOT EXISTS (
+            SELECT 1 FROM int_undecodable u WHERE u.kind = 'local-policies' AND u.namespace = x.namespace
+        )
+        AND NOT EXISTS (
+            SELECT 1 FROM int_bundles b
+            WHERE b.namespace = x.namespace
+                AND (
+                    (b.lower = x.lower AND b.upper = x.upper)
+                    OR lower(b.bundle_range) = lower(x.bundle_range)
+                )
+        )
+) bd
 UNION ALL
 -- 5. local policies of namespaces without policies
 SELECT

@@ -35,7 +35,7 @@ def test_sql_root_is_the_source_checkout(repo_root: Path) -> None:
 @pytest.fixture(scope="module")
 def registered(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     snap = SnapshotBuilder().write(tmp_path_factory.mktemp("contract") / "snap")
-    etl.extract(spark, snap, AuditParams(now_ms=NOW), admin_scraped=False)
+    etl.extract(spark, snap, AuditParams(now_ms=NOW), admin_scraped=False, intermediates=True)
     return spark
 
 
