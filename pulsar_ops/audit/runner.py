@@ -13,7 +13,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pulsar_ops.audit import etl
+from pulsar_ops.audit import etl, jvm_metrics
 from pulsar_ops.audit.failures import classify
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
@@ -153,7 +153,8 @@ def run_audit(
         if size is not None:
             size_sql(session, size)
         timings: dict[str, float] = {"session": time.monotonic() - started}
-        mark = time.monotonic()
+        mark = steps_started = time.monotonic()
+        counters = jvm_metrics.read(session)
         etl.extract(
             session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
         )
@@ -169,6 +170,8 @@ def run_audit(
         covered = etl.coverage(session, sql_root)
         session.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
         timings["coverage"] = time.monotonic() - mark
+        jvm = jvm_metrics.delta(counters, jvm_metrics.read(session))
+        jvm["wall_s"] = round(time.monotonic() - steps_started, 2)
     except PulsarOpsError:
         raise
     except Exception as e:  # a Spark/JVM failure: an error code and the setting to change (frames with --debug)
@@ -186,6 +189,7 @@ def run_audit(
     audit["coverage"] = coverage_summary(covered)
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}
     audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step
+    audit["jvm"] = jvm  # and what the JVM spent it on (audit/jvm_metrics.py), over the steps after the session
     result = AuditResult(
         findings=findings,
         counts=audit["counts"],

@@ -4,8 +4,9 @@ Without ``--snapshot``, each size in ``--topics`` (plus every injected defect, s
 seeded into an embedded ZooKeeper and scraped; the snapshot is what the real pipeline produces. All snapshots
 are made first; then one Spark session is built exactly as ``pulsar-ops audit`` builds it for the largest
 (default settings: ``audit/sizing.py``), its start timed separately, and every snapshot is audited by Spark and by
-DuckDB in turn. Per size: both times, their ratio, seconds per million znodes, and the driver JVM's peak
-resident memory so far (``VmHWM``).
+DuckDB in turn. Per size: both times, their ratio, seconds per million znodes, the driver JVM's peak
+resident memory so far (``VmHWM``), and what the JVM spent the audit on (``audit/jvm_metrics.py``: CPU, JIT
+compilation, Spark's code generation, GC, Spark jobs).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def seeded_snapshot(out: Path, topics: int, seed: int = 1) -> Path:
 
 def jvm_peak_rss_bytes(spark: Any) -> int | None:
     """Peak resident memory (``VmHWM``) of the local driver JVM, when this process launched it."""
-    proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
-    pid = getattr(proc, "pid", None)
+    from pulsar_ops.audit.jvm_metrics import driver_pid
+
+    pid = driver_pid(spark)
     if pid is None:
         return None
     try:
@@ -126,6 +128,7 @@ def _run(topics: int | list[int], snapshot: Path | None, master: str, info: Any,
                 "findings_spark": spark_counts,
                 "findings_duckdb": duck_counts,
                 "same_counts": spark_counts == duck_counts,
+                "jvm": result.audit.get("jvm", {}),  # CPU, JIT, Spark codegen, GC and jobs of the audit's steps
             }
         )
     return {

@@ -116,6 +116,7 @@ def bench_audit(
     ),
 ) -> None:
     """Spark audit wall time vs the same SQL on DuckDB over the same Parquet, and the ratio."""
+    from pulsar_ops.audit import jvm_metrics
     from pulsar_ops.bench.audit import run
     from pulsar_ops.cli.common import emit_json, guarded, info
 
@@ -145,6 +146,8 @@ def bench_audit(
                 f"{r['ratio_spark_over_duckdb']:>6} {r['spark_s_per_million_znodes']:>10} "
                 f"{r['duckdb_s_per_million_znodes']:>9} {r['driver_peak_rss_mb'] or '-':>8} {r['same_counts']}"
             )
+            if r.get("jvm"):
+                info(f"  {jvm_metrics.summary(r['jvm'], r['jvm'].get('wall_s') or 0.0, doc['cpus'] or 1)}")
             if not r["same_counts"]:
                 info(f"  spark {r['findings_spark']}\n  duckdb {r['findings_duckdb']}")
         if as_json:

@@ -108,3 +108,11 @@ def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, t
     assert list(steps) == ["session", "register", "intermediate", "detections", "coverage"]
     assert all(v >= 0 for v in steps.values()) and sum(steps.values()) <= r.audit["wall_seconds"] + 0.05
     assert sum(v["seconds"] for v in sizes.values()) <= steps["intermediate"] + 0.05
+    # and what the JVM spent them on, read from the session's own JVM: it ran Spark jobs and compiled code
+    jvm = r.audit["jvm"]
+    assert set(jvm) == {"cpu_s", "jit_s", "gc_s", "gc_collections", "codegen_classes", "codegen_s", "jobs", "wall_s"}
+    assert jvm["jobs"] >= len(sizes) + 1  # one write per intermediate view, one for the findings
+    assert jvm["jit_s"] is not None and jvm["jit_s"] >= 0
+    assert jvm["gc_collections"] is not None and jvm["codegen_classes"] is not None
+    assert jvm["cpu_s"] is not None and jvm["cpu_s"] > 0  # the fixture's JVM is this process's child
+    assert 0 < jvm["wall_s"] <= r.audit["wall_seconds"]
