@@ -16,10 +16,12 @@ about the audit, never a reason for it to fail.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -67,14 +69,14 @@ def driver_pid(spark: Any) -> int | None:
     return pid if isinstance(pid, int) else None
 
 
-def _safe(read: Any) -> Any:
+def _safe(read: Callable[[], T]) -> T | None:
     try:
         return read()
     except Exception:  # py4j errors, a metric renamed in another Spark: the figure is missing, the audit is not
         return None
 
 
-def _gc(jvm: Any) -> tuple[float, int] | None:
+def _gc(jvm: Any) -> tuple[float, int]:
     ms = count = 0
     for bean in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans():
         ms += max(0, int(bean.getCollectionTime()))
@@ -86,7 +88,7 @@ def _jit(jvm: Any) -> float:
     return int(jvm.java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime()) / 1000
 
 
-def _codegen(jvm: Any) -> tuple[int, float] | None:
+def _codegen(jvm: Any) -> tuple[int, float]:
     hist = jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
     count = int(hist.getCount())
     return count, count * float(hist.getSnapshot().getMean()) / 1000  # the histogram records milliseconds

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pulsar_ops.audit.jvm_metrics import driver_pid
 from pulsar_ops.audit.params import AuditParams
 
 
@@ -41,8 +42,6 @@ def seeded_snapshot(out: Path, topics: int, seed: int = 1) -> Path:
 
 def jvm_peak_rss_bytes(spark: Any) -> int | None:
     """Peak resident memory (``VmHWM``) of the local driver JVM, when this process launched it."""
-    from pulsar_ops.audit.jvm_metrics import driver_pid
-
     pid = driver_pid(spark)
     if pid is None:
         return None
