@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 from pulsar_ops.audit.manifest import table_dir
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.sql_files import SqlFile, coverage_files, detect_files, intermediate_files, staging_files
+from pulsar_ops.audit.stage_metrics import STEP_PREFIX
 from pulsar_ops.errors import AuditError
 from pulsar_ops.findings import DETECTIONS, FINDING_COLUMN_NAMES, FINDING_COLUMNS
 from pulsar_ops.snapshot import schema
@@ -185,7 +186,7 @@ def materialise(spark: SparkSession, work_dir: Path, sql_root: Path | None = Non
         target = work_dir / f.name
         started = time.monotonic()
         try:
-            spark.sparkContext.setJobDescription(f"pulsar-ops audit: materialise {f.name}")  # the Spark UI's label
+            spark.sparkContext.setJobDescription(f"{STEP_PREFIX}materialise {f.name}")  # the Spark UI's label
             view = spark.sql(f.text)
             view.write.mode("overwrite").parquet(str(target))
             spark.read.schema(view.schema).parquet(str(target)).createOrReplaceTempView(f.name)

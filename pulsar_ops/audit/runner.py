@@ -13,7 +13,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pulsar_ops.audit import etl, jvm_metrics
+from pulsar_ops.audit import etl, jvm_metrics, stage_metrics
 from pulsar_ops.audit.failures import classify
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
@@ -122,6 +122,14 @@ def size_sql(session: SparkSession, size: SnapshotSize) -> None:
             session.conf.set(key, wanted[key])
 
 
+def step_walls(timings: Mapping[str, float], materialised: list[etl.Materialised]) -> dict[str, float]:
+    """Each labelled step's wall time, under the step names of its jobs' descriptions (audit/stage_metrics.py)."""
+    walls = {"register": timings["register"]}
+    walls.update({f"materialise {m.name}": m.seconds for m in materialised})
+    walls.update({k: timings[k] for k in ("detections", "coverage")})
+    return walls
+
+
 def run_audit(
     snapshot_dir: Path,
     out_dir: Path,
@@ -155,23 +163,26 @@ def run_audit(
         timings: dict[str, float] = {"session": time.monotonic() - started}
         mark = steps_started = time.monotonic()
         counters = jvm_metrics.read(session)
+        stages_before = stage_metrics.last_stage_id(session)
+        session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}register")
         etl.extract(
             session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
         )
         timings["register"], mark = time.monotonic() - mark, time.monotonic()
         materialised = etl.materialise(session, work_dir, sql_root)
         timings["intermediate"], mark = time.monotonic() - mark, time.monotonic()
-        session.sparkContext.setJobDescription("pulsar-ops audit: detections (one job writes every finding)")
+        session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}detections")  # one job writes them all
         frame, detections = etl.transform(session, sql_root)
         written = etl.load(frame, out_dir)
         rows = written.collect()
         timings["detections"], mark = time.monotonic() - mark, time.monotonic()
-        session.sparkContext.setJobDescription("pulsar-ops audit: coverage")
+        session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}coverage")
         covered = etl.coverage(session, sql_root)
         session.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
         timings["coverage"] = time.monotonic() - mark
         jvm = jvm_metrics.delta(counters, jvm_metrics.read(session))
         jvm["wall_s"] = round(time.monotonic() - steps_started, 2)
+        stages = stage_metrics.read(session, stages_before) if stages_before is not None else None
     except PulsarOpsError:
         raise
     except Exception as e:  # a Spark/JVM failure: an error code and the setting to change (frames with --debug)
@@ -190,6 +201,9 @@ def run_audit(
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}
     audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step
     audit["jvm"] = jvm  # and what the JVM spent it on (audit/jvm_metrics.py), over the steps after the session
+    audit["stages"] = (  # and Spark's own metrics of the stages each step ran (audit/stage_metrics.py)
+        stage_metrics.summary(stages, step_walls(timings, materialised), jvm["wall_s"]) if stages is not None else None
+    )
     result = AuditResult(
         findings=findings,
         counts=audit["counts"],

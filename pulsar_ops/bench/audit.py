@@ -128,6 +128,7 @@ def _run(topics: int | list[int], snapshot: Path | None, master: str, info: Any,
                 "findings_duckdb": duck_counts,
                 "same_counts": spark_counts == duck_counts,
                 "jvm": result.audit.get("jvm", {}),  # CPU, JIT, Spark codegen, GC and jobs of the audit's steps
+                "stages": result.audit.get("stages"),  # Spark's own metrics of each step's stages
             }
         )
     return {

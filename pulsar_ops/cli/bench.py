@@ -116,7 +116,7 @@ def bench_audit(
     ),
 ) -> None:
     """Spark audit wall time vs the same SQL on DuckDB over the same Parquet, and the ratio."""
-    from pulsar_ops.audit import jvm_metrics
+    from pulsar_ops.audit import jvm_metrics, stage_metrics
     from pulsar_ops.bench.audit import run
     from pulsar_ops.cli.common import emit_json, guarded, info
 
@@ -148,6 +148,8 @@ def bench_audit(
             )
             if r.get("jvm"):
                 info(f"  {jvm_metrics.summary(r['jvm'], r['jvm'].get('wall_s') or 0.0, doc['cpus'] or 1)}")
+            for line in stage_metrics.table(r.get("stages") or {}):  # Spark's own metrics, per audit step
+                info(f"  {line}")
             if not r["same_counts"]:
                 info(f"  spark {r['findings_spark']}\n  duckdb {r['findings_duckdb']}")
         if as_json:

@@ -116,3 +116,19 @@ def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, t
     assert jvm["gc_collections"] is not None and jvm["codegen_classes"] is not None
     assert jvm["cpu_s"] is not None and jvm["cpu_s"] > 0  # the fixture's JVM is this process's child
     assert 0 < jvm["wall_s"] <= r.audit["wall_seconds"]
+    # and Spark's own figures for the stages of each step, read from the session's status store
+    stages = r.audit["stages"]
+    by_step = stages["by_step"]
+    assert json.loads((tmp_path / "out" / "findings.json").read_text())["audit"]["stages"] == stages
+    assert {f"materialise {name}" for name in sizes} <= set(by_step)
+    assert {"register", "detections", "coverage"} <= set(by_step)
+    assert "(unlabelled)" not in by_step  # every job the audit ran carries its step's description
+    assert by_step["detections"]["stages"] >= 1 and by_step["detections"]["tasks"] >= 1
+    assert by_step["materialise int_ledgers"]["input_mb"] >= 0 and by_step["materialise int_ledgers"]["stages"] >= 1
+    for name, fig in by_step.items():  # the stages of a step ran inside the step's wall time
+        assert fig["in_stages_s"] <= fig["wall_s"] + 0.05, name
+        assert fig["task_cpu_s"] <= fig["task_run_s"] * 2 + 0.05, name  # CPU of a task's threads, at most ~its run
+    total = stages["total"]
+    assert total["stages"] == sum(f["stages"] for f in by_step.values())
+    assert total["stages"] <= jvm["jobs"] * 4 and total["tasks"] >= total["stages"]
+    assert stages["slowest"] and stages["slowest"][0]["task_run_s"] == max(s["task_run_s"] for s in stages["slowest"])

@@ -164,3 +164,6 @@ def test_readme_spark_submit_on_a_standalone_cluster_equals_the_local_run(
     assert doc["audit"]["master"] == standalone  # ran on the cluster, not on a local fallback
     assert _findings(doc) == _findings(local.document())
     assert {f["detection"] for f in doc["findings"]} >= {"orphan-ledger", "dangling-ledger"}
+    # Spark's own stage metrics are read on a cluster's driver too: the detections ran as tasks on the workers
+    detections = doc["audit"]["stages"]["by_step"]["detections"]
+    assert detections["stages"] >= 1 and detections["tasks"] >= 1 and detections["task_run_s"] >= 0
