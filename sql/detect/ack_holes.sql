@@ -51,7 +51,7 @@ measured AS (
     LEFT JOIN known_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = g.last_upper_ledger
     LEFT JOIN pinned pb ON pb.path = k.path
 )
-SELECT
+SELECT /*+ BROADCAST(p) */
     'ack-holes' AS detection,
     CASE WHEN m.range_count * 5 >= p.max_unacked_ranges_metadata * 4 THEN 'warning' ELSE 'info' END AS severity,
     CAST(NULL AS BIGINT) AS ledger_id,

@@ -8,7 +8,8 @@ WITH refs AS (
     GROUP BY ledger_id, ref, topic, subscription, path, namespace
 ),
 missing AS (
-    SELECT r.*, array_contains(blk.incomplete_scopes, '/ledgers') AS listing_incomplete, blk.incomplete_scopes
+    SELECT /*+ BROADCAST(blk) */
+        r.*, array_contains(blk.incomplete_scopes, '/ledgers') AS listing_incomplete, blk.incomplete_scopes
     FROM refs r
     CROSS JOIN int_blocking blk
     WHERE NOT EXISTS (SELECT 1 FROM stg_bk_ledgers b WHERE b.ledger_id = r.ledger_id)

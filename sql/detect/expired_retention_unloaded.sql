@@ -13,7 +13,7 @@ WITH admin AS (
     FROM params p
 ),
 bundled AS (
-    SELECT m.path, m.topic, m.base_topic, m.namespace, b.bundle_range, b.lower, b.upper
+    SELECT /*+ BROADCAST(b) */ m.path, m.topic, m.base_topic, m.namespace, b.bundle_range, b.lower, b.upper
     FROM stg_managed_ledgers m
     LEFT JOIN int_bundles b
         ON b.namespace = m.namespace
@@ -32,7 +32,7 @@ unknown_topic AS (
     SELECT topic FROM int_undecodable WHERE kind = 'topic-policies'
 ),
 unloaded AS (
-    SELECT
+    SELECT /*+ BROADCAST(a, o) */
         t.*,
         o.namespace IS NOT NULL AS owned
     FROM bundled t
@@ -62,7 +62,7 @@ topic_retention AS (
     GROUP BY topic
 ),
 retention AS (
-    SELECT
+    SELECT /*+ BROADCAST(p, n) */
         u.*,
         CASE
             WHEN coalesce(tp.topic, tb.topic) IS NOT NULL THEN 'topic'
@@ -142,7 +142,7 @@ sized AS (
     FROM candidates c
 ),
 walked AS (
-    SELECT
+    SELECT /*+ BROADCAST(p) */
         s.*,
         coalesce((s.rt >= 0 AND p.now_ms - s.timestamp_ms > s.rt * 60000) OR s.by_size, false) AS expired,
         NOT s.is_last OR s.rt = 0 OR s.by_size AS at_first_trim
@@ -169,7 +169,7 @@ trimmed AS (
     WHERE expired AND (first_kept IS NULL OR idx < first_kept)
     GROUP BY ml_path, r_topic, r_namespace, owned, bundle_range, rt, rs, retention_source
 )
-SELECT
+SELECT /*+ BROADCAST(p) */
     'expired-retention-unloaded' AS detection,
     'warning' AS severity,
     CAST(NULL AS BIGINT) AS ledger_id,

@@ -6,12 +6,12 @@ WITH user_cursors AS (
     FROM int_user_cursors c
 ),
 inactive AS (
-    SELECT u.*
+    SELECT /*+ BROADCAST(p) */ u.*
     FROM user_cursors u
     CROSS JOIN params p
     WHERE u.active_ms < p.now_ms - p.inactive_after_ms
 )
-SELECT
+SELECT /*+ BROADCAST(p) */
     'inactive-subscription' AS detection,
     'warning' AS severity,
     CAST(NULL AS BIGINT) AS ledger_id,

@@ -93,7 +93,7 @@ undecodable_schema AS (
     SELECT schema_id, min(path) AS znode FROM int_undecodable WHERE schema_id IS NOT NULL GROUP BY schema_id
 ),
 judged AS (
-    SELECT
+    SELECT /*+ BROADCAST(p, w, blk) */
         r.*,
         coalesce(uml.znode, ut.znode, us.znode) AS undecodable_dependency,
         p.now_ms - r.ctime_ms AS age_ms,

@@ -8,7 +8,7 @@
 -- Topic policies: one finding per topic whose own values change the namespace's verdict
 -- (evidence.effect = creates-risk | removes-risk; removes-risk findings are info: the topic is exempt).
 WITH ns AS (
-    SELECT
+    SELECT /*+ BROADCAST(p) */
         n.namespace,
         n.path,
         CASE WHEN n.message_ttl_seconds > 0 THEN n.message_ttl_seconds ELSE p.ttl_duration_default_seconds END
@@ -55,7 +55,7 @@ tp AS (
     GROUP BY t.namespace, t.topic
 ),
 topic_risk AS (
-    SELECT
+    SELECT /*+ BROADCAST(p, n) */
         tp.namespace,
         tp.topic,
         tp.path,

@@ -63,7 +63,7 @@ SELECT
     coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics
 FROM ml_tenant_dirs d
 LEFT JOIN held_by_tenant h ON h.tenant = d.tenant
-WHERE NOT EXISTS (SELECT 1 FROM tenants_known t WHERE t.tenant = d.tenant)
+WHERE NOT EXISTS (SELECT /*+ BROADCAST(t) */ 1 FROM tenants_known t WHERE t.tenant = d.tenant)
 UNION ALL
 -- ... and of deleted namespaces of live tenants
 SELECT
@@ -72,8 +72,8 @@ SELECT
     coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics
 FROM ml_ns_dirs d
 LEFT JOIN held_by_ns h ON h.namespace = d.namespace
-WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = d.namespace)
-    AND EXISTS (SELECT 1 FROM tenants_known t WHERE t.tenant = split_part(d.namespace, '/', 1))
+WHERE NOT EXISTS (SELECT /*+ BROADCAST(n) */ 1 FROM ns_known n WHERE n.namespace = d.namespace)
+    AND EXISTS (SELECT /*+ BROADCAST(t) */ 1 FROM tenants_known t WHERE t.tenant = split_part(d.namespace, '/', 1))
 UNION ALL
 -- 2. partitioned-topic nodes without any managed ledger of their partitions
 SELECT
@@ -106,18 +106,18 @@ FROM (
     -- a. directories of namespaces without policies
     SELECT d.path, d.namespace
     FROM bundle_ns_dirs d
-    WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = d.namespace)
+    WHERE NOT EXISTS (SELECT /*+ BROADCAST(n) */ 1 FROM ns_known n WHERE n.namespace = d.namespace)
     UNION ALL
     -- b. data of a live namespace for a range that is not one of its bundles
     SELECT x.path, x.namespace
     FROM stg_bundle_data x
     -- the namespace's bundles are known only from its decoded policies and local policies
-    WHERE EXISTS (SELECT 1 FROM stg_namespaces n WHERE n.namespace = x.namespace)
+    WHERE EXISTS (SELECT /*+ BROADCAST(n) */ 1 FROM stg_namespaces n WHERE n.namespace = x.namespace)
         AND NOT EXISTS (
             SELECT 1 FROM int_undecodable u WHERE u.kind = 'local-policies' AND u.namespace = x.namespace
         )
         AND NOT EXISTS (
-            SELECT 1 FROM int_bundles b
+            SELECT /*+ BROADCAST(b) */ 1 FROM int_bundles b
             WHERE b.namespace = x.namespace
                 AND (
                     (b.lower = x.lower AND b.upper = x.upper)
@@ -137,4 +137,4 @@ FROM (
     UNION ALL
     SELECT path, namespace FROM int_undecodable WHERE kind = 'local-policies'
 ) lp
-WHERE NOT EXISTS (SELECT 1 FROM ns_known n WHERE n.namespace = lp.namespace)
+WHERE NOT EXISTS (SELECT /*+ BROADCAST(n) */ 1 FROM ns_known n WHERE n.namespace = lp.namespace)

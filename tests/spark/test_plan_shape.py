@@ -96,6 +96,88 @@ def test_a_detection_reads_the_materialised_views_instead_of_recomputing_them(ma
     assert used <= {Path(d).name for d in scanned if d.startswith(str(work))}
 
 
+# What a broadcast may read: params (a local one-row relation), the one-row intermediates, and the tables with a
+# row per tenant, namespace, bundle or scope (and the undecodable-znode list and a global count of loaded topics,
+# one row). Never a table with a row per topic, ledger, cursor, ack range or znode.
+SMALL_BY_CONSTRUCTION = {
+    "(local)",
+    "tenants",
+    "namespaces",
+    "clusters",
+    "scopes",
+    "local_policies",
+    "bundle_owners",
+    "bundle_data",
+    "loaded_topics",
+    "int_incomplete_scopes",
+    "int_blocking",
+    "int_watermark",
+    "int_bundles",
+    "int_undecodable",
+}
+
+
+def _depth(line: str) -> int:
+    m = re.search(r"[A-Za-z*]", line)
+    return m.start() if m else 0
+
+
+def broadcast_reads(plan: str) -> list[set[str]]:
+    """For each BroadcastExchange in a physical plan's text, the relations under it: each Parquet directory's
+    name, and ``(local)`` for a local relation (params: a literal row)."""
+    lines = plan.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if "BroadcastExchange" not in line:
+            continue
+        reads: set[str] = set()
+        for below in lines[i + 1 :]:
+            if _depth(below) <= _depth(line):
+                break
+            for m in re.finditer(r"InMemoryFileIndex\(\d+ paths\)\[([^\]]+)\]", below):
+                reads |= {d.rstrip("/").rsplit("/", 1)[-1] for d in m.group(1).split(", ")}
+            if "LocalTableScan" in below or "Scan OneRowRelation" in below:
+                reads.add("(local)")
+        out.append(reads)
+    return out
+
+
+def test_broadcast_reads_parses_a_plan() -> None:
+    plan = (
+        "BroadcastHashJoin [a], [b], Inner, BuildRight\n"
+        ":- FileScan parquet [a] Location: InMemoryFileIndex(1 paths)[file:/s/tables/znodes]\n"
+        "+- BroadcastExchange HashedRelationBroadcastMode\n"
+        "   +- Union\n"
+        "      :- FileScan parquet [b] Location: InMemoryFileIndex(2 paths)[file:/s/tables/namespaces, file:/w/x]\n"
+        "      +- LocalTableScan [b]\n"
+        "+- BroadcastExchange IdentityBroadcastMode\n"
+        "   +- Scan OneRowRelation[]\n"
+    )
+    assert broadcast_reads(plan) == [{"namespaces", "x", "(local)"}, {"(local)"}]
+
+
+@pytest.mark.parametrize("f", [*intermediate_files(), *detect_files()], ids=lambda f: f.name)
+def test_no_plan_broadcasts_a_big_table(materialised: Any, f: Any) -> None:
+    # on this tiny snapshot every table is under Spark's 10 MB size threshold: only the audit's join settings
+    # (etl.PLAN_CONF: no broadcast by file size) and the SQL's hints decide what is broadcast
+    spark, _, _ = materialised
+    assert spark.conf.get("spark.sql.autoBroadcastJoinThreshold") == "-1"
+    plan = spark.sql(f.text)._jdf.queryExecution().executedPlan().toString()
+    for reads in broadcast_reads(plan):
+        assert reads and reads <= SMALL_BY_CONSTRUCTION, (f.name, reads)
+
+
+def test_the_hinted_small_relations_are_broadcast(materialised: Any) -> None:
+    # the hints are what keeps the big side of these joins from a shuffle: params and the namespace tables
+    spark, _, _ = materialised
+    for name in ("orphan_ledger", "expired_retention_unloaded", "ttl_expires_delayed"):
+        f = next(f for f in detect_files() if f.path.stem == name)
+        plan = spark.sql(f.text)._jdf.queryExecution().executedPlan().toString()
+        reads = set().union(*broadcast_reads(plan))
+        assert "(local)" in reads, name
+    assert "CartesianProduct" not in plan
+
+
 def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, tmp_path: Path) -> None:
     r = audit(spark, _builder(), tmp_path)
     sizes = r.audit["intermediate"]
