@@ -138,7 +138,8 @@ def status_json(spark: Any) -> tuple[Any, Any]:
 
 
 def last_stage_id(spark: Any) -> int | None:
-    """The highest stage id this SparkContext has created so far (-1 before the first), or ``None``."""
+    """The highest stage id this SparkContext has created so far (-1 before the first), or ``None``: the
+    highest in the status store (0.1 s for the 900 stages a long-lived test session keeps)."""
     try:
         stages, _ = status_json(spark)
         return max((_int(s.get("stageId")) for s in stages if isinstance(s, dict)), default=-1)
@@ -227,8 +228,8 @@ def summary(
 
 
 _COLUMNS = (
-    ("stages", "stages", "{:d}"),
-    ("tasks", "tasks", "{:d}"),
+    ("stages", "stages", "{:.0f}"),
+    ("tasks", "tasks", "{:.0f}"),
     ("wall s", "wall_s", "{:.2f}"),
     ("in stages s", "in_stages_s", "{:.2f}"),
     ("outside s", "outside_stages_s", "{:.2f}"),

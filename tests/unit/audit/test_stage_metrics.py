@@ -115,6 +115,9 @@ def test_table_aligns_one_line_per_step_and_a_total() -> None:
 def test_a_missing_figure_prints_as_a_dash() -> None:
     lines = table({"by_step": {"detections": {"stages": 3}}, "total": {}})
     assert lines[1].split()[:3] == ["detections", "3", "-"]
+    # a count read back from JSON as a float (or written by another tool) still prints
+    odd = table({"by_step": {"detections": {"stages": 3.0, "tasks": "n/a"}}})
+    assert odd[1].split()[:3] == ["detections", "3", "-"]
 
 
 def test_no_status_store_gives_no_figures_and_no_error() -> None:
