@@ -16,7 +16,7 @@ undecodable_ancestors AS (
     GROUP BY prefix
 ),
 measured AS (
-    SELECT /*+ BROADCAST(p, blk) */
+    SELECT /*+ BROADCAST(p, blk, st) */
         l.*,
         coalesce(st.znodes, CAST(1 AS BIGINT)) AS znodes,
         coalesce(st.bytes, CAST(0 AS BIGINT)) AS bytes,

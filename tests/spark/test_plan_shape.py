@@ -96,9 +96,10 @@ def test_a_detection_reads_the_materialised_views_instead_of_recomputing_them(ma
     assert used <= {Path(d).name for d in scanned if d.startswith(str(work))}
 
 
-# What a broadcast may read: params (a local one-row relation), the one-row intermediates, and the tables with a
-# row per tenant, namespace, bundle or scope (and the undecodable-znode list and a global count of loaded topics,
-# one row). Never a table with a row per topic, ledger, cursor, ack range or znode.
+# What a broadcast may read: params (a local one-row relation), the one-row intermediates, the tables with a
+# row per tenant, namespace, bundle or scope, the undecodable-znode list, a global count of loaded topics (one
+# row) and the znode-leak roots with their subtree sizes (a row per leftover subtree). Never a table with a row
+# per topic, ledger, cursor, ack range or znode.
 SMALL_BY_CONSTRUCTION = {
     "(local)",
     "tenants",
@@ -114,6 +115,8 @@ SMALL_BY_CONSTRUCTION = {
     "int_watermark",
     "int_bundles",
     "int_undecodable",
+    "int_znode_leaks",
+    "int_subtrees",
 }
 
 
@@ -176,6 +179,10 @@ def test_the_hinted_small_relations_are_broadcast(materialised: Any) -> None:
         reads = set().union(*broadcast_reads(plan))
         assert "(local)" in reads, name
     assert "CartesianProduct" not in plan
+    # int_subtrees aggregates only the leak roots: a broadcast semi-join, not a shuffle of every znode prefix
+    subtrees = next(f for f in intermediate_files() if f.name == "int_subtrees")
+    plan = spark.sql(subtrees.text)._jdf.queryExecution().executedPlan().toString()
+    assert {"int_znode_leaks"} in broadcast_reads(plan)
 
 
 def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, tmp_path: Path) -> None:
