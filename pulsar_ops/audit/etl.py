@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 
 from pulsar_ops.audit.manifest import table_dir
 from pulsar_ops.audit.params import AuditParams
+from pulsar_ops.audit.session import set_unless_explicit
 from pulsar_ops.audit.sql_files import SqlFile, coverage_files, detect_files, intermediate_files, staging_files
 from pulsar_ops.audit.stage_metrics import STEP_PREFIX
 from pulsar_ops.errors import AuditError
@@ -127,10 +128,7 @@ PLAN_CONF = {
 
 def plan_conf(spark: SparkSession) -> None:
     """Apply :data:`PLAN_CONF` to the session, but for any key set explicitly in its configuration."""
-    explicit = spark.sparkContext.getConf()
-    for key, value in PLAN_CONF.items():
-        if not explicit.contains(key):
-            spark.conf.set(key, value)
+    set_unless_explicit(spark, PLAN_CONF)
 
 
 def extract(

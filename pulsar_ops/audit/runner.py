@@ -17,7 +17,7 @@ from pulsar_ops.audit import etl, jvm_metrics, stage_metrics
 from pulsar_ops.audit.failures import classify
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.session import build_session
+from pulsar_ops.audit.session import build_session, set_unless_explicit
 from pulsar_ops.audit.sizing import SQL_SIZING_KEYS, local_defaults, sql_defaults, this_machine
 from pulsar_ops.audit.sizing import snapshot_bytes as sizing_snapshot_bytes
 from pulsar_ops.errors import AuditError, PulsarOpsError, SnapshotError, debug_enabled
@@ -115,11 +115,8 @@ def session_conf(size: SnapshotSize, master: str, overrides: Mapping[str, str] |
 
 def size_sql(session: SparkSession, size: SnapshotSize) -> None:
     """Size the runtime SQL settings nobody set explicitly (a cluster session's, typically) for this snapshot."""
-    explicit = session.sparkContext.getConf()
     wanted = sql_defaults(size.row_counts, size.parquet_bytes, max(1, int(session.sparkContext.defaultParallelism)))
-    for key in SQL_SIZING_KEYS:
-        if not explicit.contains(key):
-            session.conf.set(key, wanted[key])
+    set_unless_explicit(session, {key: wanted[key] for key in SQL_SIZING_KEYS})
 
 
 def step_walls(timings: Mapping[str, float], materialised: list[etl.Materialised]) -> dict[str, float]:

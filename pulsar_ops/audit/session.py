@@ -88,6 +88,15 @@ def default_conf(master: str, warehouse: Path | None) -> dict[str, str]:
     return conf
 
 
+def set_unless_explicit(spark: SparkSession, settings: Mapping[str, str]) -> None:
+    """Set runtime settings on a session, but for any key its configuration sets explicitly (``--spark-conf``,
+    ``spark-submit --conf``): those are the operator's."""
+    explicit = spark.sparkContext.getConf()
+    for key, value in settings.items():
+        if not explicit.contains(key):
+            spark.conf.set(key, value)
+
+
 def build_session(
     master: str = "local[*]",
     app_name: str = "pulsar-ops-audit",
