@@ -13,6 +13,7 @@ import pytest
 from pulsar_ops.audit import etl
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.runner import INTERMEDIATE_DIR
+from pulsar_ops.audit.session import CODEGEN_CACHE_ENTRIES
 from pulsar_ops.audit.sql_files import detect_files, intermediate_files
 from tests.spark.helpers import audit
 from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
@@ -221,3 +222,20 @@ def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, t
     assert total["stages"] == sum(f["stages"] for f in by_step.values())
     assert total["stages"] <= jvm["jobs"] * 4 and total["tasks"] >= total["stages"]
     assert stages["slowest"] and stages["slowest"][0]["task_run_s"] == max(s["task_run_s"] for s in stages["slowest"])
+
+
+def test_a_second_audit_in_the_same_session_reuses_the_generated_code(spark: Any, tmp_path: Path) -> None:
+    # Spark's cache of compiled generated code holds 100 classes by default and one audit generates about 400: a
+    # session that audits again (bench audit's sizes, a long-lived driver, this suite) compiled them all again
+    assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == str(CODEGEN_CACHE_ENTRIES)
+    first = audit(spark, _builder(), tmp_path / "first")
+    second = audit(spark, _builder(), tmp_path / "second")
+    assert [f.to_json() for f in second.findings] == [f.to_json() for f in first.findings]
+    compiled = second.audit["jvm"]["codegen_classes"]
+    # measured: about 400 classes again with Spark's default cache, about ten with room for them
+    assert compiled is not None and compiled < 50, (compiled, first.audit["jvm"]["codegen_classes"])
+    # and what compiling took is a sum of this session's compiles: never below zero, none when nothing compiled
+    for r in (first, second):
+        jvm = r.audit["jvm"]
+        assert jvm["codegen_s"] is not None and jvm["codegen_s"] >= 0
+        assert (jvm["codegen_s"] > 0) == (jvm["codegen_classes"] > 0), jvm

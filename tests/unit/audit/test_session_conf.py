@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pulsar_ops.audit.session import LOCAL_JVM_OPTIONS, default_conf
+from pulsar_ops.audit.session import CODEGEN_CACHE_ENTRIES, LOCAL_JVM_OPTIONS, default_conf
 
 
 def test_a_local_jvm_gets_the_quiet_logging_and_the_short_run_jit_settings() -> None:
@@ -21,3 +21,8 @@ def test_a_cluster_driver_keeps_hotspot_defaults() -> None:
     conf = default_conf("spark://127.0.0.1:7077", None)
     assert conf["spark.driver.extraJavaOptions"].split() == [conf["spark.executor.extraJavaOptions"]]
     assert not any(o in conf["spark.driver.extraJavaOptions"] for o in LOCAL_JVM_OPTIONS)
+
+
+def test_every_session_keeps_the_generated_code_of_several_audits() -> None:
+    for master in ("local[*]", "spark://127.0.0.1:7077"):
+        assert int(default_conf(master, None)["spark.sql.codegen.cache.maxEntries"]) == CODEGEN_CACHE_ENTRIES >= 1000
