@@ -27,29 +27,39 @@ ranges AS (
     LEFT JOIN known_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = r.upper_ledger_id
     GROUP BY r.cursor_path
 ),
-pinned AS (
-    SELECT k.path, sum(coalesce(x.size, CAST(0 AS BIGINT))) AS pinned_bytes
-    FROM known k
-    JOIN ranges g ON g.cursor_path = k.path
-    JOIN known_ledgers x
-        ON x.ml_path = k.ml_path AND NOT x.is_last
-        AND x.ledger_id >= k.mark_delete_ledger_id AND x.ledger_id <= g.last_upper_ledger
-    GROUP BY k.path
-),
-measured AS (
+-- each cursor's window once (`ranges` is read by this step only: read twice, Spark computed the ranges' scan,
+-- joins and aggregate twice), then the bytes of the ledgers it pins: the closed ledgers from the mark-delete
+-- ledger to the last acknowledged range's, summed per cursor
+windowed AS (
     SELECT
         k.*,
         g.last_upper_ledger,
         g.last_upper_entry,
         (lu.entries_before + g.last_upper_entry) - (lm.entries_before + k.mark_delete_entry_id) - g.covered
             AS unacked_in_window,
-        lm.timestamp_ms AS md_ledger_ts,
-        pb.pinned_bytes
+        lm.timestamp_ms AS md_ledger_ts
     FROM known k
     LEFT JOIN ranges g ON g.cursor_path = k.path
     LEFT JOIN known_ledgers lm ON lm.ml_path = k.ml_path AND lm.ledger_id = k.mark_delete_ledger_id
     LEFT JOIN known_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = g.last_upper_ledger
-    LEFT JOIN pinned pb ON pb.path = k.path
+),
+measured AS (
+    SELECT
+        w.path,
+        any_value(w.topic) AS topic,
+        any_value(w.subscription) AS subscription,
+        any_value(w.namespace) AS namespace,
+        any_value(w.range_count) AS range_count,
+        any_value(w.mark_delete_ledger_id) AS mark_delete_ledger_id,
+        any_value(w.mark_delete_entry_id) AS mark_delete_entry_id,
+        any_value(w.unacked_in_window) AS unacked_in_window,
+        any_value(w.md_ledger_ts) AS md_ledger_ts,
+        sum(x.size) AS pinned_bytes
+    FROM windowed w
+    LEFT JOIN known_ledgers x
+        ON x.ml_path = w.ml_path AND NOT x.is_last
+        AND x.ledger_id >= w.mark_delete_ledger_id AND x.ledger_id <= w.last_upper_ledger
+    GROUP BY w.path
 )
 SELECT /*+ BROADCAST(p) */
     'ack-holes' AS detection,

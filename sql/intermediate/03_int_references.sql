@@ -5,17 +5,20 @@ SELECT
     size, bookkeeper_deleted
 FROM stg_ledger_list
 UNION ALL
+-- a cursor's own ledger and its compacted-topic ledger from one read of the cursors (two rows per cursor, k = 0
+-- and 1, kept where the ledger is set), not one read each
 SELECT
-    cursors_ledger_id AS ledger_id, 'cursor' AS ref, topic, subscription, path, namespace,
-    CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
-FROM stg_cursors
-WHERE cursors_ledger_id <> -1
-UNION ALL
-SELECT
-    compacted_topic_ledger AS ledger_id, 'compacted' AS ref, topic, subscription, path, namespace,
-    CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
-FROM stg_cursors
-WHERE compacted_topic_ledger IS NOT NULL
+    CASE WHEN k = 0 THEN cursors_ledger_id ELSE compacted_topic_ledger END AS ledger_id,
+    CASE WHEN k = 0 THEN 'cursor' ELSE 'compacted' END AS ref,
+    topic, subscription, path, namespace, CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
+FROM (
+    SELECT
+        topic, subscription, path, namespace, cursors_ledger_id, compacted_topic_ledger,
+        explode(array(0, 1)) AS k
+    FROM stg_cursors
+    WHERE cursors_ledger_id <> -1 OR compacted_topic_ledger IS NOT NULL
+) c
+WHERE (k = 0 AND cursors_ledger_id <> -1) OR (k = 1 AND compacted_topic_ledger IS NOT NULL)
 UNION ALL
 SELECT
     cp.bucket_ledger_id AS ledger_id, 'bucket' AS ref, cp.topic, cp.subscription, cp.cursor_path AS path,
