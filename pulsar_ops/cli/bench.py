@@ -114,6 +114,13 @@ def bench_audit(
     keep: bool = typer.Option(
         False, "--keep", help="Keep the seeded snapshots and audit outputs (their directory is printed)."
     ),
+    repeat: int = typer.Option(
+        1,
+        "--repeat",
+        min=1,
+        help="Audit each snapshot this many times in the same Spark session: the first is the figure, the others "
+        "show what a driver that outlives one audit takes.",
+    ),
 ) -> None:
     """Spark audit wall time vs the same SQL on DuckDB over the same Parquet, and the ratio."""
     from pulsar_ops.audit import jvm_metrics, stage_metrics
@@ -131,7 +138,7 @@ def bench_audit(
             ) from None
         if not sizes or min(sizes) < 1:
             raise ConfigError(f"--topics {topics!r}: sizes must be >= 1", hint="e.g. --topics 10000,100000")
-        doc = run(topics=sizes, snapshot=snapshot, master=master, info=info, keep=keep)
+        doc = run(topics=sizes, snapshot=snapshot, master=master, info=info, keep=keep, repeat=repeat)
         if doc.get("work_dir"):
             info(f"snapshots and audit outputs kept in {doc['work_dir']}")
         info(f"machine: {doc['cpus']} cpu(s), load {doc['load_1min']} (shared machine: figures are upper bounds)")
@@ -141,15 +148,24 @@ def bench_audit(
             f"{'duck s/Mz':>9} {'peak MB':>8} same"
         )
         for r in doc["runs"]:
-            info(
+            shown = {
+                k: "-" if r[k] is None else r[k]
+                for k in ("ratio_spark_over_duckdb", "spark_s_per_million_znodes", "duckdb_s_per_million_znodes")
+            }
+            info(  # a figure that cannot be computed (no znodes, DuckDB in 0 s) prints as '-'
                 f"{r['topics'] or '-':>8} {r['znodes']:>10,} {r['spark_audit_s']:>8} {r['duckdb_s']:>8} "
-                f"{r['ratio_spark_over_duckdb']:>6} {r['spark_s_per_million_znodes']:>10} "
-                f"{r['duckdb_s_per_million_znodes']:>9} {r['driver_peak_rss_mb'] or '-':>8} {r['same_counts']}"
+                f"{shown['ratio_spark_over_duckdb']:>6} {shown['spark_s_per_million_znodes']:>10} "
+                f"{shown['duckdb_s_per_million_znodes']:>9} {r['driver_peak_rss_mb'] or '-':>8} {r['same_counts']}"
             )
             if r.get("jvm"):
                 info(f"  {jvm_metrics.summary(r['jvm'], r['jvm'].get('wall_s') or 0.0, doc['cpus'] or 1)}")
             for line in stage_metrics.table(r.get("stages") or {}):  # Spark's own metrics, per audit step
                 info(f"  {line}")
+            for i, a in enumerate(r.get("again") or [], start=2):
+                same = "same findings" if a["same_findings"] else "FINDINGS DIFFER"
+                info(f"  audit {i} in the same session: {a['spark_audit_s']} s, {same}")
+                if a.get("jvm"):
+                    info(f"    {jvm_metrics.summary(a['jvm'], a['jvm'].get('wall_s') or 0.0, doc['cpus'] or 1)}")
             if not r["same_counts"]:
                 info(f"  spark {r['findings_spark']}\n  duckdb {r['findings_duckdb']}")
         if as_json:

@@ -1,0 +1,40 @@
+"""`pulsar-ops bench audit --snapshot S --repeat N`: Spark against DuckDB on one snapshot, and the same audit again
+in the same session (what a driver that outlives one audit takes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from pulsar_ops.cli.main import app
+from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
+
+pytestmark = pytest.mark.spark
+
+
+def test_repeat_audits_the_snapshot_again_in_the_same_session(spark: Any, tmp_path: Path) -> None:
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.topic("t/ns", "a", ledgers=[(10, 1, 5, NOW - 3 * DAY), (11, None, None, None)])
+    b.bk_ledger(11, owner="t/ns/persistent/a")  # 10 has no BookKeeper metadata: dangling
+    b.bk_ledger(3, owner="t/ns/persistent/gone")  # orphan
+    snap = b.write(tmp_path / "snap")
+    r = CliRunner().invoke(app, ["bench", "audit", "--snapshot", str(snap), "--repeat", "3", "--json"])
+    assert r.exit_code == 0, r.stderr
+    (run,) = json.loads(r.stdout)["runs"]
+    assert run["same_counts"] and run["findings_spark"]["dangling-ledger"] == 1
+    again = run["again"]
+    assert len(again) == 2 and all(a["same_findings"] and a["spark_audit_s"] > 0 for a in again)
+    # the session keeps the generated code: the audits after the first compile next to nothing
+    assert all(a["jvm"]["codegen_classes"] < 50 for a in again), [a["jvm"] for a in again]
+    assert "audit 2 in the same session:" in r.stderr and "audit 3 in the same session:" in r.stderr
+    assert run["ratio_spark_over_duckdb"] == pytest.approx(run["spark_audit_s"] / run["duckdb_s"], rel=0.02)
+
+
+def test_repeat_must_be_at_least_one(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["bench", "audit", "--snapshot", str(tmp_path), "--repeat", "0"])
+    assert r.exit_code == 2 and "--repeat" in r.stderr
