@@ -163,7 +163,8 @@ def bench_audit(
                 info(f"  {line}")
             for i, a in enumerate(r.get("again") or [], start=2):
                 same = "same findings" if a["same_findings"] else "FINDINGS DIFFER"
-                info(f"  audit {i} in the same session: {a['spark_audit_s']} s, {same}")
+                peak = a.get("driver_peak_rss_mb") or "-"
+                info(f"  audit {i} in the same session: {a['spark_audit_s']} s, {same}, driver peak {peak} MB so far")
                 if a.get("jvm"):
                     info(f"    {jvm_metrics.summary(a['jvm'], a['jvm'].get('wall_s') or 0.0, doc['cpus'] or 1)}")
             if not r["same_counts"]:

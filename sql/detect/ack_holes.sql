@@ -27,9 +27,9 @@ ranges AS (
     LEFT JOIN known_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = r.upper_ledger_id
     GROUP BY r.cursor_path
 ),
--- each cursor's window once (`ranges` is read by this step only: read twice, Spark computed the ranges' scan,
--- joins and aggregate twice), then the bytes of the ledgers it pins: the closed ledgers from the mark-delete
--- ledger to the last acknowledged range's, summed per cursor
+-- each cursor's window, naming `ranges` once (named twice, Spark planned its scan, joins and aggregate twice),
+-- then the bytes of the ledgers it pins: the closed ledgers from the mark-delete ledger to the last acknowledged
+-- range's, summed per cursor
 windowed AS (
     SELECT
         k.*,

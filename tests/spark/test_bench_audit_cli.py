@@ -32,6 +32,9 @@ def test_repeat_audits_the_snapshot_again_in_the_same_session(spark: Any, tmp_pa
     # the session keeps the generated code: the audits after the first compile next to nothing
     assert all(a["jvm"]["codegen_classes"] < 50 for a in again), [a["jvm"] for a in again]
     assert "audit 2 in the same session:" in r.stderr and "audit 3 in the same session:" in r.stderr
+    # the table's peak is the first audit's; each later audit reports the peak so far, which only grows
+    peaks = [run["driver_peak_rss_mb"], *(a["driver_peak_rss_mb"] for a in again)]
+    assert all(p is not None for p in peaks) and peaks == sorted(peaks), peaks
     assert run["ratio_spark_over_duckdb"] == pytest.approx(run["spark_audit_s"] / run["duckdb_s"], rel=0.02)
 
 
