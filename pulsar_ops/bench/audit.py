@@ -110,14 +110,15 @@ def _run(
     for (n, snap, gen_s), manifest in zip(snaps, manifests, strict=True):
         params = AuditParams(now_ms=int(manifest["finished_at_ms"]))
         info(f"auditing {snap} with Spark and DuckDB ...")
+        out = work / f"out-{n if n is not None else 'given'}"
         t0 = time.monotonic()
-        result = run_audit(snap, work / f"out-{n if n is not None else 'given'}", params, spark=spark)
+        result = run_audit(snap, out, params, spark=spark)
         spark_s = time.monotonic() - t0
         peak = jvm_peak_rss_bytes(spark)  # after the first audit: the figure of the table
         again = []
         for i in range(1, repeat):  # the same snapshot again, in the same session
             t1 = time.monotonic()
-            r = run_audit(snap, work / f"out-{n if n is not None else 'given'}-{i + 1}", params, spark=spark)
+            r = run_audit(snap, out.with_name(f"{out.name}-{i + 1}"), params, spark=spark)
             again.append(
                 {
                     "spark_audit_s": round(time.monotonic() - t1, 2),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer  # noqa: TID251 - typer/rich live in cli/
 
@@ -147,6 +148,10 @@ def bench_audit(
             f"{'topics':>8} {'znodes':>10} {'spark s':>8} {'duckdb s':>8} {'ratio':>6} {'spark s/Mz':>10} "
             f"{'duck s/Mz':>9} {'peak MB':>8} same"
         )
+
+        def jvm_line(jvm: dict[str, Any]) -> str:
+            return jvm_metrics.summary(jvm, jvm.get("wall_s") or 0.0, doc["cpus"] or 1)
+
         for r in doc["runs"]:
             shown = {
                 k: "-" if r[k] is None else r[k]
@@ -158,7 +163,7 @@ def bench_audit(
                 f"{shown['duckdb_s_per_million_znodes']:>9} {r['driver_peak_rss_mb'] or '-':>8} {r['same_counts']}"
             )
             if r.get("jvm"):
-                info(f"  {jvm_metrics.summary(r['jvm'], r['jvm'].get('wall_s') or 0.0, doc['cpus'] or 1)}")
+                info(f"  {jvm_line(r['jvm'])}")
             for line in stage_metrics.table(r.get("stages") or {}):  # Spark's own metrics, per audit step
                 info(f"  {line}")
             for i, a in enumerate(r.get("again") or [], start=2):
@@ -166,7 +171,7 @@ def bench_audit(
                 peak = a.get("driver_peak_rss_mb") or "-"
                 info(f"  audit {i} in the same session: {a['spark_audit_s']} s, {same}, driver peak {peak} MB so far")
                 if a.get("jvm"):
-                    info(f"    {jvm_metrics.summary(a['jvm'], a['jvm'].get('wall_s') or 0.0, doc['cpus'] or 1)}")
+                    info(f"    {jvm_line(a['jvm'])}")
             if not r["same_counts"]:
                 info(f"  spark {r['findings_spark']}\n  duckdb {r['findings_duckdb']}")
         if as_json:

@@ -136,6 +136,16 @@ def _depth(line: str) -> int:
     return m.start() if m else 0
 
 
+def scanned_names(text: str) -> list[str]:
+    """The name of each Parquet directory a plan's text scans, once per scan (file locations must be whole:
+    :func:`plan_text`)."""
+    return [
+        d.rstrip("/").rsplit("/", 1)[-1]
+        for m in re.finditer(r"InMemoryFileIndex\(\d+ paths\)\[([^\]]+)\]", text)
+        for d in m.group(1).split(", ")
+    ]
+
+
 def broadcast_reads(plan: str) -> list[set[str]]:
     """For each BroadcastExchange in a physical plan's text, the relations under it: each Parquet directory's
     name, and ``(local)`` for a local relation (params: a literal row)."""
@@ -148,8 +158,7 @@ def broadcast_reads(plan: str) -> list[set[str]]:
         for below in lines[i + 1 :]:
             if _depth(below) <= _depth(line):
                 break
-            for m in re.finditer(r"InMemoryFileIndex\(\d+ paths\)\[([^\]]+)\]", below):
-                reads |= {d.rstrip("/").rsplit("/", 1)[-1] for d in m.group(1).split(", ")}
+            reads.update(scanned_names(below))
             if "LocalTableScan" in below or "Scan OneRowRelation" in below:
                 reads.add("(local)")
         out.append(reads)
@@ -253,10 +262,7 @@ def test_a_second_audit_in_the_same_session_reuses_the_generated_code(spark: Any
 
 def scans(plan: str) -> Counter[str]:
     """How many file scans of each Parquet directory (by its name) a physical plan's text holds."""
-    out: Counter[str] = Counter()
-    for m in re.finditer(r"FileScan parquet .*?Location: InMemoryFileIndex\(\d+ paths\)\[([^\]]+)\]", plan):
-        out.update(d.rstrip("/").rsplit("/", 1)[-1] for d in m.group(1).split(", "))
-    return out
+    return Counter(scanned_names(plan))
 
 
 def test_scans_counts_each_directory_a_plan_reads() -> None:
