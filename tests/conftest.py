@@ -12,6 +12,9 @@ import pytest
 from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
+# no JVM the suite starts maps or builds a class-data archive in the user's cache (audit/class_cache.py); the
+# tests of it give it their own directory
+os.environ.setdefault("PULSAR_OPS_JVM_CACHE", "off")
 
 
 @pytest.fixture(scope="session")

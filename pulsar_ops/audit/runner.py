@@ -13,12 +13,12 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pulsar_ops.audit import etl, jvm_metrics, stage_metrics
+from pulsar_ops.audit import class_cache, etl, jvm_metrics, stage_metrics
 from pulsar_ops.audit.failures import classify
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.session import build_session, set_unless_explicit
-from pulsar_ops.audit.sizing import SQL_SIZING_KEYS, local_defaults, sql_defaults, this_machine
+from pulsar_ops.audit.session import LOCAL_JVM_OPTIONS, SMALL_INPUT_JVM_OPTIONS, build_session, set_unless_explicit
+from pulsar_ops.audit.sizing import SQL_SIZING_KEYS, local_defaults, small_snapshot, sql_defaults, this_machine
 from pulsar_ops.audit.sizing import snapshot_bytes as sizing_snapshot_bytes
 from pulsar_ops.errors import AuditError, PulsarOpsError, SnapshotError, debug_enabled
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
@@ -113,6 +113,12 @@ def session_conf(size: SnapshotSize, master: str, overrides: Mapping[str, str] |
     return conf
 
 
+def jvm_options(size: SnapshotSize) -> tuple[str, ...]:
+    """The local driver JVM's options for a snapshot of this size (audit/session.py)."""
+    small = SMALL_INPUT_JVM_OPTIONS if small_snapshot(size.row_counts) else ()
+    return (*LOCAL_JVM_OPTIONS, *small)
+
+
 def size_sql(session: SparkSession, size: SnapshotSize) -> None:
     """Size the runtime SQL settings nobody set explicitly (a cluster session's, typically) for this snapshot."""
     wanted = sql_defaults(size.row_counts, size.parquet_bytes, max(1, int(session.sparkContext.defaultParallelism)))
@@ -154,7 +160,7 @@ def run_audit(
     size = SnapshotSize.of(snapshot_dir, manifest) if spark is None else None
     conf = session_conf(size, master, spark_conf) if size is not None else {}
     try:
-        session = spark or build_session(master=master, conf=conf)
+        session = spark or build_session(master=master, conf=conf, jvm_options=jvm_options(size or SnapshotSize({}, 0)))
         if size is not None:
             size_sql(session, size)
         timings: dict[str, float] = {"session": time.monotonic() - started}
@@ -179,6 +185,8 @@ def run_audit(
         timings["coverage"] = time.monotonic() - mark
         jvm = jvm_metrics.delta(counters, jvm_metrics.read(session))
         jvm["wall_s"] = round(time.monotonic() - steps_started, 2)
+        driver_java = session.sparkContext.getConf().get("spark.driver.extraJavaOptions", "") or ""
+        cache_state = class_cache.state_of(driver_java)
         stages = stage_metrics.read(session, stages_before) if stages_before is not None else None
     except PulsarOpsError:
         raise
@@ -197,7 +205,8 @@ def run_audit(
     audit["coverage"] = coverage_summary(covered)
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}
     audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step
-    audit["jvm"] = jvm  # and what the JVM spent it on (audit/jvm_metrics.py), over the steps after the session
+    # and what the JVM spent it on (audit/jvm_metrics.py), over the steps after the session; its class-data archive
+    audit["jvm"] = {**jvm, "class_cache": cache_state}
     audit["stages"] = (  # and Spark's own metrics of the stages each step ran (audit/stage_metrics.py)
         stage_metrics.summary(stages, step_walls(timings, materialised), jvm["wall_s"]) if stages is not None else None
     )

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from pulsar_ops.audit import class_cache
 
 _LOG4J2 = """\
 status = error
@@ -61,6 +64,14 @@ LOCAL_JVM_OPTIONS = (
 )
 
 
+# For a small snapshot (one shuffle partition: audit/sizing.py) the same JVM spends its run compiling code it runs
+# a few times: C1 alone (no C2 tier) took the demo's audit from 26-31 s to 21-27 s and the 10,000-topic one from
+# 33 s to 29-31 s, but the 100,000-topic one from 41-43 s to 45-47 s (C2's code matters there). C1's code cache
+# alone is 48 MB, which a session that runs more than one audit filled ("CodeCache is full. Compiler has been
+# disabled"): 256 MB.
+SMALL_INPUT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=256m")
+
+
 # Spark keeps the classes it compiled for generated code in a cache of 100 entries by default; one audit generates
 # about 400 distinct classes, so a session that runs a second audit compiled every one of them again (Janino,
 # about 20 ms each: 8-12 s per audit of the demo's snapshot). With room for several audits' classes, a second
@@ -68,10 +79,11 @@ LOCAL_JVM_OPTIONS = (
 CODEGEN_CACHE_ENTRIES = 2000
 
 
-def default_conf(master: str, warehouse: Path | None) -> dict[str, str]:
-    """The configuration pulsar-ops sets unless the caller overrides a key."""
+def default_conf(master: str, warehouse: Path | None, jvm_options: Sequence[str] = LOCAL_JVM_OPTIONS) -> dict[str, str]:
+    """The configuration pulsar-ops sets unless the caller overrides a key; ``jvm_options`` are the local-mode
+    driver's (a cluster's executors are long-lived and keep the JVM's defaults)."""
     log4j = f"-Dlog4j2.configurationFile=file:{log4j2_properties()}"
-    driver_java = " ".join((log4j, *LOCAL_JVM_OPTIONS)) if master.startswith("local") else log4j
+    driver_java = " ".join((log4j, *jvm_options)) if master.startswith("local") else log4j
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -110,18 +122,35 @@ def build_session(
     app_name: str = "pulsar-ops-audit",
     warehouse: Path | None = None,
     conf: Mapping[str, str] | None = None,
+    jvm_options: Sequence[str] = LOCAL_JVM_OPTIONS,
 ) -> SparkSession:
-    """Return the active SparkSession, or build a quiet one for ``master``."""
+    """Return the active SparkSession, or build a quiet one for ``master``.
+
+    A local-mode driver JVM it starts maps the class-data archive of earlier audits, or builds it
+    (audit/class_cache.py), unless ``conf`` sets ``spark.driver.extraJavaOptions`` itself."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    # a JVM this call starts, not spark-submit's (which launched Python, and took its options from spark-submit)
+    starts_jvm = SparkContext._active_spark_context is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    cache = class_cache.Plan(class_cache.OFF)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    settings = default_conf(master, warehouse)
+        if starts_jvm and "spark.driver.extraJavaOptions" not in (conf or {}):
+            cache = class_cache.plan()
+    settings = default_conf(master, warehouse, (*jvm_options, *cache.options))
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    jvm = session.sparkContext._jvm
+    if cache.part is not None and jvm is not None:
+        arguments = " ".join(
+            str(a) for a in jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+        )
+        if str(cache.part) in arguments:  # this JVM writes the archive as it exits
+            pid = int(jvm.java.lang.ProcessHandle.current().pid())
+            class_cache.record_builder(cache.part, pid, str(jvm.System.getProperty("java.class.path")))
     return session

@@ -87,7 +87,7 @@ def _run(
     topics: int | list[int], snapshot: Path | None, master: str, info: Any, work: Path, repeat: int = 1
 ) -> dict[str, Any]:
     from pulsar_ops.audit.manifest import read_manifest
-    from pulsar_ops.audit.runner import SnapshotSize, run_audit, session_conf
+    from pulsar_ops.audit.runner import SnapshotSize, jvm_options, run_audit, session_conf
     from pulsar_ops.audit.session import build_session
     from pulsar_ops.bench.duckdb_sql import connect, run_detections
 
@@ -102,9 +102,10 @@ def _run(
             snaps.append((size, seeded_snapshot(work / f"snap-{size}" / "snap", size), time.monotonic() - t0))
     manifests = [read_manifest(s) for _, s, _ in snaps]
     largest = max(range(len(snaps)), key=lambda i: sum(manifests[i].get("row_counts", {}).values()))
-    conf = session_conf(SnapshotSize.of(snaps[largest][1], manifests[largest]), master)
+    sized_for = SnapshotSize.of(snaps[largest][1], manifests[largest])
+    conf = session_conf(sized_for, master)
     t0 = time.monotonic()
-    spark = build_session(master=master, conf=conf)
+    spark = build_session(master=master, conf=conf, jvm_options=jvm_options(sized_for))
     startup_s = time.monotonic() - t0
     runs = []
     for (n, snap, gen_s), manifest in zip(snaps, manifests, strict=True):

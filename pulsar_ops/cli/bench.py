@@ -150,7 +150,9 @@ def bench_audit(
         )
 
         def jvm_line(jvm: dict[str, Any]) -> str:
-            return jvm_metrics.summary(jvm, jvm.get("wall_s") or 0.0, doc["cpus"] or 1)
+            line = jvm_metrics.summary(jvm, jvm.get("wall_s") or 0.0, doc["cpus"] or 1)
+            cache = jvm.get("class_cache")  # audit/class_cache.py: used, building or off
+            return f"{line}, class-data archive {cache}" if cache else line
 
         for r in doc["runs"]:
             shown = {

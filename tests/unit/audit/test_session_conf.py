@@ -26,3 +26,15 @@ def test_a_cluster_driver_keeps_hotspot_defaults() -> None:
 def test_every_session_keeps_the_generated_code_of_several_audits() -> None:
     for master in ("local[*]", "spark://127.0.0.1:7077"):
         assert int(default_conf(master, None)["spark.sql.codegen.cache.maxEntries"]) == CODEGEN_CACHE_ENTRIES >= 1000
+
+
+def test_the_driver_of_a_small_snapshot_compiles_with_c1_alone() -> None:
+    from pulsar_ops.audit.runner import SnapshotSize, jvm_options
+    from pulsar_ops.audit.session import SMALL_INPUT_JVM_OPTIONS
+
+    small = jvm_options(SnapshotSize({"znodes": 1_876}, 400_000))
+    large = jvm_options(SnapshotSize({"znodes": 4_000_000}, 900_000_000))
+    assert "-XX:TieredStopAtLevel=1" in small and small[: len(LOCAL_JVM_OPTIONS)] == LOCAL_JVM_OPTIONS
+    assert large == LOCAL_JVM_OPTIONS and not set(SMALL_INPUT_JVM_OPTIONS) & set(large)
+    driver = default_conf("local[*]", None, small)["spark.driver.extraJavaOptions"].split()
+    assert driver[1:] == list(small)

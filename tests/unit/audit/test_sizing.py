@@ -11,6 +11,7 @@ from pulsar_ops.audit.sizing import (
     Machine,
     local_defaults,
     parse_spark_conf,
+    small_snapshot,
     spark_conf_from_config,
     this_machine,
 )
@@ -91,3 +92,12 @@ def test_cluster_sql_sizing_uses_the_cluster_parallelism() -> None:
     assert sql_defaults({"znodes": 2_000}, 10 * MIB, 16)["spark.sql.shuffle.partitions"] == "1"
     assert sql_defaults({"znodes": 1_000_000}, 10 * MIB, 16)["spark.sql.shuffle.partitions"] == "16"
     assert sql_defaults({"znodes": 10_000_000}, 10 * MIB, 16)["spark.sql.shuffle.partitions"] == "40"
+
+
+def test_a_small_snapshot_is_audited_without_generated_code_and_a_large_one_with_it() -> None:
+    small = local_defaults({"znodes": 1_876, "bk_ledgers": 300}, 400_000, BOX)
+    assert small["spark.sql.codegen.wholeStage"] == "false"
+    assert small["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
+    large = local_defaults({"znodes": 600_000, "bk_ledgers": 300_000}, 90 * MIB, BOX)
+    assert not any(k.startswith("spark.sql.codegen.") for k in large)  # Spark's defaults: whole-stage codegen on
+    assert small_snapshot({"znodes": 250_000}) and not small_snapshot({"znodes": 250_000, "cursors": 1})
