@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Mapping
@@ -119,13 +120,18 @@ def verified(java: Path, archive: Path, class_path: str) -> bool:
     ``-XX:+VerifySharedSpaces`` checks every region's checksum."""
     check = ["-Xshare:on", "-XX:+VerifySharedSpaces", f"-XX:SharedArchiveFile={archive}", *QUIET]
     try:
-        done = subprocess.run(
-            [str(java), *check, "-cp", class_path, "-version"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=VERIFY_TIMEOUT_S,
-            check=False,
-        )
+        with tempfile.TemporaryDirectory(prefix="pulsar-ops-cds-") as scratch:
+            # checksumming a truncated archive crashes that JVM (SIGBUS): its crash report goes here, not into the
+            # operator's working directory
+            crash = ["-XX:-CreateCoredumpOnCrash", f"-XX:ErrorFile={scratch}/hs_err_%p.log"]
+            done = subprocess.run(
+                [str(java), *check, *crash, "-cp", class_path, "-version"],
+                cwd=scratch,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=VERIFY_TIMEOUT_S,
+                check=False,
+            )
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0

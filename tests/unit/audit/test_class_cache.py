@@ -87,7 +87,12 @@ def test_a_finished_build_is_verified_promoted_and_mapped(env: dict[str, str], t
     assert class_cache.state_of(" ".join(mapped.options)) == USED
 
 
-def test_a_truncated_archive_is_never_mapped_and_not_rebuilt(env: dict[str, str], tmp_path: Path) -> None:
+def test_a_truncated_archive_is_never_mapped_and_not_rebuilt(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
     plan = class_cache.plan(env)
     assert plan.part is not None
     pid = build_archive(plan.part, str(tmp_path))
@@ -98,6 +103,7 @@ def test_a_truncated_archive_is_never_mapped_and_not_rebuilt(env: dict[str, str]
     after = class_cache.plan(env)
     assert after == class_cache.Plan(FAILED)  # no options: the audit runs without an archive
     assert not plan.part.exists() and not list(plan.part.parent.glob("*.jsa"))
+    assert list(workdir.iterdir()) == []  # the checking JVM's crash report (if any) is not left behind here
 
 
 @pytest.fixture
