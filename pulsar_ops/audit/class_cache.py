@@ -15,8 +15,9 @@ records that JVM's process id and class path. The next audit *promotes* the part
 ``java -Xshare:on -XX:+VerifySharedSpaces`` maps it with the same class path (a truncated archive crashes a JVM
 that maps it, so nothing unverified is ever used), with an atomic rename to ``<key>.jsa``. While a builder still
 runs, audits run without an archive (``busy``); a build that left nothing usable is recorded
-(``<key>.failed``) and not retried for this key. A promotion keeps the three newest archives (each about 190 MB;
-another pyspark or Java installation has its own). Any file-system error leaves the audit without an archive,
+(``<key>.failed``) and not retried for this key. The three newest archives are kept (each about 190 MB; another
+pyspark or Java installation has its own), and parts another installation's builder left over an hour ago are
+dropped (:func:`prune`). Any file-system error leaves the audit without an archive,
 never failed.
 """
 
@@ -143,17 +144,35 @@ def _unlink(*paths: Path) -> None:
             p.unlink()
 
 
-def prune(directory: Path, keep: int = KEEP) -> None:
-    """Keep the ``keep`` newest archives (each Spark installation or Java runtime has its own, about 190 MB)."""
+def _pid_file(part: Path) -> Path:
+    return part.with_name(part.name.removesuffix(".jsa.part") + ".pid")
+
+
+def prune(directory: Path, keep: int = KEEP, now: float | None = None) -> None:
+    """Keep the ``keep`` newest archives (each Spark installation or Java runtime has its own, about 190 MB), and
+    drop parts of any key left an hour ago by a builder that is gone: another installation's (a removed venv's)
+    would otherwise stay forever, as only that installation's next audit promotes them."""
     archives = sorted(directory.glob("spark-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
     _unlink(*archives[keep:])
+    now = time.time() if now is None else now
+    for part in directory.glob("spark-*.jsa.part"):
+        try:
+            if now - part.stat().st_mtime < ORPHAN_AFTER_S:
+                continue
+            pid = int(json.loads(_pid_file(part).read_text())["pid"])
+        except FileNotFoundError:
+            pid = None
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if pid is None or not _alive(pid):
+            _unlink(part, _pid_file(part))
 
 
 def _settle(directory: Path, key: str, java: Path) -> str | None:
     """Promote or discard the parts earlier builders left. Returns ``busy`` while one still runs."""
     busy = False
     for part in sorted(directory.glob(f"{key}.*.jsa.part")):
-        pid_file = part.with_name(part.name.removesuffix(".jsa.part") + ".pid")
+        pid_file = _pid_file(part)
         try:
             record = json.loads(pid_file.read_text())
             pid, class_path = int(record["pid"]), str(record["class_path"])
@@ -173,7 +192,6 @@ def _settle(directory: Path, key: str, java: Path) -> str | None:
         final = directory / f"{key}.jsa"
         if verified(java, part, class_path):
             os.replace(part, final)
-            prune(directory)
         else:
             (directory / f"{key}.failed").write_text(json.dumps({"part": part.name, "pid": pid}) + "\n")
             _unlink(part)
@@ -192,6 +210,7 @@ def plan(env: Mapping[str, str] = os.environ) -> Plan:
         key = cache_key(java, jars)
         directory.mkdir(parents=True, exist_ok=True)
         busy = _settle(directory, key, java)
+        prune(directory)
         final = directory / f"{key}.jsa"
         if final.exists():
             return Plan(USED, (f"-XX:SharedArchiveFile={final}", *QUIET))
@@ -207,7 +226,7 @@ def plan(env: Mapping[str, str] = os.environ) -> Plan:
 
 def record_builder(part: Path, pid: int, class_path: str) -> None:
     """Note which JVM writes ``part`` (and its class path, to verify the archive with): written once the JVM runs."""
-    pid_file = part.with_name(part.name.removesuffix(".jsa.part") + ".pid")
+    pid_file = _pid_file(part)
     tmp = pid_file.with_suffix(".tmp")
     try:
         tmp.write_text(json.dumps({"pid": pid, "class_path": class_path}) + "\n")

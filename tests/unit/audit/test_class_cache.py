@@ -159,3 +159,24 @@ def test_a_promotion_keeps_the_three_newest_archives(tmp_path: Path) -> None:
     (tmp_path / "spark-f.failed").write_text("{}")
     class_cache.prune(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spark-a.jsa", "spark-b.jsa", "spark-c.jsa", "spark-f.failed"]
+
+
+def test_parts_another_installation_left_are_dropped_after_an_hour(tmp_path: Path, live_java: int) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    hour_ago = time.time() - class_cache.ORPHAN_AFTER_S - 10
+    parts = {}
+    for name, pid, old in [("gone", dead.pid, True), ("young", dead.pid, False), ("running", live_java, True)]:
+        part = tmp_path / f"spark-{name}.0123.jsa.part"
+        part.write_bytes(b"x")
+        class_cache.record_builder(part, pid, "/cp")
+        if old:
+            os.utime(part, (hour_ago, hour_ago))
+        parts[name] = part
+    unrecorded = tmp_path / "spark-unrecorded.0123.jsa.part"
+    unrecorded.write_bytes(b"x")
+    os.utime(unrecorded, (hour_ago, hour_ago))
+    class_cache.prune(tmp_path)
+    assert not parts["gone"].exists() and not (tmp_path / "spark-gone.0123.pid").exists()
+    assert not unrecorded.exists()
+    assert parts["young"].exists() and parts["running"].exists()  # may still be promoted by their installation
