@@ -13,12 +13,13 @@ local audit without one *builds* it: its JVM writes ``<key>.<token>.jsa.part`` a
 the command has printed its result (the JVM ends when the Python process does), and ``<key>.<token>.pid``
 records that JVM's process id and class path. The next audit *promotes* the part once that process is gone and
 ``java -Xshare:on -XX:+VerifySharedSpaces`` maps it with the same class path (a truncated archive crashes a JVM
-that maps it, so nothing unverified is ever used), with an atomic rename to ``<key>.jsa``. While a builder still
-runs, audits run without an archive (``busy``); a build that left nothing usable is recorded
+that maps it, so nothing unverified is ever used), with an atomic rename to ``<key>.jsa``. While a builder writes
+its part, audits run without an archive (``busy``); one started while a builder is still auditing builds its
+own (the JVM writes only as it exits), and the last promoted wins. A build that left nothing usable is recorded
 (``<key>.failed``) and not retried for this key. The three newest archives are kept (each about 190 MB; another
 pyspark or Java installation has its own), and parts another installation's builder left over an hour ago are
-dropped (:func:`prune`). Any file-system error leaves the audit without an archive,
-never failed.
+dropped, with the records of builders that died before writing (:func:`prune`). Any file-system error leaves
+the audit without an archive, never failed.
 """
 
 from __future__ import annotations
@@ -103,17 +104,51 @@ def cache_key(java: Path, jars: Path) -> str:
     return "spark-" + hashlib.sha256("\n".join(lines).encode()).hexdigest()[:20]
 
 
-def _alive(pid: int) -> bool:
+def start_ticks(pid: int) -> str | None:
+    """When process ``pid`` started (``/proc/<pid>/stat`` field 22, clock ticks since boot), or ``None``."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid: int, started: str | None = None) -> bool:
+    """Whether the builder JVM ``pid`` (started at ``started``, when recorded) still runs. A recycled pid is
+    another process: another start time, or (without one) a command line without java."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:  # a recycled pid of something else is not our builder
+    if started is not None:
+        return start_ticks(pid) in (started, None)
+    try:
         return b"java" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return True
+
+
+@dataclass(frozen=True)
+class Builder:
+    """A builder's record: its JVM's pid and start time, and the class path to verify its archive with."""
+
+    pid: int
+    started: str | None
+    class_path: str
+
+    @classmethod
+    def read(cls, pid_file: Path) -> Builder:
+        """Raises OSError (no record yet) or ValueError (not a record)."""
+        try:
+            doc = json.loads(pid_file.read_text())
+            started = doc.get("started")
+            return cls(int(doc["pid"]), None if started is None else str(started), str(doc["class_path"]))
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"{pid_file}: not a builder record") from e
+
+    def alive(self) -> bool:
+        return _alive(self.pid, self.started)
 
 
 def verified(java: Path, archive: Path, class_path: str) -> bool:
@@ -156,16 +191,24 @@ def prune(directory: Path, keep: int = KEEP, now: float | None = None) -> None:
     _unlink(*archives[keep:])
     now = time.time() if now is None else now
     for part in directory.glob("spark-*.jsa.part"):
+        builder: Builder | None
         try:
             if now - part.stat().st_mtime < ORPHAN_AFTER_S:
                 continue
-            pid = int(json.loads(_pid_file(part).read_text())["pid"])
+            builder = Builder.read(_pid_file(part))
         except FileNotFoundError:
-            pid = None
-        except (OSError, ValueError, KeyError, TypeError):
+            builder = None
+        except (OSError, ValueError):
             continue
-        if pid is None or not _alive(pid):
+        if builder is None or not builder.alive():
             _unlink(part, _pid_file(part))
+    for record in directory.glob("spark-*.pid"):  # a builder that died before it wrote anything (killed, crashed)
+        part = record.with_name(record.name.removesuffix(".pid") + ".jsa.part")
+        try:
+            if not part.exists() and not Builder.read(record).alive():
+                _unlink(record)
+        except (OSError, ValueError):
+            continue
 
 
 def _settle(directory: Path, key: str, java: Path) -> str | None:
@@ -174,9 +217,8 @@ def _settle(directory: Path, key: str, java: Path) -> str | None:
     for part in sorted(directory.glob(f"{key}.*.jsa.part")):
         pid_file = _pid_file(part)
         try:
-            record = json.loads(pid_file.read_text())
-            pid, class_path = int(record["pid"]), str(record["class_path"])
-        except (OSError, ValueError, KeyError, TypeError):
+            builder = Builder.read(pid_file)
+        except (OSError, ValueError):
             try:
                 stale = time.time() - part.stat().st_mtime > ORPHAN_AFTER_S
             except OSError:
@@ -186,14 +228,14 @@ def _settle(directory: Path, key: str, java: Path) -> str | None:
             else:
                 busy = True
             continue
-        if _alive(pid):
+        if builder.alive():  # still writing it
             busy = True
             continue
         final = directory / f"{key}.jsa"
-        if verified(java, part, class_path):
+        if verified(java, part, builder.class_path):
             os.replace(part, final)
         else:
-            (directory / f"{key}.failed").write_text(json.dumps({"part": part.name, "pid": pid}) + "\n")
+            (directory / f"{key}.failed").write_text(json.dumps({"part": part.name, "pid": builder.pid}) + "\n")
             _unlink(part)
         _unlink(pid_file)
     return BUSY if busy else None
@@ -229,7 +271,7 @@ def record_builder(part: Path, pid: int, class_path: str) -> None:
     pid_file = _pid_file(part)
     tmp = pid_file.with_suffix(".tmp")
     try:
-        tmp.write_text(json.dumps({"pid": pid, "class_path": class_path}) + "\n")
+        tmp.write_text(json.dumps({"pid": pid, "started": start_ticks(pid), "class_path": class_path}) + "\n")
         tmp.replace(pid_file)
     except OSError:
         pass

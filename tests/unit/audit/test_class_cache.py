@@ -3,6 +3,7 @@ that nothing unverified is ever mapped. Archives here are real (written and chec
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -121,7 +122,7 @@ def live_java() -> Iterator[int]:
         proc.wait()
 
 
-def test_while_a_builder_runs_other_jvms_run_without_an_archive(
+def test_while_a_builder_writes_its_part_other_jvms_run_without_an_archive(
     env: dict[str, str], tmp_path: Path, live_java: int
 ) -> None:
     plan = class_cache.plan(env)
@@ -180,3 +181,24 @@ def test_parts_another_installation_left_are_dropped_after_an_hour(tmp_path: Pat
     assert not parts["gone"].exists() and not (tmp_path / "spark-gone.0123.pid").exists()
     assert not unrecorded.exists()
     assert parts["young"].exists() and parts["running"].exists()  # may still be promoted by their installation
+
+
+def test_a_recycled_pid_is_not_the_builder(env: dict[str, str], tmp_path: Path, live_java: int) -> None:
+    plan = class_cache.plan(env)
+    assert plan.part is not None
+    plan.part.write_bytes(b"left by a builder that is gone")
+    class_cache.record_builder(plan.part, live_java, str(tmp_path))
+    record = json.loads(plan.part.with_name(plan.part.name.replace(".jsa.part", ".pid")).read_text())
+    assert record["started"] == class_cache.start_ticks(live_java)  # recorded with the JVM's start time
+    record["started"] = str(int(record["started"]) - 1)  # ... and that pid now belongs to a later process
+    plan.part.with_name(plan.part.name.replace(".jsa.part", ".pid")).write_text(json.dumps(record))
+    assert class_cache.plan(env) == class_cache.Plan(FAILED)  # judged (and refused), not waited for forever
+
+
+def test_the_record_of_a_builder_that_died_before_writing_is_dropped(tmp_path: Path, live_java: int) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for name, pid in [("died", dead.pid), ("auditing", live_java)]:
+        class_cache.record_builder(tmp_path / f"spark-{name}.0123.jsa.part", pid, "/cp")  # no part: not written yet
+    class_cache.prune(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spark-auditing.0123.pid"]
