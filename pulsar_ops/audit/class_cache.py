@@ -183,6 +183,14 @@ def _pid_file(part: Path) -> Path:
     return part.with_name(part.name.removesuffix(".jsa.part") + ".pid")
 
 
+def _stale(part: Path, now: float) -> bool:
+    """Left over ``ORPHAN_AFTER_S`` ago (a part that is gone is not stale: nothing to drop)."""
+    try:
+        return now - part.stat().st_mtime >= ORPHAN_AFTER_S
+    except OSError:
+        return False
+
+
 def prune(directory: Path, keep: int = KEEP, now: float | None = None) -> None:
     """Keep the ``keep`` newest archives (each Spark installation or Java runtime has its own, about 190 MB), and
     drop parts of any key left an hour ago by a builder that is gone: another installation's (a removed venv's)
@@ -193,7 +201,7 @@ def prune(directory: Path, keep: int = KEEP, now: float | None = None) -> None:
     for part in directory.glob("spark-*.jsa.part"):
         builder: Builder | None
         try:
-            if now - part.stat().st_mtime < ORPHAN_AFTER_S:
+            if not _stale(part, now):
                 continue
             builder = Builder.read(_pid_file(part))
         except FileNotFoundError:
@@ -218,15 +226,8 @@ def _settle(directory: Path, key: str, java: Path) -> str | None:
         pid_file = _pid_file(part)
         try:
             builder = Builder.read(pid_file)
-        except (OSError, ValueError):
-            try:
-                stale = time.time() - part.stat().st_mtime > ORPHAN_AFTER_S
-            except OSError:
-                continue
-            if stale:
-                _unlink(part, pid_file)
-            else:
-                busy = True
+        except (OSError, ValueError):  # no record: its builder may still be starting; prune drops it after an hour
+            busy = busy or not _stale(part, time.time())
             continue
         if builder.alive():  # still writing it
             busy = True

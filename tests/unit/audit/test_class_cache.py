@@ -70,9 +70,14 @@ def build_archive(part: Path, class_path: str) -> int:
         check=True,
     )
     assert done.returncode == 0 and part.exists()
+    return dead_pid()
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited."""
     probe = subprocess.Popen(["true"])
     probe.wait()
-    return probe.pid  # a pid that has exited
+    return probe.pid
 
 
 def test_a_finished_build_is_verified_promoted_and_mapped(env: dict[str, str], tmp_path: Path) -> None:
@@ -163,11 +168,10 @@ def test_a_promotion_keeps_the_three_newest_archives(tmp_path: Path) -> None:
 
 
 def test_parts_another_installation_left_are_dropped_after_an_hour(tmp_path: Path, live_java: int) -> None:
-    dead = subprocess.Popen(["true"])
-    dead.wait()
+    dead = dead_pid()
     hour_ago = time.time() - class_cache.ORPHAN_AFTER_S - 10
     parts = {}
-    for name, pid, old in [("gone", dead.pid, True), ("young", dead.pid, False), ("running", live_java, True)]:
+    for name, pid, old in [("gone", dead, True), ("young", dead, False), ("running", live_java, True)]:
         part = tmp_path / f"spark-{name}.0123.jsa.part"
         part.write_bytes(b"x")
         class_cache.record_builder(part, pid, "/cp")
@@ -196,9 +200,7 @@ def test_a_recycled_pid_is_not_the_builder(env: dict[str, str], tmp_path: Path, 
 
 
 def test_the_record_of_a_builder_that_died_before_writing_is_dropped(tmp_path: Path, live_java: int) -> None:
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    for name, pid in [("died", dead.pid), ("auditing", live_java)]:
+    for name, pid in [("died", dead_pid()), ("auditing", live_java)]:
         class_cache.record_builder(tmp_path / f"spark-{name}.0123.jsa.part", pid, "/cp")  # no part: not written yet
     class_cache.prune(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spark-auditing.0123.pid"]
