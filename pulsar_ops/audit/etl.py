@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -229,6 +230,19 @@ def materialise(
     return out
 
 
+# An intermediate view with at most this many rows is broadcast where the SQL asks for it by measured size
+# (``${broadcast_if_small:ALIAS:VIEW}``: sql_files.expand_macros). Spark held 2.2 M ledger ids in a 192-208 MiB
+# hash table (the file-size broadcasts PLAN_CONF turns off): about 90 bytes a row, so at most about 23 MB here.
+BROADCAST_MAX_ROWS = 250_000
+
+
+def broadcastable(materialised: Iterable[Materialised]) -> frozenset[str]:
+    """The intermediate views written with at most :data:`BROADCAST_MAX_ROWS` rows. Also when every table is
+    read as one partition: the optimizer pushes a semi-join below the one-partition read, whose rows then need an
+    exchange of their own (17 more in the demo's detections without the hints)."""
+    return frozenset(m.name for m in materialised if m.rows <= BROADCAST_MAX_ROWS)
+
+
 def column_contract(df: DataFrame) -> list[tuple[str, str]]:
     return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
 
@@ -242,26 +256,30 @@ def check_contract(f: SqlFile, df: DataFrame) -> None:
         )
 
 
-def detection_frame(spark: SparkSession, f: SqlFile) -> DataFrame:
+def detection_frame(spark: SparkSession, f: SqlFile, small_views: Collection[str] = ()) -> DataFrame:
+    """One detection's frame; ``small_views``: the intermediate views measured small (:func:`broadcastable`)."""
     if f.name not in DETECTIONS:
         raise AuditError(f"{f.path.name}: {f.name!r} is not a known detection", hint="see findings.DETECTIONS")
     try:
-        df = spark.sql(f.text)
+        df = spark.sql(f.render(small_views))
     except PySparkException as e:
         raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
     check_contract(f, df)
     return df
 
 
-def transform(spark: SparkSession, sql_root: Path | None = None) -> tuple[DataFrame, list[str]]:
-    """Every detection, unioned. Returns the findings frame and the detections run (in file order)."""
+def transform(
+    spark: SparkSession, sql_root: Path | None = None, small_views: Collection[str] = ()
+) -> tuple[DataFrame, list[str]]:
+    """Every detection, unioned. Returns the findings frame and the detections run (in file order).
+    ``small_views``: the intermediate views measured small (:func:`broadcastable`)."""
     files = detect_files(sql_root)
     if not files:
         raise AuditError("no detection SQL files found")
     views = []
     for f in files:
         view = "detect_" + f.name.replace("-", "_")
-        detection_frame(spark, f).createOrReplaceTempView(view)
+        detection_frame(spark, f, small_views).createOrReplaceTempView(view)
         views.append(view)
     # One UNION ALL statement, analysed once. Every frame passed check_contract (the same columns, in order), so
     # the positional union is the by-name one; pairwise DataFrame.unionByName re-analysed the growing plan at

@@ -184,7 +184,7 @@ def run_audit(
         materialised = etl.materialise(session, work_dir, sql_root, one_partition=small)
         timings["intermediate"], mark = time.monotonic() - mark, time.monotonic()
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}detections")  # one job writes them all
-        frame, detections = etl.transform(session, sql_root)
+        frame, detections = etl.transform(session, sql_root, etl.broadcastable(materialised))
         written = etl.load(frame, out_dir)
         rows = written.collect()
         timings["detections"], mark = time.monotonic() - mark, time.monotonic()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.resources
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,17 +28,30 @@ class SqlFile:
 
     @property
     def text(self) -> str:
-        return expand_macros(strip_comments(self.path.read_text()))
+        """The SQL with no intermediate view known to be small (see :func:`expand_macros`)."""
+        return self.render(())
+
+    def render(self, small_views: Collection[str]) -> str:
+        """The SQL to run once the intermediate views named in ``small_views`` are known to be small."""
+        return expand_macros(strip_comments(self.path.read_text()), small_views)
 
 
 _MACRO = re.compile(r"\$\{ledger_kind:([A-Za-z_][A-Za-z0-9_]*)\}")
+_BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def expand_macros(sql: str) -> str:
+def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     """``${ledger_kind:ALIAS}`` -> the CASE of :func:`pulsar_ops.formats.ledger_kind.ledger_kind_sql` (the one
-    definition of a ledger's kind, shared with the Python decoders)."""
+    definition of a ledger's kind, shared with the Python decoders).
+
+    ``${broadcast_if_small:ALIAS:VIEW}`` -> ``/*+ BROADCAST(ALIAS) */`` when the intermediate view ``VIEW`` is in
+    ``small_views`` (measured small once written: audit/etl.py ``broadcastable``), else nothing: a relation that is
+    small in a healthy cluster but not by construction (the ledgers on one side only of BookKeeper and the
+    references) is broadcast only when its rows were counted."""
     from pulsar_ops.formats.ledger_kind import ledger_kind_sql
 
+    small = frozenset(small_views)
+    sql = _BROADCAST_IF_SMALL.sub(lambda m: f"/*+ BROADCAST({m.group(1)}) */" if m.group(2) in small else "", sql)
     return _MACRO.sub(lambda m: ledger_kind_sql(m.group(1)), sql)
 
 

@@ -1,10 +1,63 @@
 -- dangling-ledger: a reference in R whose ledger id is absent from bk_ledgers (docs/detections.md).
 -- Not dangling: offloaded ledger-list rows with bookkeeper_deleted = true, and negative ids (sentinels).
 -- critical; only a warning when /ledgers itself is incomplete (absence cannot be confirmed).
-WITH refs AS (
+WITH dangling_ids AS (
+    -- live references to ids BookKeeper has no metadata for, found on ids alone by int_unmatched_ledgers
+    SELECT ledger_id FROM int_unmatched_ledgers WHERE side = 'reference'
+),
+dangling_buckets AS (
+    SELECT cursor_path, topic, subscription, bucket_ledger_id FROM stg_cursor_properties
+    WHERE bucket_ledger_id IN (SELECT ${broadcast_if_small:d:int_unmatched_ledgers} d.ledger_id FROM dangling_ids d)
+),
+-- each such reference as int_references' branches name it (03_int_references.sql), read only for those ids: a
+-- broadcast semi-join when they were measured small, so no reference's strings are shuffled or written whole
+wide AS (
+    SELECT
+        ledger_id, 'data' AS ref, topic, CAST(NULL AS STRING) AS subscription, ml_path AS path, namespace,
+        size, bookkeeper_deleted
+    FROM stg_ledger_list
+    WHERE ledger_id IN (SELECT ${broadcast_if_small:d:int_unmatched_ledgers} d.ledger_id FROM dangling_ids d)
+    UNION ALL
+    SELECT
+        CASE WHEN k = 0 THEN cursors_ledger_id ELSE compacted_topic_ledger END AS ledger_id,
+        CASE WHEN k = 0 THEN 'cursor' ELSE 'compacted' END AS ref,
+        topic, subscription, path, namespace, CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
+    FROM (
+        SELECT
+            topic, subscription, path, namespace, cursors_ledger_id, compacted_topic_ledger,
+            explode(array(0, 1)) AS k
+        FROM stg_cursors
+        WHERE cursors_ledger_id IN (
+            SELECT ${broadcast_if_small:d:int_unmatched_ledgers} d.ledger_id FROM dangling_ids d
+        )
+            OR compacted_topic_ledger IN (
+                SELECT ${broadcast_if_small:d:int_unmatched_ledgers} d.ledger_id FROM dangling_ids d
+            )
+    ) c
+    WHERE (k = 0 AND cursors_ledger_id <> -1) OR (k = 1 AND compacted_topic_ledger IS NOT NULL)
+    UNION ALL
+    SELECT
+        cp.bucket_ledger_id AS ledger_id, 'bucket' AS ref, cp.topic, cp.subscription, cp.cursor_path AS path,
+        c.namespace, CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
+    FROM dangling_buckets cp
+    -- the namespaces of only the cursors holding such a bucket, not a hash table or a shuffle of every cursor
+    LEFT JOIN (
+        SELECT path, namespace FROM stg_cursors
+        WHERE path IN (SELECT ${broadcast_if_small:b:int_unmatched_ledgers} b.cursor_path FROM dangling_buckets b)
+    ) c ON c.path = cp.cursor_path
+    UNION ALL
+    SELECT
+        ledger_id, 'schema' AS ref, topic, CAST(NULL AS STRING) AS subscription, path, namespace,
+        CAST(NULL AS BIGINT) AS size, false AS bookkeeper_deleted
+    FROM stg_schema_index
+    WHERE ledger_id IN (SELECT ${broadcast_if_small:d:int_unmatched_ledgers} d.ledger_id FROM dangling_ids d)
+),
+refs AS (
     SELECT ledger_id, ref, topic, subscription, path, namespace, max(size) AS size
-    FROM int_references
+    FROM wide
     WHERE ledger_id >= 0 AND NOT bookkeeper_deleted
+        -- a cursor read for its dangling ledger also yields its other ledger (k = 0 and 1 above)
+        AND ledger_id IN (SELECT ${broadcast_if_small:d:int_unmatched_ledgers} d.ledger_id FROM dangling_ids d)
     GROUP BY ledger_id, ref, topic, subscription, path, namespace
 ),
 missing AS (
@@ -12,9 +65,8 @@ missing AS (
         r.*, array_contains(blk.incomplete_scopes, '/ledgers') AS listing_incomplete, blk.incomplete_scopes
     FROM refs r
     CROSS JOIN int_blocking blk
-    WHERE NOT EXISTS (SELECT 1 FROM stg_bk_ledgers b WHERE b.ledger_id = r.ledger_id)
-        -- a ledger znode that exists but does not decode is not missing
-        AND NOT EXISTS (SELECT 1 FROM int_undecodable u WHERE u.ledger_id = r.ledger_id)
+    -- a ledger znode that exists but does not decode is not missing
+    WHERE NOT EXISTS (SELECT /*+ BROADCAST(u) */ 1 FROM int_undecodable u WHERE u.ledger_id = r.ledger_id)
 )
 SELECT
     'dangling-ledger' AS detection,

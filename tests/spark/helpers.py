@@ -11,9 +11,17 @@ from pulsar_ops.findings import Finding
 from tests.spark.snapshot_builder import SnapshotBuilder
 
 
-def audit(spark: Any, builder: SnapshotBuilder, root: Path, params: AuditParams | None = None) -> AuditResult:
+def audit(
+    spark: Any,
+    builder: SnapshotBuilder,
+    root: Path,
+    params: AuditParams | None = None,
+    one_partition: bool | None = None,
+) -> AuditResult:
+    """``one_partition``: as run_audit's (by default the suite's small snapshots are read as one partition, and
+    nothing measured small is broadcast: etl.broadcastable)."""
     snap = builder.write(root / "snap")
-    return run_audit(snap, root / "out", params, spark=spark)
+    return run_audit(snap, root / "out", params, spark=spark, one_partition=one_partition)
 
 
 def of(result: AuditResult, detection: str) -> list[Finding]:

@@ -26,6 +26,9 @@ def build(ledgers_complete: bool = True) -> SnapshotBuilder:
     b.cursor("t/ns", "a b", "__compaction", md=(10, 1), is_system=True, compacted_topic_ledger=22)
     b.cursor("t/ns", "a b", "idle", md=(10, 1), compacted_topic_ledger=-1)  # sentinel: never dangling
     b.schema("t/ns", "a b", [23])
+    # a cursor whose own ledger is gone but whose compacted-topic ledger exists: only the first is dangling
+    b.cursor("t/ns", "a b", "half", md=(10, 1), cursors_ledger_id=40, compacted_topic_ledger=41)
+    b.bk_ledger(41, kind="compacted", owner="persistent://t/ns/a b")
     # offloaded with its BookKeeper copy deleted: expected absent
     b.topic("t/ns", "off", ledgers=[(30, 5, 50, NOW - 9 * DAY, True, True), (31, None, None, None)])
     b.bk_ledger(31, owner="t/ns/persistent/off")
@@ -34,14 +37,24 @@ def build(ledgers_complete: bool = True) -> SnapshotBuilder:
     return b
 
 
-@pytest.fixture(scope="module")
-def result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> AuditResult:
-    return audit(spark, build(), tmp_path_factory.mktemp("dangling"))
+# one partition (the SQL's semi-joins over one partition) and partitioned (the candidate ids measured small and
+# broadcast to each reference kind's read: etl.broadcastable)
+@pytest.fixture(scope="module", params=[True, False], ids=["one-partition", "broadcast"])
+def result(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AuditResult:
+    return audit(spark, build(), tmp_path_factory.mktemp("dangling"), one_partition=request.param)
 
 
 def test_one_finding_per_reference(result: AuditResult) -> None:
     got = {(f.ledger_id, f.evidence["ref"]) for f in of(result, "dangling-ledger")}
-    assert got == {(10, "data"), (BIG, "data"), (20, "cursor"), (21, "bucket"), (22, "compacted"), (23, "schema")}
+    assert got == {
+        (10, "data"),
+        (BIG, "data"),
+        (20, "cursor"),
+        (21, "bucket"),
+        (22, "compacted"),
+        (23, "schema"),
+        (40, "cursor"),
+    }
 
 
 def test_data_reference(result: AuditResult) -> None:
@@ -55,12 +68,14 @@ def test_data_reference(result: AuditResult) -> None:
 
 
 def test_cursor_compacted_bucket_point_at_the_cursor_znode(result: AuditResult) -> None:
-    fs = {f.evidence["ref"]: f for f in of(result, "dangling-ledger")}
+    fs = {f.evidence["ref"]: f for f in of(result, "dangling-ledger") if f.ledger_id != 40}
     assert fs["cursor"].path == "/managed-ledgers/t/ns/persistent/a+b/sub+1"
     assert fs["cursor"].subscription == "sub 1"
     assert fs["bucket"].path == "/managed-ledgers/t/ns/persistent/a+b/sub+1"
     assert fs["compacted"].path == "/managed-ledgers/t/ns/persistent/a+b/__compaction"
     assert fs["schema"].path == "/schemas/t/ns/a+b"
+    half = next(f for f in of(result, "dangling-ledger") if f.ledger_id == 40)
+    assert (half.path, half.subscription) == ("/managed-ledgers/t/ns/persistent/a+b/half", "half")
     assert all(f.severity == "critical" for f in fs.values())
 
 
@@ -76,7 +91,7 @@ def test_exit_code_critical(result: AuditResult) -> None:
 def test_incomplete_ledger_listing_downgrades_to_warning(spark: Any, tmp_path: Path) -> None:
     r = audit(spark, build(ledgers_complete=False), tmp_path)
     fs = of(r, "dangling-ledger")
-    assert len(fs) == 6
+    assert len(fs) == 7
     for f in fs:
         assert f.severity == "warning"
         assert f.reason == "ledger listing incomplete: cannot confirm absence"

@@ -1,0 +1,34 @@
+"""``${broadcast_if_small:ALIAS:VIEW}``: a broadcast hint only for an intermediate view counted small."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pulsar_ops.audit.sql_files import SqlFile, detect_files, expand_macros
+
+SQL = "SELECT ${broadcast_if_small:u:int_unmatched_ledgers} 1 FROM int_unmatched_ledgers u"
+
+
+def test_the_hint_appears_only_for_a_view_counted_small() -> None:
+    assert expand_macros(SQL, {"int_unmatched_ledgers"}) == (
+        "SELECT /*+ BROADCAST(u) */ 1 FROM int_unmatched_ledgers u"
+    )
+    assert expand_macros(SQL) == "SELECT  1 FROM int_unmatched_ledgers u"
+    assert expand_macros(SQL, {"int_ledgers"}) == "SELECT  1 FROM int_unmatched_ledgers u"
+
+
+def test_render_expands_and_text_is_the_unmeasured_rendering(tmp_path: Path) -> None:
+    p = tmp_path / "x.sql"
+    p.write_text("-- a comment\n" + SQL + ";\n")
+    f = SqlFile("detect", "x", p)
+    assert f.text == "SELECT  1 FROM int_unmatched_ledgers u"
+    assert "/*+ BROADCAST(u) */" in f.render(["int_unmatched_ledgers"])
+
+
+def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
+    for f in detect_files():
+        raw = f.path.read_text()
+        rendered = f.render({"int_unmatched_ledgers"})
+        assert "${" not in rendered and "${" not in f.text, f.name
+        macros = raw.count("${broadcast_if_small:")
+        assert rendered.count("/*+ BROADCAST(") - f.text.count("/*+ BROADCAST(") == macros, f.name
