@@ -98,8 +98,11 @@ def test_a_small_snapshot_is_audited_without_generated_code_and_a_large_one_with
     small = local_defaults({"znodes": 1_876, "bk_ledgers": 300}, 400_000, BOX)
     assert small["spark.sql.codegen.wholeStage"] == "false"
     assert small["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
-    large = local_defaults({"znodes": 600_000, "bk_ledgers": 300_000}, 90 * MIB, BOX)
-    assert not any(k.startswith("spark.sql.codegen.") for k in large)  # Spark's defaults: whole-stage codegen on
+    # up to 2,500,000 rows (100,000 topics: 1.76 M) interpreted too; above, Spark's defaults (whole-stage codegen)
+    medium = local_defaults({"znodes": 1_500_000, "bk_ledgers": 1_000_000}, 90 * MIB, BOX)
+    assert medium["spark.sql.codegen.factoryMode"] == "NO_CODEGEN" and not small_snapshot({"znodes": 2_500_000})
+    large = local_defaults({"znodes": 1_500_000, "bk_ledgers": 1_000_001}, 90 * MIB, BOX)
+    assert not any(k.startswith("spark.sql.codegen.") for k in large)
     assert small_snapshot({"znodes": 250_000}) and not small_snapshot({"znodes": 250_000, "cursors": 1})
 
 
