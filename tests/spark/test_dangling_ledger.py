@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from pulsar_ops.audit import etl
 from pulsar_ops.audit.runner import AuditResult
 from pulsar_ops.findings import EXIT_CRITICAL, EXIT_WARNINGS
 from tests.spark.helpers import audit, of
@@ -37,11 +38,20 @@ def build(ledgers_complete: bool = True) -> SnapshotBuilder:
     return b
 
 
-# one partition (the SQL's semi-joins over one partition) and partitioned (the candidate ids measured small and
-# broadcast to each reference kind's read: etl.broadcastable)
-@pytest.fixture(scope="module", params=[True, False], ids=["one-partition", "broadcast"])
+# the candidate ids counted small and broadcast to each reference kind's read (etl.broadcastable), read as one
+# partition and partitioned; and not counted small (a cluster with more than BROADCAST_MAX_ROWS of them): no hint,
+# the semi-joins shuffle
+@pytest.fixture(
+    scope="module",
+    params=[(True, True), (False, True), (False, False)],
+    ids=["one-partition", "broadcast", "no-broadcast"],
+)
 def result(spark: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AuditResult:
-    return audit(spark, build(), tmp_path_factory.mktemp("dangling"), one_partition=request.param)
+    one_partition, small = request.param
+    with pytest.MonkeyPatch.context() as mp:
+        if not small:
+            mp.setattr(etl, "BROADCAST_MAX_ROWS", -1)
+        return audit(spark, build(), tmp_path_factory.mktemp("dangling"), one_partition=one_partition)
 
 
 def test_one_finding_per_reference(result: AuditResult) -> None:
