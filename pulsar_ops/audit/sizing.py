@@ -112,16 +112,19 @@ def sql_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, cores: int)
     }
 
 
+def _known_at_most(row_counts: Mapping[str, int], limit: int) -> bool:
+    """At most ``limit`` rows in all; a manifest without row counts is not known to be that small."""
+    return bool(row_counts) and _rows(row_counts) <= limit
+
+
 def small_snapshot(row_counts: Mapping[str, int]) -> bool:
-    """At most ``ROWS_PER_PARTITION`` rows in all: one partition, no generated code, C1 alone. A manifest without
-    row counts is not known to be small."""
-    return bool(row_counts) and _rows(row_counts) <= ROWS_PER_PARTITION
+    """At most ``ROWS_PER_PARTITION`` rows in all: one partition, no generated code, C1 alone."""
+    return _known_at_most(row_counts, ROWS_PER_PARTITION)
 
 
 def interpreted(row_counts: Mapping[str, int]) -> bool:
-    """At most ``INTERPRETED_MAX_ROWS`` rows in all: audited locally without generated code (:data:`NO_CODEGEN`).
-    A manifest without row counts is not known to be that small."""
-    return bool(row_counts) and _rows(row_counts) <= INTERPRETED_MAX_ROWS
+    """At most ``INTERPRETED_MAX_ROWS`` rows in all: audited locally without generated code (:data:`NO_CODEGEN`)."""
+    return _known_at_most(row_counts, INTERPRETED_MAX_ROWS)
 
 
 NO_CODEGEN = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}

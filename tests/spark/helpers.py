@@ -18,8 +18,7 @@ def audit(
     params: AuditParams | None = None,
     one_partition: bool | None = None,
 ) -> AuditResult:
-    """``one_partition``: as run_audit's (by default the suite's small snapshots are read as one partition, and
-    nothing measured small is broadcast: etl.broadcastable)."""
+    """``one_partition``: as run_audit's (by default the suite's small snapshots are read as one partition)."""
     snap = builder.write(root / "snap")
     return run_audit(snap, root / "out", params, spark=spark, one_partition=one_partition)
 
