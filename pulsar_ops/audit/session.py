@@ -100,7 +100,6 @@ def default_conf(master: str, warehouse: Path | None, jvm_options: Sequence[str]
                 "spark.driver.host": "127.0.0.1",
                 "spark.sql.shuffle.partitions": "4",  # run_audit sizes these from the snapshot
                 "spark.default.parallelism": "4",
-                "spark.sql.adaptive.enabled": "true",
             }
         )
     if warehouse is not None:

@@ -407,6 +407,7 @@ def test_a_small_snapshot_reads_each_table_as_one_partition_and_shuffles_less(sp
         detections = etl.transform(spark, None, etl.broadcastable(done))[0]  # as run_audit plans them
         counted[one] = (shuffles(spark, detections), sum(shuffles(spark, m.written) for m in done))
     (detections, intermediates), (small_detections, small_intermediates) = counted[False], counted[True]
-    # measured: 64 -> 46 in the detections' plan, 35 -> 13 over the intermediate writes (the rest sit above
-    # unions and other operators that do not keep their input's partitioning)
-    assert small_detections <= detections * 3 // 4 and small_intermediates < intermediates / 2, counted
+    # measured: 62 -> 29 in the detections' plan, 34 -> 11 over the intermediate writes (the rest sit above
+    # unions, and above the semi-joins the optimizer pushes below a one-partition read); 37 in the detections
+    # while a join of one-partition inputs still got a shuffle "for parallelism" (etl.ONE_PARTITION_CONF)
+    assert small_detections <= detections // 2 and small_intermediates <= intermediates // 3, counted

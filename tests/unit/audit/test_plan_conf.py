@@ -1,8 +1,9 @@
-"""The audit's join settings (etl.PLAN_CONF): applied to a session unless its configuration sets the key."""
+"""The audit's join settings (etl.PLAN_CONF) and one-partition settings (etl.ONE_PARTITION_CONF): applied to a
+session unless its configuration sets the key."""
 
 from __future__ import annotations
 
-from pulsar_ops.audit.etl import PLAN_CONF, plan_conf
+from pulsar_ops.audit.etl import ONE_PARTITION_CONF, PLAN_CONF, partition_conf, plan_conf
 
 
 class FakeConf:
@@ -28,6 +29,9 @@ class FakeRuntimeConf:
     def set(self, key: str, value: str) -> None:
         self.values[key] = value
 
+    def unset(self, key: str) -> None:
+        self.values.pop(key, None)
+
 
 class FakeSession:
     def __init__(self, explicit: dict[str, str]) -> None:
@@ -49,3 +53,30 @@ def test_an_explicit_setting_wins() -> None:
     s = FakeSession({"spark.sql.autoBroadcastJoinThreshold": "64MB"})  # --spark-conf or spark-submit --conf
     plan_conf(s)  # type: ignore[arg-type]
     assert s.conf.values == {"spark.sql.adaptive.autoBroadcastJoinThreshold": "10MB"}
+
+
+def test_one_partition_turns_off_adaptive_execution_and_the_shuffles_for_parallelism() -> None:
+    s = FakeSession({})
+    partition_conf(s, True)  # type: ignore[arg-type]
+    assert s.conf.values == {
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
+    }
+    assert s.conf.values == ONE_PARTITION_CONF
+
+
+def test_a_partitioned_audit_in_the_same_session_gets_sparks_defaults_back() -> None:
+    s = FakeSession({})
+    s.conf.set("spark.sql.shuffle.partitions", "5")
+    partition_conf(s, True)  # type: ignore[arg-type]
+    partition_conf(s, False)  # type: ignore[arg-type]
+    assert s.conf.values == {"spark.sql.shuffle.partitions": "5"}  # unset: Spark's defaults again
+
+
+def test_an_explicit_partition_setting_wins_either_way() -> None:
+    s = FakeSession({"spark.sql.adaptive.enabled": "true"})
+    s.conf.set("spark.sql.adaptive.enabled", "true")  # as the session was built with it
+    partition_conf(s, True)  # type: ignore[arg-type]
+    assert s.conf.values == {"spark.sql.adaptive.enabled": "true", "spark.sql.maxSinglePartitionBytes": str(2**63 - 1)}
+    partition_conf(s, False)  # type: ignore[arg-type]
+    assert s.conf.values == {"spark.sql.adaptive.enabled": "true"}
