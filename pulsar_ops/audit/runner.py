@@ -130,6 +130,15 @@ def size_sql(session: SparkSession, size: SnapshotSize) -> None:
     set_unless_explicit(session, {key: wanted[key] for key in SQL_SIZING_KEYS})
 
 
+def conf_value(session: SparkSession, key: str) -> str | None:
+    """The session's value of ``key``: set, else Spark's default, else ``None`` (a key with neither)."""
+    try:
+        value = session.conf.get(key)
+    except Exception:  # Spark raises for a key that is neither set nor has a default
+        return None
+    return None if value is None else str(value)
+
+
 def step_walls(timings: Mapping[str, float], materialised: list[etl.Materialised]) -> dict[str, float]:
     """Each labelled step's wall time, under the step names of its jobs' descriptions (audit/stage_metrics.py)."""
     walls = {"register": timings["register"]}
@@ -210,7 +219,8 @@ def run_audit(
     wall = time.monotonic() - started
     snapshot = manifest_summary(manifest, snapshot_dir)
     audit = audit_metadata(resolved, detections, findings, wall, str(session.sparkContext.master))
-    audit["spark_conf"] = {k: session.conf.get(k, None) for k in sorted({*conf, *SQL_SIZING_KEYS})}
+    recorded = {*conf, *SQL_SIZING_KEYS, *etl.PLAN_CONF, *etl.ONE_PARTITION_CONF}  # sized, then the plan's
+    audit["spark_conf"] = {k: conf_value(session, k) for k in sorted(recorded)}
     audit["coverage"] = coverage_summary(covered)
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}
     audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step

@@ -14,15 +14,15 @@ Local mode (``local[*]``, the CLI's default) sizes the one JVM that is driver an
   ``--spark-conf``, see README "Benchmarks").
 * ``spark.sql.files.maxPartitionBytes``: the snapshot's Parquet bytes spread over two splits per core, between
   4 MiB and 128 MiB.
-* a small snapshot (:func:`small_snapshot`) is audited without generated code (``spark.sql.codegen.wholeStage``
-  off, expressions interpreted: ``spark.sql.codegen.factoryMode`` ``NO_CODEGEN``): its rows are too few to repay
-  compiling about 380 classes (Janino, 14.7 s of the demo's cold audit; the audit took 29-31 s instead of
-  39 s, and 31.8 s instead of 33.9 s at 10,000 topics, with the same findings). The runner also gives its JVM
-  C1 alone (audit/session.py ``SMALL_INPUT_JVM_OPTIONS``) and reads every table as one partition
-  (etl.read_parquet: about half the stages; without adaptive execution, etl.ONE_PARTITION_CONF). Up to ``INTERPRETED_MAX_ROWS`` (2,500,000 rows) expressions are
-  interpreted too, with both JIT tiers: at 100,000 topics (1.76 M rows) 45.0-46.8 s against 49.1-50.3 s with
-  generated code (alternating, same findings; Janino 17-20 s of CPU and the JIT 48 s -> 35-38 s), while at
-  600,000 topics (10.5 M rows) generated code still pays (74.6 s against 88.9 s interpreted).
+* a small snapshot (:func:`small_snapshot`) is audited without generated code (``spark.sql.codegen.wholeStage`` off,
+  expressions interpreted: ``spark.sql.codegen.factoryMode`` ``NO_CODEGEN``): its rows are too few to repay
+  compiling about 380 classes (Janino, 14.7 s of the demo's cold audit; the audit took 29-31 s instead of 39 s, and
+  31.8 s instead of 33.9 s at 10,000 topics, with the same findings). The runner also gives its JVM C1 alone
+  (audit/session.py ``SMALL_INPUT_JVM_OPTIONS``) and reads every table as one partition (etl.read_parquet: about
+  half the stages; without adaptive execution, etl.ONE_PARTITION_CONF). Up to ``INTERPRETED_MAX_ROWS`` (2,500,000
+  rows) expressions are interpreted too, with both JIT tiers: at 100,000 topics (1.76 M rows) 45.0-46.8 s against
+  49.1-50.3 s with generated code (alternating, same findings; Janino 17-20 s of CPU and the JIT 48 s -> 35-38 s),
+  while at 600,000 topics (10.5 M rows) generated code still pays (74.6 s against 88.9 s interpreted).
 
 Explicit settings win: ``--spark-conf KEY=VALUE`` over the audit config file's ``spark_conf`` object over these
 defaults. On a cluster (``--master spark://...`` or under ``spark-submit``) memory and cores are the cluster's

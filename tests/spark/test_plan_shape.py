@@ -319,6 +319,20 @@ def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, t
     assert stages["slowest"] and stages["slowest"][0]["task_run_s"] == max(s["task_run_s"] for s in stages["slowest"])
 
 
+def test_one_partition_settings_are_recorded_and_undone_for_a_partitioned_audit(spark: Any, tmp_path: Path) -> None:
+    snap = _builder().write(tmp_path / "snap")
+    small = run_audit(snap, tmp_path / "small", None, spark=spark, one_partition=True)
+    large = run_audit(snap, tmp_path / "large", None, spark=spark, one_partition=False)
+    assert [f.to_json() for f in small.findings] == [f.to_json() for f in large.findings]
+    # findings.json says what the plan ran with: one partition without adaptive execution, then Spark's defaults
+    # again in the same session (etl.ONE_PARTITION_CONF)
+    assert small.audit["spark_conf"]["spark.sql.adaptive.enabled"] == "false"
+    assert small.audit["spark_conf"]["spark.sql.maxSinglePartitionBytes"] == str(2**63 - 1)
+    assert large.audit["spark_conf"]["spark.sql.adaptive.enabled"] == "true"
+    assert large.audit["spark_conf"]["spark.sql.maxSinglePartitionBytes"] == "134217728b"
+    assert large.audit["spark_conf"]["spark.sql.autoBroadcastJoinThreshold"] == "-1"  # etl.PLAN_CONF either way
+
+
 def test_a_second_audit_in_the_same_session_reuses_the_generated_code(spark: Any, tmp_path: Path) -> None:
     # Spark's cache of compiled generated code holds 100 classes by default and one audit generates about 400: a
     # session that audits again (bench audit's sizes, a long-lived driver, this suite) compiled them all again
