@@ -37,6 +37,7 @@ class SqlFile:
 
 
 _MACRO = re.compile(r"\$\{ledger_kind:([A-Za-z_][A-Za-z0-9_]*)\}")
+_ASCII_LOWER = re.compile(r"\$\{ascii_lower:([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}")
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -47,10 +48,15 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     ``${broadcast_if_small:ALIAS:VIEW}`` -> ``/*+ BROADCAST(ALIAS) */`` when the intermediate view ``VIEW`` is in
     ``small_views`` (measured small once written: audit/etl.py ``broadcastable``), else nothing: a relation that is
     small in a healthy cluster but not by construction (the ledgers on one side only of BookKeeper and the
-    references) is broadcast only when its rows were counted."""
+    references) is broadcast only when its rows were counted.
+
+    ``${ascii_lower:COLUMN}`` (``COLUMN`` or ``ALIAS.COLUMN``) -> :func:`pulsar_ops.formats.ascii_case.ascii_lower_sql`
+    of it: case folded without Spark's ICU case mappings (formats/ascii_case.py)."""
+    from pulsar_ops.formats.ascii_case import ascii_lower_sql
     from pulsar_ops.formats.ledger_kind import ledger_kind_sql
 
     small = frozenset(small_views)
+    sql = _ASCII_LOWER.sub(lambda m: ascii_lower_sql(m.group(1)), sql)
     sql = _BROADCAST_IF_SMALL.sub(lambda m: f"/*+ BROADCAST({m.group(1)}) */" if m.group(2) in small else "", sql)
     return _MACRO.sub(lambda m: ledger_kind_sql(m.group(1)), sql)
 

@@ -11,7 +11,7 @@ data           ``component`` = ``managed-ledger`` and no ``pulsar/cursor`` key
 cursor         ``component`` = ``managed-ledger`` with a ``pulsar/cursor`` key
 schema         ``component`` = ``schema``
 compacted      ``component`` = ``compacted-ledger``
-bucket         ``component`` contains ``delayed`` or ``bucket`` (any case): the delayed-delivery bucket
+bucket         ``component`` contains ``delayed`` or ``bucket`` (any ASCII case): the delayed-delivery bucket
                snapshots of PIP-195, whose exact component string is not pinned here
 pulsar-unknown any other Pulsar-owned ledger
 =============  ============================================================================
@@ -24,6 +24,8 @@ A test checks the two agree on generated metadata.
 from __future__ import annotations
 
 from typing import Literal
+
+from pulsar_ops.formats.ascii_case import ascii_lower, ascii_lower_sql
 
 PulsarKind = Literal["data", "cursor", "schema", "compacted", "bucket", "pulsar-unknown", "unowned"]
 
@@ -42,7 +44,7 @@ def ledger_kind(application: str | None, component: str | None, has_cursor: bool
     for name, kind in EXACT_COMPONENTS:
         if component == name:
             return kind
-    if component is not None and any(m in component.lower() for m in BUCKET_MARKERS):
+    if component is not None and any(m in ascii_lower(component) for m in BUCKET_MARKERS):
         return "bucket"
     return "pulsar-unknown"
 
@@ -56,7 +58,9 @@ def ledger_kind_sql(alias: str) -> str:
         f"    WHEN {a}component = 'managed-ledger' AND {a}cursor_name IS NULL THEN 'data'",
         f"    WHEN {a}component = 'managed-ledger' THEN 'cursor'",
         *(f"    WHEN {a}component = '{name}' THEN '{kind}'" for name, kind in EXACT_COMPONENTS),
-        "    WHEN " + " OR ".join(f"lower({a}component) LIKE '%{m}%'" for m in BUCKET_MARKERS) + " THEN 'bucket'",
+        "    WHEN "
+        + " OR ".join(f"{ascii_lower_sql(a + 'component')} LIKE '%{m}%'" for m in BUCKET_MARKERS)
+        + " THEN 'bucket'",
         "    ELSE 'pulsar-unknown'",
         "END",
     ]

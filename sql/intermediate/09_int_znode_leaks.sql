@@ -121,7 +121,8 @@ FROM (
             WHERE b.namespace = x.namespace
                 AND (
                     (b.lower = x.lower AND b.upper = x.upper)
-                    OR lower(b.bundle_range) = lower(x.bundle_range)
+                    -- hex ranges, case folded as ASCII (not lower(): formats/ascii_case.py)
+                    OR ${ascii_lower:b.bundle_range} = ${ascii_lower:x.bundle_range}
                 )
         )
 ) bd

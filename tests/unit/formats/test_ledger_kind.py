@@ -52,3 +52,16 @@ def test_the_audit_sql_uses_the_shared_rule() -> None:
     assert "${ledger_kind:b}" in raw and "LIKE '%bucket%'" not in raw
     assert ledger_kind_sql("b") in orphan.text
     assert expand_macros("x ${ledger_kind:t} y") == f"x {ledger_kind_sql('t')} y"
+
+
+def test_bucket_markers_fold_ascii_case_only_in_python_and_sql() -> None:
+    # "any case" is ASCII case: Unicode folding would also take KELVIN SIGN (U+212A) to "k", and Spark's lower()
+    # loads ICU to do it (formats/ascii_case.py); both sides leave it alone
+    rows = [("pulsar", "Delayed-Index-BUCKET", False), ("pulsar", "BUC\u212aET", False), ("pulsar", "bucket", False)]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE b (i INTEGER, application VARCHAR, component VARCHAR, cursor_name VARCHAR)")
+    con.executemany("INSERT INTO b VALUES (?, ?, ?, NULL)", [(i, a, c) for i, (a, c, _) in enumerate(rows)])
+    got = dict(con.execute(f"SELECT i, {ledger_kind_sql('b')} FROM b").fetchall())
+    assert got == {0: "bucket", 1: "pulsar-unknown", 2: "bucket"}
+    assert [ledger_kind(a, c, cur) for a, c, cur in rows] == ["bucket", "pulsar-unknown", "bucket"]
+    assert "lower(" not in ledger_kind_sql("b")
