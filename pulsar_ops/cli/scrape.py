@@ -62,6 +62,27 @@ class _ProgressLine:
             self._status.stop()
 
 
+_ENDPOINT_WORDS = {
+    "published": "published in its registration",
+    "bookie-url-port": "nothing published: its host with --bookie-url's port",
+    "none": "not reachable: custom BookieId or unusable registration, see the incomplete scopes",
+}
+
+
+def _render_bookie_endpoints(manifest: Manifest) -> None:
+    """One line per bookie (up to 20): which HTTP endpoint was asked and where it came from."""
+    eps = manifest.bookie_endpoints
+    if not eps:
+        return
+    err_console.print(f"  bookie HTTP endpoints ({len(eps)}):")
+    for bid, ep in list(eps.items())[:20]:
+        source = str(ep.get("source"))
+        url = ep.get("url") or "-"
+        err_console.print(f"    {escape(bid)}: {escape(url)} ({escape(_ENDPOINT_WORDS.get(source, source))})")
+    if len(eps) > 20:
+        err_console.print(f"    ... and {len(eps) - 20} more (see manifest.json bookie_endpoints)")
+
+
 def render_summary(manifest: Manifest, out: Path) -> None:
     counts = manifest.row_counts
     err_console.print(
@@ -74,6 +95,7 @@ def render_summary(manifest: Manifest, out: Path) -> None:
         f"{counts.get('cursors', 0):,} cursors, {counts.get('bk_ledgers', 0):,} ledgers, "
         f"{counts.get('namespaces', 0):,} namespaces, {manifest.errors_count} errors"
     )
+    _render_bookie_endpoints(manifest)
     if manifest.incomplete_scopes:
         err_console.print(
             f"[bold yellow]warning[/]: {len(manifest.incomplete_scopes)} scope(s) incomplete; findings in them "
@@ -130,7 +152,10 @@ def register(app: typer.Typer) -> None:
             None, "--bookie-url", help="One bookie's HTTP admin URL: bookie ids, read-only state, disk space."
         ),
         bookie_http_port: int = typer.Option(
-            None, "--bookie-http-port", help="HTTP port of every bookie (default: the port of --bookie-url)."
+            None,
+            "--bookie-http-port",
+            help="HTTP port of a bookie that publishes no endpoint in its registration (default: the port of "
+            "--bookie-url); a published httpserver endpoint wins.",
         ),
         token: str = typer.Option(
             None, "--token", envvar="PULSAR_OPS_TOKEN", help="Bearer token for the HTTP APIs (never printed)."
@@ -171,6 +196,7 @@ def register(app: typer.Typer) -> None:
         if admin_url or bookie_url:
             from pulsar_ops.scrape.http import HttpSettings, admin_settings
             from pulsar_ops.scrape.http_sources import http_sources
+            from pulsar_ops.scrape.zk_bookies import registration_reader
 
             settings, insecure = admin_settings(conf, token, http_timeout)
             if insecure:
@@ -189,6 +215,12 @@ def register(app: typer.Typer) -> None:
                     verify=str(bookie_tls_ca) if bookie_tls_ca else True,
                     cert=(str(bookie_tls_cert), str(bookie_tls_key)) if bookie_tls_cert and bookie_tls_key else None,
                 ),
+                bookie_registrations=registration_reader(
+                    zookeeper, ledgers_root, security, connect_timeout=connect_timeout
+                )
+                if bookie_url
+                else None,
+                ledgers_root=ledgers_root,
             )
         progress = _ProgressLine(enabled=not quiet)
         try:

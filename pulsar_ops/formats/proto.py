@@ -2,9 +2,10 @@
 
 The ``FileDescriptorProto``s below restate (as facts: names, numbers, types, labels) the upstream files
 ``MLDataFormats.proto`` (apache/pulsar managed-ledger), ``DataFormats.proto`` (apache/bookkeeper, only
-``LedgerMetadataFormat``) and ``SchemaStorageFormat.proto`` (apache/pulsar broker). Message and field names
-are the upstream ones so protobuf text format round-trips with upstream text (v2 ledger metadata, legacy
-text ManagedLedgerInfo). They live in a private descriptor pool so they never clash with other code.
+``LedgerMetadataFormat`` and ``BookieServiceInfoFormat``) and ``SchemaStorageFormat.proto`` (apache/pulsar
+broker). Message and field names are the upstream ones so protobuf text format round-trips with upstream text
+(v2 ledger metadata, legacy text ManagedLedgerInfo). They live in a private descriptor pool so they never clash
+with other code.
 
 Classes are module-level constants: look them up once, never per decode.
 """
@@ -235,8 +236,41 @@ def _bk_file() -> descriptor_pb2.FileDescriptorProto:
             _enum("DigestType", [("CRC32", 1), ("HMAC", 2), ("CRC32C", 3), ("DUMMY", 4)]),
         ],
     )
+    # BookieServiceInfoFormat: the data of a bookie's registration znode (<ledgers>/available[/readonly]/<id>),
+    # written by upstream ZKRegistrationManager.serializeBookieServiceInfo. The map<string, string> properties
+    # field is restated as its wire form (a repeated entry message, key = 1, value = 2).
+    bsi = _message(
+        pkg,
+        "BookieServiceInfoFormat",
+        [
+            ("endpoints", 6, _REP, "BookieServiceInfoFormat.Endpoint", None),
+            ("properties", 7, _REP, "BookieServiceInfoFormat.PropertiesEntry", None),
+        ],
+        enums,
+        nested=[
+            _message(
+                pkg,
+                "Endpoint",
+                [
+                    ("id", 1, _REQ, "string", None),
+                    ("port", 2, _REQ, "int32", None),
+                    ("host", 3, _REQ, "string", None),
+                    ("protocol", 4, _REQ, "string", None),
+                    ("auth", 5, _REP, "string", None),
+                    ("extensions", 6, _REP, "string", None),
+                ],
+                enums,
+            ),
+            _message(
+                pkg,
+                "PropertiesEntry",
+                [("key", 1, _OPT, "string", None), ("value", 2, _OPT, "string", None)],
+                enums,
+            ),
+        ],
+    )
     f = descriptor_pb2.FileDescriptorProto(name="pulsar_ops/DataFormats.proto", package=pkg, syntax="proto2")
-    f.message_type.append(lmf)
+    f.message_type.extend([lmf, bsi])
     return f
 
 
@@ -356,6 +390,7 @@ COMPRESSION_NUMBERS: dict[str, int] = {name: number for number, name in COMPRESS
 LedgerMetadataFormat: Any = _cls("bookkeeper.proto.LedgerMetadataFormat")
 Segment: Any = _cls("bookkeeper.proto.LedgerMetadataFormat.Segment")
 CMetadataMapEntry: Any = _cls("bookkeeper.proto.LedgerMetadataFormat.cMetadataMapEntry")
+BookieServiceInfoFormat: Any = _cls("bookkeeper.proto.BookieServiceInfoFormat")
 
 LEDGER_STATES: dict[int, str] = {1: "OPEN", 2: "IN_RECOVERY", 3: "CLOSED"}
 LEDGER_STATE_NUMBERS: dict[str, int] = {v: k for k, v in LEDGER_STATES.items()}

@@ -17,6 +17,7 @@ from pulsar_ops.scrape.admin import scrape_admin
 from pulsar_ops.scrape.bookie import scrape_bookies
 from pulsar_ops.scrape.http import HttpSettings, get_json, make_client
 from pulsar_ops.scrape.run import ExtraTables
+from pulsar_ops.scrape.zk_bookies import Registrations
 
 Incomplete = tuple[str, str, str, str]
 
@@ -41,8 +42,13 @@ def http_sources(
     bookie_http_port: int | None = None,
     bookie_settings: HttpSettings | None = None,
     transport: httpx.BaseTransport | None = None,
+    bookie_registrations: Callable[[], Registrations] | None = None,
+    ledgers_root: str = "/ledgers",
 ) -> Callable[[], ExtraTables]:
-    """A callable for ``ScrapeConfig.extra`` that scrapes the given HTTP sources when the walk is done."""
+    """A callable for ``ScrapeConfig.extra`` that scrapes the given HTTP sources when the walk is done.
+
+    ``bookie_registrations`` reads the bookies' registration znodes (their published endpoints); without it every
+    bookie is reached at its id's host with the port of ``bookie_url`` (``bookie_http_port``)."""
 
     def client_for(base: str) -> httpx.Client:
         return make_client(base, settings, transport=transport)
@@ -53,6 +59,7 @@ def http_sources(
     def collect() -> ExtraTables:
         loaded: list[dict[str, Any]] = []
         bookies: list[dict[str, Any]] = []
+        endpoints: dict[str, dict[str, str | None]] = {}
         incomplete: list[Incomplete] = []
         admin_ok = bookie_ok = False
         if admin_url:
@@ -68,7 +75,14 @@ def http_sources(
                 incomplete.append(("admin", "brokers", e.code, e.message))
         if bookie_url:
             try:
-                bres = scrape_bookies(bookie_url, bookie_client_for, http_port=bookie_http_port)
+                regs = bookie_registrations() if bookie_registrations is not None else None
+                bres = scrape_bookies(
+                    bookie_url,
+                    bookie_client_for,
+                    http_port=bookie_http_port,
+                    registrations=regs,
+                    ledgers_root=ledgers_root,
+                )
                 bookies = [
                     {
                         "bookie_id": b.bookie_id,
@@ -78,8 +92,9 @@ def http_sources(
                     }
                     for b in bres.bookies
                 ]
+                endpoints = {b.bookie_id: {"url": b.http_url, "source": b.endpoint_source} for b in bres.bookies}
                 bookie_ok = bres.complete
-                incomplete += [("bookie", "bookie/info", e.code, e.message) for e in bres.errors]
+                incomplete += [("bookie", e.scope, e.code, e.message) for e in bres.errors]
             except HttpError as e:
                 incomplete.append(("bookie", "list_bookies", e.code, e.message))
         return ExtraTables(
@@ -88,6 +103,7 @@ def http_sources(
             admin_scraped=admin_ok,
             bookie_scraped=bookie_ok,
             incomplete=incomplete,
+            bookie_endpoints=endpoints,
         )
 
     return collect

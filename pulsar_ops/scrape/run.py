@@ -40,6 +40,8 @@ class ExtraTables:
     bookie_scraped: bool = False
     # (source, scope, code, error) of every part that could not be read, e.g. ("admin", "broker-stats", ...)
     incomplete: Sequence[tuple[str, str, str, str]] = ()
+    # {bookie_id: {"url": the HTTP URL used or None, "source": "published" | "bookie-url-port" | "none"}}
+    bookie_endpoints: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,7 @@ def _scrape(config: ScrapeConfig) -> Manifest:
         errors_count=sink.counters.errors,
         admin_scraped=extra.admin_scraped,
         bookie_scraped=extra.bookie_scraped,
+        bookie_endpoints={k: dict(v) for k, v in sorted(extra.bookie_endpoints.items())},
         multiread=all(multiread_used.values()),
         server_versions=versions,
         znodes_per_second=round(sink.counters.znodes / seconds, 1) if seconds > 0 else None,

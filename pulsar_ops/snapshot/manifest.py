@@ -51,6 +51,10 @@ class Manifest:
     # Which cluster this is, read at scrape time, so `apply` and `restore` can refuse another one:
     # {"instance_id": <ledgers root's INSTANCEID or null>, "clusters": [names under /admin/clusters]}.
     identity: dict[str, Any] = field(default_factory=dict)
+    # Where each bookie's HTTP API was asked (bookie scrape only): {bookie_id: {"url": URL or null, "source":
+    # "published" (its registration's httpserver endpoint) | "bookie-url-port" (nothing published: its host with
+    # --bookie-url's port) | "none" (not reachable: its scope is incomplete)}}.
+    bookie_endpoints: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     @property
     def all_scopes_complete(self) -> bool:

@@ -173,3 +173,8 @@ def test_bookie_down_keeps_row_with_unknown_space() -> None:
 
 def test_bookie_http_url_uses_http_port() -> None:
     assert bookie_http_url("10.0.0.7:3181", "http", 8000) == "http://10.0.0.7:8000"
+
+
+def test_a_custom_bookie_id_is_not_a_host() -> None:
+    assert bookie_http_url("bookie-0", "http", 8000) is None
+    assert bookie_http_url("[::1]:3181", "https", 8443) == "https://[::1]:8443"
