@@ -70,7 +70,7 @@ def _admin(url: str | None, conf_path: Path | None, token: str | None, timeout_s
     from pulsar_ops.scrape.http import admin_settings, make_client
 
     conf = read_client_conf(conf_path) if conf_path else None
-    url = url or (conf.web_service_url if conf else None)
+    url = url or (conf.admin_url() if conf else None)
     if not url:
         return None
     settings, insecure = admin_settings(conf, token, timeout_s)

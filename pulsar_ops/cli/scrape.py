@@ -165,8 +165,9 @@ def register(app: typer.Typer) -> None:
             None,
             "--client-conf",
             envvar="PULSAR_OPS_CLIENT_CONF",
-            help="Pulsar's client.conf, read as pulsar-admin reads it: webServiceUrl (default --admin-url), "
-            "authPlugin/authParams (token or TLS), tlsTrustCertsFilePath, tlsAllowInsecureConnection.",
+            help="Pulsar's client.conf, read as pulsar-admin reads it: webServiceUrl or serviceUrl (default "
+            "--admin-url), authPlugin/authParams (token or TLS), tlsCertificateFilePath/tlsKeyFilePath, "
+            "tlsTrustCertsFilePath, tlsAllowInsecureConnection, tlsEnableHostnameVerification (default false).",
         ),
         bookie_tls_ca: Path | None = typer.Option(
             None, "--bookie-tls-ca", help="CA bundle (PEM) that verifies the bookies' HTTPS admin endpoint."
@@ -190,7 +191,14 @@ def register(app: typer.Typer) -> None:
         )
         extra = None
         conf = read_client_conf(client_conf) if client_conf else None
-        admin_url = admin_url or (conf.web_service_url if conf else None)
+        admin_url = admin_url or (conf.admin_url() if conf else None)
+        for warning in conf.warnings if conf else ():
+            err_console.print(f"[bold yellow]warning[/]: {escape(warning)}")
+        if conf is not None and not admin_url:
+            err_console.print(
+                f"note: {escape(str(client_conf))} names no webServiceUrl or serviceUrl and no --admin-url was "
+                "given: the admin REST API is not scraped (no loaded-topic listing)"
+            )
         if (bookie_tls_cert is None) != (bookie_tls_key is None):
             raise ConfigError("--bookie-tls-cert and --bookie-tls-key go together", hint="pass both, or neither")
         if admin_url or bookie_url:

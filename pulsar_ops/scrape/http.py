@@ -31,6 +31,7 @@ class HttpSettings:
     basic: tuple[str, str] | None = field(default=None, repr=False)
     verify: bool | str = True  # False: no verification; a path: this CA bundle
     cert: tuple[str, str] | None = None  # client certificate and key (PEM), for TLS authentication
+    check_hostname: bool = True  # False: the certificate is verified but need not name the URL's host
 
     def __repr__(self) -> str:  # never print credentials
         auth = "token" if self.token else ("basic" if self.basic else "none")
@@ -57,20 +58,26 @@ def make_client(
 
 
 def _verify(s: HttpSettings) -> bool | ssl.SSLContext:
-    """httpx's ``verify``: an SSL context when a CA bundle or a client certificate is given."""
-    if s.verify is False:
+    """httpx's ``verify``: an SSL context when a CA bundle or a client certificate is given or the host name is not
+    checked. A client certificate is presented even when verification is off (as pulsar-admin does)."""
+    if s.verify is False and s.cert is None:
         return False
-    if s.verify is True and s.cert is None:
+    if s.verify is True and s.cert is None and s.check_hostname:
         return True
     try:
         ctx = ssl.create_default_context(cafile=s.verify if isinstance(s.verify, str) else None)
+        if s.verify is False:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        elif not s.check_hostname:
+            ctx.check_hostname = False  # the chain is still verified (verify_mode stays CERT_REQUIRED)
         if s.cert is not None:
             ctx.load_cert_chain(s.cert[0], s.cert[1])
     except (OSError, ssl.SSLError) as e:
         raise HttpError(
             f"cannot load the TLS files ({type(e).__name__}: {e})",
             code="config-invalid",
-            hint="check --client-conf tlsTrustCertsFilePath / authParams, or --bookie-tls-*",
+            hint="check --client-conf tlsTrustCertsFilePath / tlsCertificateFilePath / authParams, or --bookie-tls-*",
         ) from None
     return ctx
 
@@ -110,7 +117,8 @@ def get_json(client: httpx.Client, url: str, *, params: Mapping[str, str] | None
 
 def admin_settings(conf: ClientConf | None, token: str | None, timeout_s: float) -> tuple[HttpSettings, bool]:
     """(settings for a broker's admin REST API, whether verification is off) from ``client.conf`` as
-    ``pulsar-admin`` reads it and the ``--token`` flag (which wins over the file's token)."""
+    ``pulsar-admin`` reads it and the ``--token`` flag (which wins over the file's token). Without a client.conf
+    the broker's certificate is verified with its host name; with one, as its TLS keys say."""
     verify: bool | str = True
     insecure = conf is not None and conf.allow_insecure
     if insecure:
@@ -119,6 +127,10 @@ def admin_settings(conf: ClientConf | None, token: str | None, timeout_s: float)
         verify = str(conf.trust_certs)
     cert = (str(conf.tls_cert), str(conf.tls_key)) if conf and conf.tls_cert and conf.tls_key else None
     settings = HttpSettings(
-        timeout_s=timeout_s, token=token or (conf.token if conf else None), verify=verify, cert=cert
+        timeout_s=timeout_s,
+        token=token or (conf.token if conf else None),
+        verify=verify,
+        cert=cert,
+        check_hostname=conf.hostname_verification if conf is not None else True,
     )
     return settings, insecure

@@ -29,7 +29,14 @@ def test_java_properties_subset() -> None:
 
 @pytest.mark.parametrize(
     ("params", "token"),
-    [("token:abc.def.ghi", "abc.def.ghi"), ("data:abc", "abc"), ("abc.def", "abc.def")],
+    [
+        ("token:abc.def.ghi", "abc.def.ghi"),
+        ('{"token": "abc.def.ghi"}', "abc.def.ghi"),  # JSON form (AuthenticationToken.configure)
+        ("abc.def", "abc.def"),
+        # upstream gives no meaning to data: / env: prefixes: the whole value is the token
+        ("data:abc", "data:abc"),
+        ("env:MY_TOKEN", "env:MY_TOKEN"),
+    ],
 )
 def test_token_forms(tmp_path: Path, params: str, token: str) -> None:
     c = read_client_conf(
@@ -39,17 +46,49 @@ def test_token_forms(tmp_path: Path, params: str, token: str) -> None:
     assert token not in repr(c)
 
 
-def test_token_file_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_token_file_and_bad_json(tmp_path: Path) -> None:
     tok = tmp_path / "token.txt"
     tok.write_text("from-file\n")
     c = read_client_conf(_conf(tmp_path, f"authPlugin={TOKEN_PLUGIN}\nauthParams=file://{tok}\n"))
     assert c.token == "from-file"
-    monkeypatch.setenv("MY_TOKEN", "from-env")
-    assert (
-        read_client_conf(_conf(tmp_path, f"authPlugin={TOKEN_PLUGIN}\nauthParams=env:MY_TOKEN\n")).token == "from-env"
-    )
     with pytest.raises(ConfigError, match="cannot be read"):
         read_client_conf(_conf(tmp_path, f"authPlugin={TOKEN_PLUGIN}\nauthParams=file:///nonexistent/t\n"))
+    with pytest.raises(ConfigError, match='without a string "token"'):
+        read_client_conf(_conf(tmp_path, f'authPlugin={TOKEN_PLUGIN}\nauthParams={{"jwt": "x"}}\n'))
+
+
+def test_service_url_is_the_fallback_for_web_service_url(tmp_path: Path) -> None:
+    c = read_client_conf(_conf(tmp_path, "serviceUrl=https://old:8443/\n"))
+    assert c.admin_url() == "https://old:8443/" and c.url_key == "serviceUrl"
+    c = read_client_conf(_conf(tmp_path, "webServiceUrl=  \nserviceUrl=http://old:8080/\n"))
+    assert c.admin_url() == "http://old:8080/"
+    c = read_client_conf(_conf(tmp_path, "webServiceUrl=http://new:8080/\nserviceUrl=http://old:8080/\n"))
+    assert c.admin_url() == "http://new:8080/"
+    c = read_client_conf(_conf(tmp_path, "serviceUrl=pulsar://b:6650\n"))
+    with pytest.raises(ConfigError, match="serviceUrl=pulsar://b:6650 is not an http"):
+        c.admin_url()
+    assert read_client_conf(_conf(tmp_path, "brokerServiceUrl=pulsar://b:6650\n")).admin_url() is None
+
+
+def test_client_certificate_without_plugin_and_hostname_verification(tmp_path: Path) -> None:
+    c = read_client_conf(_conf(tmp_path, "tlsCertificateFilePath=/c/cert.pem\ntlsKeyFilePath=/c/key.pem\n"))
+    assert (c.tls_cert, c.tls_key, c.hostname_verification, c.warnings) == (
+        Path("/c/cert.pem"),
+        Path("/c/key.pem"),
+        False,
+        (),
+    )
+    c = read_client_conf(_conf(tmp_path, "tlsCertificateFilePath=/c/cert.pem\ntlsEnableHostnameVerification=TRUE\n"))
+    assert c.tls_cert is None and c.hostname_verification is True and "go together" in c.warnings[0]
+    # AuthenticationTls's certificate wins over the tls*FilePath keys
+    c = read_client_conf(
+        _conf(
+            tmp_path,
+            f"authPlugin={TLS_PLUGIN}\nauthParams=tlsCertFile:/a/c.pem,tlsKeyFile:/a/k.pem\n"
+            "tlsCertificateFilePath=/c/cert.pem\ntlsKeyFilePath=/c/key.pem\n",
+        )
+    )
+    assert (c.tls_cert, c.tls_key) == (Path("/a/c.pem"), Path("/a/k.pem"))
 
 
 @pytest.mark.parametrize(
