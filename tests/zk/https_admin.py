@@ -1,6 +1,6 @@
 """A Pulsar admin REST stand-in over HTTPS on 127.0.0.1 whose certificate names another host.
 
-Certificates are made on the spot with ``cryptography``: a CA, a server certificate for ``SERVER_NAME`` only (so
+Certificates are made on the spot with the ``openssl`` CLI: a CA, a server certificate for ``SERVER_NAME`` only (so
 a client that checks the host name of ``https://127.0.0.1:PORT`` refuses it), and a client certificate. The
 server asks for a client certificate (optional) and records, per request, the path, the Authorization header and
 the client certificate's common name.
@@ -8,9 +8,9 @@ the client certificate's common name.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,11 +18,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 SERVER_NAME = "broker-0.pulsar.invalid"
 CLIENT_CN = "pulsar-ops-test-client"
@@ -37,65 +32,58 @@ class Certs:
     client_key: Path
 
 
-def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-
-def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
-    path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+def _openssl(*args: str) -> None:
+    r = subprocess.run(["openssl", *args], capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"openssl {args[0]} failed: {r.stderr.strip()[-400:]}")
 
 
 def make_certs(d: Path) -> Certs:
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(_name("pulsar-ops test CA"))
-        .issuer_name(_name("pulsar-ops test CA"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
-        )  # keyCertSign, cRLSign
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    def leaf(cn: str, server: bool) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        b = (
-            x509.CertificateBuilder()
-            .subject_name(_name(cn))
-            .issuer_name(ca.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(hours=1))
-            .not_valid_after(now + dt.timedelta(days=2))
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .add_extension(
-                x509.ExtendedKeyUsage(
-                    [x509.oid.ExtendedKeyUsageOID.SERVER_AUTH if server else x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]
-                ),
-                critical=False,
-            )
-        )
-        if server:
-            b = b.add_extension(x509.SubjectAlternativeName([x509.DNSName(cn)]), critical=False)
-        return b.sign(ca_key, hashes.SHA256()), key
-
-    server, server_key = leaf(SERVER_NAME, True)
-    client, client_key = leaf(CLIENT_CN, False)
+    """A CA, a server certificate naming only SERVER_NAME (DNS SAN), a client certificate; EC P-256, 2 days."""
     c = Certs(d / "ca.pem", d / "server.pem", d / "server.key", d / "client.pem", d / "client.key")
-    c.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    c.server_cert.write_bytes(server.public_bytes(serialization.Encoding.PEM))
-    c.client_cert.write_bytes(client.public_bytes(serialization.Encoding.PEM))
-    _write_key(server_key, c.server_key)
-    _write_key(client_key, c.client_key)
+    ca_key = d / "ca.key"
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    _openssl(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(c.ca),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=pulsar-ops test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    )
+    for cn, cert, key, ext in (
+        (SERVER_NAME, c.server_cert, c.server_key, f"subjectAltName=DNS:{SERVER_NAME}\nextendedKeyUsage=serverAuth\n"),
+        (CLIENT_CN, c.client_cert, c.client_key, "extendedKeyUsage=clientAuth\n"),
+    ):
+        csr, extfile = d / f"{key.stem}.csr", d / f"{key.stem}.ext"
+        extfile.write_text("basicConstraints=CA:FALSE\n" + ext)
+        _openssl("req", "-new", *ec, "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={cn}")
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            str(csr),
+            "-CA",
+            str(c.ca),
+            "-CAkey",
+            str(ca_key),
+            "-CAcreateserial",
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-extfile",
+            str(extfile),
+        )
     return c
 
 
