@@ -137,7 +137,7 @@ def resolve_endpoint(
                 + (
                     "publishes no httpserver endpoint in its registration"
                     if known
-                    else "its registration could not be read, so its published endpoint is unknown"
+                    else "its registration was not read, so its published endpoint is unknown"
                 )
                 + ": it cannot be reached by its id, so its disk space is unknown",
             ),
@@ -180,7 +180,12 @@ def scrape_bookies(
     for bookie_id, readonly in sorted(readonly_of.items(), key=lambda kv: (kv[1], kv[0])):
         reg = regs.get(bookie_id)
         path = f"{base}/readonly/{bookie_id}" if reg is not None and reg.readonly else f"{base}/{bookie_id}"
-        known = registrations is not None and registrations.listed and bookie_id not in registrations.unreadable
+        known = (
+            reg is not None
+            and registrations is not None
+            and registrations.listed
+            and bookie_id not in registrations.unreadable
+        )
         res = resolve_endpoint(
             bookie_id, reg.data if reg is not None else None, scheme=scheme, fallback_port=port, path=path, known=known
         )

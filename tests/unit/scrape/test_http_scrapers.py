@@ -178,3 +178,28 @@ def test_bookie_http_url_uses_http_port() -> None:
 def test_a_custom_bookie_id_is_not_a_host() -> None:
     assert bookie_http_url("bookie-0", "http", 8000) is None
     assert bookie_http_url("[::1]:3181", "https", 8443) == "https://[::1]:8443"
+
+
+def test_resolve_endpoint_published_fallback_or_none() -> None:
+    from pulsar_ops.formats.bookie_service_info import Endpoint, ServiceInfo, encode_service_info
+    from pulsar_ops.scrape.bookie import resolve_endpoint
+
+    def info(*eps: tuple[str, int, str]) -> bytes:
+        return encode_service_info(ServiceInfo(tuple(Endpoint(i, p, h, "http") for i, p, h in eps)))
+
+    published = resolve_endpoint(
+        "10.0.0.1:3181", info(("httpserver", 8443, "bk-0.svc")), scheme="https", fallback_port=8000
+    )
+    assert (published.url, published.source, published.problem) == ("https://bk-0.svc:8443", "published", None)
+    legacy = resolve_endpoint("10.0.0.1:3181", b"", scheme="https", fallback_port=8000)
+    assert (legacy.url, legacy.source) == ("https://10.0.0.1:8000", "bookie-url-port")
+    # HTTP server not published: the published RPC host with the fallback port, even for a custom id
+    rpc_only = resolve_endpoint("bookie-0", info(("bookie", 3181, "bk-0.svc")), scheme="https", fallback_port=8000)
+    assert (rpc_only.url, rpc_only.source) == ("https://bk-0.svc:8000", "bookie-url-port")
+    custom = resolve_endpoint("bookie-0", b"", scheme="https", fallback_port=8000)
+    assert custom.url is None and custom.source == "none" and custom.problem is not None
+    assert custom.problem.code == "bookie-endpoint-unknown" and "publishes no httpserver" in custom.problem.message
+    unknown = resolve_endpoint("bookie-0", None, known=False, scheme="https", fallback_port=8000)
+    assert unknown.problem is not None and "was not read" in unknown.problem.message
+    corrupt = resolve_endpoint("bookie-0", b"\x32\xff", scheme="https", fallback_port=8000)
+    assert corrupt.url is None and corrupt.problem is not None and corrupt.problem.code == "decode-failed"
