@@ -16,7 +16,8 @@ file is ignored, as pulsar-admin ignores keys it does not use):
   passes both to the admin builder; it is used only when both are set, and AuthenticationTls's certificate wins);
 * ``tlsTrustCertsFilePath``: the CA bundle that verifies the broker;
 * ``tlsAllowInsecureConnection=true``: no verification of the broker's certificate (a warning is printed); the
-  client certificate is still presented;
+  client certificate is still presented (pulsar-client-admin ``AsyncHttpConnector`` builds its SSL context with
+  the client certificate and the insecure flag side by side);
 * ``tlsEnableHostnameVerification``: whether the broker's certificate must name the host of the URL; ``false``
   unless set to ``true`` (pulsar-admin's default). Without ``--client-conf`` pulsar-ops verifies the host name.
 
