@@ -81,6 +81,9 @@ class LogRead:
     data_bytes: int
     bytes_read: int  # bytes read from the file by the scan path (the throttled part)
     truncated: bool = False  # the scan stopped at a record cut short by the end of the file
+    meta_bytes_read: int = 0  # bytes of header and ledgers map read
+    # (offset, length) ranges read, for dropping their pages afterwards; length 0 = to the end of the file
+    read_ranges: tuple[tuple[int, int], ...] = ((0, 0),)
 
     @property
     def ledgers(self) -> int:
@@ -131,8 +134,8 @@ def _aggregate(ids: IntArray, sizes: IntArray) -> tuple[IntArray, IntArray]:
     return sid[starts], np.add.reduceat(ssz, starts)
 
 
-def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray]:
-    """The ledgers map as (ledger ids, bytes), or MapInvalid with upstream's reason for refusing it.
+def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray, int]:
+    """The ledgers map as (ledger ids, bytes, bytes read), or MapInvalid with upstream's reason for refusing it.
 
     Default logger: ``DefaultEntryLogger.extractEntryLogMetadataFromIndex``. Direct logger: ``directentrylogger
     .LogMetadata.read``. Batches are parsed with numpy over whole buffers, not per pair.
@@ -193,12 +196,13 @@ def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray]:
     ids = np.concatenate(id_parts) if id_parts else _EMPTY
     sizes = np.concatenate(size_parts) if size_parts else _EMPTY
     ids, sizes = _aggregate(ids, sizes)
+    nread = len(buf)
     if not direct:
         if ids.shape[0] != header.ledgers_count:
             raise MapInvalid("map-invalid:count")
         if header.ledgers_count == 0:  # "No ledgers map found ..., do scan to double confirm"
             raise MapInvalid("map-invalid:empty")
-    return ids, sizes
+    return ids, sizes, nread
 
 
 class _Window:
@@ -220,6 +224,12 @@ class _Window:
         if pos + need > self.size:
             return False
         n = min(max(self.chunk, need), self.size - pos)
+        if n > need:  # stop the read where a hole starts (sparse or pre-allocated files): next_nonzero skips it
+            try:
+                hole = os.lseek(self.fd, pos, os.SEEK_HOLE)
+            except OSError:
+                hole = self.size
+            n = max(need, min(n, hole - pos))
         data = _pread(self.fd, n, pos)
         self.base, self.buf = pos, data
         self.bytes_read += len(data)
@@ -373,7 +383,7 @@ def read_entry_log(
         reason = "forced"
     else:
         try:
-            ids, sizes = read_map(fd, size, header)
+            ids, sizes, nread = read_map(fd, size, header)
         except MapInvalid as e:
             reason = e.reason
         else:
@@ -386,6 +396,8 @@ def read_entry_log(
                 ledger_bytes=sizes,
                 data_bytes=int(sizes.sum()) if sizes.shape[0] else 0,
                 bytes_read=0,
+                meta_bytes_read=len(head) + nread,
+                read_ranges=((0, len(head)), (header.map_offset, nread)),
             )
     scan = scan_direct if header.direct else scan_default
     got = scan(fd, size, chunk=chunk, throttle=throttle)
@@ -401,4 +413,5 @@ def read_entry_log(
         data_bytes=got.data_bytes,
         bytes_read=got.bytes_read,
         truncated=got.truncated,
+        meta_bytes_read=len(head),
     )

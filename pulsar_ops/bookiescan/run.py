@@ -53,6 +53,7 @@ class ScanProgress:
     logs_total: int = 0
     pairs: int = 0
     bytes_scanned: int = 0
+    bytes_meta: int = 0
     seconds: float = 0.0
 
 
@@ -142,9 +143,17 @@ def _open_ro(path: Path) -> int:
     return os.open(path, flags)
 
 
-def _drop_cache(fd: int) -> None:
+# Pages the kernel may have read ahead past what was asked (its read-ahead window is 128 KiB by default).
+READAHEAD_MARGIN = 256 * 1024
+
+
+def _drop_cache(fd: int, ranges: tuple[tuple[int, int], ...] = ((0, 0),)) -> None:
+    """``posix_fadvise(DONTNEED)`` over what was read (the whole file for a scan; the header and the map, plus
+    a read-ahead margin, for a map read: dropping a whole 1 GiB file's range costs ~1 ms even when nothing of it
+    is cached)."""
     with contextlib.suppress(OSError, AttributeError):
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        for offset, length in ranges:
+            os.posix_fadvise(fd, offset, length + READAHEAD_MARGIN if length else 0, os.POSIX_FADV_DONTNEED)
 
 
 def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
@@ -195,9 +204,9 @@ def _read_one(lf: LogFile, cfg: ScanConfig, throttle: ByteThrottle) -> tuple[os.
         try:
             got = read_entry_log(fd, st.st_size, chunk=cfg.chunk, throttle=throttle, force_scan=cfg.force_scan)
         except OSError as e:
-            return st, f"read-error:{errno.errorcode.get(e.errno or 0, str(e.errno))}"
-        finally:
             _drop_cache(fd)
+            return st, f"read-error:{errno.errorcode.get(e.errno or 0, str(e.errno))}"
+        _drop_cache(fd, got.read_ranges)
         if os.fstat(fd).st_nlink == 0:  # deleted by GC while we read it: its bytes are leaving the disk
             return st, "vanished"
         return st, got
@@ -273,6 +282,7 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
                     writer.add_pairs(cfg.bookie_id, label, lf.log_id, got.ledger_ids, got.ledger_bytes)
                     prog.pairs += got.ledgers
                 prog.bytes_scanned += got.bytes_read
+                prog.bytes_meta += got.meta_bytes_read
                 rows.append([*base, got.data_bytes, mtime_ms, st.st_ino if st else 0, got.logger,
                              got.header_version, got.read_via, got.reason, got.ledgers, lf.compacting])  # fmt: skip
             prog.logs_done += 1
@@ -309,6 +319,7 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
         "settings": {"max_scan_mb_s": cfg.max_scan_mb_s},
         "last_ids": last_ids,
         "bytes_scanned": prog.bytes_scanned,
+        "bytes_read_headers_and_maps": prog.bytes_meta,
         "throttled_s": round(throttle.slept, 3),
     }
     write_manifest(out, manifest)

@@ -132,8 +132,9 @@ def write_entry_log(
     ``header_version=0`` writes the old header (no map possible). ``truncate_last`` cuts the last record short and
     ends the file there (a bookie that died mid-write; no map); the truth then excludes that record.
     ``sparse_size``: logical file size (a sparse file): the default logger puts the map at the end of it with a hole
-    between the records and the map; the Direct logger pre-allocates up to it (otherwise 4 KiB of zeros past the
-    last block, where the real logger pre-allocates the whole ``logSizeLimit``).
+    between the records and the map, spanned by one filler record of ledger id -1 (scanners skip it by length);
+    the Direct logger pre-allocates up to it (otherwise 4 KiB of zeros past the last block, where the real logger
+    pre-allocates the whole ``logSizeLimit``).
     """
     if logger not in ("default", "direct"):
         raise ValueError(f"unknown logger {logger!r}")
@@ -191,8 +192,12 @@ def write_entry_log(
         if direct:
             map_offset = pos
             map_bytes += bytes([PADDING_BYTE]) * (_align(pos + len(map_bytes)) - pos - len(map_bytes))
-        elif sparse_size is not None:
-            map_offset = max(pos, sparse_size - len(map_bytes))
+        elif sparse_size is not None and sparse_size - len(map_bytes) - pos >= 20:
+            # The map at the end of the logical size; a filler record of ledger id -1 spans the hole so that a
+            # scan skips it by length as it skips a map batch (scanEntryLog), instead of stepping through zeros
+            # into the map's length field.
+            map_offset = sparse_size - len(map_bytes)
+            body += struct.pack(">iqq", map_offset - pos - 4, INVALID_LID, 0)
         else:
             map_offset = pos
     header = _header(header_version, map_offset, len(pairs) if map_offset else 0, direct=direct)
