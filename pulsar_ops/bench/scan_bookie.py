@@ -10,7 +10,9 @@ written by the Direct I/O logger format. Then, in the same process:
 2. the scanned path: the same logs read by scanning their records (``force_scan``), unthrottled.
 
 Figures: (ledger, log) pairs/s, logs/s, MB/s of bytes read from the files and logical GB/s (file sizes covered),
-and the peak RSS of the bench process (``ru_maxrss``: generation and both scans, an upper bound of a scan's).
+the process CPU seconds of each path (user + system, all threads: on a loaded shared machine wall time is mostly
+waiting for a core), and the peak RSS of the bench process (``ru_maxrss``: generation and both scans, an upper
+bound of a scan's).
 Pages are dropped after reading (``posix_fadvise``) but the files were just written, so reads come from the page
 cache when it keeps them: the figures are the reader's CPU cost, not a cold disk's.
 """
@@ -77,12 +79,21 @@ def generate(
     return {"pairs": pairs, "logical_bytes": logical, "disk_bytes": on_disk}
 
 
-def _path_figures(manifest: dict[str, Any], seconds: float, read_bytes: int, logical: int) -> dict[str, Any]:
+def _cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _path_figures(
+    manifest: dict[str, Any], seconds: float, cpu: float, read_bytes: int, logical: int
+) -> dict[str, Any]:
     pairs = manifest["tables"]["entry_log_ledgers"]
     logs = manifest["logs"]["map"] + manifest["logs"]["scanned"]
     s = max(seconds, 1e-9)
     return {
         "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu, 3),
+        "pairs_per_cpu_s": int(pairs / max(cpu, 1e-9)),
         "logs": logs,
         "pairs": pairs,
         "pairs_per_s": int(pairs / s),
@@ -128,12 +139,12 @@ def run(
         binding()  # one-time imports are not part of the figures: the RocksDB binding, and pandas, which
         pa.array([0])  # pyarrow imports on its first pa.array (about a second)
         # the map path: header + map of every log
-        t = time.monotonic()
+        t, c = time.monotonic(), _cpu_seconds()
         m_map = scan(ScanConfig([ledger_dir], "bench:3181", root / "scan-map", max_scan_mb_s=0))
-        map_s = time.monotonic() - t
-        t = time.monotonic()
+        map_s, map_cpu = time.monotonic() - t, _cpu_seconds() - c
+        t, c = time.monotonic(), _cpu_seconds()
         m_scan = scan(ScanConfig([ledger_dir], "bench:3181", root / "scan-all", max_scan_mb_s=0, force_scan=True))
-        scan_s = time.monotonic() - t
+        scan_s, scan_cpu = time.monotonic() - t, _cpu_seconds() - c
         doc = {
             "machine": _machine(),
             "generated": {
@@ -143,9 +154,15 @@ def run(
                 "log_mb": log_mb,
                 **gen,
             },
-            "map_path": _path_figures(m_map, map_s, m_map["bytes_read_headers_and_maps"], gen["logical_bytes"]),
+            "map_path": _path_figures(
+                m_map, map_s, map_cpu, m_map["bytes_read_headers_and_maps"], gen["logical_bytes"]
+            ),
             "scan_path": _path_figures(
-                m_scan, scan_s, m_scan["bytes_scanned"] + m_scan["bytes_read_headers_and_maps"], gen["logical_bytes"]
+                m_scan,
+                scan_s,
+                scan_cpu,
+                m_scan["bytes_scanned"] + m_scan["bytes_read_headers_and_maps"],
+                gen["logical_bytes"],
             ),
             "same_pairs": m_map["tables"]["entry_log_ledgers"] == m_scan["tables"]["entry_log_ledgers"],
             "peak_rss_mb": _peak_rss_mb(),

@@ -205,13 +205,15 @@ def bench_scan_bookie(
             f"generated in {g['seconds']} s"
         )
         info(
-            f"{'path':<8} {'seconds':>8} {'pairs/s':>12} {'logs/s':>9} {'MB read':>9} {'MB/s':>9} {'logical GB/s':>13}"
+            f"{'path':<8} {'seconds':>8} {'pairs/s':>12} {'logs/s':>9} {'MB read':>9} {'MB/s':>9} "
+            f"{'logical GB/s':>13} {'cpu s':>7} {'pairs/cpu-s':>12}"
         )
         for name in ("map_path", "scan_path"):
             p = doc[name]
             info(
                 f"{name.split('_')[0]:<8} {p['seconds']:>8} {p['pairs_per_s']:>12,} {p['logs_per_s']:>9,} "
-                f"{p['read_mb']:>9,} {p['mb_per_s']:>9,} {p['logical_gb_per_s']:>13,}"
+                f"{p['read_mb']:>9,} {p['mb_per_s']:>9,} {p['logical_gb_per_s']:>13,} {p['cpu_seconds']:>7} "
+                f"{p['pairs_per_cpu_s']:>12,}"
             )
         info(f"same pairs by map and by scan: {doc['same_pairs']}; peak RSS {doc['peak_rss_mb']:,} MB (ru_maxrss)")
         info("targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in doc["targets"].items()))

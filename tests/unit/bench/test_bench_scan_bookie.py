@@ -32,8 +32,16 @@ def test_bench_scan_bookie_reports_both_paths() -> None:
     for path, via in (("map_path", "map"), ("scan_path", "scanned")):
         p = doc[path]
         assert p["logs"] == 6 and p["pairs"] == 120 and p["via"][via] == 6
-        assert {"pairs_per_s", "logs_per_s", "mb_per_s", "logical_gb_per_s", "seconds", "read_mb"} <= set(p)
+        assert {
+            "pairs_per_s",
+            "logs_per_s",
+            "mb_per_s",
+            "logical_gb_per_s",
+            "seconds",
+            "read_mb",
+            "cpu_seconds",
+        } <= set(p)
     assert doc["same_pairs"] is True and doc["peak_rss_mb"] > 0
     assert set(doc["targets"]) == {"map path >= 1,000,000 pairs/s", "peak RSS < 500 MB"}
-    for word in ("pairs/s", "logs/s", "MB/s", "peak RSS"):
+    for word in ("pairs/s", "logs/s", "MB/s", "peak RSS", "pairs/cpu-s"):
         assert word in r.stderr
