@@ -277,12 +277,19 @@ entry_st = st.tuples(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(entries=st.lists(entry_st, min_size=1, max_size=60), logger=st.sampled_from(["default", "direct"]))
-def test_map_and_scan_agree(tmp_path: Path, entries: list[tuple[int, int, int]], logger: str) -> None:
+@given(
+    entries=st.lists(entry_st, min_size=1, max_size=60),
+    logger=st.sampled_from(["default", "direct"]),
+    sparse=st.sampled_from([None, 1 << 20, 1 << 24]),
+)
+def test_map_and_scan_agree(
+    tmp_path: Path, entries: list[tuple[int, int, int]], logger: str, sparse: int | None
+) -> None:
     """getEntryLogMetadata: extractEntryLogMetadataFromIndex / LogMetadata.read and the scan
-    (extractEntryLogMetadataByScanning / LogReaderScan) give the same per-ledger bytes on any log."""
+    (extractEntryLogMetadataByScanning / LogReaderScan) give the same per-ledger bytes on any log, dense or
+    sparse (a hole before the map, or pre-allocated zeros after it)."""
     p = tmp_path / "current" / f"{logger}.log"
-    truth = write_entry_log(p, 1, entries, logger=logger)  # type: ignore[arg-type]
+    truth = write_entry_log(p, 1, entries, logger=logger, sparse_size=sparse)  # type: ignore[arg-type]
     by_map = read(p)
     by_scan = read(p, force_scan=True, chunk=64 * 1024)
     assert by_map.read_via == "map" and by_scan.read_via == "scan"
