@@ -135,6 +135,7 @@ def run(
             payload=payload,
             direct_every=direct_every,
         )
+        os.sync()  # sealed logs on a bookie are clean pages: DONTNEED on dirty ones would start their writeback
         gen["seconds"] = round(time.monotonic() - t, 2)
         binding()  # one-time imports are not part of the figures: the RocksDB binding, and pandas, which
         pa.array([0])  # pyarrow imports on its first pa.array (about a second)
