@@ -296,3 +296,24 @@ def test_map_and_scan_agree(
     assert np.array_equal(by_map.ledger_ids, by_scan.ledger_ids)
     assert np.array_equal(by_map.ledger_bytes, by_scan.ledger_bytes)
     check(by_map, truth)
+
+
+def test_negative_map_offset_falls_back(tmp_path: Path) -> None:
+    """extractEntryLogMetadataFromIndex reads at the header's offset: a negative position is refused
+    (FileChannel.read) and getEntryLogMetadata, which catches any Throwable, scans instead."""
+    p = entry_log_path(tmp_path, 1)
+    truth = write_entry_log(p, 1, ENTRIES)
+    patch(p, 8, struct.pack(">q", -5))
+    r = read(p)
+    assert (r.read_via, r.reason) == ("scan", "map-invalid:offset")
+    check(r, truth)
+
+
+def test_oversized_batch_length_is_not_read_into_memory(tmp_path: Path) -> None:
+    """A damaged batch length past 64 MiB is refused before any read (ours; then scanned like any bad map)."""
+    p = entry_log_path(tmp_path, 1)
+    truth = write_entry_log(p, 1, ENTRIES, sparse_size=1 << 30)
+    patch(p, truth.map_offset, struct.pack(">i", 0x7FFFFFF0))
+    r = read(p)
+    assert (r.read_via, r.reason) == ("scan", "map-invalid:batch-too-large")
+    check(r, truth)
