@@ -163,6 +163,13 @@ def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
         raise ConfigError("--ledger-dirs is empty", hint="pass the bookie's ledgerDirectories, comma-separated")
     if not cfg.bookie_id:
         raise ConfigError("--bookie-id is empty", hint="pass the bookie's id as in /ledgers/available (host:port)")
+    resolved = [Path(d).resolve() for d in cfg.ledger_dirs]
+    if len(set(resolved)) != len(resolved):
+        raise ConfigError(
+            "--ledger-dirs names a directory twice",
+            code="bookie-dir-invalid",
+            hint="pass each ledgerDirectories entry once",
+        )
     for d in cfg.ledger_dirs:
         if not (Path(d) / "current").is_dir():
             raise ConfigError(

@@ -176,6 +176,8 @@ def test_refuses_out_inside_a_scanned_dir_and_non_bookie_dirs(tmp_path: Path) ->
     with pytest.raises(ConfigError) as e:
         scan(ScanConfig([tmp_path], "b:1", tmp_path.parent / "scan-x"))
     assert e.value.code == "bookie-dir-invalid"
+    with pytest.raises(ConfigError, match="twice"):
+        scan(ScanConfig([d, tmp_path / "ledgers" / "."], "b:1", tmp_path / "s"))
     with pytest.raises(ConfigError, match="2 index dir"):
         scan(ScanConfig([d], "b:1", tmp_path / "s", index_dirs=[d, d]))
 
