@@ -37,7 +37,9 @@ LOG_SIZE_LIMIT = 1 << 30
 INVALID_LID = -1
 LEDGERS_MAP_ENTRY_ID = -2
 LEDGERS_MAP_MAX_BATCH_SIZE = 10_000
-# The Direct logger's write buffer (records are never split across two buffers; each flush pads to 4 KiB).
+# The Direct logger's write buffer (records are never split across two buffers; each flush pads to 4 KiB). Upstream
+# sizes it from dbStorage_directIOEntryLoggerTotalWriteBufferSizeMB (DirectEntryLogger's BufferPool); a smaller one
+# here makes small test logs cross many buffer boundaries. The map is written as one piece after the last flush.
 DIRECT_WRITE_BUFFER = 64 * 1024
 
 Logger = Literal["default", "direct"]
