@@ -337,11 +337,28 @@ def run_mark(
         for a, shas in to_mark:
             previous = _previous(journal.state(a.id))
             journal.record(a.id, J.MARKED, phase="mark", backup=shas, znodes=a.znode_count)
-            report.outcomes.append(_outcome(a, "marked", previous))
+            outcome, why = _forecast(session, a)
+            report.outcomes.append(_outcome(a, outcome, _joined(why, previous)))
         done += len(batch)
         if progress:
             progress("mark", done, len(plan.actions))
     return report
+
+
+def _forecast(session: ZkSession, a: Action) -> tuple[str, str]:
+    """A marked action's outcome at mark: ``would-skip`` for a leak subtree the live tree already disproves
+    (the delete phase would skip it), else ``marked``. Either way it is marked and backed up (mark changes
+    nothing); delete re-proves the leak and decides."""
+    if a.kind != KIND_DELETE_SUBTREE:
+        return "marked", ""
+    try:
+        nodes = [SubtreeNode(o.path, o.data) for o in session.read_subtree(a.store, a.path)]
+        why = prove_leak(a, nodes, _SessionReader(session))
+    except ZooKeeperError as e:
+        return "marked", f"the leak could not be re-proved now ({e.message}); delete re-proves it"
+    if why is None:
+        return "marked", ""
+    return "would-skip", f"the leak is already disproved: {why}; backed up, but delete re-proves it and skips it"
 
 
 # --- delete --------------------------------------------------------------------------------------------

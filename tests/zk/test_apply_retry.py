@@ -118,3 +118,21 @@ def test_an_old_journal_skip_without_final_stays_final(env: Env) -> None:
     assert doc is not None, err
     assert _by_target(doc)[LEAK_ML]["reason"].startswith("final, from a previous run")
     assert env.zk.exists(HIDDEN) is not None
+
+
+def test_mark_reports_a_leak_already_disproved_as_would_skip(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
+    from tests.zk.test_apply_safety import _leak_env
+
+    env = _leak_env(zk, zk_hosts, tmp_path, {"/managed-ledgers/gone/ns/persistent/t1": b""}, ["/managed-ledgers/gone"])
+    zk.create("/admin/policies/gone", b"{}", makepath=True)  # the tenant exists again: not a leak any more
+    before = dump(zk)
+    code, doc, err = apply(env, "mark", "--apply", "--yes")
+    assert code == 1 and doc is not None, err
+    (out,) = doc["actions"]
+    assert out["outcome"] == "would-skip" and "tenant /admin/policies/gone exists again" in out["reason"], out
+    assert dump(zk) == before
+    code, doc, err = apply(env, "delete", "--apply", "--yes", "--quarantine", "0")
+    assert code == 1 and doc is not None, err
+    (out,) = doc["actions"]
+    assert out["outcome"] == "skipped" and out["reason"].endswith("(final)"), out
+    assert dump(zk) == before
