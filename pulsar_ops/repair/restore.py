@@ -246,11 +246,15 @@ def rewrite_groups(
 
 
 def _what_to_do(backups: BackupStore, g: RewriteGroup) -> str:
+    then = (
+        ", then re-run this restore: with the backed-up list in place it restores the ledger znodes that list names"
+        if g.others
+        else ""
+    )
     return (
-        f"if the topic works, its current list is the broker's and nothing needs restoring (the trimmed "
-        f"ledgers' data goes at the bookies' next garbage collection anyway); to go back to the backed-up list, "
-        f"unload the topic, write the backed-up bytes {backups.object_path(g.info.sha256)} to {g.info.path}, then "
-        f"re-run this restore: with the backed-up list in place it restores the ledger znodes that list names"
+        "if the topic works, its current list is the broker's and nothing needs restoring; to go back to the "
+        f"backed-up list, unload the topic and write the backed-up bytes {backups.object_path(g.info.sha256)} to "
+        f"{g.info.path}{then}"
     )
 
 
@@ -342,8 +346,10 @@ def _nothing(backups: BackupStore, g: RewriteGroup, why: str) -> tuple[list[Rest
             )
         )
     reason = (
-        f"{why}: none of the action's {len(g.others)} ledger znode(s) was restored (restored alone they would "
-        "be orphans)"
+        f"{why}: none of the action's {len(g.others)} ledger znode(s) was restored either (restored alone they "
+        "would be orphans)"
+        if g.others
+        else f"{why}; not overwritten"
     )
     return outs, ActionConflict(g.action_id, g.info.path, reason, what)
 
