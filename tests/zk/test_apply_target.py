@@ -98,3 +98,16 @@ def test_a_changed_ledger_layout_is_refused(zk: KazooClient, zk_hosts: str, tmp_
     err = _refused(env, zk_hosts, "mark", "target-mismatch")
     assert "LAYOUT" in err and "LongHierarchical" in err
     assert not env.journal.exists() and dump(zk) == before
+
+
+def test_the_scrape_records_the_address_and_the_ledger_layout(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
+    from pulsar_ops.scrape.run import ScrapeConfig, scrape
+
+    zk.create("/ledgers/INSTANCEID", b"iid", makepath=True)
+    m = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "a"))
+    assert m.identity["ledger_layout"] == ""  # no LAYOUT znode: recorded as absent, and compared so
+    zk.create("/ledgers/LAYOUT", b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1\n")
+    m = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "b"))
+    assert m.identity["ledger_layout"] == "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1"
+    hosts, chroot = zk_hosts.split("/", 1)
+    assert m.stores["local"] == {"hosts": hosts, "chroot": "/" + chroot} == m.stores["config"]
