@@ -671,9 +671,17 @@ def run_delete(
                 sleep(wait)
         last_load[:] = [time.monotonic()]
 
+    failed: list[ZooKeeperError] = []
+
     def refs_index() -> ReferenceIndex:  # read once, when the first ledger action gets this far
+        if failed:  # unreadable once in this run: every ledger action is a transient skip, not a re-read each
+            raise failed[0]
         if not index:
-            index.append(reference_index(session))
+            try:
+                index.append(reference_index(session))
+            except ZooKeeperError as e:
+                failed.append(e)
+                raise
         return index[0]
 
     done = 0
