@@ -151,7 +151,7 @@ def _still_connected(session: ZkSession, e: ZooKeeperError | None) -> None:
     """After a transient skip is journaled: a read error that was not one znode's ACL may be ZooKeeper gone;
     then this raises and stops the run (the next run retries what was skipped) instead of skipping the rest."""
     if e is not None and not isinstance(e, ZooKeeperAuthError):
-        session.chroot_exists("local")
+        session.ping("local")
 
 
 def _batches(actions: Sequence[Action], size: int) -> list[Sequence[Action]]:

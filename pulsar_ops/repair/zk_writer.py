@@ -235,6 +235,17 @@ class ZkSession:
         """False when the chroot of ``--zookeeper`` / ``--config-zookeeper`` does not exist."""
         return bool(self._call(self.client(store).exists, "/"))
 
+    def ping(self, store: str = "local") -> None:
+        """One bounded request (``exists /``, no retry): raises ZooKeeperError when ZooKeeper does not answer
+        within the session timeout. A sync kazoo call would instead wait for the connection to come back."""
+        try:
+            self.client(store).exists_async("/").get(timeout=self._timeout)
+        except (KazooException, KazooTimeoutError) as e:
+            raise ZooKeeperError(
+                f"ZooKeeper does not answer ({type(e).__name__}); stopping",
+                hint="re-run the same command once ZooKeeper answers: skipped actions are retried",
+            ) from e
+
     def identity(self, ledgers_root: str) -> ClusterIdentity:
         """The live cluster's identity: the ledgers root's INSTANCEID and LAYOUT and the names under
         /admin/clusters."""

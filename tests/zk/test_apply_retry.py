@@ -13,6 +13,10 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id
 
+from pulsar_ops.errors import ZooKeeperError
+from pulsar_ops.repair.apply_run import ApplyRequest, run_apply
+from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
+from pulsar_ops.zkconn import connected
 from tests.zk.repair_cluster import LEAK_ML, dump
 from tests.zk.test_apply import Env, apply, make_env
 
@@ -136,3 +140,40 @@ def test_mark_reports_a_leak_already_disproved_as_would_skip(zk: KazooClient, zk
     (out,) = doc["actions"]
     assert out["outcome"] == "skipped" and out["reason"].endswith("(final)"), out
     assert dump(zk) == before
+
+
+@pytest.mark.slow
+def test_zookeeper_stopped_mid_delete_then_restarted(tmp_path: Path) -> None:
+    """ZooKeeper goes away after the first committed transaction: the next action's reads fail, its skip is
+    journaled transient and the run stops (instead of skipping every remaining action); once ZooKeeper is back
+    the same command finishes the plan and says why that action was skipped before."""
+    server = EmbeddedZooKeeper(data_dir=tmp_path / "zk", heap_mb=256).start()
+    try:
+        with connected(server.hosts) as root:
+            root.ensure_path("/c")
+        hosts = server.hosts + "/c"
+        with connected(hosts) as zk:
+            env = make_env(zk, hosts, tmp_path / "w")
+            assert apply(env, "mark", "--apply", "--yes")[0] == 0
+        stopped: list[bool] = []
+
+        def stop_after_first_commit() -> None:
+            if not stopped:
+                stopped.append(True)
+                server.stop()
+
+        req = ApplyRequest(
+            plan_path=env.plan, zookeeper=hosts, config_zookeeper=None, phase="delete", quarantine_ms=0, apply=True
+        )
+        with pytest.raises(ZooKeeperError, match="does not answer"):
+            run_apply(req, confirm=lambda _q: None, say=lambda _l: None, after_commit=stop_after_first_commit)
+        states = [(r["action"], r["state"], r.get("final")) for r in env.journal_records() if r["type"] == "action"]
+        skipped = [s for s in states if s[1] == "skipped"]
+        assert len(skipped) == 1 and skipped[0][2] is False, states
+        server.start()  # same port, same data
+        code, doc, err = apply(env, "delete", "--apply", "--yes", "--quarantine", "0")
+        assert code == 0 and doc is not None and set(doc["counts"]) == {"committed"}, err
+        retried = next(o for o in doc["actions"] if o["id"] == skipped[0][0])
+        assert "a previous run skipped it (transient): cannot re-read it now" in retried["reason"], retried
+    finally:
+        server.cleanup()
