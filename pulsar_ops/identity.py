@@ -21,10 +21,11 @@ from typing import Any
 class ClusterIdentity:
     instance_id: str | None
     clusters: tuple[str, ...]
-    # The ledgers root's LAYOUT text (BookKeeper's LedgerLayout, bookkeeper-server .../meta/LedgerLayout.java
-    # serialize/parseLayout: the format version, a newline, then `<managerFactoryClass>:<managerVersion>`),
-    # whitespace-trimmed; "" when the znode is absent; None when not recorded (snapshots scraped before it
-    # was, or an unreadable LAYOUT): then it is not compared.
+    # The ledgers root's LAYOUT text, whitespace-trimmed and compared whole (BookKeeper's
+    # bookkeeper-server/src/main/java/org/apache/bookkeeper/meta/LedgerLayout.java, serialize / parseLayout:
+    # the layout format version, a newline, `<managerFactoryClass>:<managerVersion>`, and in later versions a
+    # further `key:value` line); "" when the znode is absent; None when not recorded (snapshots scraped before
+    # it was, or an unreadable LAYOUT): then it is not compared.
     ledger_layout: str | None = None
 
     @property
