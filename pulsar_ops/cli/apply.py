@@ -1,7 +1,8 @@
 """`pulsar-ops apply PLAN.json --phase mark|delete`: two-phase, journaled, compare-and-set apply.
 
-Exit codes: 0 everything done (or a dry run), 1 some actions skipped or still pending, 2 some actions failed,
-3 the tool failed (nothing is changed by a refusal: quarantine, confirmation, journal conflict, checksum).
+Exit codes: 0 everything done (or a dry run), 1 some actions skipped, still pending or (mark) already disproved
+(``would-skip``), 2 some actions failed, 3 the tool failed (nothing is changed by a refusal: quarantine,
+confirmation, journal conflict, checksum, target).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def exit_code_for(report: ApplyReport) -> int:
     counts = report.counts()
     if counts.get("failed"):
         return 2
-    if report.applied and (counts.get("skipped") or counts.get("pending")):
+    if report.applied and (counts.get("skipped") or counts.get("pending") or counts.get("would-skip")):
         return 1
     return 0
 

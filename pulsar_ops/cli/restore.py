@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
             )
         with ZkSession(zookeeper, config_zookeeper, security=security) as session:
             if entries:
-                verify_target(session, target.identity, target.ledgers_root, zookeeper, config_zookeeper)
+                verify_target(session, target.recorded, zookeeper, config_zookeeper)
             report = run_restore(backups, session, only=only, apply=do_apply, plan_id=target.plan_id)
         if not entries:
             _say("nothing to do: the backup holds no znode to restore")
@@ -115,6 +115,9 @@ def register(app: typer.Typer) -> None:
             extra = f" (creates parents {', '.join(o.created_parents)})" if o.created_parents else ""
             _say(f"  {o.outcome:<16} {o.store}:{o.path}{extra}  {o.reason}".rstrip())
             shown += 1
+        for c in report.action_conflicts:
+            _say(f"  action {c.action_id} not restored: {c.reason}", style="yellow")
+            _say(f"    what you can do: {c.what_to_do}")
         _say("  counts: " + ", ".join(f"{k}={v}" for k, v in report.counts().items()))
         if as_json:
             emit_json(report.to_json())

@@ -8,16 +8,20 @@ Order matters, and every refusal comes before anything is journaled or changed:
 3. without ``--apply``: the dry run, from the plan and the journal file alone;
 4. ``delete``: the backup manifest must exist and the quarantine must have passed;
 5. the confirmation (or ``--yes``);
-6. connect, then check the target: both chroots exist and the cluster's identity (``INSTANCEID``, cluster
-   names) is the one recorded in the plan (``target-mismatch`` otherwise);
+6. connect, then check the target: both chroots exist, the cluster's identity (``INSTANCEID``, cluster
+   names, the ledgers root's ``LAYOUT``) is the one recorded in the plan (``target-mismatch`` otherwise), and
+   so is its address: the chroot of each store and its ensemble (:mod:`pulsar_ops.repair.target`;
+   ``target-chroot-mismatch`` / ``target-ensemble-mismatch``), since a copy restored from a ZooKeeper
+   snapshot has the same identity;
 7. only then open the journal and run the phase.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pulsar_ops.errors import ApplyError, ConfigError, PlanUnsafeError, TargetMismatchError
 from pulsar_ops.identity import ClusterIdentity, identity_mismatch
@@ -28,8 +32,10 @@ from pulsar_ops.repair.backup import MANIFEST, BackupStore, default_backup_dir
 from pulsar_ops.repair.executor import AfterCommit, ApplyReport, check_quarantine, dry_run, run_delete, run_mark
 from pulsar_ops.repair.plan_file import Plan, load_plan
 from pulsar_ops.repair.safety import plan_problems
+from pulsar_ops.repair.target import HINT_RESCRAPE, StoreAddress, address_problem
 from pulsar_ops.repair.units import human_duration
 from pulsar_ops.repair.zk_writer import ZkSession, redact_hosts
+from pulsar_ops.scrape.zk import ZkTarget
 from pulsar_ops.zkconn import NO_SECURITY, ZkSecurity
 
 PHASES = ("mark", "delete")
@@ -60,10 +66,24 @@ def check_plan_safe(plan: Plan, source: str) -> None:
         raise PlanUnsafeError(f"{source}: action {first_id}: {first}{more}; nothing was done")
 
 
-def verify_target(
-    session: ZkSession, expected: ClusterIdentity | None, ledgers_root: str, hosts: str, config_hosts: str | None
-) -> None:
-    """Refuse a ZooKeeper whose chroot is missing or whose cluster is not the one recorded at scrape time."""
+def actual_address(hosts: str, config_hosts: str | None) -> dict[str, StoreAddress]:
+    """The command line's ``--zookeeper`` / ``--config-zookeeper``, parsed as scrape parses them."""
+    local = ZkTarget.parse(hosts, flag="--zookeeper")
+    config = ZkTarget.parse(config_hosts, flag="--config-zookeeper") if config_hosts else local
+    return {
+        "local": StoreAddress.of(local.hosts, local.chroot),
+        "config": StoreAddress.of(config.hosts, config.chroot),
+    }
+
+
+def verify_target(session: ZkSession, target: Mapping[str, Any], hosts: str, config_hosts: str | None) -> None:
+    """Refuse a ZooKeeper whose chroot is missing, whose cluster is not the one recorded at scrape time
+    (identity), or whose address is not the scraped one (chroot, ensemble): a copy has the same identity."""
+    ident = target.get("identity")
+    try:
+        expected = None if ident is None else ClusterIdentity.from_json(ident)
+    except ValueError as e:
+        raise TargetMismatchError(f"the recorded target is malformed: {e}", code="target-unverifiable") from None
     if expected is None:
         raise TargetMismatchError(
             "the plan records no cluster identity (its snapshot was scraped before identities were recorded), "
@@ -77,10 +97,18 @@ def verify_target(
                 f"the chroot of {redact_hosts(where)} does not exist ({store} metadata store)",
                 code="target-chroot-missing",
             )
-    actual = session.identity(ledgers_root)
+    actual = session.identity(str(target.get("ledgers_root") or "/ledgers"))
     why = identity_mismatch(expected, actual)
     if why is not None:
         raise TargetMismatchError(f"{redact_hosts(hosts)} is not the cluster this was made for: {why}")
+    problem = address_problem(target, actual_address(hosts, config_hosts))
+    if problem is not None:
+        raise TargetMismatchError(
+            f"{redact_hosts(hosts)} is not the ZooKeeper this was made from: {problem.message}; nothing was "
+            "journaled or changed",
+            hint=HINT_RESCRAPE,
+            code=problem.code,
+        )
 
 
 def resolve_paths(req: ApplyRequest, plan: Plan) -> tuple[Path, Path]:
@@ -101,6 +129,7 @@ def run_apply(
         raise ConfigError(f"--phase must be mark or delete, not {req.phase!r}", hint="pass --phase mark first")
     plan = load_plan(req.plan_path)
     check_plan_safe(plan, str(req.plan_path))
+    actual_address(req.zookeeper, req.config_zookeeper)  # a malformed HOSTS[/chroot] is refused before anything
     jpath, bdir = resolve_paths(req, plan)
     now = J.now_ms()
     if not plan.actions:
@@ -129,7 +158,7 @@ def run_apply(
     )
     confirm(question)
     with ZkSession(req.zookeeper, req.config_zookeeper, security=req.security) as session:
-        verify_target(session, plan.identity, plan.ledgers_root, req.zookeeper, req.config_zookeeper)
+        verify_target(session, plan.target, req.zookeeper, req.config_zookeeper)
         with J.Journal.open(
             jpath,
             plan_checksum=plan.checksum,

@@ -10,6 +10,12 @@ finishes the work without deleting anything twice:
 
 After each delete batch every committed target is re-read; a target still present stops the run.
 
+A skip is final or transient (:mod:`pulsar_ops.repair.journal`). Final: the cluster changed under the action
+(a version or bytes mismatch, a leak disproved, a reference found, a broker saying the subscription is in use
+or gone); it is reported again, as a previous run's, and never retried. Transient: the action could not be
+re-verified (a read error: no permission, a lost connection); nothing about it was learned, so the next run
+re-evaluates it from the state it was in and reports the old reason as a previous run's.
+
 Before its transaction every action is re-proved against the live tree, whatever the plan says:
 
 * a ledger action: the ledger's owner (managed ledger + cursors, schema locator, ``__compaction`` cursor) is
@@ -27,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pulsar_ops.errors import ApplyError, DecodeError, QuarantineError, ZooKeeperError
+from pulsar_ops.errors import ApplyError, DecodeError, QuarantineError, ZooKeeperAuthError, ZooKeeperError
 from pulsar_ops.repair import journal as J
 from pulsar_ops.repair import rewrite as RW
 from pulsar_ops.repair.actions import (
@@ -50,6 +56,7 @@ from pulsar_ops.repair.units import human_duration
 from pulsar_ops.repair.validate import (
     Observed,
     ObservedRef,
+    Verdict,
     decide_delete,
     decide_mark,
     sha256_hex,
@@ -107,6 +114,44 @@ def _target(a: Action) -> str:
 
 def _outcome(a: Action, outcome: str, reason: str = "") -> ActionOutcome:
     return ActionOutcome(a.id, a.kind, _target(a), outcome, reason)
+
+
+def _from_before(st: J.ActionState) -> str:
+    """The reason of a final journal state, said to be a previous run's."""
+    if st.state == J.SKIPPED:
+        return f"final, from a previous run: {st.reason}" if st.reason else "final, from a previous run"
+    return st.reason
+
+
+def _previous(st: J.ActionState) -> str:
+    """For an action a previous run skipped transiently: that run's reason, said to be that run's."""
+    return f"a previous run skipped it (transient): {st.reason}" if st.transient else ""
+
+
+def _joined(reason: str, previous: str) -> str:
+    return "; ".join(r for r in (reason, previous) if r)
+
+
+def _skip(
+    journal: J.Journal, a: Action, phase: str, reason: str, *, final: bool, st: J.ActionState, **details: Any
+) -> ActionOutcome:
+    """Journal a skip (final or transient) and report it, with a previous run's transient reason if any."""
+    previous = _previous(st)  # before journaling: the journal updates its state objects in place
+    journal.record(a.id, J.SKIPPED, phase=phase, reason=reason, final=final, **details)
+    said = f"{reason} (final)" if final else f"{reason} (transient: the next run re-evaluates it)"
+    return _outcome(a, "skipped", _joined(said, previous))
+
+
+def _unreadable(e: ZooKeeperError) -> str:
+    """The transient skip reason for a read error."""
+    return f"cannot re-read it now ({e.message}); not evidence of anything"
+
+
+def _still_connected(session: ZkSession, e: ZooKeeperError | None) -> None:
+    """After a transient skip is journaled: a read error that was not one znode's ACL may be ZooKeeper gone;
+    then this raises and stops the run (the next run retries what was skipped) instead of skipping the rest."""
+    if e is not None and not isinstance(e, ZooKeeperAuthError):
+        session.ping("local")
 
 
 def _batches(actions: Sequence[Action], size: int) -> list[Sequence[Action]]:
@@ -265,33 +310,55 @@ def run_mark(
         to_mark: list[tuple[Action, list[str]]] = []
         for a in batch:
             st = journal.state(a.id)
-            if st.state in J.FINAL:
-                report.outcomes.append(_outcome(a, st.state, st.reason))
+            if st.final:
+                report.outcomes.append(_outcome(a, st.state, _from_before(st)))
                 continue
-            if st.state != J.PENDING:
+            if st.live != J.PENDING:
                 missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
-                if missing is not None and st.state != J.DELETING:
+                if missing is not None and st.live != J.DELETING:
                     reason, _ = _back_up(session, backups, plan, a)
                     if reason is not None:
                         report.outcomes.append(_outcome(a, "failed", f"backup lost and {reason}"))
                         continue
-                report.outcomes.append(_outcome(a, "marked", f"already {st.state}"))
+                report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", _previous(st))))
                 continue
-            reason, shas = _back_up(session, backups, plan, a)
+            try:
+                reason, shas = _back_up(session, backups, plan, a)
+            except ZooKeeperError as e:
+                report.outcomes.append(_skip(journal, a, "mark", _unreadable(e), final=False, st=st))
+                _still_connected(session, e)
+                continue
             if reason is not None:
-                journal.record(a.id, J.SKIPPED, phase="mark", reason=reason)
-                report.outcomes.append(_outcome(a, "skipped", reason))
+                report.outcomes.append(_skip(journal, a, "mark", reason, final=True, st=st))
                 continue
             to_mark.append((a, shas))
         if backups.dirty:
             backups.flush()  # the manifest holding these entries is on disk before anything is journaled
         for a, shas in to_mark:
+            previous = _previous(journal.state(a.id))
             journal.record(a.id, J.MARKED, phase="mark", backup=shas, znodes=a.znode_count)
-            report.outcomes.append(_outcome(a, "marked"))
+            outcome, why = _forecast(session, a)
+            report.outcomes.append(_outcome(a, outcome, _joined(why, previous)))
         done += len(batch)
         if progress:
             progress("mark", done, len(plan.actions))
     return report
+
+
+def _forecast(session: ZkSession, a: Action) -> tuple[str, str]:
+    """A marked action's outcome at mark: ``would-skip`` for a leak subtree the live tree already disproves
+    (the delete phase would skip it), else ``marked``. Either way it is marked and backed up (mark changes
+    nothing); delete re-proves the leak and decides."""
+    if a.kind != KIND_DELETE_SUBTREE:
+        return "marked", ""
+    try:
+        nodes = [SubtreeNode(o.path, o.data) for o in session.read_subtree(a.store, a.path)]
+        why = prove_leak(a, nodes, _SessionReader(session))
+    except ZooKeeperError as e:
+        return "marked", f"the leak could not be re-proved now ({e.message}); delete re-proves it"
+    if why is None:
+        return "marked", ""
+    return "would-skip", f"the leak is already disproved: {why}; backed up, but delete re-proves it and skips it"
 
 
 # --- delete --------------------------------------------------------------------------------------------
@@ -302,7 +369,7 @@ def check_quarantine(plan: Plan, journal: J.Journal, quarantine_ms: int, now_ms:
     marks = [
         st.marked_at_ms
         for a in plan.actions
-        if (st := journal.state(a.id)).state in (J.MARKED, J.DELETING, J.FAILED) and st.marked_at_ms is not None
+        if (st := journal.state(a.id)).live in (J.MARKED, J.DELETING, J.FAILED) and st.marked_at_ms is not None
     ]
     if not marks:
         return
@@ -326,16 +393,34 @@ def _delete_one(
     pace: Callable[[], None] | None = None,
 ) -> ActionOutcome:
     st = journal.state(a.id)
-    if st.state in J.FINAL:
-        return _outcome(a, st.state, st.reason)
-    if st.state == J.PENDING:
-        return _outcome(a, "pending", "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first")
+    if st.final:
+        return _outcome(a, st.state, _from_before(st))
+    if st.live == J.PENDING:
+        why = "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first"
+        return _outcome(a, "pending", _joined(why, _previous(st)))
+    previous = _previous(st)  # before anything is journaled (the journal updates ``st`` in place)
     if a.kind in ADMIN_KINDS:
-        return _admin_one(session, journal, backups, plan, a, admin, pace)
+        out = _admin_one(session, journal, backups, plan, a, admin, pace)
+    else:
+        out = _delete_verified(session, journal, backups, plan, a, replace(st), refs_index, after_commit)
+    return replace(out, reason=_joined(out.reason, previous)) if out.outcome != "skipped" else out
+
+
+def _delete_verified(
+    session: ZkSession,
+    journal: J.Journal,
+    backups: BackupStore,
+    plan: Plan,
+    a: Action,
+    st: J.ActionState,
+    refs_index: Callable[[], ReferenceIndex],
+    after_commit: AfterCommit | None,
+) -> ActionOutcome:
+    """A ZooKeeper action that is marked (or deleting, failed, or skipped transiently from one of those)."""
     missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
     if missing is None and a.kind in REWRITE_KINDS and _rewritten_sha(backups, plan, a) is None:
         missing = f"the backup of {a.path} does not record the bytes the rewrite writes"
-    if st.state == J.DELETING and _done(session, backups, plan, a):
+    if st.live == J.DELETING and _done(session, backups, plan, a):
         if missing is None:
             reason = "deleted before an interruption (target gone, backup present)"
             journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
@@ -347,10 +432,14 @@ def _delete_one(
         reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
         journal.record(a.id, J.FAILED, phase="delete", reason=reason)
         return _outcome(a, "failed", reason)
-    targets = _read_targets(session, a)
-    refs = _read_refs(session, a) if a.kind in (KIND_DELETE_LEDGER, KIND_TRIM_UNLOADED) else []
-    verdict = decide_delete(a, targets, refs)
     sets: tuple[tuple[str, bytes, int], ...] = ()
+    error: ZooKeeperError | None = None  # a read error: the skip is transient
+    try:
+        targets = _read_targets(session, a)
+        refs = _read_refs(session, a) if a.kind in (KIND_DELETE_LEDGER, KIND_TRIM_UNLOADED) else []
+        verdict = decide_delete(a, targets, refs)
+    except ZooKeeperError as e:  # nothing was learned about the action: the next run re-evaluates it
+        verdict, error = Verdict.skip(_unreadable(e)), e
     if verdict.proceed:
         try:
             if a.kind == KIND_DELETE_LEDGER:
@@ -365,15 +454,16 @@ def _delete_one(
                 nodes = [SubtreeNode(t.path, t.data) for t in targets if t.exists]
                 why = prove_leak(a, nodes, _SessionReader(session))
         except ZooKeeperError as e:
-            why = f"cannot re-prove it is safe ({e.message}); not evidence of absence"
+            why, error = f"cannot re-prove it is safe ({e.message}); not evidence of absence", e
         if why is not None:
             verdict = verdict.skip(why)
     if not verdict.proceed:
-        journal.record(a.id, J.SKIPPED, phase="delete", reason=verdict.reason)
-        return _outcome(a, "skipped", verdict.reason)
+        out = _skip(journal, a, "delete", verdict.reason, final=error is None, st=st)
+        _still_connected(session, error)
+        return out
     # a rewrite sets its managed-ledger znode instead of deleting it
     deletes = tuple(d for d in verdict.deletes if not sets or d[0] != a.path)
-    if st.state != J.DELETING:
+    if st.live != J.DELETING:
         journal.record(
             a.id,
             J.DELETING,
@@ -416,7 +506,7 @@ def _admin_one(
         reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
         journal.record(a.id, J.FAILED, phase="delete", reason=reason)
         return _outcome(a, "failed", reason)
-    if st.state in (J.DELETING, J.FAILED) and _done(session, backups, plan, a):
+    if st.live in (J.DELETING, J.FAILED) and _done(session, backups, plan, a):
         reason = "the broker acted before an interruption (the tree shows it; backup present)"
         journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
         return _outcome(a, "committed", reason)
@@ -427,7 +517,7 @@ def _admin_one(
     # production broker owns a bundle for one load, its other topics are still unloaded.
     why = target_mismatch(a.preconditions.znodes[0], session.read(a.store, [a.path])[0])
     if why is not None:
-        journal.record(a.id, J.SKIPPED, phase="delete", reason=why)
+        journal.record(a.id, J.SKIPPED, phase="delete", reason=why, final=True)
         return _outcome(a, "skipped", why)
     if admin is None:
         raise ApplyError(
@@ -439,7 +529,7 @@ def _admin_one(
             pace()  # --max-loads-per-minute: every load makes the broker read the topic back
         return _load_one(session, journal, a, admin, st)
     call = f"DELETE subscription {a.admin.subscription!r} of {a.admin.topic}"
-    if st.state != J.DELETING:
+    if st.live != J.DELETING:
         journal.record(a.id, J.DELETING, phase="delete", call=call)
     assert a.admin.subscription is not None
     result = admin.delete_subscription(a.admin.topic, a.admin.subscription)
@@ -454,11 +544,11 @@ def _admin_one(
     detail = result.describe()
     if result.status == 412:
         reason = f"consumers are connected: {detail}; the subscription is in use, not deleted"
-        journal.record(a.id, J.SKIPPED, phase="delete", reason=reason, status=412)
+        journal.record(a.id, J.SKIPPED, phase="delete", reason=reason, status=412, final=True)
         return _outcome(a, "skipped", reason)
     if result.status == 404 and gone:
         reason = f"the broker says {detail} and the cursor znode is gone: someone else deleted it"
-        journal.record(a.id, J.SKIPPED, phase="delete", reason=reason, status=404)
+        journal.record(a.id, J.SKIPPED, phase="delete", reason=reason, status=404, final=True)
         return _outcome(a, "skipped", reason)
     reason = f"{call}: {detail}" + ("" if result.status is not None else "; outcome unknown, re-run to re-check")
     journal.record(a.id, J.FAILED, phase="delete", reason=reason, status=result.status)
@@ -482,7 +572,7 @@ def _load_one(session: ZkSession, journal: J.Journal, a: Action, admin: AdminApi
     then re-read the managed-ledger znode and report which of the predicted ledgers the broker trimmed."""
     assert a.admin is not None
     call = f"POST trim of {a.admin.topic}"
-    if st.state != J.DELETING:
+    if st.live != J.DELETING:
         journal.record(a.id, J.DELETING, phase="delete", call=call)
     result = admin.trim_topic(a.admin.topic)
     # no trim endpoint (an older broker): 405, or a 404 the web server gave rather than the broker's ErrorData
@@ -496,7 +586,8 @@ def _load_one(session: ZkSession, journal: J.Journal, a: Action, admin: AdminApi
             "" if result.status is not None else "; outcome unknown, re-run to re-check"
         )
         code = J.SKIPPED if result.status == 404 else J.FAILED
-        journal.record(a.id, code, phase="delete", reason=reason, status=result.status)
+        final = {"final": True} if code == J.SKIPPED else {}
+        journal.record(a.id, code, phase="delete", reason=reason, status=result.status, **final)
         return _outcome(a, "skipped" if code == J.SKIPPED else "failed", reason)
     listed = _listed(session, a)
     expected = a.admin.expect_trimmed
@@ -580,19 +671,27 @@ def run_delete(
                 sleep(wait)
         last_load[:] = [time.monotonic()]
 
+    failed: list[ZooKeeperError] = []
+
     def refs_index() -> ReferenceIndex:  # read once, when the first ledger action gets this far
+        if failed:  # unreadable once in this run: every ledger action is a transient skip, not a re-read each
+            raise failed[0]
         if not index:
-            index.append(reference_index(session))
+            try:
+                index.append(reference_index(session))
+            except ZooKeeperError as e:
+                failed.append(e)
+                raise
         return index[0]
 
     done = 0
     for batch in _batches(plan.actions, batch_size):
         committed: list[Action] = []
         for a in batch:
-            before = journal.state(a.id).state
+            was_final = journal.state(a.id).final
             out = _delete_one(session, journal, backups, plan, a, refs_index, after_commit, admin, pace)
             report.outcomes.append(out)
-            if out.outcome == "committed" and before not in J.FINAL:
+            if out.outcome == "committed" and not was_final:
                 committed.append(a)
         for a in committed:  # verify the batch before the next one begins
             if not _done(session, backups, plan, a):
@@ -632,17 +731,19 @@ def dry_run(
     for a in plan.actions:
         st = journal.state(a.id)
         n = a.znode_count
-        if st.state in J.FINAL:
-            report.outcomes.append(_outcome(a, st.state, st.reason))
+        previous = _previous(st)
+        if st.final:
+            report.outcomes.append(_outcome(a, st.state, _from_before(st)))
         elif phase == "mark":
-            if st.state == J.PENDING:
-                report.outcomes.append(_outcome(a, "would-mark", f"re-read and back up {n} znode(s) of {a.path}"))
+            if st.live == J.PENDING:
+                why = f"re-read and back up {n} znode(s) of {a.path}"
+                report.outcomes.append(_outcome(a, "would-mark", _joined(why, previous)))
             else:
-                report.outcomes.append(_outcome(a, "marked", f"already {st.state}"))
-        elif st.state == J.PENDING:
-            report.outcomes.append(_outcome(a, "pending", "not marked: run --phase mark first"))
+                report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", previous)))
+        elif st.live == J.PENDING:
+            report.outcomes.append(_outcome(a, "pending", _joined("not marked: run --phase mark first", previous)))
         else:
-            assert st.marked_at_ms is not None or st.state != J.MARKED
+            assert st.marked_at_ms is not None or st.live != J.MARKED
             wait = (st.marked_at_ms or 0) + quarantine_ms - now_ms
             refs = len(a.preconditions.references)
             why = f"re-verify {n} znode(s) and {refs} reference(s), then delete with compare-and-set"
@@ -676,5 +777,5 @@ def dry_run(
                     )
             if wait > 0:
                 why += f" (quarantine: {human_duration(wait)} to go)"
-            report.outcomes.append(_outcome(a, verb, why))
+            report.outcomes.append(_outcome(a, verb, _joined(why, previous)))
     return report

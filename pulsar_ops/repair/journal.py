@@ -2,13 +2,21 @@
 
 States: ``pending`` (no record yet) -> ``marked`` -> ``deleting`` -> ``committed`` | ``failed`` | ``skipped``
 (``skipped`` also straight from pending when ``mark`` finds the target changed). ``failed`` actions are
-re-verified from scratch and retried when the same command runs again. ``committed`` and ``skipped`` are
-final: no record may follow them.
+re-verified from scratch and retried when the same command runs again. ``committed`` is final: no record may
+follow it.
+
+A ``skipped`` record says whether the skip is final (``"final": true``: the cluster changed under the action,
+e.g. a version mismatch or a disproved leak; no record may follow it) or transient (``"final": false``: a read
+error, a broker that did not answer: nothing about the action was learned). A transient skip resumes from the
+state it interrupted: the next run of the same phase re-evaluates the action as if the skip had not happened
+(``resume``) and reports the old reason as a previous run's. A ``skipped`` record without ``final`` (journals
+written before this distinction) is final, as it was then.
 
 Record shapes::
 
     {"type": "plan", "plan": "<checksum>", "plan_id", "actions": N, "backup_dir", "ts_ms"}
     {"type": "action", "plan": "<checksum>", "action": "<id>", "state": "...", "ts_ms", ...details}
+    {"type": "action", ..., "state": "skipped", "final": true|false, "reason", ...}
 
 A crash can leave a torn last line: it is dropped (the file is truncated to the last complete record) before
 anything is appended. A malformed record anywhere else is a JournalError.
@@ -34,8 +42,8 @@ COMMITTED = "committed"
 FAILED = "failed"
 SKIPPED = "skipped"
 STATES = (PENDING, MARKED, DELETING, COMMITTED, FAILED, SKIPPED)
-FINAL = frozenset({COMMITTED, SKIPPED})
-SETTLED = frozenset({COMMITTED, SKIPPED, FAILED})
+FINAL = frozenset({COMMITTED, SKIPPED})  # as states; a transient skip is not final: see ActionState.final
+SETTLED = frozenset({COMMITTED, SKIPPED, FAILED})  # nothing in flight (a transient skip is settled too)
 
 _ALLOWED: dict[str, frozenset[str]] = {
     PENDING: frozenset({MARKED, SKIPPED}),
@@ -58,6 +66,26 @@ class ActionState:
     reason: str = ""
     backup: tuple[str, ...] = ()
     history: list[str] = field(default_factory=list)
+    # a transient skip: the state it interrupted, which the next run resumes from (None otherwise)
+    resume: str | None = None
+
+    @property
+    def final(self) -> bool:
+        """Nothing more will be done: committed, or skipped for a reason that cannot pass."""
+        return self.state == COMMITTED or (self.state == SKIPPED and self.resume is None)
+
+    @property
+    def transient(self) -> bool:
+        """Skipped for a reason that can pass (the next run re-evaluates it)."""
+        return self.state == SKIPPED and self.resume is not None
+
+    @property
+    def live(self) -> str:
+        """The state the next run works from: a transient skip's resumed state, else the state."""
+        return self.resume if self.resume is not None and self.state == SKIPPED else self.state
+
+    def allowed(self) -> frozenset[str]:
+        return _ALLOWED[self.live] | ({SKIPPED} if self.transient else frozenset())
 
 
 @dataclass
@@ -195,9 +223,13 @@ class Journal:
         aid = str(rec["action"])
         st = plan.states.setdefault(aid, ActionState())
         state = str(rec["state"])
-        if state not in _ALLOWED.get(st.state, frozenset()):
+        if state not in st.allowed():
             raise JournalError(f"journal {self.path}: action {aid} goes {st.state} -> {state}, which is illegal")
+        resume = None
+        if state == SKIPPED and rec.get("final", True) is False:
+            resume = st.live
         st.state = state
+        st.resume = resume
         st.history.append(state)
         st.reason = str(rec.get("reason") or "")
         if state == MARKED:
@@ -228,6 +260,8 @@ class Journal:
         """Append one transition (validated against the state machine), flushed and fsynced."""
         if state not in STATES or state == PENDING:
             raise ValueError(f"cannot journal state {state!r}")
+        if state == SKIPPED:  # a skip not said to be transient is final (as every skip once was)
+            details = {**details, "final": details.get("final", True) is not False}
         rec = {
             "type": "action",
             "plan": self.plan_checksum,
@@ -236,9 +270,9 @@ class Journal:
             "ts_ms": now_ms(),
             **details,
         }
-        current = self.state(action_id).state
-        if state not in _ALLOWED[current]:
-            raise JournalError(f"refusing to journal action {action_id}: {current} -> {state} is illegal")
+        current = self.state(action_id)
+        if state not in current.allowed():
+            raise JournalError(f"refusing to journal action {action_id}: {current.state} -> {state} is illegal")
         self._append(rec)
         self._apply(rec)
 

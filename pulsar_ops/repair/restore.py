@@ -6,6 +6,14 @@ overwritten) | ``skipped`` (an ancestor is in conflict) | ``failed`` | and in a 
 it holds exactly the bytes the action wrote (``BackupEntry.replaced_by``); anything else is a conflict.
 Missing ancestors that are not in the backup are created empty with the restored node's ACL and reported.
 
+An action that rewrote a managed-ledger znode (``trim-unloaded``, ``drop-missing-ledger``: the entry with
+``replaced_by``) is restored whole or not at all: its ledger znodes and the managed-ledger info go back in one
+ZooKeeper transaction (creates with their ACLs, then the compare-and-set of the info). When the info cannot be
+put back (written since: a broker loading the topic rewrites it; or deleted), none of the action's ledger
+metadata is restored either (restored alone, those ledgers would be listed by no managed ledger: orphans), and
+the report says so (``action_conflicts``) with what the operator can do. ``--only`` selects whole actions of
+that kind: selecting one of its znodes selects the action.
+
 WARNING: bookies discard a deleted ledger's data at their next garbage-collection run (minutes; ``gcWaitTime``
 defaults to 15 min). Restoring ledger metadata is a safety net for that short window only.
 """
@@ -13,7 +21,7 @@ defaults to 15 min). Restoring ledger metadata is a safety net for that short wi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,11 +61,30 @@ class RestoreOutcome:
 
 
 @dataclass
+class ActionConflict:
+    """A rewrite action none of whose znodes was restored, because its managed-ledger znode cannot be."""
+
+    action_id: str
+    managed_ledger: str
+    reason: str
+    what_to_do: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action_id": self.action_id,
+            "managed_ledger": self.managed_ledger,
+            "reason": self.reason,
+            "what_to_do": self.what_to_do,
+        }
+
+
+@dataclass
 class RestoreReport:
     backup_dir: str
     applied: bool
     outcomes: list[RestoreOutcome] = field(default_factory=list)
     warning: str = GC_WARNING
+    action_conflicts: list[ActionConflict] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(o.outcome for o in self.outcomes).items()))
@@ -69,6 +96,7 @@ class RestoreReport:
             "warning": self.warning,
             "counts": self.counts(),
             "znodes": [o.to_json() for o in self.outcomes],
+            "action_conflicts": [c.to_json() for c in self.action_conflicts],
         }
 
 
@@ -87,6 +115,7 @@ class RestoreTarget:
     plan_id: str
     identity: ClusterIdentity | None
     ledgers_root: str
+    recorded: Mapping[str, Any] = field(default_factory=dict)  # the plan's whole ``target`` (address too)
 
 
 def restore_target(backups: BackupStore, plan: Plan | None, plan_id: str | None) -> RestoreTarget:
@@ -113,14 +142,14 @@ def restore_target(backups: BackupStore, plan: Plan | None, plan_id: str | None)
             hint="pass the backup directory that plan was marked into",
         )
     if plan is not None:
-        return RestoreTarget(plan_id, plan.identity, plan.ledgers_root)
+        return RestoreTarget(plan_id, plan.identity, plan.ledgers_root, dict(plan.target))
     recorded = backups.plans.get(plan_id, {}).get("target") or {}
     ident = recorded.get("identity")
     try:
         identity = None if ident is None else ClusterIdentity.from_json(ident)
     except ValueError as e:
         raise RestoreError(f"{backups.root}: plan {plan_id}: {e}") from None
-    return RestoreTarget(plan_id, identity, str(recorded.get("ledgers_root") or "/ledgers"))
+    return RestoreTarget(plan_id, identity, str(recorded.get("ledgers_root") or "/ledgers"), dict(recorded))
 
 
 def select_entries(entries: tuple[BackupEntry, ...], only: str | None, plan_id: str | None = None) -> list[BackupEntry]:
@@ -159,16 +188,170 @@ def run_restore(
     progress: Callable[[int, int], None] | None = None,
 ) -> RestoreReport:
     entries = select_entries(backups.entries, only, plan_id)
+    groups = rewrite_groups(backups.entries, entries, plan_id)
+    grouped = {(e.store, e.path) for g in groups for e in g.entries}
+    plain = [e for e in entries if (e.store, e.path) not in grouped]
+    total = len(plain) + len(grouped)
     report = RestoreReport(str(backups.root), apply)
     blocked: set[tuple[str, str]] = set()
-    for n, e in enumerate(entries, start=1):
+    for n, e in enumerate(plain, start=1):
         out = _restore_one(backups, session, e, apply=apply, blocked=blocked)
         if out.outcome in ("conflict", "skipped", "failed"):
             blocked.add((e.store, e.path))
         report.outcomes.append(out)
         if progress:
-            progress(n, len(entries))
+            progress(n, total)
+    done = len(plain)
+    for g in groups:  # after the plain entries: an ancestor they restore exists by then
+        outs, conflict = _restore_action(backups, session, g, apply=apply, blocked=blocked)
+        report.outcomes.extend(outs)
+        if conflict is not None:
+            report.action_conflicts.append(conflict)
+        done += len(g.entries)
+        if progress:
+            progress(done, total)
     return report
+
+
+@dataclass(frozen=True)
+class RewriteGroup:
+    """The backed-up znodes of one action that rewrote a managed-ledger znode: that znode and its ledgers."""
+
+    action_id: str
+    info: BackupEntry  # the managed-ledger znode (``replaced_by`` set)
+    others: tuple[BackupEntry, ...]  # the ledger znodes the action deleted
+
+    @property
+    def entries(self) -> tuple[BackupEntry, ...]:
+        return (self.info, *self.others)
+
+
+def rewrite_groups(
+    everything: tuple[BackupEntry, ...], selected: list[BackupEntry], plan_id: str | None
+) -> list[RewriteGroup]:
+    """The rewrite actions with at least one selected znode, each with all of its znodes (whole actions)."""
+    wanted = {e.action_id for e in selected}
+    by_action: dict[str, list[BackupEntry]] = {}
+    for e in select_entries(everything, None, plan_id):
+        if e.action_id in wanted:
+            by_action.setdefault(e.action_id, []).append(e)
+    out: list[RewriteGroup] = []
+    for action_id, es in sorted(by_action.items()):
+        infos = [e for e in es if e.replaced_by is not None]
+        if len(infos) != 1:
+            continue  # not a rewrite action: entry by entry
+        others = tuple(e for e in es if e is not infos[0])
+        out.append(RewriteGroup(action_id, infos[0], others))
+    return out
+
+
+def _what_to_do(backups: BackupStore, g: RewriteGroup) -> str:
+    then = (
+        ", then re-run this restore: with the backed-up list in place it restores the ledger znodes that list names"
+        if g.others
+        else ""
+    )
+    return (
+        "if the topic works, its current list is the broker's and nothing needs restoring; to go back to the "
+        f"backed-up list, unload the topic and write the backed-up bytes {backups.object_path(g.info.sha256)} to "
+        f"{g.info.path}{then}"
+    )
+
+
+def _restore_action(
+    backups: BackupStore, session: ZkSession, g: RewriteGroup, *, apply: bool, blocked: set[tuple[str, str]]
+) -> tuple[list[RestoreOutcome], ActionConflict | None]:
+    """Restore one rewrite action whole (one transaction) or none of it."""
+    info = g.info
+    current = session.read(info.store, [info.path])[0]
+    now_sha = sha256_hex(current.data) if current.exists else None
+    if now_sha == info.sha256:  # the backed-up list is back: its ledgers are restored entry by entry
+        present = [RestoreOutcome(info.store, info.path, info.sha256, "already-present")]
+        for e in g.others:
+            present.append(_restore_one(backups, session, e, apply=apply, blocked=blocked))
+        return present, None
+    if now_sha is None or now_sha != info.replaced_by:
+        why = (
+            f"{info.path} was deleted since the action"
+            if now_sha is None
+            else f"{info.path} was written since the action (it holds neither the backed-up bytes nor the ones "
+            "the action wrote)"
+        )
+        return _nothing(backups, g, why)
+    # the managed-ledger znode holds exactly what the action wrote: read the ledger znodes, then one transaction
+    data = backups.read_valid_object(info.sha256)
+    if data is None:
+        return _nothing(backups, g, f"the backup object {info.sha256} of {info.path} is missing or corrupt")
+    outs: list[RestoreOutcome] = []
+    creates: list[tuple[str, bytes, tuple[Any, ...]]] = []
+    made: set[str] = set()
+    for e in g.others:
+        out = RestoreOutcome(e.store, e.path, e.sha256, "would-create")
+        body = backups.read_valid_object(e.sha256)
+        if body is None:
+            return _nothing(backups, g, f"the backup object {e.sha256} of {e.path} is missing or corrupt")
+        node = session.read(e.store, [e.path])[0]
+        if node.exists:
+            if sha256_hex(node.data) != e.sha256:
+                return _nothing(backups, g, f"{e.path} exists with other bytes")
+            out.outcome = "already-present"
+            outs.append(out)
+            continue
+        parent = _parent(e.path)
+        missing: list[str] = []
+        while parent != "/" and parent not in made and not session.read(e.store, [parent])[0].exists:
+            missing.append(parent)
+            parent = _parent(parent)
+        for p in reversed(missing):
+            creates.append((p, b"", e.acl))
+            made.add(p)
+        out.created_parents = list(reversed(missing))
+        creates.append((e.path, body, e.acl))
+        outs.append(out)
+    info_out = RestoreOutcome(info.store, info.path, info.sha256, "would-rewrite")
+    info_out.reason = "holds the bytes the action wrote; the backed-up bytes go back with the action's ledgers"
+    outs.append(info_out)
+    if not apply:
+        return outs, None
+    result = session.commit(info.store, (), ((info.path, data, current.version),), (), creates=creates)
+    if not result.committed:
+        reason = f"outcome unknown ({result.error}); re-run restore" if result.unknown else ""
+        if result.unknown:
+            for o in outs:
+                o.outcome, o.reason, o.created_parents = "failed", reason, []
+            return outs, None
+        return _nothing(backups, g, f"the transaction failed ({result.error}): changed while restoring")
+    for o in outs:
+        o.outcome, o.reason = "restored", "restored with its action, in one transaction"
+        node = session.read(o.store, [o.path])[0]
+        if not node.exists or sha256_hex(node.data) != o.sha256:
+            o.outcome, o.reason = "failed", "read-back after the transaction does not match the backup bytes"
+    return outs, None
+
+
+def _nothing(backups: BackupStore, g: RewriteGroup, why: str) -> tuple[list[RestoreOutcome], ActionConflict]:
+    """None of the action's znodes is restored: the managed-ledger znode is a conflict, its ledgers skipped."""
+    what = _what_to_do(backups, g)
+    info = RestoreOutcome(g.info.store, g.info.path, g.info.sha256, "conflict", f"{why}; not overwritten")
+    outs = [info]
+    for e in g.others:
+        outs.append(
+            RestoreOutcome(
+                e.store,
+                e.path,
+                e.sha256,
+                "skipped",
+                f"not restored: the managed-ledger znode {g.info.path} of the same action ({g.action_id}) cannot "
+                "be; restored alone, this ledger would be listed by no managed ledger (an orphan)",
+            )
+        )
+    reason = (
+        f"{why}: none of the action's {len(g.others)} ledger znode(s) was restored either (restored alone they "
+        "would be orphans)"
+        if g.others
+        else f"{why}; not overwritten"
+    )
+    return outs, ActionConflict(g.action_id, g.info.path, reason, what)
 
 
 def _restore_one(

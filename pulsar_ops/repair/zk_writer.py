@@ -32,7 +32,7 @@ from kazoo.security import ACL, Id
 
 from pulsar_ops import zkconn
 from pulsar_ops.errors import ZooKeeperAuthError, ZooKeeperError
-from pulsar_ops.identity import ClusterIdentity, instance_id_from_bytes
+from pulsar_ops.identity import ClusterIdentity, instance_id_from_bytes, layout_from_bytes
 from pulsar_ops.repair.validate import Observed
 from pulsar_ops.zkconn import NO_SECURITY, ZkSecurity
 
@@ -86,6 +86,11 @@ class NodeWithAcl:
 def _is_stat(result: Any) -> bool:
     """A committed set_data answers with the new ZnodeStat (checks and deletes answer True)."""
     return hasattr(result, "mzxid") and hasattr(result, "version")
+
+
+def _is_ok(result: Any) -> bool:
+    """A committed operation: a check or delete answers True, a set_data its stat, a create its path."""
+    return result is True or _is_stat(result) or isinstance(result, str)
 
 
 _CONNECTION_ERRORS = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError)
@@ -174,6 +179,10 @@ class ZkSession:
             except NoNodeError:
                 out.append(Observed(store=store, path=p, exists=False))
                 continue
+            except NoAuthError:
+                raise ZooKeeperAuthError(
+                    f"not authorised to read {p} (using {self._security.describe()})", hint=zkconn.AUTH_HINT
+                ) from None
             out.append(
                 Observed(
                     store=store,
@@ -226,11 +235,25 @@ class ZkSession:
         """False when the chroot of ``--zookeeper`` / ``--config-zookeeper`` does not exist."""
         return bool(self._call(self.client(store).exists, "/"))
 
+    def ping(self, store: str = "local") -> None:
+        """One bounded request (``exists /``, no retry): raises ZooKeeperError when ZooKeeper does not answer
+        within the session timeout. A sync kazoo call would instead wait for the connection to come back."""
+        try:
+            self.client(store).exists_async("/").get(timeout=self._timeout)
+        except (KazooException, KazooTimeoutError) as e:
+            raise ZooKeeperError(
+                f"ZooKeeper does not answer ({type(e).__name__}); stopping",
+                hint="re-run the same command once ZooKeeper answers: skipped actions are retried",
+            ) from e
+
     def identity(self, ledgers_root: str) -> ClusterIdentity:
-        """The live cluster's identity: the ledgers root's INSTANCEID and the names under /admin/clusters."""
-        iid = instance_id_from_bytes(self.data("local", f"{ledgers_root.rstrip('/')}/INSTANCEID"))
+        """The live cluster's identity: the ledgers root's INSTANCEID and LAYOUT and the names under
+        /admin/clusters."""
+        root = ledgers_root.rstrip("/")
+        iid = instance_id_from_bytes(self.data("local", f"{root}/INSTANCEID"))
+        layout = layout_from_bytes(self.data("local", f"{root}/LAYOUT"))
         clusters = self.children("config", "/admin/clusters") or []
-        return ClusterIdentity(iid, tuple(sorted(clusters)))
+        return ClusterIdentity(iid, tuple(sorted(clusters)), layout)
 
     def exists(self, store: str, paths: Sequence[str]) -> dict[str, bool]:
         return {o.path: o.exists for o in self.read(store, paths)}
@@ -266,15 +289,18 @@ class ZkSession:
         checks: Sequence[tuple[str, int]],
         sets: Sequence[tuple[str, bytes, int]],
         deletes: Sequence[tuple[str, int]],
+        creates: Sequence[tuple[str, bytes, Sequence[Mapping[str, Any]]]] = (),
     ) -> TxnResult:
-        """One atomic transaction: every check, every set_data (compare-and-set on its version), then every
-        delete (children first)."""
-        if not deletes and not sets:
-            raise ValueError("a transaction needs at least one set or delete")
+        """One atomic transaction: every check, every create (parents first; with its ACL), every set_data
+        (compare-and-set on its version), then every delete (children first)."""
+        if not deletes and not sets and not creates:
+            raise ValueError("a transaction needs at least one create, set or delete")
         c = self.client(store)
         tx = c.transaction()
         for path, version in checks:
             tx.check(path, int(version))
+        for path, data, acl in creates:
+            tx.create(path, bytes(data), acl=acl_from_json(acl) or None)
         for path, data, version in sets:
             tx.set_data(path, bytes(data), int(version))
         for path, version in deletes:
@@ -285,16 +311,16 @@ class ZkSession:
             return TxnResult(committed=False, unknown=True, ops=(), error=f"{type(e).__name__}: {e}")
         except KazooException as e:
             return TxnResult(committed=False, unknown=False, ops=(), error=f"{type(e).__name__}: {e}")
-        ops = tuple("ok" if r is True or _is_stat(r) else type(r).__name__ for r in results)
-        expected = len(checks) + len(sets) + len(deletes)
-        ok = len(results) == expected and all(r is True or _is_stat(r) for r in results)
+        ops = tuple("ok" if _is_ok(r) else type(r).__name__ for r in results)
+        expected = len(checks) + len(creates) + len(sets) + len(deletes)
+        ok = len(results) == expected and all(_is_ok(r) for r in results)
         error = ""
-        ops_paths = [p[0] for p in checks] + [p[0] for p in sets] + [p[0] for p in deletes]
+        ops_paths = [p[0] for p in checks] + [p[0] for p in creates] + [p[0] for p in sets] + [p[0] for p in deletes]
         if not ok:
             failed = [
                 f"{ops_paths[i]}: {type(r).__name__}"
                 for i, r in enumerate(results)
-                if r is not True and not _is_stat(r) and type(r).__name__ != "RolledBackError"
+                if not _is_ok(r) and type(r).__name__ != "RolledBackError"
             ]
             error = "; ".join(failed) or f"{len(results)}/{expected} results"
         return TxnResult(committed=ok, unknown=False, ops=ops, error=error)

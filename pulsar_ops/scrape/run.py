@@ -210,10 +210,13 @@ def _scrape(config: ScrapeConfig) -> Manifest:
                 progress=_progress,
             )
             walked += walker.walk(roots, walk_sink).znodes
-        identity = {
+        identity: dict[str, Any] = {
             "instance_id": zk.read_instance_id(clients[LOCAL], ledgers_root),
             "clusters": zk.cluster_names(clients[CONFIG]),
         }
+        layout = zk.read_ledger_layout(clients[LOCAL], ledgers_root)
+        if layout is not None:
+            identity["ledger_layout"] = layout
         summaries = pool.close() if pool is not None else []
     finally:
         for c in {id(c): c for c in clients.values()}.values():

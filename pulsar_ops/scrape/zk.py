@@ -26,6 +26,7 @@ from kazoo.exceptions import (
     ConnectionDropped,
     ConnectionLoss,
     KazooException,
+    NoNodeError,
     OperationTimeoutError,
     SessionClosedRequireSaslError,
     SessionExpiredError,
@@ -37,7 +38,7 @@ from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_d
 
 from pulsar_ops import zkconn
 from pulsar_ops.errors import ConfigError, ZooKeeperAuthError, ZooKeeperError
-from pulsar_ops.identity import instance_id_from_bytes
+from pulsar_ops.identity import instance_id_from_bytes, layout_from_bytes
 from pulsar_ops.scrape.multiread import (
     OP_GET_CHILDREN,
     OP_GET_DATA,
@@ -164,6 +165,18 @@ def read_instance_id(client: KazooClient, ledgers_root: str, *, timeout: float =
     except (KazooException, KazooTimeoutError):
         return None
     return instance_id_from_bytes(bytes(data or b""))
+
+
+def read_ledger_layout(client: KazooClient, ledgers_root: str, *, timeout: float = 10.0) -> str | None:
+    """The ledgers root's LAYOUT text ("" when the znode does not exist; None when it could not be read: then
+    the identity records no layout and apply/restore do not compare it). Bounded like read_instance_id."""
+    try:
+        data, _ = client.get_async(f"{ledgers_root.rstrip('/')}/LAYOUT").get(timeout=timeout)
+    except NoNodeError:
+        return ""
+    except (KazooException, KazooTimeoutError):
+        return None
+    return layout_from_bytes(bytes(data or b""))
 
 
 def cluster_names(client: KazooClient, *, timeout: float = 10.0) -> list[str]:

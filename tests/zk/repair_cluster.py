@@ -23,6 +23,7 @@ from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 from pulsar_ops.formats.ledger_path import ledger_id_from_path, ledger_path
 from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 from pulsar_ops.formats.schema_locator import decode_schema_locator
+from pulsar_ops.identity import layout_from_bytes
 from pulsar_ops.repair.safety import leak_shape
 from pulsar_ops.scrape.classify import CONFIG_ROOTS
 from pulsar_ops.snapshot import schema
@@ -184,6 +185,16 @@ def _row(table: str, **values: Any) -> dict[str, Any]:
     return row
 
 
+def address_of(zk: KazooClient) -> dict[str, str]:
+    """The client's ``HOSTS[/chroot]`` as the scrape records it in the manifest's ``stores``."""
+    return {"hosts": ",".join(f"{h}:{p}" for h, p in zk.hosts), "chroot": zk.chroot or ""}
+
+
+def _layout(zk: KazooClient) -> str:
+    node = zk.exists("/ledgers/LAYOUT")
+    return layout_from_bytes(zk.get("/ledgers/LAYOUT")[0] if node is not None else None)
+
+
 def write_snapshot(zk: KazooClient, out: Path) -> dict[str, Any]:
     """A snapshot of everything in the chroot; returns the manifest summary the audit would embed."""
     started = int(time.time() * 1000)
@@ -222,7 +233,7 @@ def write_snapshot(zk: KazooClient, out: Path) -> dict[str, Any]:
             ),
         )
         parts = path.strip("/").split("/")
-        if parts[0] == "ledgers" and parts[-1].startswith("L"):
+        if parts[0] == "ledgers" and parts[-1].startswith("L") and parts[-1][1:].isdigit():
             lid = ledger_id_from_path(path)
             md = decode_ledger_metadata(data, path)
             w.add(
@@ -328,10 +339,10 @@ def write_snapshot(zk: KazooClient, out: Path) -> dict[str, Any]:
         started_at_ms=started,
         finished_at_ms=finished,
         zxid_range={},
-        stores={},
+        stores={"local": address_of(zk), "config": address_of(zk)},
         ledgers_root="/ledgers",
         row_counts=counts,
-        identity={"instance_id": INSTANCE_ID, "clusters": ["test"]},
+        identity={"instance_id": INSTANCE_ID, "clusters": ["test"], "ledger_layout": _layout(zk)},
     )
     write_manifest(out, m)
     return {"snapshot_id": m.snapshot_id, "finished_at_ms": finished, "path": str(out.resolve())}
