@@ -147,7 +147,7 @@ def test_zookeeper_gone_for_good_names_the_missing_scopes(tmp_path: Path) -> Non
             )
         )
         assert stopped.is_set()
-        assert m.complete  # the snapshot is finished ...
+        assert m.finished and not m.complete  # the snapshot is finished, not complete ...
         codes = {s.code for s in m.incomplete_scopes}
         assert codes == {"zookeeper-unavailable"}  # ... and says exactly what it could not read
         snap = open_snapshot(tmp_path / "gone")
