@@ -129,7 +129,10 @@ def register(app: typer.Typer) -> None:
         cluster: str = typer.Option(None, "--cluster", help="Cluster name (default: from /admin/clusters)."),
         batch: int = typer.Option(None, "--batch", min=1, max=100_000, help="Reads per multiRead batch."),
         multiread: bool = typer.Option(
-            None, "--multiread/--no-multiread", help="Force multiRead on/off (default: detect the server version)."
+            None,
+            "--multiread/--no-multiread",
+            help="Force multiRead on/off (default: decided per connected server; a server without it is read "
+            "with single reads; forced on, such a server is an error).",
         ),
         workers: int = typer.Option(
             None, "--workers", min=0, max=64, help="Decode worker processes (0: in-process; default 2 on >= 2 CPUs)."
