@@ -189,6 +189,7 @@ def _scrape(config: ScrapeConfig) -> Manifest:
         versions: dict[str, str] = {}
         multiread_used: dict[str, bool] = {}
         servers: dict[str, dict[str, dict[str, Any]]] = {}
+        known: dict[int, dict[str, zk.ServerInfo]] = {}  # per client: what each server can do
         for store, target in ((CONFIG, config_t), (LOCAL, local_t)):
             client = clients[store]
             roots = roots_for(store, ledgers_root, separate_config=separate)
@@ -209,6 +210,7 @@ def _scrape(config: ScrapeConfig) -> Manifest:
                 retry_seconds=config.retry_seconds,
                 progress=_progress,
                 on_batch=config.on_batch,
+                known=known.setdefault(id(client), {}),
             )
             stats = walker.walk(roots, walk_sink)
             walked += stats.znodes

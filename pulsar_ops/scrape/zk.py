@@ -345,6 +345,7 @@ class ZkWalker:
         progress: Callable[[int], None] | None = None,
         version_probe: VersionProbe | None = None,
         on_batch: Callable[[int], None] | None = None,
+        known: dict[str, ServerInfo] | None = None,
     ) -> None:
         self.client = client
         self.multiread = multiread
@@ -356,6 +357,10 @@ class ZkWalker:
         self.on_batch = on_batch
         self.version_probe: VersionProbe = version_probe if version_probe is not None else host_version
         self.stats = WalkStats()
+        # what is known of each server, shared by the walks of one client (pass the same dict): a server that
+        # refused multiRead in one store's walk is not asked again in the next
+        self.known: dict[str, ServerInfo] = known if known is not None else {}
+        # the servers this walk was connected to
         self.servers: dict[str, ServerInfo] = {}
         self._last_choice = multiread is not False
 
@@ -364,6 +369,12 @@ class ZkWalker:
     def _server_info(self, server: str) -> ServerInfo:
         info = self.servers.get(server)
         if info is None:
+            info = self.servers[server] = self._learn(server)
+        return info
+
+    def _learn(self, server: str) -> ServerInfo:
+        info = self.known.get(server)
+        if info is None:
             host, port = _split_server(server)
             version = self.version_probe(host, port)
             supports = version_supports_multiread(version) if version else None
@@ -371,7 +382,7 @@ class ZkWalker:
             info = ServerInfo(version=version or "unknown", multiread=supports is not False)
             if self.multiread is not None:
                 info.multiread = self.multiread
-            self.servers[server] = info
+            self.known[server] = info
             log.info("ZooKeeper server %s: version %s, multiRead %s", server, info.version, info.multiread)
         return info
 

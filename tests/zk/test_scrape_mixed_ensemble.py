@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,12 +172,18 @@ def test_the_legacy_server_alone_and_the_current_one_alone_give_the_same_tables(
     assert pair.baseline.manifest.zookeeper_servers["local"][pair.new.hosts]["multiread"] is True
 
 
-def test_zunimplemented_falls_back_to_single_reads_on_that_server(pair: Pair, tmp_path: Path, no_srvr: None) -> None:
+def test_zunimplemented_falls_back_to_single_reads_on_that_server(
+    pair: Pair, tmp_path: Path, no_srvr: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="pulsar_ops.scrape.zk")
     m = scrape(ScrapeConfig(zookeeper=pair.old.hosts, out=tmp_path / "s", workers=0))
     _check_run(pair, tmp_path / "s")
     assert m.complete and m.errors_count == 0
-    info = m.zookeeper_servers["config"][pair.old.hosts]
-    assert info == {"version": "unknown", "multiread": False, "refused_multiread": True}
+    for store in ("config", "local"):
+        info = m.zookeeper_servers[store][pair.old.hosts]
+        assert info == {"version": "unknown", "multiread": False, "refused_multiread": True}
+    # learnt once: the second store's walk does not try multiRead (and lose the connection) again
+    assert sum("has no multiRead" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_forced_multiread_against_a_server_without_it_is_a_clear_error(pair: Pair, tmp_path: Path) -> None:
@@ -196,7 +203,6 @@ def test_the_mixed_pair_scraped_repeatedly_is_always_complete(
 ) -> None:
     if srvr == "no-srvr":
         monkeypatch.setattr(zk, "host_version", lambda host, port, timeout=3.0: None)
-    landed: list[str] = []
     orders = [(pair.old, pair.new), (pair.new, pair.old)] * 3
     for i, (first, second) in enumerate(orders):
         out = tmp_path / f"run{i}"
@@ -206,11 +212,23 @@ def test_the_mixed_pair_scraped_repeatedly_is_always_complete(
         m = _check_run(pair, out, r.exit_code)
         assert m is not None and m.complete, (i, r.exit_code, r.stderr)
         assert r.exit_code == 0 and json.loads(r.stdout)["complete"] is True
-        landed.append(next(iter(m.zookeeper_servers["config"])))
-    # the connection landed on each server first (in order; the 3.4 one hands over after ZUNIMPLEMENTED
-    # when it cannot be asked its version)
-    assert {pair.old.hosts, pair.new.hosts} <= set(landed) or srvr == "no-srvr", landed
-    assert pair.old.hosts in landed or srvr == "no-srvr"
+        config = m.zookeeper_servers["config"]
+        if first is pair.new:  # landed on the 3.9 server and stayed: multiRead throughout
+            assert config == {
+                pair.new.hosts: {
+                    "version": config[pair.new.hosts]["version"],
+                    "multiread": True,
+                    "refused_multiread": False,
+                }
+            }
+            assert m.multiread
+        elif srvr == "srvr":  # landed on the 3.4 server, asked its version: single reads, no refusal, no move
+            assert set(config) == {pair.old.hosts} and config[pair.old.hosts]["multiread"] is False
+            assert not config[pair.old.hosts]["refused_multiread"] and not m.multiread
+        else:  # landed on the 3.4 server, tried multiRead: ZUNIMPLEMENTED (the server closes the connection;
+            # kazoo connects again, to either server), then single reads from it
+            assert config[pair.old.hosts] == {"version": "unknown", "multiread": False, "refused_multiread": True}
+            assert not m.multiread
 
 
 def test_a_session_moved_from_the_legacy_server_to_the_current_one_mid_walk(
