@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from pulsar_ops import zkconn
 from pulsar_ops.cli.main import app
 from pulsar_ops.scrape import zk
-from pulsar_ops.scrape.run import ScrapeConfig, scrape
+from pulsar_ops.scrape.run import ScrapeConfig, ScrapeProgress, scrape
 from pulsar_ops.snapshot import schema
 from pulsar_ops.snapshot.manifest import MANIFEST_NAME, Manifest
 from pulsar_ops.snapshot.reader import Snapshot, open_snapshot
@@ -144,10 +144,6 @@ def _check_run(pair: Pair, out: Path, exit_code: int | None = None) -> Manifest 
     return m
 
 
-def _landed(m: Manifest) -> set[str]:
-    return {name for servers in m.zookeeper_servers.values() for name in servers}
-
-
 @pytest.fixture
 def ordered_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
     """kazoo tries the hosts in the connect string's order (its default shuffles them)."""
@@ -231,37 +227,78 @@ def test_the_mixed_pair_scraped_repeatedly_is_always_complete(
             assert not m.multiread
 
 
+class _LocalBatchHook:
+    """Acts inside the walk after the Nth read batch of the local store (progress names the store and is called
+    just before on_batch, both synchronously from the walk)."""
+
+    def __init__(self, n: int, action: Callable[[], None]) -> None:
+        self.n, self.action, self.store, self.fired = n, action, "", False
+
+    def progress(self, p: ScrapeProgress) -> None:
+        self.store = p.store
+
+    def on_batch(self, n: int) -> None:
+        if self.store == "local" and n == self.n and not self.fired:
+            self.fired = True
+            self.action()
+
+
+def _moved_scrape(pair: Pair, out: Path, hosts: str, hook: _LocalBatchHook) -> Manifest:
+    return scrape(
+        ScrapeConfig(
+            zookeeper=hosts,
+            out=out,
+            batch=20,
+            window=2,
+            workers=0,
+            progress=hook.progress,
+            on_batch=hook.on_batch,
+            retry_seconds=60,
+        )
+    )
+
+
 def test_a_session_moved_from_the_legacy_server_to_the_current_one_mid_walk(
     pair: Pair, tmp_path: Path, ordered_hosts: None
 ) -> None:
-    moved: list[int] = []
-
-    def on_batch(n: int) -> None:  # inside the walk, after its 5th batch of the local store: lose the 3.4 server
-        if n == 5 and not moved:
-            moved.append(n)
-            pair.old.stop(kill=True)
-
+    hook = _LocalBatchHook(5, lambda: pair.old.stop(kill=True))  # lose the 3.4 server the session is on
     try:
-        m = scrape(
-            ScrapeConfig(
-                zookeeper=f"{pair.old.hosts},{pair.new.hosts}",
-                out=tmp_path / "moved",
-                batch=20,
-                window=2,
-                workers=0,
-                on_batch=on_batch,
-                retry_seconds=60,
-            )
-        )
+        m = _moved_scrape(pair, tmp_path / "moved", f"{pair.old.hosts},{pair.new.hosts}", hook)
     finally:
         pair.old.start()
-    assert moved
+    assert hook.fired
     _check_run(pair, tmp_path / "moved")
     assert m.complete, m.incomplete_scopes
-    assert {pair.old.hosts, pair.new.hosts} <= _landed(m)
-    both = [s for s in m.zookeeper_servers.values() if len(s) == 2]
-    assert both, m.zookeeper_servers  # the store walked while the server went away was read from both
-    assert both[0][pair.old.hosts]["multiread"] is False and both[0][pair.new.hosts]["multiread"] is True
+    local = m.zookeeper_servers["local"]
+    assert local[pair.old.hosts]["multiread"] is False and local[pair.new.hosts]["multiread"] is True
+
+
+@pytest.mark.parametrize("srvr", ["srvr", "no-srvr"])
+def test_a_session_moved_from_the_current_server_to_the_legacy_one_mid_walk(
+    pair: Pair, tmp_path: Path, srvr: str, ordered_hosts: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """multiRead batches in flight on the 3.9 server, then only the 3.4 server is left: the walk goes on with
+    single reads (asked its version, or told by its ZUNIMPLEMENTED reply) and loses nothing."""
+    if srvr == "no-srvr":
+        monkeypatch.setattr(zk, "host_version", lambda host, port, timeout=3.0: None)
+
+    def lose_the_current_server() -> None:
+        # standalone servers: let the 3.4 one accept a client that has seen the 3.9 one's zxid
+        _pad(pair.old, max(0, _zxid(pair.new) - _zxid(pair.old)) + 100)
+        pair.new.stop(kill=True)
+
+    hook = _LocalBatchHook(5, lose_the_current_server)
+    try:
+        m = _moved_scrape(pair, tmp_path / "moved", f"{pair.new.hosts},{pair.old.hosts}", hook)
+    finally:
+        pair.new.start()
+        _pad(pair.new, max(0, _zxid(pair.old) - _zxid(pair.new)) + 2000)  # the other tests' order again
+    assert hook.fired
+    _check_run(pair, tmp_path / "moved")
+    assert m.complete, m.incomplete_scopes
+    local = m.zookeeper_servers["local"]
+    assert local[pair.new.hosts]["multiread"] is True and local[pair.old.hosts]["multiread"] is False
+    assert local[pair.old.hosts]["refused_multiread"] is (srvr == "no-srvr")
 
 
 def test_a_session_that_cannot_move_fails_clearly_with_a_non_zero_exit(
