@@ -1,7 +1,9 @@
 """`pulsar-ops scrape`: read both metadata stores into a snapshot directory (manifest written last).
 
-Exit 0 when the snapshot is written (also with incomplete scopes: the manifest lists them and stderr warns),
-3 when the tool failed. Human output and progress on stderr; ``--json`` prints the manifest on stdout.
+Exit 0 when the snapshot is written and every scope was read completely; 1 when it is written but scopes are
+missing (ZooKeeper, admin or bookie scopes: the manifest says ``"complete": false`` and lists them, stderr names
+them; the snapshot can still be audited, nothing in those scopes is planned); 3 when the tool failed. Human
+output and progress on stderr; ``--json`` prints the manifest on stdout.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from pulsar_ops.scrape.client_conf import read_client_conf
 from pulsar_ops.scrape.run import ScrapeConfig, ScrapeProgress, scrape
 from pulsar_ops.snapshot.manifest import Manifest
 from pulsar_ops.zkconn import AUTH_HINT, security_from_flags
+
+EXIT_SCOPES_MISSING = 1
 
 
 class _ProgressLine:
@@ -89,6 +93,16 @@ def render_summary(manifest: Manifest, out: Path) -> None:
         f"snapshot [bold]{manifest.snapshot_id}[/] written to {escape(str(out))}"
         f" (cluster {escape(str(manifest.cluster))}, multiRead {'on' if manifest.multiread else 'off'})"
     )
+    for store, servers in sorted(manifest.zookeeper_servers.items()):
+        if len({bool(i.get("multiread")) for i in servers.values()}) > 1:  # a mixed ensemble: say who was slow
+            err_console.print(
+                f"  {store} store read from "
+                + ", ".join(
+                    f"{escape(name)} ({escape(str(i.get('version')))}, "
+                    f"multiRead {'on' if i.get('multiread') else 'off'})"
+                    for name, i in servers.items()
+                )
+            )
     secs = (manifest.finished_at_ms - manifest.started_at_ms) / 1000
     err_console.print(
         f"  {counts.get('znodes', 0):,} znodes in {secs:.1f}s; {counts.get('managed_ledgers', 0):,} topics, "
@@ -137,7 +151,10 @@ def register(app: typer.Typer) -> None:
         cluster: str = typer.Option(None, "--cluster", help="Cluster name (default: from /admin/clusters)."),
         batch: int = typer.Option(None, "--batch", min=1, max=100_000, help="Reads per multiRead batch."),
         multiread: bool = typer.Option(
-            None, "--multiread/--no-multiread", help="Force multiRead on/off (default: detect the server version)."
+            None,
+            "--multiread/--no-multiread",
+            help="Force multiRead on/off (default: decided per connected server; a server without it is read "
+            "with single reads; forced on, such a server is an error).",
         ),
         workers: int = typer.Option(
             None, "--workers", min=0, max=64, help="Decode worker processes (0: in-process; default 2 on >= 2 CPUs)."
@@ -253,3 +270,5 @@ def register(app: typer.Typer) -> None:
         render_summary(manifest, out)
         if json_out:
             emit_json(manifest.to_json())
+        if not manifest.complete or manifest.incomplete_scopes:
+            raise typer.Exit(EXIT_SCOPES_MISSING)

@@ -62,7 +62,9 @@ class ScrapeConfig:
     cluster: str | None = None
     batch: int | None = None
     window: int | None = None
-    multiread: bool | None = None  # None: detect from the server version (srvr) or a probe
+    # None: decide per connected server (its srvr version; ZUNIMPLEMENTED turns it off for that server);
+    # True: force multiRead (a server without it is an error); False: single reads only
+    multiread: bool | None = None
     max_znode_bytes: int = DEFAULT_MAX_ZNODE_BYTES
     batch_rows: int = DEFAULT_BATCH_ROWS
     retry_seconds: float = zk.DEFAULT_RETRY_SECONDS
@@ -72,6 +74,8 @@ class ScrapeConfig:
     decode_chunk: int = DECODE_CHUNK  # reads per chunk sent to a worker (workers start with the first chunk)
     extra: Callable[[], ExtraTables] | None = None
     progress: Callable[[ScrapeProgress], None] | None = None
+    # called inside the walk after each processed read batch with the store's batch count (tests: act mid-walk)
+    on_batch: Callable[[int], None] | None = None
 
 
 ROOT_MISSING = "zookeeper-root-missing"
@@ -138,7 +142,9 @@ def _guard_missing_roots(sink: SnapshotSink, ledgers_root: str) -> None:
 
 
 def scrape(config: ScrapeConfig) -> Manifest:
-    """Walk the stores into ``config.out`` and write the manifest last. Incomplete scopes do not raise.
+    """Walk the stores into ``config.out`` and write the manifest last. Incomplete scopes do not raise: the
+    manifest then says ``"complete": false`` and lists them (ZooKeeper, admin and bookie scopes alike), and the
+    CLI exits non-zero.
 
     The cyclic garbage collector is paused while scraping (the rows are acyclic tuples and dicts; collecting
     the row buffers over and over cost a third of the CPU) and restored afterwards.
@@ -184,14 +190,10 @@ def _scrape(config: ScrapeConfig) -> Manifest:
         walked = 0
         versions: dict[str, str] = {}
         multiread_used: dict[str, bool] = {}
+        servers: dict[str, dict[str, dict[str, Any]]] = {}
+        known: dict[int, dict[str, zk.ServerInfo]] = {}  # per client: what each server can do
         for store, target in ((CONFIG, config_t), (LOCAL, local_t)):
             client = clients[store]
-            if config.multiread is None:
-                use_mr, version = zk.detect_multiread(client, target)
-            else:
-                use_mr, version = config.multiread, zk.server_version(target) or "unknown"
-            versions[store] = version
-            multiread_used[store] = use_mr
             roots = roots_for(store, ledgers_root, separate_config=separate)
             walk_sink.store = store
             for r in roots:
@@ -201,15 +203,23 @@ def _scrape(config: ScrapeConfig) -> Manifest:
                 if config.progress is not None:
                     config.progress(ScrapeProgress(store, base + n, sink.counters.errors, time.monotonic() - t0))
 
+            # multiRead is decided per connected server inside the walk (mixed ensembles, reconnects)
             walker = zk.ZkWalker(
                 client,
-                multiread=use_mr,
+                multiread=config.multiread,
                 batch=config.batch,
                 window=config.window,
                 retry_seconds=config.retry_seconds,
                 progress=_progress,
+                on_batch=config.on_batch,
+                known=known.setdefault(id(client), {}),
             )
-            walked += walker.walk(roots, walk_sink).znodes
+            stats = walker.walk(roots, walk_sink)
+            walked += stats.znodes
+            seen = sorted({i.version for i in walker.servers.values() if i.version != "unknown"})
+            versions[store] = ",".join(seen) or (zk.server_version(target) or "unknown")
+            multiread_used[store] = stats.single_batches == 0 and stats.multiread_batches > 0
+            servers[store] = {name: info.to_json() for name, info in sorted(walker.servers.items())}
         identity: dict[str, Any] = {
             "instance_id": zk.read_instance_id(clients[LOCAL], ledgers_root),
             "clusters": zk.cluster_names(clients[CONFIG]),
@@ -256,7 +266,8 @@ def _scrape(config: ScrapeConfig) -> Manifest:
         cluster=_pick_cluster(config.cluster, sink.clusters),
         tool_version=__version__,
         schema_version=schema.SCHEMA_VERSION,
-        complete=True,
+        complete=not incomplete,
+        finished=True,
         started_at_ms=started_ms,
         finished_at_ms=_now_ms(),
         zxid_range={
@@ -273,6 +284,7 @@ def _scrape(config: ScrapeConfig) -> Manifest:
         bookie_endpoints={k: dict(v) for k, v in sorted(extra.bookie_endpoints.items())},
         multiread=all(multiread_used.values()),
         server_versions=versions,
+        zookeeper_servers=servers,
         znodes_per_second=round(sink.counters.znodes / seconds, 1) if seconds > 0 else None,
         identity=identity,
     )

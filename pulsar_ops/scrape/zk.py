@@ -1,5 +1,17 @@
 """Read-only ZooKeeper walker: pipelined multiRead batches (ZooKeeper >= 3.6) or pipelined async reads.
 
+multiRead is decided per *connection*: kazoo may connect to any host of the connect string and reconnect to
+another mid-walk, and an ensemble being upgraded mixes servers with and without opcode 22. Each batch is sent
+the way the server currently answering can read it (its ``srvr`` version, asked once per server; multiRead when
+unknown). A server without multiRead answers the whole request with ZUNIMPLEMENTED (-6) and then closes the
+connection -- upstream ZooKeeper 3.4/3.5 ``ZooKeeperServer.submitRequest`` hands a packet whose type
+``Request.isValid`` does not know to ``UnimplementedRequestProcessor.processRequest``, which sends a
+``ReplyHeader`` with ``Code.UNIMPLEMENTED`` and no body, then ``cnxn.sendCloseSession()`` (the connection, not
+the session). That reply is never a per-path read error: the server is remembered as one without multiRead, the
+refused batch is re-issued as single reads and so is every later batch while connected to that server; after a
+reconnect the server that answers decides again. ``--multiread`` (forced) against such a server is the error
+``zookeeper-multiread-unsupported``, never an empty snapshot.
+
 The walk reads every znode below the given roots: ``getData`` gives the bytes and the full Stat, and nodes with
 ``numChildren > 0`` are listed with ``getChildren``. Several batches stay in flight (pipelining). Per-op errors do
 not stop the walk: NoNode (deleted meanwhile) is skipped, anything else (NoAuth on an ACL-protected subtree, ...)
@@ -30,6 +42,7 @@ from kazoo.exceptions import (
     OperationTimeoutError,
     SessionClosedRequireSaslError,
     SessionExpiredError,
+    UnimplementedError,
     ZookeeperError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
@@ -44,6 +57,7 @@ from pulsar_ops.scrape.multiread import (
     OP_GET_DATA,
     ZNOAUTH,
     ZNONODE,
+    ZUNIMPLEMENTED,
     DataResult,
     MultiRead,
     OpError,
@@ -74,6 +88,7 @@ REQUEST_TIMEOUT = 60.0
 CODE_NO_AUTH = "zookeeper-no-auth"
 CODE_READ_FAILED = "zookeeper-read-failed"
 CODE_UNAVAILABLE = "zookeeper-unavailable"
+CODE_MULTIREAD_UNSUPPORTED = "zookeeper-multiread-unsupported"
 
 
 # --------------------------------------------------------------------------------------------- targets
@@ -198,7 +213,8 @@ def parse_server_version(srvr_output: str) -> str | None:
 
 
 def version_supports_multiread(version: str) -> bool | None:
-    """True for >= 3.6, False for older, None when the string is not a version."""
+    """True for >= 3.6 (upstream ``OpCode.multiRead = 22`` arrived in 3.6.0), False for older, None when the
+    string is not a version."""
     try:
         parts = tuple(int(x) for x in version.split(".")[:2])
     except ValueError:
@@ -208,21 +224,26 @@ def version_supports_multiread(version: str) -> bool | None:
     return parts >= (3, 6)
 
 
+def host_version(host: str, port: int, *, timeout: float = 3.0) -> str | None:
+    """The version one server reports to the ``srvr`` four-letter word (None: no answer, TLS port, 4lw off)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(b"srvr")
+            chunks = []
+            while True:
+                b = s.recv(4096)
+                if not b:
+                    break
+                chunks.append(b)
+    except OSError:
+        return None
+    return parse_server_version(b"".join(chunks).decode("utf-8", "replace"))
+
+
 def server_version(target: ZkTarget, *, timeout: float = 3.0) -> str | None:
     """Ask the ``srvr`` four-letter word of each host until one answers with a version."""
     for host, port in target.host_ports():
-        try:
-            with socket.create_connection((host, port), timeout=timeout) as s:
-                s.sendall(b"srvr")
-                chunks = []
-                while True:
-                    b = s.recv(4096)
-                    if not b:
-                        break
-                    chunks.append(b)
-        except OSError:
-            continue
-        v = parse_server_version(b"".join(chunks).decode("utf-8", "replace"))
+        v = host_version(host, port, timeout=timeout)
         if v:
             return v
     return None
@@ -240,14 +261,23 @@ def probe_multiread(client: KazooClient, *, timeout: float = 10.0) -> bool:
     return isinstance(res, list) and len(res) == 1
 
 
-def detect_multiread(client: KazooClient, target: ZkTarget) -> tuple[bool, str]:
-    """(use multiRead?, server version or 'unknown')."""
-    version = server_version(target)
-    if version is not None:
-        ok = version_supports_multiread(version)
-        if ok is not None:
-            return ok, version
-    return probe_multiread(client), version or "unknown"
+def connected_server(client: KazooClient) -> str | None:
+    """``host:port`` of the server the client is connected to right now (None while it is not connected)."""
+    conn = getattr(client, "_connection", None)
+    sock = getattr(conn, "_socket", None)
+    if sock is None:
+        return None
+    try:
+        peer = sock.getpeername()
+    except (OSError, AttributeError):
+        return None
+    host, port = str(peer[0]), int(peer[1])
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _split_server(server: str) -> tuple[str, int]:
+    host, _, port = server.rpartition(":")
+    return host.strip("[]"), int(port)
 
 
 # --------------------------------------------------------------------------------------------- walker
@@ -260,12 +290,27 @@ class WalkSink(Protocol):
 
 
 @dataclass
+class ServerInfo:
+    """One server the walk talked to: its ``srvr`` version and whether batches to it use multiRead."""
+
+    version: str = "unknown"
+    multiread: bool = True
+    refused: bool = False  # answered a multiRead with ZUNIMPLEMENTED
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "multiread": self.multiread, "refused_multiread": self.refused}
+
+
+@dataclass
 class WalkStats:
     znodes: int = 0
     batches: int = 0
     reconnects: int = 0
     aborted: bool = False
     seconds: float = 0.0
+    multiread_batches: int = 0
+    single_batches: int = 0
+    multiread_refusals: int = 0
 
 
 def join_path(parent: str, child: str) -> str:
@@ -278,35 +323,119 @@ def _error_code_name(code: int) -> str:
     return CODE_READ_FAILED
 
 
-_Batch = tuple[list[ReadOp], Any]
+class _MultiReadRefused(Exception):
+    """The server answered a whole multiRead request with ZUNIMPLEMENTED: it has no opcode 22."""
+
+
+@dataclass
+class _Batch:
+    ops: list[ReadOp]
+    handle: Any
+    multiread: bool
+    server: str | None  # the server connected when the batch was issued
+
+
+VersionProbe = Callable[[str, int], "str | None"]
 
 
 class ZkWalker:
-    """Walk subtrees of one store with pipelined batches. ``multiread=False`` uses kazoo's async reads."""
+    """Walk subtrees of one store with pipelined batches.
+
+    ``multiread``: None decides per connected server (its ``srvr`` version; a ZUNIMPLEMENTED reply turns it
+    off for that server), True forces multiRead (a server without it is ``zookeeper-multiread-unsupported``),
+    False always uses kazoo's async reads. ``on_batch`` is called after each processed batch with the number
+    of batches so far (tests use it to act inside the walk: restart a server after the Nth batch).
+    """
 
     def __init__(
         self,
         client: KazooClient,
         *,
-        multiread: bool,
+        multiread: bool | None,
         batch: int | None = None,
         window: int | None = None,
         retry_seconds: float = DEFAULT_RETRY_SECONDS,
         progress: Callable[[int], None] | None = None,
+        version_probe: VersionProbe | None = None,
+        on_batch: Callable[[int], None] | None = None,
+        known: dict[str, ServerInfo] | None = None,
     ) -> None:
         self.client = client
         self.multiread = multiread
-        self.batch = max(1, batch or (DEFAULT_BATCH if multiread else FALLBACK_BATCH))
-        self.window = max(1, window or (DEFAULT_WINDOW if multiread else FALLBACK_WINDOW))
+        self.mr_batch = max(1, batch or DEFAULT_BATCH)
+        self.single_batch = max(1, batch or FALLBACK_BATCH)
+        self.window = max(1, window or (FALLBACK_WINDOW if multiread is False else DEFAULT_WINDOW))
         self.retry_seconds = retry_seconds
         self.progress = progress
+        self.on_batch = on_batch
+        self.version_probe: VersionProbe = version_probe if version_probe is not None else host_version
         self.stats = WalkStats()
+        # what is known of each server, shared by the walks of one client (pass the same dict): a server that
+        # refused multiRead in one store's walk is not asked again in the next
+        self.known: dict[str, ServerInfo] = known if known is not None else {}
+        # the servers this walk was connected to
+        self.servers: dict[str, ServerInfo] = {}
+        self._last_choice = multiread is not False
+
+    # -- which way to read, per connected server
+
+    def _server_info(self, server: str) -> ServerInfo:
+        info = self.servers.get(server)
+        if info is None:
+            info = self.servers[server] = self._learn(server)
+        return info
+
+    def _learn(self, server: str) -> ServerInfo:
+        info = self.known.get(server)
+        if info is None:
+            host, port = _split_server(server)
+            version = self.version_probe(host, port)
+            supports = version_supports_multiread(version) if version else None
+            # unknown version: try multiRead; a server without it answers ZUNIMPLEMENTED and is remembered
+            info = ServerInfo(version=version or "unknown", multiread=supports is not False)
+            if self.multiread is not None:
+                info.multiread = self.multiread
+            self.known[server] = info
+            log.info("ZooKeeper server %s: version %s, multiRead %s", server, info.version, info.multiread)
+        return info
+
+    def _choose(self) -> tuple[bool, str | None]:
+        """(use multiRead for the next batch?, the server connected now or None)."""
+        server = connected_server(self.client)
+        if server is None:  # between connections: the request waits in kazoo's queue for the next one
+            return self._last_choice, None
+        use = self._server_info(server).multiread
+        self._last_choice = use
+        return use, server
+
+    def _refused(self, server: str | None) -> None:
+        """A server answered multiRead with ZUNIMPLEMENTED (and closes the connection, upstream 3.4/3.5)."""
+        self.stats.multiread_refusals += 1
+        info = self.servers.get(server) if server is not None else None
+        if self.multiread is True:
+            who = f"ZooKeeper server {server}" if server else "a ZooKeeper server of the ensemble"
+            version = f" (version {info.version})" if info is not None and info.version != "unknown" else ""
+            raise ZooKeeperError(
+                f"{who}{version} has no multiRead (opcode 22, ZooKeeper >= 3.6): it answered ZUNIMPLEMENTED "
+                "while --multiread was forced; the snapshot directory has no manifest",
+                hint="scrape again without --multiread (the default decides per server and falls back to single "
+                "reads) or with --no-multiread, into a new --out directory",
+                code=CODE_MULTIREAD_UNSUPPORTED,
+            )
+        if info is not None:
+            info.multiread = False
+            info.refused = True
+        self._last_choice = False
+        log.warning(
+            "ZooKeeper server %s has no multiRead (ZUNIMPLEMENTED); reading from it with single reads",
+            server or "(unknown)",
+        )
 
     # -- issuing and collecting one batch
 
-    def _issue(self, ops: list[ReadOp]) -> Any:
+    def _issue(self, ops: list[ReadOp], multiread: bool) -> Any:
         client = self.client
-        if self.multiread:
+        if multiread:
             chroot = client.chroot or ""
             ar = client.handler.async_result()
             if chroot:
@@ -317,15 +446,22 @@ class ZkWalker:
             client.get_async(op.path) if op.type == OP_GET_DATA else client.get_children_async(op.path) for op in ops
         ]
 
-    def _collect(self, ops: list[ReadOp], handle: Any) -> list[OpResult]:
-        """Results per op. Raises a RETRYABLE exception when the connection failed under the batch."""
-        if self.multiread:
+    def _collect(self, b: _Batch) -> list[OpResult]:
+        """Results per op. Raises a RETRYABLE exception when the connection failed under the batch, and
+        _MultiReadRefused when the server has no multiRead."""
+        ops, handle = b.ops, b.handle
+        if b.multiread:
             try:
                 res = handle.get(timeout=REQUEST_TIMEOUT)
             except RETRYABLE:
                 raise
+            except UnimplementedError:
+                raise _MultiReadRefused() from None
             except ZookeeperError as e:  # the whole request was refused: every op failed the same way
-                return [OpError(int(getattr(e, "code", -1) or -1)) for _ in ops]
+                code = int(getattr(e, "code", -1) or -1)
+                if code == ZUNIMPLEMENTED:
+                    raise _MultiReadRefused() from None
+                return [OpError(code) for _ in ops]
             except (ValueError, IndexError) as e:  # unparsable response: report, do not loop
                 log.warning("multiRead response could not be parsed: %r", e)
                 return [OpError(-5) for _ in ops]
@@ -354,26 +490,38 @@ class ZkWalker:
         started = time.monotonic()
         pending: list[ReadOp] = [ReadOp(OP_GET_DATA, r) for r in reversed(roots)]
         inflight: deque[_Batch] = deque()
-        batch_size = self.batch
+        shrink = 1
         failures = 0
         while pending or inflight:
+            if not inflight and not self.client.connected and not self._await_connection():
+                # the ensemble went away before this walk (or between batches) and did not come back
+                self._abandon(pending, sink, f"not connected, and no connection within {self.retry_seconds}s")
+                self.stats.aborted = True
+                break
             while pending and len(inflight) < self.window:
-                n = min(batch_size, len(pending))
+                use_mr, server = self._choose()
+                size = max(1, (self.mr_batch if use_mr else self.single_batch) // shrink)
+                n = min(size, len(pending))
                 ops = pending[-n:]
                 del pending[-n:]
-                inflight.append((ops, self._issue(ops)))
-            ops, handle = inflight.popleft()
+                inflight.append(_Batch(ops, self._issue(ops, use_mr), use_mr, server))
+            b = inflight.popleft()
             try:
-                results = self._collect(ops, handle)
+                results = self._collect(b)
+            except _MultiReadRefused:
+                # Not a read error: the same reads go again, as single reads while this server answers.
+                self._refused(b.server)
+                pending.extend(b.ops)
+                continue
             except RETRYABLE as e:
                 # Every batch still in flight failed with the connection: re-issue all of them.
-                pending.extend(ops)
+                pending.extend(b.ops)
                 while inflight:
-                    pending.extend(inflight.popleft()[0])
+                    pending.extend(inflight.popleft().ops)
                 failures += 1
                 self.stats.reconnects += 1
-                if failures > 2 and batch_size > 1:
-                    batch_size = max(1, batch_size // 2)  # a response the link cannot carry: smaller batches
+                if failures > 2:
+                    shrink = min(shrink * 2, self.mr_batch)  # a response the link cannot carry: smaller batches
                 log.warning("connection lost during the walk (%r); re-issuing %d reads", e, len(pending))
                 if not self._await_connection():
                     self._abandon(pending, sink, f"connection lost and not restored within {self.retry_seconds}s")
@@ -382,9 +530,15 @@ class ZkWalker:
                 continue
             failures = 0
             self.stats.batches += 1
-            self._process(ops, results, pending, sink)
+            if b.multiread:
+                self.stats.multiread_batches += 1
+            else:
+                self.stats.single_batches += 1
+            self._process(b.ops, results, pending, sink)
             if self.progress is not None:
                 self.progress(self.stats.znodes)
+            if self.on_batch is not None:
+                self.on_batch(self.stats.batches)
         self.stats.seconds = time.monotonic() - started
         return self.stats
 
@@ -413,7 +567,11 @@ class ZkWalker:
         self.stats.znodes += done
 
     def _await_connection(self) -> bool:
-        """Wait (tenacity, exponential backoff) until a read succeeds again; False after retry_seconds."""
+        """Wait (tenacity, exponential backoff) until a read succeeds again; False after retry_seconds.
+
+        While kazoo is not connected an attempt fails at once (a request queued meanwhile would only time out),
+        so giving up takes ``retry_seconds``, not that plus a request timeout."""
+        client = self.client
         try:
             for attempt in Retrying(
                 stop=stop_after_delay(self.retry_seconds),
@@ -422,7 +580,9 @@ class ZkWalker:
                 reraise=False,
             ):
                 with attempt:
-                    self.client.exists_async("/").get(timeout=10.0)
+                    if not client.connected:
+                        raise ConnectionLoss("not connected")
+                    client.exists_async("/").get(timeout=10.0)
         except RetryError:
             return False
         return True
@@ -434,17 +594,20 @@ class ZkWalker:
 
 
 __all__ = [
+    "CODE_MULTIREAD_UNSUPPORTED",
     "CODE_NO_AUTH",
     "CODE_READ_FAILED",
     "CODE_UNAVAILABLE",
     "DataResult",
+    "ServerInfo",
     "WalkSink",
     "WalkStats",
     "ZkTarget",
     "ZkWalker",
     "close",
     "connect",
-    "detect_multiread",
+    "connected_server",
+    "host_version",
     "join_path",
     "probe_multiread",
     "server_version",

@@ -1,7 +1,10 @@
 """The snapshot manifest: what was scraped, from where, and whether every scope was read completely.
 
 ``manifest.json`` is written LAST and atomically (temporary file + fsync + rename); its presence with
-``"complete": true`` is what makes a snapshot directory a finished snapshot.
+``"finished": true`` is what makes a snapshot directory a finished snapshot. ``"complete"`` is true only when
+every scope was read completely (no ZooKeeper, admin or bookie scope missing); a finished snapshot with missing
+scopes is still audited (its incomplete scopes become ``scrape-incomplete`` findings and nothing in them is
+planned). Manifests written before ``finished`` existed said ``"complete": true`` for every finished snapshot.
 """
 
 from __future__ import annotations
@@ -44,9 +47,16 @@ class Manifest:
     errors_count: int = 0
     admin_scraped: bool = False
     bookie_scraped: bool = False
+    # True when every read batch of both stores used multiRead.
     multiread: bool = False
-    # ZooKeeper server version per store as reported by `srvr` ("unknown" when it could not be asked).
+    # ZooKeeper server version(s) per store as reported by `srvr` by the servers the walk was connected to,
+    # comma-separated when the session met several ("unknown" when none could be asked).
     server_versions: dict[str, str] = field(default_factory=dict)
+    # Per store, each server the walk was connected to: {"host:port": {"version", "multiread",
+    # "refused_multiread"}} (a mixed ensemble shows which servers were read without multiRead).
+    zookeeper_servers: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # The scrape wrote every table and this manifest (see the module docstring).
+    finished: bool = False
     znodes_per_second: float | None = None
     # Which cluster this is, read at scrape time, so `apply` and `restore` can refuse another one:
     # {"instance_id": <ledgers root's INSTANCEID or null>, "clusters": [names under /admin/clusters]}.
@@ -58,7 +68,7 @@ class Manifest:
 
     @property
     def all_scopes_complete(self) -> bool:
-        return not self.incomplete_scopes
+        return not self.incomplete_scopes and self.complete
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -71,6 +81,8 @@ class Manifest:
             scopes = tuple(IncompleteScope(**s) for s in doc.get("incomplete_scopes", ()))
             known = {f for f in cls.__dataclass_fields__ if f != "incomplete_scopes"}
             kwargs = {k: v for k, v in doc.items() if k in known}
+            if "finished" not in doc and doc.get("complete") is True:
+                kwargs["finished"] = True  # written before "finished" existed: "complete" meant finished
             return cls(incomplete_scopes=scopes, **kwargs)
         except TypeError as e:
             raise SnapshotError(f"{source}: not a pulsar-ops manifest ({e})") from e
@@ -84,6 +96,7 @@ class Manifest:
             "started_at_ms": self.started_at_ms,
             "finished_at_ms": self.finished_at_ms,
             "complete": self.complete,
+            "finished": self.finished,
             "incomplete_scopes": [asdict(s) for s in self.incomplete_scopes],
             "errors_count": self.errors_count,
             "admin_scraped": self.admin_scraped,

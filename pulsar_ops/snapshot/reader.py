@@ -52,8 +52,10 @@ def open_snapshot(path: Path | str) -> Snapshot:
             hint=f"remove {p} and {_RESCRAPE}",
         )
     doc = read_manifest_json(mpath)
-    if doc.get("complete") is not True:
-        raise SnapshotIncompleteError(f"{p}: the manifest says the snapshot is not complete", hint=_RESCRAPE)
+    # "finished": the scrape wrote everything (a finished snapshot with missing scopes says "complete": false
+    # and is audited with those scopes blocked); manifests older than "finished" said "complete": true.
+    if doc.get("finished") is not True and doc.get("complete") is not True:
+        raise SnapshotIncompleteError(f"{p}: the manifest says the snapshot is not finished", hint=_RESCRAPE)
     version = doc.get("schema_version")
     if version != schema.SCHEMA_VERSION:
         raise SnapshotVersionError(

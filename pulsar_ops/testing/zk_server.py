@@ -106,6 +106,9 @@ class EmbeddedZooKeeper:
     # for the readiness probe
     tls: TlsMaterial | None = None
     secure_port: int = 0
+    # another ZooKeeper release's jars (every *.jar of the directory), e.g. zk_legacy.legacy_jars_dir() for a
+    # 3.4 server without multiRead; None: the jars of the installed pyspark
+    jars_dir: Path | None = None
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _owns_dir: bool = field(default=False, init=False, repr=False)
 
@@ -187,7 +190,7 @@ class EmbeddedZooKeeper:
         if self._proc is not None and self._proc.poll() is None:
             return self
         java = java_executable()
-        jars = pyspark_jars_dir()
+        jars = self.jars_dir if self.jars_dir is not None else pyspark_jars_dir()
         if self.data_dir is None:
             self.data_dir = Path(tempfile.mkdtemp(prefix="pulsar-ops-zk-"))
             self._owns_dir = True
@@ -207,7 +210,7 @@ class EmbeddedZooKeeper:
             "-Dzookeeper.4lw.commands.whitelist=*",
             *self._jvm_security_flags(),
             "-cp",
-            classpath(jars),
+            classpath(jars) if self.jars_dir is None else str(jars / "*"),
             "org.apache.zookeeper.server.ZooKeeperServerMain",
             str(cfg),
         ]

@@ -1,4 +1,4 @@
-"""`pulsar-ops scrape`: exit codes 0 / 3, human output only on stderr, --json manifest on stdout."""
+"""`pulsar-ops scrape`: exit 0 / 1 (scopes missing) / 3, human output only on stderr, --json manifest on stdout."""
 
 from __future__ import annotations
 
@@ -46,3 +46,23 @@ def test_scrape_tool_failures_exit_3_with_a_hint(zk_hosts: str, tmp_path: Path) 
     )
     assert r.exit_code == 3 and json.loads(r.stdout)["error"]["code"] == "zookeeper-unavailable"
     assert "cannot connect to ZooKeeper" in r.stderr and "hint" in r.stderr and "--zk-tls-ca" in r.stderr
+
+
+@pytest.mark.parametrize("source", ["--admin-url", "--bookie-url"])
+def test_a_scrape_missing_an_admin_or_bookie_scope_is_not_complete_and_exits_1(
+    zk: KazooClient, zk_hosts: str, tmp_path: Path, source: str
+) -> None:
+    seed_cluster(zk, None, SeedOptions(topics=3, seed=2, persistent_ownership=True))
+    dead = f"http://127.0.0.1:{free_port()}"
+    out = tmp_path / "snap"
+    r = CliRunner().invoke(
+        app,
+        ["scrape", "--zookeeper", zk_hosts, "--out", str(out), source, dead, "--http-timeout", "1", "--json", "-q"],
+    )
+    assert r.exit_code == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["complete"] is False and doc["finished"] is True
+    assert {s["store"] for s in doc["incomplete_scopes"]} == {"admin" if source == "--admin-url" else "bookie"}
+    assert "incomplete" in r.stderr
+    # finished, so still audited: the missing scope blocks only what depends on it
+    assert open_snapshot(out).manifest.incomplete_scopes

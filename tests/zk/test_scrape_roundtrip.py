@@ -212,12 +212,14 @@ def test_missing_managed_ledgers_root_beside_ledgers_is_not_taken_as_absence(
 
 
 def test_multiread_probe_and_version_detection_on_a_real_server(zk_server: EmbeddedZooKeeper, zk_hosts: str) -> None:
-    from pulsar_ops.scrape.zk import ZkTarget, close, connect, detect_multiread, probe_multiread
+    from pulsar_ops.scrape.zk import ZkTarget, close, connect, connected_server, host_version, probe_multiread
 
     target = ZkTarget.parse(zk_hosts)
     client = connect(target)
     try:
         assert probe_multiread(client) is True
-        assert detect_multiread(client, target) == (True, zk_server.version())
+        # multiRead is decided per connected server: which one answers, and its srvr version
+        assert connected_server(client) == zk_server.hosts
+        assert host_version(zk_server.host, zk_server.port) == zk_server.version()
     finally:
         close(client)

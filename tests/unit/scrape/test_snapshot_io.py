@@ -120,6 +120,23 @@ def test_reader_refuses_a_manifest_not_marked_complete(tmp_path: Path) -> None:
         open_snapshot(tmp_path)
 
 
+def test_a_finished_snapshot_with_missing_scopes_is_not_complete_and_still_opens(tmp_path: Path) -> None:
+    SnapshotWriter(tmp_path).close()
+    write_manifest(tmp_path, _manifest(complete=False, finished=True))
+    m = open_snapshot(tmp_path).manifest
+    assert m.finished and not m.complete and not m.all_scopes_complete
+    assert m.summary()["complete"] is False and m.summary()["finished"] is True
+
+
+def test_a_manifest_from_before_finished_existed_reads_as_finished(tmp_path: Path) -> None:
+    SnapshotWriter(tmp_path).close()
+    doc = _manifest().to_json()
+    del doc["finished"]
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    m = open_snapshot(tmp_path).manifest
+    assert m.finished and m.complete and not m.all_scopes_complete  # it listed a missing scope
+
+
 def test_reader_refuses_another_schema_version(tmp_path: Path) -> None:
     SnapshotWriter(tmp_path).close()
     write_manifest(tmp_path, _manifest(schema_version=schema.SCHEMA_VERSION + 1))
