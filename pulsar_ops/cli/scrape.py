@@ -136,6 +136,13 @@ def register(app: typer.Typer) -> None:
             None, "--token", envvar="PULSAR_OPS_TOKEN", help="Bearer token for the HTTP APIs (never printed)."
         ),
         http_timeout: float = typer.Option(10.0, "--http-timeout", min=0.5, help="Seconds per HTTP request."),
+        broker_stats_wait: float = typer.Option(
+            65.0,
+            "--broker-stats-wait",
+            min=0.0,
+            help="Seconds to keep asking a broker whose topic listing is still empty (its stats are written "
+            "every statsUpdateFrequencyInSecs, 60 s); then broker-stats-not-ready, its bundles not judged.",
+        ),
         client_conf: Path | None = typer.Option(
             None,
             "--client-conf",
@@ -171,6 +178,7 @@ def register(app: typer.Typer) -> None:
         if admin_url or bookie_url:
             from pulsar_ops.scrape.http import HttpSettings, admin_settings
             from pulsar_ops.scrape.http_sources import http_sources
+            from pulsar_ops.scrape.zk_brokers import registration_reader
 
             settings, insecure = admin_settings(conf, token, http_timeout)
             if insecure:
@@ -189,6 +197,8 @@ def register(app: typer.Typer) -> None:
                     verify=str(bookie_tls_ca) if bookie_tls_ca else True,
                     cert=(str(bookie_tls_cert), str(bookie_tls_key)) if bookie_tls_cert and bookie_tls_key else None,
                 ),
+                registrations=registration_reader(zookeeper, security, timeout=connect_timeout),
+                broker_stats_wait_s=broker_stats_wait,
             )
         progress = _ProgressLine(enabled=not quiet)
         try:

@@ -40,6 +40,8 @@ class ExtraTables:
     bookie_scraped: bool = False
     # (source, scope, code, error) of every part that could not be read, e.g. ("admin", "broker-stats", ...)
     incomplete: Sequence[tuple[str, str, str, str]] = ()
+    # (source, scope, rows) of every part read completely, e.g. one broker's loaded-topic listing
+    complete: Sequence[tuple[str, str, int]] = ()
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,10 @@ def _scrape(config: ScrapeConfig) -> Manifest:
     for _bid, row in sorted(bookies.items()):
         writer.add("bookies", row)
     scope_rows = sink.scope_rows()
+    for source, scope, rows in extra.complete:
+        scope_rows.append(
+            {"store": source, "scope": scope, "complete": True, "znodes": rows, "error_code": None, "error": None}
+        )
     for source, scope, code, error in extra.incomplete:
         scope_rows.append(
             {"store": source, "scope": scope, "complete": False, "znodes": 0, "error_code": code, "error": error}
