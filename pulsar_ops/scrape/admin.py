@@ -244,8 +244,7 @@ def scrape_admin(
             HttpError(
                 f"broker {broker} answered GET {url}{TOPICS_PATH} with an empty body for {not_ready_wait_s:g}s: its "
                 "topic stats are not written yet (a broker fills them statsUpdateInitialDelayInSecs after it "
-                "starts, then every statsUpdateFrequencyInSecs); the topics of the bundles it owns are not "
-                "called unloaded",
+                "starts, then every statsUpdateFrequencyInSecs)",
                 code=NOT_READY,
                 hint="re-run `pulsar-ops scrape` in a minute, or raise --broker-stats-wait",
             ),

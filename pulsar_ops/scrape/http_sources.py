@@ -89,7 +89,8 @@ def http_sources(
                     if b.error is None:
                         complete.append(("admin", broker_scope(b.broker), b.topics))
                     else:
-                        incomplete.append(("admin", broker_scope(b.broker), b.error.code, b.error.message))
+                        why = f"{b.error.message}; the topics of the bundles it owns are not called unloaded"
+                        incomplete.append(("admin", broker_scope(b.broker), b.error.code, why))
                 if not res.brokers:
                     incomplete.append(
                         ("admin", BROKERS_SCOPE_PREFIX + name, "http-no-brokers", f"no active brokers in {name}")
