@@ -14,13 +14,24 @@
 -- retention time is 0 or the size rule takes it, else one retention period after the load.
 WITH admin AS (
     -- all_answered: every broker listed its topics; per_broker: one admin scope row per broker's listing
-    -- (http_sources.py); ownership_known: /namespace was read completely, so a missing ownership znode is absence
+    -- (http_sources.py); ownership_known: /namespace was read completely, so a missing ownership znode is absence,
+    -- unless a broker lists a topic loaded in a bundle without one (ownership kept elsewhere, e.g. the extensible
+    -- load manager's system topic, or taken after the walk): then a missing znode proves nothing either
     SELECT
         p.admin_scraped AS all_answered,
         (SELECT count(*) FROM stg_scopes s WHERE s.store = 'admin' AND s.scope LIKE 'broker-stats/topics/%') > 0
             AS per_broker,
         (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND s.complete) > 0
             AND (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND NOT s.complete) = 0
+            AND (
+                SELECT count(*)
+                FROM stg_loaded_topics lt
+                WHERE lt.bundle IS NOT NULL AND NOT EXISTS (
+                    SELECT 1 FROM stg_bundle_owners bo
+                    WHERE bo.bundle_range = lt.bundle
+                        AND bo.namespace = regexp_extract(lt.topic, '^persistent://(.+)/[^/]+$', 1)
+                )
+            ) = 0
             AS ownership_known
     FROM params p
 ),

@@ -131,3 +131,15 @@ def test_a_snapshot_without_per_broker_scopes_judges_owned_bundles_only_when_eve
         "scrape-incomplete",
         "unowned",
     ]
+
+
+def test_a_topic_loaded_in_a_bundle_without_an_ownership_znode_makes_the_ownership_data_unknown(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A broker lists a topic loaded in a bundle ZooKeeper shows no owner for (the extensible load manager keeps
+    ownership in a system topic; or the bundle was taken after the walk): no bundle is unowned for certain."""
+    b, topics = _snapshot(per_broker=True, admin_scraped=False)
+    b.add("loaded_topics", broker=B1, topic="persistent://t/q/elsewhere", bundle=f"{QUARTERS[2]}_{QUARTERS[3]}")
+    found = _found(spark, tmp_path, b, topics)
+    del found["scrape-incomplete"]
+    assert sorted(found) == ["b1-unloaded"]
