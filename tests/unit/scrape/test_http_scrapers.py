@@ -8,6 +8,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pulsar_ops.errors import HttpError
 from pulsar_ops.scrape.admin import (
@@ -348,3 +350,27 @@ def test_broker_url_rules() -> None:
     with pytest.raises(HttpError) as ei:
         parse_registration("b:8080", b"[1]")
     assert ei.value.code == "broker-registration-invalid"
+
+
+_URL = st.one_of(st.none(), st.text(max_size=30), st.integers(), st.booleans())
+
+
+@given(web=_URL, tls=_URL, other=st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=3))
+def test_parse_registration_takes_only_non_blank_string_urls(web: object, tls: object, other: dict[str, str]) -> None:
+    doc = {**other, "webServiceUrl": web, "webServiceUrlTls": tls}
+    reg = parse_registration("b:1", json.dumps(doc).encode())
+
+    def want(v: object) -> str | None:
+        return v.rstrip("/") if isinstance(v, str) and v.strip() else None
+
+    assert reg == BrokerRegistration(want(web), want(tls))
+
+
+@given(data=st.binary(max_size=64))
+def test_parse_registration_of_any_bytes_is_a_registration_or_a_clear_error(data: bytes) -> None:
+    try:
+        reg = parse_registration("b:1", data)
+    except HttpError as e:
+        assert e.code == "broker-registration-invalid" and "/loadbalance/brokers/b:1" in e.message
+    else:
+        assert isinstance(reg, BrokerRegistration)
