@@ -96,7 +96,7 @@ def http_sources(
                         ("admin", BROKERS_SCOPE_PREFIX + name, "http-no-brokers", f"no active brokers in {name}")
                     )
             except HttpError as e:
-                incomplete.append(("admin", BROKERS_SCOPE_PREFIX + (name or "?"), e.code, e.message))
+                incomplete.append(("admin", BROKERS_SCOPE_PREFIX + name if name else "brokers", e.code, e.message))
         if bookie_url:
             try:
                 bres = scrape_bookies(bookie_url, bookie_client_for, http_port=bookie_http_port)

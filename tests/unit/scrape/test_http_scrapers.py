@@ -21,6 +21,8 @@ from pulsar_ops.scrape.admin import (
 )
 from pulsar_ops.scrape.bookie import bookie_http_url, scrape_bookies
 from pulsar_ops.scrape.http import HttpSettings, get_json, make_client
+from pulsar_ops.scrape.http_sources import http_sources
+from pulsar_ops.scrape.run import ExtraTables
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "http"
 
@@ -374,3 +376,35 @@ def test_parse_registration_of_any_bytes_is_a_registration_or_a_clear_error(data
         assert e.code == "broker-registration-invalid" and "/loadbalance/brokers/b:1" in e.message
     else:
         assert isinstance(reg, BrokerRegistration)
+
+
+def test_http_sources_write_one_scope_per_broker_and_one_for_a_failed_broker_list() -> None:
+    routes = _two_brokers(lambda _r: httpx.Response(502))
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "down.pulsar":
+            raise httpx.ConnectError("refused", request=request)
+        return routes.get((request.url.host, request.url.path), lambda _r: httpx.Response(500))(request)
+
+    def collect(url: str, cluster: str | None) -> ExtraTables:
+        extra = http_sources(
+            admin_url=url,
+            bookie_url=None,
+            cluster=cluster,
+            settings=HttpSettings(retries=1),
+            transport=httpx.MockTransport(handler),
+        )
+        return extra()
+
+    got = collect("http://admin.pulsar:8080", "standalone")
+    assert not got.admin_scraped
+    assert got.complete == [("admin", "broker-stats/topics/broker-0.pulsar.svc:8080", 2)]
+    [(source, scope, code, error)] = got.incomplete
+    assert (source, scope, code) == ("admin", "broker-stats/topics/broker-1.pulsar.svc:8080", "http-502")
+    assert error.endswith("the topics of the bundles it owns are not called unloaded")
+    assert [(s, c) for _, s, c, _ in collect("http://admin.pulsar:8080", "other").incomplete] == [
+        ("brokers/other", "http-500")
+    ]
+    down = collect("http://down.pulsar:8080", None)
+    assert [(s, c) for _, s, c, _ in down.incomplete] == [("brokers", "http-failed")]
+    assert not down.complete and not down.admin_scraped
