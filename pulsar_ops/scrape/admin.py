@@ -10,10 +10,12 @@ one broker's missing answer never turns the topics it has loaded into "unloaded"
 
 Upstream (apache/pulsar, pulsar-broker): `broker-stats/topics` (admin/v2 BrokerStats, `BrokerStatsBase.getTopics2`)
 writes the dump `PulsarStats` keeps (`BrokerService.getDimensionMetrics`); the dump starts as an empty buffer
-and is first filled by `BrokerService.updateRates`, which `startStatsUpdater` schedules after
-`statsUpdateInitialDelayInSecs` and then every `statsUpdateFrequencyInSecs` (60 s each by default). So a broker
-that has just started answers 200 with an empty body: :func:`scrape_admin` asks it again within a bounded window
-and then reports `broker-stats-not-ready` naming it.
+(`PulsarStats` constructor) and is filled by `BrokerService.updateRates`, which `startStatsUpdater` schedules
+after `statsUpdateInitialDelayInSecs` and then every `statsUpdateFrequencyInSecs` (60 s each by default; newer
+brokers also run it once when the updater starts). So a broker whose first update has not run answers 200 with
+an empty body: :func:`scrape_admin` asks it again within a bounded window and then reports
+`broker-stats-not-ready` naming it. `{}` is a written dump with nothing loaded, a complete answer. The dump lags:
+a topic loaded since the last update is not in it yet (docs/detections.md).
 
 Broker URLs: a broker is listed by its id, `host:port` of its web service (`lookupServiceAddress`, the name of
 its registration `/loadbalance/brokers/<id>`, whose LocalBrokerData / BrokerLookupData JSON carries
