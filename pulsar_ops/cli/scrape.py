@@ -178,7 +178,7 @@ def register(app: typer.Typer) -> None:
         if admin_url or bookie_url:
             from pulsar_ops.scrape.http import HttpSettings, admin_settings
             from pulsar_ops.scrape.http_sources import http_sources
-            from pulsar_ops.scrape.zk_brokers import registration_reader
+            from pulsar_ops.scrape.zk_brokers import broker_registration_reader
 
             settings, insecure = admin_settings(conf, token, http_timeout)
             if insecure:
@@ -197,7 +197,7 @@ def register(app: typer.Typer) -> None:
                     verify=str(bookie_tls_ca) if bookie_tls_ca else True,
                     cert=(str(bookie_tls_cert), str(bookie_tls_key)) if bookie_tls_cert and bookie_tls_key else None,
                 ),
-                registrations=registration_reader(zookeeper, security, timeout=connect_timeout),
+                broker_registrations=broker_registration_reader(zookeeper, security, timeout=connect_timeout),
                 broker_stats_wait_s=broker_stats_wait,
             )
         progress = _ProgressLine(enabled=not quiet)

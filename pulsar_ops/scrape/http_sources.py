@@ -50,12 +50,12 @@ def http_sources(
     bookie_http_port: int | None = None,
     bookie_settings: HttpSettings | None = None,
     transport: httpx.BaseTransport | None = None,
-    registrations: RegistrationReader | None = None,
+    broker_registrations: RegistrationReader | None = None,
     broker_stats_wait_s: float = DEFAULT_NOT_READY_WAIT_S,
     broker_stats_poll_s: float = DEFAULT_NOT_READY_POLL_S,
 ) -> Callable[[], ExtraTables]:
     """A callable for ``ScrapeConfig.extra`` that scrapes the given HTTP sources when the walk is done.
-    ``registrations`` reads the brokers' ``/loadbalance/brokers/<id>`` (their TLS web service address);
+    ``broker_registrations`` reads the brokers' ``/loadbalance/brokers/<id>`` (their TLS web service address);
     ``broker_stats_wait_s``: how long a broker answering an empty topic listing is asked again."""
 
     def client_for(base: str) -> httpx.Client:
@@ -78,7 +78,7 @@ def http_sources(
                     admin_url,
                     name,
                     client_for,
-                    registrations=registrations,
+                    registrations=broker_registrations,
                     not_ready_wait_s=broker_stats_wait_s,
                     not_ready_poll_s=broker_stats_poll_s,
                     retries=settings.retries,

@@ -1,7 +1,7 @@
 """Read the brokers' registrations, ``/loadbalance/brokers/<id>``, from the local metadata store.
 
 The admin scrape runs after the walk (its ZooKeeper sessions are closed by then), so this opens its own
-short session: :func:`registration_reader` returns an ``admin.RegistrationReader``. Upstream: the modular load
+short session: :func:`broker_registration_reader` returns an ``admin.RegistrationReader``. Upstream: the modular load
 manager registers each broker at ``LoadManager.LOADBALANCE_BROKERS_ROOT + "/" + lookupServiceAddress``
 (`ModularLoadManagerImpl.start`, LocalBrokerData JSON); the extensible one at the same root (`BrokerRegistryImpl`,
 BrokerLookupData JSON). Both carry ``webServiceUrl`` and ``webServiceUrlTls``.
@@ -22,7 +22,7 @@ from pulsar_ops.zkconn import NO_SECURITY, ZkSecurity
 BROKERS_ROOT = "/loadbalance/brokers"
 
 
-def registration_reader(
+def broker_registration_reader(
     zookeeper: str, security: ZkSecurity = NO_SECURITY, *, timeout: float = 10.0
 ) -> RegistrationReader:
     """A reader of ``/loadbalance/brokers/<id>`` for the given ids over ``zookeeper`` (HOSTS[/chroot]): the

@@ -14,7 +14,7 @@ from pulsar_ops.formats import names
 from pulsar_ops.scrape.http import HttpSettings
 from pulsar_ops.scrape.http_sources import http_sources
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
-from pulsar_ops.scrape.zk_brokers import registration_reader
+from pulsar_ops.scrape.zk_brokers import broker_registration_reader
 from pulsar_ops.snapshot.manifest import Manifest
 from pulsar_ops.testing.admin_server import AdminServer
 from pulsar_ops.testing.model_spec import SeedOptions
@@ -72,7 +72,7 @@ def scrape_brokers(
         bookie_url=None,
         cluster=CLUSTER,
         settings=HttpSettings(timeout_s=timeout_s, connect_timeout_s=timeout_s, retries=1),
-        registrations=registration_reader(zk_hosts),
+        broker_registrations=broker_registration_reader(zk_hosts),
         broker_stats_wait_s=wait_s,
         broker_stats_poll_s=0.05,
     )

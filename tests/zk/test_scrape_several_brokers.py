@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from pulsar_ops.cli.main import app
 from pulsar_ops.scrape.admin import BrokerRegistration, broker_url, parse_registration
-from pulsar_ops.scrape.zk_brokers import registration_reader
+from pulsar_ops.scrape.zk_brokers import broker_registration_reader
 from pulsar_ops.snapshot.reader import open_snapshot
 from pulsar_ops.testing.admin_server import AdminServer
 from tests.zk.several_brokers import CLUSTER, scrape_brokers, two_brokers
@@ -98,7 +98,7 @@ def test_registrations_are_read_from_the_metadata_store(zk: KazooClient, zk_host
     """/loadbalance/brokers/<id> as the test broker registers it (LocalBrokerData JSON): an https admin URL asks
     the broker at its webServiceUrlTls."""
     with AdminServer(zk_hosts, register=True, tls_url="https://127.0.0.1:9443") as s:
-        got = registration_reader(zk_hosts)([s.broker_id, "10.9.9.9:8080"])
+        got = broker_registration_reader(zk_hosts)([s.broker_id, "10.9.9.9:8080"])
         reg = parse_registration(s.broker_id, got[s.broker_id] or b"")
         assert got["10.9.9.9:8080"] is None  # not registered: the id is asked as it is
         assert reg == BrokerRegistration(s.url, "https://127.0.0.1:9443")
