@@ -178,6 +178,13 @@ def register(app: typer.Typer) -> None:
             None, "--token", envvar="PULSAR_OPS_TOKEN", help="Bearer token for the HTTP APIs (never printed)."
         ),
         http_timeout: float = typer.Option(10.0, "--http-timeout", min=0.5, help="Seconds per HTTP request."),
+        broker_stats_wait: float = typer.Option(
+            65.0,
+            "--broker-stats-wait",
+            min=0.0,
+            help="Seconds to keep asking a broker whose topic listing is still empty (its stats are written "
+            "every statsUpdateFrequencyInSecs, 60 s); then broker-stats-not-ready, its bundles not judged.",
+        ),
         client_conf: Path | None = typer.Option(
             None,
             "--client-conf",
@@ -222,6 +229,7 @@ def register(app: typer.Typer) -> None:
             from pulsar_ops.scrape.http import HttpSettings, admin_settings
             from pulsar_ops.scrape.http_sources import http_sources
             from pulsar_ops.scrape.zk_bookies import registration_reader
+            from pulsar_ops.scrape.zk_brokers import broker_registration_reader
 
             settings, insecure = admin_settings(conf, token, http_timeout)
             if insecure:
@@ -246,6 +254,8 @@ def register(app: typer.Typer) -> None:
                 if bookie_url
                 else None,
                 ledgers_root=ledgers_root,
+                broker_registrations=broker_registration_reader(zookeeper, security, timeout=connect_timeout),
+                broker_stats_wait_s=broker_stats_wait,
             )
         progress = _ProgressLine(enabled=not quiet)
         try:

@@ -2,7 +2,9 @@
 
 A source that fails entirely or partly never reads as "nothing loaded": the manifest flag stays false
 (``admin_scraped`` / ``bookie_scraped``), so the audit does not use that source to call topics unloaded, and an
-incomplete scope row names what failed.
+incomplete scope row names what failed. The admin source writes one scope row per broker (store ``admin``,
+scope ``broker-stats/topics/<broker id>``, complete or not) and one for the broker listing
+(``brokers/<cluster>``) when that fails: the audit judges each bundle by the listing of the broker that owns it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ from typing import Any
 import httpx
 
 from pulsar_ops.errors import ConfigError, HttpError
-from pulsar_ops.scrape.admin import scrape_admin
+from pulsar_ops.scrape.admin import (
+    BROKERS_SCOPE_PREFIX,
+    DEFAULT_NOT_READY_POLL_S,
+    DEFAULT_NOT_READY_WAIT_S,
+    RegistrationReader,
+    broker_scope,
+    scrape_admin,
+)
 from pulsar_ops.scrape.bookie import scrape_bookies
 from pulsar_ops.scrape.http import HttpSettings, get_json, make_client
 from pulsar_ops.scrape.run import ExtraTables
@@ -44,11 +53,16 @@ def http_sources(
     transport: httpx.BaseTransport | None = None,
     bookie_registrations: Callable[[], Registrations] | None = None,
     ledgers_root: str = "/ledgers",
+    broker_registrations: RegistrationReader | None = None,
+    broker_stats_wait_s: float = DEFAULT_NOT_READY_WAIT_S,
+    broker_stats_poll_s: float = DEFAULT_NOT_READY_POLL_S,
 ) -> Callable[[], ExtraTables]:
     """A callable for ``ScrapeConfig.extra`` that scrapes the given HTTP sources when the walk is done.
 
     ``bookie_registrations`` reads the bookies' registration znodes (their published endpoints); without it every
-    bookie is reached at its id's host with the port of ``bookie_url`` (``bookie_http_port``)."""
+    bookie is reached at its id's host with the port of ``bookie_url`` (``bookie_http_port``).
+    ``broker_registrations`` reads the brokers' ``/loadbalance/brokers/<id>`` (their TLS web service address);
+    ``broker_stats_wait_s``: how long a broker answering an empty topic listing is asked again."""
 
     def client_for(base: str) -> httpx.Client:
         return make_client(base, settings, transport=transport)
@@ -61,18 +75,35 @@ def http_sources(
         bookies: list[dict[str, Any]] = []
         endpoints: dict[str, dict[str, str | None]] = {}
         incomplete: list[Incomplete] = []
+        complete: list[tuple[str, str, int]] = []
         admin_ok = bookie_ok = False
         if admin_url:
+            name = cluster
             try:
                 name = cluster or _cluster(admin_url, client_for)
-                res = scrape_admin(admin_url, name, client_for)
+                res = scrape_admin(
+                    admin_url,
+                    name,
+                    client_for,
+                    registrations=broker_registrations,
+                    not_ready_wait_s=broker_stats_wait_s,
+                    not_ready_poll_s=broker_stats_poll_s,
+                    retries=settings.retries,
+                )
                 loaded = [{"broker": t.broker, "topic": t.topic, "bundle": t.bundle} for t in res.loaded_topics]
                 admin_ok = res.complete
-                incomplete += [("admin", "broker-stats/topics", e.code, e.message) for e in res.errors]
+                for b in res.listings:
+                    if b.error is None:
+                        complete.append(("admin", broker_scope(b.broker), b.topics))
+                    else:
+                        why = f"{b.error.message}; the topics of the bundles it owns are not called unloaded"
+                        incomplete.append(("admin", broker_scope(b.broker), b.error.code, why))
                 if not res.brokers:
-                    incomplete.append(("admin", "brokers", "http-no-brokers", f"no active brokers in {name}"))
+                    incomplete.append(
+                        ("admin", BROKERS_SCOPE_PREFIX + name, "http-no-brokers", f"no active brokers in {name}")
+                    )
             except HttpError as e:
-                incomplete.append(("admin", "brokers", e.code, e.message))
+                incomplete.append(("admin", BROKERS_SCOPE_PREFIX + name if name else "brokers", e.code, e.message))
         if bookie_url:
             try:
                 regs = bookie_registrations() if bookie_registrations is not None else None
@@ -104,6 +135,7 @@ def http_sources(
             bookie_scraped=bookie_ok,
             incomplete=incomplete,
             bookie_endpoints=endpoints,
+            complete=complete,
         )
 
     return collect

@@ -42,6 +42,8 @@ class ExtraTables:
     incomplete: Sequence[tuple[str, str, str, str]] = ()
     # {bookie_id: {"url": the HTTP URL used or None, "source": "published" | "bookie-url-port" | "none"}}
     bookie_endpoints: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
+    # (source, scope, rows) of every part read completely, e.g. one broker's loaded-topic listing
+    complete: Sequence[tuple[str, str, int]] = ()
 
 
 @dataclass(frozen=True)
@@ -245,6 +247,10 @@ def _scrape(config: ScrapeConfig) -> Manifest:
     for _bid, row in sorted(bookies.items()):
         writer.add("bookies", row)
     scope_rows = sink.scope_rows()
+    for source, scope, rows in extra.complete:
+        scope_rows.append(
+            {"store": source, "scope": scope, "complete": True, "znodes": rows, "error_code": None, "error": None}
+        )
     for source, scope, code, error in extra.incomplete:
         scope_rows.append(
             {"store": source, "scope": scope, "complete": False, "znodes": 0, "error_code": code, "error": error}

@@ -13,14 +13,23 @@ client does (topic local names ``Codec.encode``d in the path). Endpoints (apache
   ``force`` is not true, 404 for an unknown subscription, else deletes the cursor, its ledger, then trims, 204;
 * ``GET /admin/v2/broker-stats/topics`` the loaded topics, namespace -> bundle -> ``persistent`` -> topic;
 * ``GET /lookup/v2/topic/persistent/{t}/{ns}/{topic}`` assigns the bundle (ownership znode), LookupData;
+* ``GET /admin/v2/clusters`` the children of ``/admin/clusters`` (configuration store) and
+  ``GET /admin/v2/brokers/{cluster}`` the ids of the registered brokers, the children of ``/loadbalance/brokers``
+  (upstream ``BrokersBase.getActiveBrokers``; the cluster name is not checked here);
 * the v1 forms of the topic calls (``/admin/persistent/{property}/{cluster}/{ns}/{topic}/...``) for V1 topics.
 
 What a load, trim and subscription deletion do to ZooKeeper is in ``admin_effects``. Errors carry Pulsar's
 ErrorData body ``{"reason": ...}``: 404 unknown topic / subscription / namespace, 412 connected consumers, 307 to
 the owner when another session owns the bundle, 500 for metadata failures (a lost compare-and-set included).
 
+Several brokers: ``register=True`` registers the test broker as upstream's modular load manager does
+(``ModularLoadManagerImpl.start``): an ephemeral ``/loadbalance/brokers/<id>`` whose LocalBrokerData JSON names its
+``webServiceUrl`` (and ``webServiceUrlTls``, ``tls_url=``), the id being ``127.0.0.1:<port>``; start two servers
+over one ZooKeeper for two brokers, each owning the bundles it acquires.
+
 Test controls: ``fail(method, path, status=..., times=...)`` (or ``endpoint=``; ``hang=`` seconds then close,
-``close=True``, ``after=True`` to answer so only after the effect ran), ``calls`` [(method, path, status)]
+``close=True``, ``empty=True`` to answer ``status`` with an empty body (a broker's topic stats before their first
+update), ``after=True`` to answer so only after the effect ran), ``calls`` [(method, path, status)]
 (status 0 when no response was sent), ``connect_consumer``, ``before_info_write`` (runs before each
 compare-and-set of a managed-ledger info), and ``token`` (401 unless ``Authorization: Bearer <token>``).
 """
@@ -52,6 +61,8 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("DELETE", re.compile(_TOPIC + "/subscription/([^/]+)"), "delete-subscription"),
     ("GET", re.compile("/admin/v2/broker-stats/topics"), "broker-stats"),
     ("GET", re.compile(r"/lookup/v2/topic/persistent/([^/]+)/([^/]+)/([^/]+)"), "lookup"),
+    ("GET", re.compile("/admin/v2/clusters"), "clusters"),
+    ("GET", re.compile("/admin/v2/brokers/([^/]+)"), "brokers"),
 )
 _TOPIC_V1 = r"/admin/persistent/([^/]+)/([^/]+)/([^/]+)/([^/]+)"  # property/cluster/namespace/topic (v1 API)
 _V1_ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = (
@@ -93,6 +104,7 @@ class _Failure:
     close: bool
     after: bool
     reason: str
+    empty: bool = False
 
     def matches(self, method: str, path: str, endpoint: str | None) -> bool:
         return (
@@ -163,11 +175,14 @@ class AdminServer:
         ledgers_root: str = "/ledgers",
         hang_seconds: float = 30.0,
         serves_owned: bool = False,
+        register: bool = False,
+        tls_url: str | None = None,
     ) -> None:
         self.zookeeper, self.config_zookeeper, self.token = zookeeper, config_zookeeper, token
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.ledgers_root, self.hang_seconds = ledgers_root, hang_seconds
         self.serves_owned = serves_owned  # answer for bundles another session owns (the demo's single broker)
+        self.register, self.tls_url = register, tls_url
         self.calls: list[Call] = []
         self._failures: list[_Failure] = []
         self._guard = threading.Lock()
@@ -202,7 +217,27 @@ class AdminServer:
         self._httpd = httpd
         self._broker = Broker(local, config, self.now_ms, self.url, self.ledgers_root, self.serves_owned)
         threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        if self.register:
+            local.create(f"/loadbalance/brokers/{self.broker_id}", self._registration(), ephemeral=True, makepath=True)
         return self
+
+    @property
+    def broker_id(self) -> str:
+        """The id upstream lists the broker by: host:port of its web service (``lookupServiceAddress``)."""
+        return self.url.split("://", 1)[1]
+
+    def _registration(self) -> bytes:
+        native = self.broker.owner_data()["nativeUrl"]
+        doc = {
+            "webServiceUrl": self.url,
+            "webServiceUrlTls": self.tls_url,
+            "pulsarServiceUrl": native,
+            "pulsarServiceUrlTls": None,
+            "persistentTopicsEnabled": True,
+            "nonPersistentTopicsEnabled": True,
+            "advertisedListeners": {},
+        }
+        return json.dumps(doc).encode("utf-8")
 
     def stop(self) -> None:
         """Stop serving and close the ZooKeeper session: its ephemeral ownership znodes vanish."""
@@ -236,14 +271,15 @@ class AdminServer:
         close: bool = False,
         after: bool = False,
         reason: str = "injected failure",
+        empty: bool = False,
     ) -> None:
-        """Answer the next ``times`` matching calls (None: all) with ``status``, or hang ``hang`` seconds (then
-        close), or close the connection; ``after``: only once the call's effect has run."""
+        """Answer the next ``times`` matching calls (None: all) with ``status`` (``empty``: and no body), or hang
+        ``hang`` seconds (then close), or close the connection; ``after``: only once the call's effect has run."""
         if endpoint is not None and endpoint not in ENDPOINTS:
             raise ValueError(f"unknown endpoint {endpoint!r}; expected one of {sorted(ENDPOINTS)}")
         m = method.upper() if method else None
         with self._guard:
-            self._failures.append(_Failure(m, path, endpoint, status, times, hang, close, after, reason))
+            self._failures.append(_Failure(m, path, endpoint, status, times, hang, close, after, reason, empty))
 
     def connect_consumer(self, topic: str, subscription: str, count: int = 1) -> None:
         """Say ``count`` consumers are connected to ``subscription`` (delete answers 412 unless forced)."""
@@ -301,6 +337,15 @@ class AdminServer:
 
     def _run(self, endpoint: str, g: tuple[str, ...], q: dict[str, list[str]], path: str) -> tuple[int, Any, None]:
         b = self.broker
+        if endpoint == "clusters":
+            return (
+                200,
+                sorted(b.config.get_children("/admin/clusters")) if b.config.exists("/admin/clusters") else [],
+                None,
+            )
+        if endpoint == "brokers":
+            root = "/loadbalance/brokers"
+            return 200, sorted(b.zk.get_children(root)) if b.zk.exists(root) else [], None
         if endpoint == "broker-stats":
             with b.lock:
                 out: dict[str, Any] = {}
@@ -366,7 +411,7 @@ class _Handler(BaseHTTPRequestHandler):
                 admin.hang(failure.hang)
             self.close_connection = True
             return
-        self._send(admin, method, path, failure.status, {"reason": failure.reason}, None)
+        self._send(admin, method, path, failure.status, None if failure.empty else {"reason": failure.reason}, None)
 
     def _send(self, admin: AdminServer, method: str, path: str, status: int, body: Any, location: str | None) -> None:
         data = b"" if body is None else json.dumps(body).encode("utf-8")

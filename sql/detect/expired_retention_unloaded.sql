@@ -1,6 +1,10 @@
 -- expired-retention-unloaded: ledgers an unloaded topic's broker would trim now (docs/detections.md).
--- Not loaded: the topic's bundle (CRC32 of the full name in the namespace's boundaries) has no owner, or
--- the admin API was scraped and the topic is not in loaded_topics. Retention: topic policy, else the
+-- Not loaded: the topic's bundle (CRC32 of the full name in the namespace's boundaries) has no ownership znode
+-- (and /namespace was read completely), or the broker that owns it listed its loaded topics and the topic is not
+-- among loaded_topics. A bundle whose owner's listing is missing (an empty body, an error, no answer) is
+-- unknown: none of its topics is judged. Snapshots without a scope row per broker (older scrapes), and bundles
+-- without an ownership znode when /namespace was not read completely, are judged only when every broker
+-- answered (manifest admin_scraped). Retention: topic policy, else the
 -- namespace's (null dimension -> broker default), else the broker defaults. Candidates: ledgers before the
 -- slowest cursor's mark-delete ledger L (+ L when fully consumed); all ledgers without cursors; the last
 -- ledger only when BookKeeper shows entries; offloaded ledgers without a BookKeeper copy are skipped.
@@ -9,8 +13,33 @@
 -- load time): the earlier ones at the first trim after the load; the last one at the first trim only when the
 -- retention time is 0 or the size rule takes it, else one retention period after the load.
 WITH admin AS (
-    SELECT p.admin_scraped OR (SELECT count(*) FROM stg_loaded_topics) > 0 AS admin_scraped
+    -- all_answered: every broker listed its topics; per_broker: one admin scope row per broker's listing
+    -- (http_sources.py); ownership_known: /namespace was read completely, so a missing ownership znode is absence,
+    -- unless a broker lists a topic loaded in a bundle without one (ownership kept elsewhere, e.g. the extensible
+    -- load manager's system topic, or taken after the walk): then a missing znode proves nothing either
+    SELECT
+        p.admin_scraped AS all_answered,
+        (SELECT count(*) FROM stg_scopes s WHERE s.store = 'admin' AND s.scope LIKE 'broker-stats/topics/%') > 0
+            AS per_broker,
+        (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND s.complete) > 0
+            AND (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND NOT s.complete) = 0
+            AND (
+                SELECT count(*)
+                FROM stg_loaded_topics lt
+                WHERE lt.bundle IS NOT NULL AND NOT EXISTS (
+                    SELECT 1 FROM stg_bundle_owners bo
+                    WHERE bo.bundle_range = lt.bundle
+                        AND bo.namespace = regexp_extract(lt.topic, '^persistent://(.+)/[^/]+$', 1)
+                )
+            ) = 0
+            AS ownership_known
     FROM params p
+),
+answered AS (
+    -- the brokers whose loaded-topic listing is complete, by id (host:port, as /admin/v2/brokers lists them)
+    SELECT DISTINCT regexp_extract(scope, '^broker-stats/topics/(.+)$', 1) AS broker
+    FROM stg_scopes
+    WHERE store = 'admin' AND complete AND scope LIKE 'broker-stats/topics/%'
 ),
 bundled AS (
     SELECT /*+ BROADCAST(b) */ m.path, m.topic, m.base_topic, m.namespace, b.bundle_range, b.lower, b.upper
@@ -21,7 +50,14 @@ bundled AS (
         AND (crc32(m.topic) < b.upper OR (b.is_last AND crc32(m.topic) <= b.upper))
 ),
 owners AS (
-    SELECT DISTINCT namespace, lower, upper FROM stg_bundle_owners
+    -- the broker an ownership znode names: host:port of its httpUrl. Upstream (pulsar-broker OwnershipCache, its
+    -- selfOwnerInfo) writes PulsarService.getSafeWebServiceAddress() there, and the broker's id (its
+    -- lookupServiceAddress, /loadbalance/brokers/<id>) is that address's host:port. No httpUrl: owner unknown.
+    SELECT
+        namespace, lower, upper,
+        max(regexp_extract(coalesce(http_url, ''), '^[A-Za-z][A-Za-z0-9+.-]*://([^/]+)', 1)) AS owner_broker
+    FROM stg_bundle_owners
+    GROUP BY namespace, lower, upper
 ),
 -- undecodable policies, local policies or topic policies: the topic's bundle or retention is unknown, so it is
 -- not judged (the undecodable-znode finding names what it holds back). Only tested with NOT EXISTS: no DISTINCT.
@@ -32,15 +68,20 @@ unknown_topic AS (
     SELECT topic FROM int_undecodable WHERE kind = 'topic-policies'
 ),
 unloaded AS (
-    SELECT /*+ BROADCAST(a, o) */
+    SELECT /*+ BROADCAST(a, o, ab) */
         t.*,
-        o.namespace IS NOT NULL AS owned
+        o.namespace IS NOT NULL AS owned,
+        nullif(o.owner_broker, '') AS owner_broker
     FROM bundled t
     CROSS JOIN admin a
     LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
+    LEFT JOIN answered ab ON ab.broker = o.owner_broker
     WHERE (
-            o.namespace IS NULL
-            OR (a.admin_scraped AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic))
+            (o.namespace IS NULL AND a.ownership_known)
+            OR (
+                CASE WHEN o.namespace IS NOT NULL AND a.per_broker THEN ab.broker IS NOT NULL ELSE a.all_answered END
+                AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic)
+            )
         )
         AND NOT EXISTS (SELECT 1 FROM unknown_ns un WHERE un.namespace = t.namespace)
         AND NOT EXISTS (SELECT 1 FROM unknown_topic ut WHERE ut.topic = t.topic)
@@ -106,7 +147,7 @@ topic_ledgers AS (
     -- the finding (grouped with ml_path below) instead of a second join with `retention`, which re-ran the
     -- bundle and retention resolution of every managed ledger (5.9-7.2 s -> 4.3-4.5 s at 600,000 topics)
     SELECT
-        l.*, r.rt, r.rs, r.topic AS r_topic, r.namespace AS r_namespace, r.owned, r.bundle_range,
+        l.*, r.rt, r.rs, r.topic AS r_topic, r.namespace AS r_namespace, r.owned, r.owner_broker, r.bundle_range,
         r.retention_source,
         sum(coalesce(l.size, CAST(0 AS BIGINT))) OVER (PARTITION BY l.ml_path) AS total_size
     FROM int_ledgers l
@@ -115,7 +156,7 @@ topic_ledgers AS (
 candidates AS (
     SELECT
         l.ml_path, l.idx, l.ledger_id, l.is_last, l.size, l.timestamp_ms, l.rt, l.rs, l.total_size,
-        l.r_topic, l.r_namespace, l.owned, l.bundle_range, l.retention_source
+        l.r_topic, l.r_namespace, l.owned, l.owner_broker, l.bundle_range, l.retention_source
     FROM topic_ledgers l
     LEFT JOIN slowest s ON s.ml_path = l.ml_path
     WHERE NOT l.bookkeeper_deleted
@@ -157,7 +198,7 @@ cut AS (
 ),
 trimmed AS (
     SELECT
-        ml_path, r_topic, r_namespace, owned, bundle_range, rt, rs, retention_source,
+        ml_path, r_topic, r_namespace, owned, owner_broker, bundle_range, rt, rs, retention_source,
         array_sort(collect_list(ledger_id)) AS ledger_ids,
         array_sort(collect_list(CASE WHEN at_first_trim THEN ledger_id END)) AS first_trim_ids,
         array_sort(collect_list(CASE WHEN NOT at_first_trim THEN ledger_id END)) AS after_retention_ids,
@@ -167,7 +208,7 @@ trimmed AS (
         min(timestamp_ms) AS oldest_ms
     FROM cut
     WHERE expired AND (first_kept IS NULL OR idx < first_kept)
-    GROUP BY ml_path, r_topic, r_namespace, owned, bundle_range, rt, rs, retention_source
+    GROUP BY ml_path, r_topic, r_namespace, owned, owner_broker, bundle_range, rt, rs, retention_source
 )
 SELECT /*+ BROADCAST(p) */
     'expired-retention-unloaded' AS detection,
@@ -198,7 +239,8 @@ SELECT /*+ BROADCAST(p) */
         'retention_size_mb', t.rs,
         'retention_source', t.retention_source,
         'bundle', t.bundle_range,
-        'owned', t.owned
+        'owned', t.owned,
+        'owner_broker', t.owner_broker
     )) AS evidence
 FROM trimmed t
 CROSS JOIN params p

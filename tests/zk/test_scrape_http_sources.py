@@ -78,6 +78,18 @@ def test_a_failing_broker_never_reads_as_nothing_loaded(zk: KazooClient, zk_host
     snap = open_snapshot(tmp_path / "snap")
     assert not snap.manifest.admin_scraped  # the audit will not use loaded_topics to call topics unloaded
     scopes = pq.read_table(snap.table_dir("scopes")).to_pylist()
-    bad = [s for s in scopes if s["store"] == "admin"]
-    assert len(bad) == 1 and not bad[0]["complete"] and bad[0]["error_code"] == "http-500"
-    assert "broker-1" in bad[0]["error"]
+    admin = {s["scope"]: s for s in scopes if s["store"] == "admin"}
+    # one scope per broker: the audit judges each bundle by the listing of the broker that owns it
+    assert sorted(admin) == [
+        "broker-stats/topics/broker-0.pulsar.svc:8080",
+        "broker-stats/topics/broker-1.pulsar.svc:8080",
+    ]
+    ok, bad = (
+        admin["broker-stats/topics/broker-0.pulsar.svc:8080"],
+        admin["broker-stats/topics/broker-1.pulsar.svc:8080"],
+    )
+    assert ok["complete"] and ok["znodes"] == 2 and ok["error_code"] is None
+    assert not bad["complete"] and bad["error_code"] == "http-500" and "broker-1" in bad["error"]
+    assert [(s.scope, s.code) for s in snap.manifest.incomplete_scopes if s.store == "admin"] == [
+        ("broker-stats/topics/broker-1.pulsar.svc:8080", "http-500")
+    ]
