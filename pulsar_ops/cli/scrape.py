@@ -62,11 +62,16 @@ class _ProgressLine:
             self._status.stop()
 
 
+def cluster_label(name: str | None) -> str:
+    """How the summary names the cluster: ``/admin/clusters`` held none or several (and no ``--cluster``)."""
+    return f"cluster {escape(name)}" if name else "cluster not named: pass --cluster NAME"
+
+
 def render_summary(manifest: Manifest, out: Path) -> None:
     counts = manifest.row_counts
     err_console.print(
         f"snapshot [bold]{manifest.snapshot_id}[/] written to {escape(str(out))}"
-        f" (cluster {escape(str(manifest.cluster))}, multiRead {'on' if manifest.multiread else 'off'})"
+        f" ({cluster_label(manifest.cluster)}, multiRead {'on' if manifest.multiread else 'off'})"
     )
     secs = (manifest.finished_at_ms - manifest.started_at_ms) / 1000
     err_console.print(
