@@ -10,6 +10,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -275,3 +276,64 @@ def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
     ):
         assert recorded[key].endswith(given) and "log4j2.configurationFile" not in recorded[key], recorded[key]
     assert recorded["spark.sql.codegen.cache.maxEntries"] == "321"
+
+
+def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executors(
+    standalone: str, repo_root: Path, tmp_path: Path
+) -> None:
+    """`pulsar-ops audit --master spark://...` starts its own driver JVM: spark-defaults.conf's settings (read by
+    Spark's launcher) stay the operator's, and each executor is launched with them and no driver-local file."""
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.bk_ledger(3, owner="t/ns/persistent/a")  # unreferenced: an orphan, a warning
+    snap = b.write(tmp_path / "shared" / "snap")
+    conf_dir = tmp_path / "spark-conf"
+    conf_dir.mkdir()
+    executor_opts = "-Dpulsar.ops.probe=fromfile"
+    (conf_dir / "spark-defaults.conf").write_text(
+        f"spark.executor.extraJavaOptions {executor_opts}\nspark.sql.codegen.cache.maxEntries 321\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(repo_root),
+        "SPARK_HOME": str(_spark_home()),
+        "SPARK_CONF_DIR": str(conf_dir),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PULSAR_OPS_SQL_DIR": str(repo_root / "sql"),
+    }
+    out = tmp_path / "shared" / "audit"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_ops.cli.main",
+            "audit",
+            str(snap),
+            "--out",
+            str(out),
+            "--master",
+            standalone,
+            "--min-age",
+            "1h",
+            "--now",
+            str(NOW + 1),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert r.returncode == 1, r.stdout[-4000:] + r.stderr[-4000:]
+    assert "incubator" not in r.stderr
+    doc = json.loads((out / "findings.json").read_text())
+    assert doc["audit"]["master"] == standalone
+    recorded = doc["audit"]["spark_conf"]
+    assert recorded["spark.executor.extraJavaOptions"].endswith(executor_opts)
+    assert recorded["spark.sql.codegen.cache.maxEntries"] == "321"
+    # the worker writes each executor's launch command at the top of its stderr
+    launched = [p.read_text(errors="replace") for p in (tmp_path / "work").glob("app-*/*/stderr")]
+    commands = [line for text in launched for line in text.splitlines() if line.startswith("Spark Executor Command")]
+    assert commands, launched
+    for command in commands:
+        assert executor_opts in command and "pulsar-ops-log4j2" not in command, command
