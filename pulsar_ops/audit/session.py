@@ -9,6 +9,7 @@ runs in-process from the CLI, under pytest and under ``spark-submit --master spa
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import tempfile
@@ -21,6 +22,9 @@ from pyspark.sql import SparkSession
 
 from pulsar_ops.audit import class_cache
 
+# The quiet configuration: errors only, and each as its one line: a failed task's Java stack (a damaged Parquet
+# page: hundreds of frames, printed once per task and again by the job's writer) is not for an operator's
+# terminal; the failure reaches Python, which names the code and the hint (the frames come with --debug).
 _LOG4J2 = """\
 status = error
 rootLogger.level = error
@@ -40,14 +44,11 @@ logger.parquet.level = error
 """
 
 
-# The quiet configuration: errors only, and each as its one line: a failed task's Java stack (a damaged Parquet
-# page: hundreds of frames, printed once per task and again by the job's writer) is not for an operator's
-# terminal; the failure reaches Python, which names the code and the hint (the frames come with --debug).
-
-
 def log4j2_properties() -> Path:
-    """Write (once per process) the quiet log4j2 configuration and return its path."""
-    path = Path(tempfile.gettempdir()) / f"pulsar-ops-log4j2-{os.getuid()}.properties"
+    """Write (once per process) the quiet log4j2 configuration and return its path: named by its content, so two
+    installed versions never read each other's."""
+    digest = hashlib.sha256(_LOG4J2.encode()).hexdigest()[:10]
+    path = Path(tempfile.gettempdir()) / f"pulsar-ops-log4j2-{os.getuid()}-{digest}.properties"
     if not path.exists() or path.read_text() != _LOG4J2:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(_LOG4J2)
@@ -140,7 +141,7 @@ def set_unless_explicit(spark: SparkSession, settings: Mapping[str, str]) -> Non
 
 # The one line of the JVM's own stderr an operator is never meant to see: Spark's launcher always adds
 # `--add-modules=jdk.incubator.vector` (JavaModuleOptions), and the JDK's module bootstrap warns about any
-# incubator module it resolves (java.base jdk.internal.module.ModuleBootstrap, `warnIfIncubating`). No JVM option
+# incubator module it resolves (java.base jdk.internal.module.ModuleBootstrap, `checkIncubatingStatus`). No JVM option
 # turns the warning off, so the stderr of a JVM this process starts is filtered for it; every other line passes.
 INCUBATOR_WARNING = b"WARNING: Using incubator modules"
 
@@ -161,9 +162,14 @@ def jvm_stderr_filtered() -> Iterator[threading.Thread | None]:
     thread copies to the real stderr for as long as that JVM (and the Python workers it forks) writes to it.
     Yields that thread (it ends when every writer has closed the pipe), ``None`` when nothing is filtered."""
     try:
-        read_end, write_end = os.pipe()
         saved = os.dup(2)
-    except OSError:  # no descriptors to spare: the warning shows, nothing else changes
+    except OSError:  # no stderr (or no descriptor to spare): the warning shows, nothing else changes
+        yield None
+        return
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        os.close(saved)
         yield None
         return
     forward = threading.Thread(target=_forward, args=(read_end, saved), daemon=True, name="jvm-stderr")
