@@ -262,7 +262,8 @@ def build_session(
             session = builder.getOrCreate()
     else:
         session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    if "spark.log.level" not in operator:  # spark-submit --conf spark.log.level=WARN is the operator's too
+        session.sparkContext.setLogLevel("ERROR")
     jvm = session.sparkContext._jvm
     if cache.part is not None and jvm is not None:
         arguments = " ".join(

@@ -199,6 +199,7 @@ probe = {
     "exit": code,
     "executors": spark.sparkContext.parallelize(range(2), 2).map(executor_jvm_args).collect(),
     "driver_property": spark.sparkContext._jvm.System.getProperty("pulsar.ops.driverprobe"),
+    "log_level": str(spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel()),
 }
 Path(out).write_text(json.dumps(probe))
 """
@@ -239,6 +240,8 @@ def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
             f"spark.driver.extraJavaOptions={driver_opts}",
             "--conf",
             "spark.sql.codegen.cache.maxEntries=321",  # a key the audit sets when nobody did
+            "--conf",
+            "spark.log.level=WARN",  # the audit sets ERROR when nobody did
             "--py-files",
             str(tmp_path / "pulsar_ops.zip"),
             str(job),
@@ -260,7 +263,7 @@ def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
     assert r.returncode == 0 and probe_out.exists(), r.stdout[-4000:] + r.stderr[-4000:]
     probe = json.loads(probe_out.read_text())
     assert probe["exit"] == 2  # ledger 10 is referenced without metadata: dangling, critical
-    assert probe["driver_property"] == "abc"
+    assert probe["driver_property"] == "abc" and probe["log_level"] == "WARN"
     assert len(probe["executors"]) == 2
     for args in probe["executors"]:  # each task ran in an executor JVM started with the operator's options
         assert "-Dpulsar.ops.probe=xyz" in args and "-Dlog4j2.level=warn" in args, args
