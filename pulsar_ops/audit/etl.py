@@ -183,7 +183,7 @@ def extract(
     views as SQL (for analysing detections without running anything). The audit leaves them to
     :func:`materialise`, which analyses and registers each as it writes it. ``one_partition``: see
     :func:`read_parquet`."""
-    spark.conf.set("spark.sql.jsonGenerator.ignoreNullFields", "false")
+    set_unless_explicit(spark, {"spark.sql.jsonGenerator.ignoreNullFields": "false"})  # details keep null keys
     plan_conf(spark)
     partition_conf(spark, one_partition)
     for t in schema.TABLES:

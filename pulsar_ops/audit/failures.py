@@ -7,12 +7,14 @@ which knob to turn, not 200 lines of Java frames (those come with ``--debug``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
-from pulsar_ops.errors import AuditError, JavaMissingError, PulsarOpsError
+from pulsar_ops.errors import AuditError, JavaMissingError, PulsarOpsError, SnapshotError
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,43 @@ def _java_missing() -> JavaMissingError:
     )
 
 
-def classify(error: BaseException, java: Callable[[], Path | None] = find_java) -> PulsarOpsError | None:
+# Spark's error class for a file a scan could not read (its footer was, when the scan was planned: a corrupt page,
+# a page header that does not decode), with the file's URI; the first "Caused by" says what was wrong with it.
+_FAILED_READ = re.compile(r"FAILED_READ_FILE[.A-Z_]*\] Encountered error while reading file (\S+?)\.?\s")
+_CAUSE = re.compile(r"Caused by: ([^\n]+)")
+
+
+def unreadable_file(error: BaseException, snapshot_dir: Path | None = None) -> PulsarOpsError | None:
+    """A scan's ``FAILED_READ_FILE`` as an error naming the file: ``snapshot-invalid`` for a part file of
+    ``snapshot_dir`` (the snapshot is damaged), ``spark-read-failed`` for any other file."""
+    text = str(error)
+    found = _FAILED_READ.search(text)
+    if found is None:
+        return None
+    path = Path(unquote(re.sub(r"^file:(//)?", "", found.group(1))))
+    cause = _CAUSE.search(text)
+    reason = f" ({cause.group(1).strip()})" if cause else ""
+    if snapshot_dir is not None and path.resolve().is_relative_to(Path(snapshot_dir).resolve()):
+        return SnapshotError(
+            f"{path}: not a readable Parquet file{reason}",
+            hint="the snapshot is damaged: scrape again with `pulsar-ops scrape --zookeeper HOSTS --out DIR`",
+        )
+    return AuditError(
+        f"Spark could not read {path}{reason}",
+        hint="check that file (and that every executor reads the same storage), then re-run the audit",
+        code="spark-read-failed",
+    )
+
+
+def classify(
+    error: BaseException, java: Callable[[], Path | None] = find_java, snapshot_dir: Path | None = None
+) -> PulsarOpsError | None:
     """The PulsarOpsError a Spark/JVM failure means, or None when it is not one we recognise. ``java`` finds the
-    Java Spark runs, which tells a missing Java from an option the JVM rejected."""
+    Java Spark runs, which tells a missing Java from an option the JVM rejected; ``snapshot_dir``: the audited
+    snapshot, whose unreadable part files are ``snapshot-invalid`` (:func:`unreadable_file`)."""
+    unreadable = unreadable_file(error, snapshot_dir)
+    if unreadable is not None:
+        return unreadable
     text = f"{type(error).__name__}: {error}"
     if any(n in text for n in _JAVA_MISSING):
         return _java_missing()

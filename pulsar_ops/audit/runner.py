@@ -13,17 +13,24 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from pulsar_ops.audit import class_cache, etl, jvm_metrics, stage_metrics
-from pulsar_ops.audit.failures import classify
+from pulsar_ops.audit import class_cache, etl, jvm_metrics, sql_files, stage_metrics
+from pulsar_ops.audit.failures import classify, unreadable_file
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.session import LOCAL_JVM_OPTIONS, SMALL_INPUT_JVM_OPTIONS, build_session, set_unless_explicit
+from pulsar_ops.audit.session import (
+    LOCAL_JVM_OPTIONS,
+    SMALL_INPUT_JVM_OPTIONS,
+    build_session,
+    default_conf,
+    set_unless_explicit,
+)
 from pulsar_ops.audit.sizing import SQL_SIZING_KEYS, local_defaults, small_snapshot, sql_defaults, this_machine
 from pulsar_ops.audit.sizing import snapshot_bytes as sizing_snapshot_bytes
 from pulsar_ops.errors import AuditError, PulsarOpsError, SnapshotError, debug_enabled
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
 from pulsar_ops.snapshot.reader import verify_parts
 
+RECORDED_JVM_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 INTERMEDIATE_DIR = "_intermediate"  # under --out: the materialised intermediate views, removed when the audit ends
 
 
@@ -171,12 +178,16 @@ def run_audit(
     if out_dir.exists() and not out_dir.is_dir():
         raise AuditError(f"--out {out_dir} exists and is not a directory", hint="pass a directory to --out")
     verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
+    sql_root = sql_root if sql_root is not None else sql_files.sql_root()  # `sql-not-found` before any JVM starts
     out_dir.mkdir(parents=True, exist_ok=True)
     work_dir = out_dir / INTERMEDIATE_DIR
     size = SnapshotSize.of(snapshot_dir, manifest) if spark is None else None
-    conf = session_conf(size, master, spark_conf) if size is not None else {}
+    sized = session_conf(size, master) if size is not None else {}  # the product's: the operator's keys win
+    conf = {**sized, **(spark_conf or {})}
     try:
-        session = spark or build_session(master=master, conf=conf, jvm_options=jvm_options(size or SnapshotSize({}, 0)))
+        session = spark or build_session(
+            master=master, conf=spark_conf, jvm_options=jvm_options(size or SnapshotSize({}, 0)), defaults=sized
+        )
         if size is not None:
             size_sql(session, size)
         timings: dict[str, float] = {"session": time.monotonic() - started}
@@ -206,10 +217,14 @@ def run_audit(
         driver_java = session.sparkContext.getConf().get("spark.driver.extraJavaOptions", "") or ""
         cache_state = class_cache.state_of(driver_java)
         stages = stage_metrics.read(session, stages_before) if stages_before is not None else None
-    except PulsarOpsError:
-        raise
+    except PulsarOpsError as e:
+        # a step's error whose Spark cause is a damaged snapshot file: that file, not the step, is the problem
+        unreadable = unreadable_file(e.__cause__, snapshot_dir) if e.__cause__ is not None else None
+        if unreadable is None or debug_enabled():
+            raise
+        raise unreadable from e
     except Exception as e:  # a Spark/JVM failure: an error code and the setting to change (frames with --debug)
-        known = classify(e)
+        known = classify(e, snapshot_dir=snapshot_dir)
         if known is None or debug_enabled():
             raise
         raise known from e
@@ -219,7 +234,9 @@ def run_audit(
     wall = time.monotonic() - started
     snapshot = manifest_summary(manifest, snapshot_dir)
     audit = audit_metadata(resolved, detections, findings, wall, str(session.sparkContext.master))
-    recorded = {*conf, *SQL_SIZING_KEYS, *etl.PLAN_CONF, *etl.ONE_PARTITION_CONF}  # sized, then the plan's
+    # sized, the JVMs' options (the operator's, under spark-submit), then the plan's
+    product = default_conf(str(session.sparkContext.master), None, starts_jvm=False)
+    recorded = {*conf, *product, *SQL_SIZING_KEYS, *RECORDED_JVM_KEYS, *etl.PLAN_CONF, *etl.ONE_PARTITION_CONF}
     audit["spark_conf"] = {k: conf_value(session, k) for k in sorted(recorded)}
     audit["coverage"] = coverage_summary(covered)
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}

@@ -81,6 +81,7 @@ def strip_comments(sql: str) -> str:
 
 
 SQL_DIR_ENV = "PULSAR_OPS_SQL_DIR"
+SQL_MISSING = "sql-not-found"  # the error code of both cases of sql_root()
 
 
 def _bundled() -> Path | None:
@@ -99,9 +100,18 @@ def sql_root() -> Path:
     for candidate in candidates:
         if (candidate / "detect").is_dir():
             return candidate
+    if override:
+        raise AuditError(
+            f"the audit SQL files were not found: {SQL_DIR_ENV}={override} has no detect/ directory",
+            code=SQL_MISSING,
+            hint=f"point {SQL_DIR_ENV} at the sql/ directory of a pulsar-ops checkout (it holds detect/, "
+            "intermediate/, staging/), or unset it to use the SQL bundled with the installed package",
+        )
     raise AuditError(
         "the audit SQL files were not found next to the package",
-        hint="reinstall pulsar-ops (the wheel bundles pulsar_ops/_bundled/sql) or run from a source checkout",
+        code=SQL_MISSING,
+        hint=f"set {SQL_DIR_ENV} to the sql/ directory of a pulsar-ops checkout (as spark-submit jobs do), or "
+        "reinstall pulsar-ops (the wheel bundles pulsar_ops/_bundled/sql)",
     )
 
 

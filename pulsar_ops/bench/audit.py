@@ -22,6 +22,7 @@ from typing import Any
 
 from pulsar_ops.audit.jvm_metrics import driver_pid
 from pulsar_ops.audit.params import AuditParams
+from pulsar_ops.errors import PulsarOpsError
 
 
 def seeded_snapshot(out: Path, topics: int, seed: int = 1) -> Path:
@@ -60,6 +61,21 @@ def _mb(n: int | None) -> int | None:
     return round(n / 1e6) if n else None
 
 
+BENCH_EXTRA = "pip install 'pulsar-ops[bench]'"
+
+
+def require_duckdb() -> None:
+    """``duckdb-missing`` naming the extra that installs DuckDB (a benchmark dependency, not the product's)."""
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        raise PulsarOpsError(
+            "`bench audit` compares the Spark audit with DuckDB, which is not installed",
+            code="duckdb-missing",
+            hint=f"install the benchmark extra ({BENCH_EXTRA}, or `pip install duckdb`), then run it again",
+        ) from None
+
+
 def run(
     topics: int | list[int] = 10_000,
     snapshot: Path | None = None,
@@ -73,6 +89,7 @@ def run(
     The seeded snapshots and audit outputs live in a temporary directory removed at the end (a 600,000-topic
     snapshot is 1.4 GB), unless ``keep``: then ``work_dir`` in the figures says where they are.
     """
+    require_duckdb()  # before seeding anything or starting a JVM
     work = Path(tempfile.mkdtemp(prefix="pulsar-ops-bench-audit-"))
     try:
         doc = _run(topics, snapshot, master, info, work, max(1, repeat))
@@ -105,7 +122,7 @@ def _run(
     sized_for = SnapshotSize.of(snaps[largest][1], manifests[largest])
     conf = session_conf(sized_for, master)
     t0 = time.monotonic()
-    spark = build_session(master=master, conf=conf, jvm_options=jvm_options(sized_for))
+    spark = build_session(master=master, jvm_options=jvm_options(sized_for), defaults=conf)
     startup_s = time.monotonic() - t0
     runs = []
     for (n, snap, gen_s), manifest in zip(snaps, manifests, strict=True):

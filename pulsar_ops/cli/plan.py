@@ -9,6 +9,7 @@ import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.cli.common import emit_json, err_console, guarded
 from pulsar_ops.errors import ConfigError
+from pulsar_ops.repair.output_paths import check_file_target
 from pulsar_ops.repair.plan_builder import BuiltPlan, build_plan
 from pulsar_ops.repair.planner import DEFAULT_SUBTREE_MAX_ZNODES, OPT_IN, PlanParams
 from pulsar_ops.repair.units import human_bytes, parse_size
@@ -123,6 +124,7 @@ def register(app: typer.Typer) -> None:
             offline_trim=offline_trim,
             offline_trim_namespaces=frozenset(offline_trim_namespace),
         )
+        check_file_target(out, "--out", "plan-out-invalid")  # before reading the audit: nothing half-written
         built = build_plan(audit_dir, out, params)
         print_plan_summary(built)
         if as_json:

@@ -87,11 +87,16 @@ def _render_bookie_endpoints(manifest: Manifest) -> None:
         err_console.print(f"    ... and {len(eps) - 20} more (see manifest.json bookie_endpoints)")
 
 
+def cluster_label(name: str | None) -> str:
+    """How the summary names the cluster: ``/admin/clusters`` held none or several (and no ``--cluster``)."""
+    return f"cluster {escape(name)}" if name else "cluster not named: pass --cluster NAME"
+
+
 def render_summary(manifest: Manifest, out: Path) -> None:
     counts = manifest.row_counts
     err_console.print(
         f"snapshot [bold]{manifest.snapshot_id}[/] written to {escape(str(out))}"
-        f" (cluster {escape(str(manifest.cluster))}, multiRead {'on' if manifest.multiread else 'off'})"
+        f" ({cluster_label(manifest.cluster)}, multiRead {'on' if manifest.multiread else 'off'})"
     )
     for store, servers in sorted(manifest.zookeeper_servers.items()):
         if len({bool(i.get("multiread")) for i in servers.values()}) > 1:  # a mixed ensemble: say who was slow

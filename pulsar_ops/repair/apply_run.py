@@ -30,6 +30,7 @@ from pulsar_ops.repair.actions import ADMIN_KINDS
 from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.backup import MANIFEST, BackupStore, default_backup_dir
 from pulsar_ops.repair.executor import AfterCommit, ApplyReport, check_quarantine, dry_run, run_delete, run_mark
+from pulsar_ops.repair.output_paths import check_dir_target, check_file_target, usable_recorded_dir
 from pulsar_ops.repair.plan_file import Plan, load_plan
 from pulsar_ops.repair.safety import plan_problems
 from pulsar_ops.repair.target import HINT_RESCRAPE, StoreAddress, address_problem
@@ -113,8 +114,10 @@ def verify_target(session: ZkSession, target: Mapping[str, Any], hosts: str, con
 
 def resolve_paths(req: ApplyRequest, plan: Plan) -> tuple[Path, Path]:
     jpath = req.journal_path or J.default_journal_path(req.plan_path)
-    recorded = J.Journal.read_only(jpath, plan_checksum=plan.checksum).backup_dir
-    bdir = req.backup_dir or (Path(recorded) if recorded else default_backup_dir(req.plan_path))
+    check_file_target(jpath, "--journal", "journal-path-invalid")  # before reading or writing anything
+    recorded = usable_recorded_dir(J.Journal.read_only(jpath, plan_checksum=plan.checksum).backup_dir)
+    bdir = req.backup_dir or recorded or default_backup_dir(req.plan_path)
+    check_dir_target(bdir, "--backup-dir", "backup-dir-invalid")
     return jpath, bdir
 
 

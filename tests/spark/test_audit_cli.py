@@ -75,3 +75,40 @@ def test_truncated_part_file_is_snapshot_invalid_naming_it(spark: Any, tmp_path:
     assert r.exit_code == 3
     assert "snapshot-invalid" in r.stderr and part.name in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "out" / "findings.json").exists()
+
+
+def test_corrupt_pages_behind_an_intact_footer_are_snapshot_invalid_naming_the_file(
+    tmp_path: Path, repo_root: Path
+) -> None:
+    """The footer check before Spark passes; the scan fails on the pages: the same error `plan` gives, and no Java
+    stack (nor the JVM's incubator-module warning) on the operator's terminal."""
+    import os
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    for ledger in range(3, 203):
+        b.bk_ledger(ledger, owner="t/ns/persistent/a")
+    snap = b.write(tmp_path / "snap")
+    part = sorted((snap / "tables" / "bk_ledgers").glob("part-*.parquet"))[0]
+    data = bytearray(part.read_bytes())
+    pages_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")  # footer: metadata, its length, PAR1
+    data[4:pages_end] = b"\xab" * (pages_end - 4)
+    part.write_bytes(bytes(data))
+    assert pq.read_metadata(part).num_rows == 200  # the footer is intact
+    env = {**os.environ, "PYTHONPATH": str(repo_root), "PULSAR_OPS_JVM_CACHE": "off"}
+    r = subprocess.run(
+        [sys.executable, "-m", "pulsar_ops.cli.main", "audit", str(snap), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert r.returncode == 3, r.stderr[-3000:]
+    assert f"error[snapshot-invalid]: {part}: not a readable Parquet file" in r.stderr, r.stderr[-3000:]
+    assert "\tat org.apache" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert "incubator" not in r.stderr
+    assert not (tmp_path / "out" / "findings.json").exists()

@@ -10,6 +10,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,3 +168,175 @@ def test_readme_spark_submit_on_a_standalone_cluster_equals_the_local_run(
     # Spark's own stage metrics are read on a cluster's driver too: the detections ran as tasks on the workers
     detections = doc["audit"]["stages"]["by_step"]["detections"]
     assert detections["stages"] >= 1 and detections["tasks"] >= 1 and detections["task_run_s"] >= 0
+
+
+# Submitted instead of jobs/audit.py: runs that job as spark-submit would, then asks the cluster's executors (a
+# Python task walks up to its executor JVM, CoarseGrainedExecutorBackend) and the driver's JVM what they were
+# started with, and writes it next to the audit's output.
+_PROBE_JOB = """\
+import json, os, runpy, sys
+from pathlib import Path
+
+def executor_jvm_args(_):
+    pid = os.getppid()
+    while pid > 1:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\\0")
+        if any(b"CoarseGrainedExecutorBackend" in a for a in args):
+            return [a.decode() for a in args if a]
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return []
+
+job, out = sys.argv[1], sys.argv[2]
+sys.argv = [job, *sys.argv[3:]]
+code = 0
+try:
+    runpy.run_path(job, run_name="__main__")
+except SystemExit as e:
+    code = e.code
+from pyspark.sql import SparkSession
+spark = SparkSession.getActiveSession()
+probe = {
+    "exit": code,
+    "executors": spark.sparkContext.parallelize(range(2), 2).map(executor_jvm_args).collect(),
+    "driver_property": spark.sparkContext._jvm.System.getProperty("pulsar.ops.driverprobe"),
+    "log_level": str(spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel()),
+}
+Path(out).write_text(json.dumps(probe))
+"""
+
+
+def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
+    standalone: str, repo_root: Path, tmp_path: Path
+) -> None:
+    """spark-submit's --conf values are the operator's: the audit's defaults replace none of them, they reach the
+    executors as given, findings.json records them, and no driver-local file is named on an executor."""
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.topic("t/ns", "a", ledgers=[(10, 1, 5, NOW - 3 * DAY)])
+    b.bk_ledger(3, owner="t/ns/persistent/a")
+    snap = b.write(tmp_path / "shared" / "snap")
+    config = tmp_path / "audit.json"
+    config.write_text(json.dumps({"min_age": "1h", "now": NOW + 1}))
+    job = tmp_path / "probe_job.py"
+    job.write_text(_PROBE_JOB)
+    probe_out, out = tmp_path / "probe.json", tmp_path / "shared" / "audit"
+    shutil.make_archive(str(tmp_path / "pulsar_ops"), "zip", repo_root, "pulsar_ops")
+    executor_opts = "-Dpulsar.ops.probe=xyz -Dlog4j2.level=warn"
+    driver_opts = "-Dpulsar.ops.driverprobe=abc"
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(_spark_home()),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PULSAR_OPS_SQL_DIR": str(repo_root / "sql"),
+    }
+    r = subprocess.run(
+        [
+            str(_spark_home() / "bin" / "spark-submit"),
+            "--master",
+            standalone,
+            "--conf",
+            f"spark.executor.extraJavaOptions={executor_opts}",
+            "--conf",
+            f"spark.driver.extraJavaOptions={driver_opts}",
+            "--conf",
+            "spark.sql.codegen.cache.maxEntries=321",  # a key the audit sets when nobody did
+            "--conf",
+            "spark.log.level=WARN",  # the audit sets ERROR when nobody did
+            "--py-files",
+            str(tmp_path / "pulsar_ops.zip"),
+            str(job),
+            str(repo_root / "jobs" / "audit.py"),
+            str(probe_out),
+            "--snapshot",
+            str(snap),
+            "--out",
+            str(out),
+            "--config",
+            str(config),
+        ],
+        cwd=repo_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert r.returncode == 0 and probe_out.exists(), r.stdout[-4000:] + r.stderr[-4000:]
+    probe = json.loads(probe_out.read_text())
+    assert probe["exit"] == 2  # ledger 10 is referenced without metadata: dangling, critical
+    assert probe["driver_property"] == "abc" and probe["log_level"] == "WARN"
+    assert len(probe["executors"]) == 2
+    for args in probe["executors"]:  # each task ran in an executor JVM started with the operator's options
+        assert "-Dpulsar.ops.probe=xyz" in args and "-Dlog4j2.level=warn" in args, args
+        assert not any("pulsar-ops-log4j2" in a or "log4j2.configurationFile" in a for a in args), args
+        assert not any("SharedArchiveFile" in a or "ArchiveClassesAtExit" in a for a in args), args
+    doc = json.loads((out / "findings.json").read_text())
+    assert doc["audit"]["master"] == standalone
+    recorded = doc["audit"]["spark_conf"]
+    # Spark itself puts its module options (--add-opens ...) before the operator's (SparkContext); nothing else
+    for key, given in (
+        ("spark.executor.extraJavaOptions", executor_opts),
+        ("spark.driver.extraJavaOptions", driver_opts),
+    ):
+        assert recorded[key].endswith(given) and "log4j2.configurationFile" not in recorded[key], recorded[key]
+    assert recorded["spark.sql.codegen.cache.maxEntries"] == "321"
+
+
+def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executors(
+    standalone: str, repo_root: Path, tmp_path: Path
+) -> None:
+    """`pulsar-ops audit --master spark://...` starts its own driver JVM: spark-defaults.conf's settings (read by
+    Spark's launcher) stay the operator's, and each executor is launched with them and no driver-local file."""
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.bk_ledger(3, owner="t/ns/persistent/a")  # unreferenced: an orphan, a warning
+    snap = b.write(tmp_path / "shared" / "snap")
+    conf_dir = tmp_path / "spark-conf"
+    conf_dir.mkdir()
+    executor_opts = "-Dpulsar.ops.probe=fromfile"
+    (conf_dir / "spark-defaults.conf").write_text(
+        f"spark.executor.extraJavaOptions {executor_opts}\nspark.sql.codegen.cache.maxEntries 321\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(repo_root),
+        "SPARK_HOME": str(_spark_home()),
+        "SPARK_CONF_DIR": str(conf_dir),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PULSAR_OPS_SQL_DIR": str(repo_root / "sql"),
+    }
+    out = tmp_path / "shared" / "audit"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_ops.cli.main",
+            "audit",
+            str(snap),
+            "--out",
+            str(out),
+            "--master",
+            standalone,
+            "--min-age",
+            "1h",
+            "--now",
+            str(NOW + 1),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert r.returncode == 1, r.stdout[-4000:] + r.stderr[-4000:]
+    assert "incubator" not in r.stderr
+    doc = json.loads((out / "findings.json").read_text())
+    assert doc["audit"]["master"] == standalone
+    recorded = doc["audit"]["spark_conf"]
+    assert recorded["spark.executor.extraJavaOptions"].endswith(executor_opts)
+    assert recorded["spark.sql.codegen.cache.maxEntries"] == "321"
+    # the worker writes each executor's launch command at the top of its stderr
+    launched = [p.read_text(errors="replace") for p in (tmp_path / "work").glob("app-*/*/stderr")]
+    commands = [line for text in launched for line in text.splitlines() if line.startswith("Spark Executor Command")]
+    assert commands, launched
+    for command in commands:
+        assert executor_opts in command and "pulsar-ops-log4j2" not in command, command

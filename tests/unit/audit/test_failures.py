@@ -67,3 +67,23 @@ def test_find_java_follows_java_home_like_spark_s_launcher(tmp_path: Path, monke
 
 def test_unknown_failure_is_left_alone() -> None:
     assert classify(Py4JJavaError("org.apache.spark.sql.AnalysisException: [UNRESOLVED_COLUMN]")) is None
+
+
+_READ_FAILED = (
+    "An error occurred while calling o582.parquet.\n: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] "
+    "Encountered error while reading file file://{path}.  SQLSTATE: KD001\n\tat org.apache.spark.sql.errors.X\n"
+    "Caused by: java.io.IOException: can not read class org.apache.parquet.format.PageHeader: Socket is closed\n"
+    "Caused by: shaded.parquet.org.apache.thrift.transport.TTransportException: Socket is closed by peer.\n"
+)
+
+
+def test_an_unreadable_snapshot_part_is_snapshot_invalid_naming_it(tmp_path: Path) -> None:
+    part = tmp_path / "snap" / "tables" / "bk_ledgers" / "part-00000.parquet"
+    err = classify(RuntimeError(_READ_FAILED.format(path=part)), snapshot_dir=tmp_path / "snap")
+    assert err is not None and err.code == "snapshot-invalid"
+    assert err.message.startswith(f"{part}: not a readable Parquet file (java.io.IOException: can not read")
+    assert "pulsar-ops scrape" in err.hint
+    # a file outside the snapshot (an intermediate under --out) is not the snapshot's damage
+    other = tmp_path / "out" / "_intermediate" / "x" / "part-0.parquet"
+    err = classify(RuntimeError(_READ_FAILED.format(path=other)), snapshot_dir=tmp_path / "snap")
+    assert err is not None and err.code == "spark-read-failed" and str(other) in err.message
