@@ -30,7 +30,10 @@ def _manifest(cluster: str | None) -> Manifest:
 def test_the_summary_names_the_cluster_or_says_it_has_none(
     cluster: str | None, shown: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scrape.err_console, "file", None)  # rich then writes to the (captured) sys.stderr
+    monkeypatch.setattr(
+        scrape.err_console, "_file", None
+    )  # rich then writes to the (captured) sys.stderr; `_file`, not
+    # the `file` property, so the undo restores the original (None) instead of pinning the captured stream
     scrape.render_summary(_manifest(cluster), Path("/tmp/snap"))
     err = capsys.readouterr().err
     assert f"({shown}, multiRead off)" in err and "None" not in err
