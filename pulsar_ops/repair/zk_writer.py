@@ -183,6 +183,8 @@ class ZkSession:
                     version=int(stat.version),
                     mzxid=int(stat.mzxid),
                     ephemeral_owner=int(stat.ephemeralOwner),
+                    ctime_ms=int(stat.ctime),
+                    mtime_ms=int(stat.mtime),
                 )
             )
         return out
@@ -256,6 +258,8 @@ class ZkSession:
             version=int(stat.version),
             mzxid=int(stat.mzxid),
             ephemeral_owner=int(stat.ephemeralOwner),
+            ctime_ms=int(stat.ctime),
+            mtime_ms=int(stat.mtime),
         )
         return NodeWithAcl(node=node, stat=stat_to_json(stat), acl=tuple(acl_to_json(acls)))
 
