@@ -55,12 +55,14 @@ from pulsar_ops.repair.rules import (
     Retention,
     RuleParams,
     TopicNow,
+    drop_missing_rule,
     keep_current_ledger,
     ledger_delete_rule,
     load_topic_rule,
+    subscription_rule,
     trim_rule,
 )
-from pulsar_ops.repair.safety import PROTECTED_ROOTS, LeakShape, action_problem, leak_shape
+from pulsar_ops.repair.safety import PROTECTED_ROOTS, LeakShape, action_problem, leak_shape, schema_topic_witnesses
 
 # Custom-metadata keys that identify who owns a ledger: re-checked before delete (PIP-186 style).
 IDENTITY_KEYS = (
@@ -114,6 +116,8 @@ class CursorFact:
     is_system: bool
     cursors_ledger_id: int
     mark_delete: tuple[int, int] | None
+    last_active_ms: int | None = None  # the cursor's lastActive
+    mtime_ms: int | None = None  # its znode's mtime (the activity when lastActive is absent)
 
 
 @dataclass(frozen=True)
@@ -399,10 +403,10 @@ def _contradiction(shape: LeakShape, root: str, facts: SnapshotFacts) -> str | N
             base, idx = names.partition_suffix(name)
             if name == shape.topic or (idx >= 0 and base == shape.topic):
                 return f"the snapshot holds managed ledger {ns}/persistent/{name}"
-        if shape.leak == "schema" and f"/admin/partitioned-topics/{ns}/persistent/{shape.topic}" in (
-            facts.partitioned_paths
-        ):
-            return f"the snapshot holds partitioned-topic metadata for {ns}/{shape.topic}"
+        if shape.leak == "schema":  # the same witnesses prove_leak re-reads at apply
+            for witness in schema_topic_witnesses(ns, shape.topic):
+                if witness in facts.partitioned_paths:
+                    return f"the snapshot holds partitioned-topic metadata {witness}"
     return None
 
 
@@ -448,12 +452,14 @@ def _drop_missing(f: Finding, facts: SnapshotFacts) -> tuple[str, RemovedLedger]
         raise _Skip("malformed-finding", "dangling-ledger finding without ledger_id, path or topic")
     if f.evidence.get("blocked_scopes") or f.severity != "critical":
         raise _Skip("not-plannable", f.reason or "the ledger listing is incomplete: absence is not confirmed")
-    if f.ledger_id in facts.ledgers:
-        raise _Skip("contradicted-by-snapshot", f"the snapshot holds ledger {f.ledger_id}'s metadata")
     ml, _znode = _ml_target(f, facts, rewrite=True)
-    entry = facts.list_entries.get((f.path, f.ledger_id))
-    if entry is None:
-        raise _Skip("contradicted-by-snapshot", f"{f.path} does not list ledger {f.ledger_id} in the snapshot")
+    # the one rule apply also calls (on the list and the ledgers root re-read at mark and at delete)
+    listed = [lid for (path, lid) in facts.list_entries if path == f.path]
+    present = [facts.ledgers[f.ledger_id].path] if f.ledger_id in facts.ledgers else []
+    why = drop_missing_rule([f.ledger_id], listed, present)
+    if why is not None:
+        raise _Skip("contradicted-by-snapshot", why)
+    entry = facts.list_entries[(f.path, f.ledger_id)]
     loaded = topic_loaded(facts, f.topic, ml.namespace)
     if loaded is not None:
         raise _Skip("topic-loaded", f"{f.topic} is loaded ({loaded}): its list belongs to the broker; unload it first")
@@ -634,6 +640,16 @@ def _subscription_action(f: Finding, facts: SnapshotFacts) -> Action:
         raise _Skip("path-mismatch", f"{f.path} is subscription {c.subscription!r}, not {f.subscription!r}")
     if c.is_system or names.is_system_cursor(c.subscription):
         raise _Skip("kind-not-plannable", f"{c.subscription!r} is a system cursor; it is never deleted")
+    # the one rule apply also calls (on the cursor znode re-read at mark and before the broker call)
+    why = subscription_rule(
+        c.subscription,
+        c.last_active_ms,
+        c.mtime_ms,
+        inactive_after_ms=facts.rules.inactive_after_ms,
+        now_ms=facts.now_ms,
+    )
+    if why is not None:
+        raise _Skip("refused-by-rule", why)
     znodes = [c.znode]
     ledger = facts.ledgers.get(c.cursors_ledger_id) if c.cursors_ledger_id >= 0 else None
     if ledger is not None:  # the broker deletes the cursor ledger with the cursor: back it up too

@@ -378,7 +378,7 @@ def load_facts(
         "cursors",
         (
             "path", "ml_path", "version", "mzxid", "subscription", "is_system", "cursors_ledger_id",
-            "mark_delete_ledger_id", "mark_delete_entry_id",
+            "mark_delete_ledger_id", "mark_delete_entry_id", "last_active_ms",
         ),
     )  # fmt: skip
     curs = curs.filter(
@@ -392,11 +392,13 @@ def load_facts(
     zrows = _znode_rows(snap, exact, roots)
 
     sha: dict[str, str] = {}
+    mtimes: dict[str, int] = {}
     subtrees: dict[str, list[SubtreeZnode]] = {}
     for z in zrows:
         zref = ZnodeRef(str(z["store"]), str(z["path"]), int(z["version"]), int(z["mzxid"]), z["data_sha256"])
         if z["store"] == "local" and z["path"] in exact:
             sha[z["path"]] = z["data_sha256"]
+            mtimes[z["path"]] = int(z["mtime_ms"])
         for root in _ancestors_in(str(z["path"]), roots):
             subtrees.setdefault(root, []).append(
                 SubtreeZnode(
@@ -423,6 +425,8 @@ def load_facts(
                 int(r["mark_delete_ledger_id"]),
                 -1 if r["mark_delete_entry_id"] is None else int(r["mark_delete_entry_id"]),
             ),
+            last_active_ms=None if r["last_active_ms"] is None else int(r["last_active_ms"]),
+            mtime_ms=mtimes.get(str(r["path"])),
         )
         for r in cursor_rows
         if r["ml_path"] in exact_rw
