@@ -200,6 +200,63 @@ def topic_policy_pair(local: RetentionPair | None, global_: RetentionPair | None
     return (lt if lt is not None else gt, ls if ls is not None else gs)
 
 
+# --- the per-ledger predicates of the first-trim rule: Python, and the same rendered into the audit's SQL ---------
+# sql/detect/expired_retention_unloaded.sql writes ${trim_candidate:L:S}, ${retention_expired:W:P} and
+# ${at_first_trim:W} (expanded by pulsar_ops.audit.sql_files); first_trim_ids below calls the Python twins, and
+# tests/unit/repair/test_retention_rule_sql.py runs both on generated topics.
+MINUTE_MS = 60_000
+
+
+def is_trim_candidate(li: ListedLedger, is_last: bool, slowest: tuple[int, int] | None) -> bool:
+    """Not offloaded-and-deleted; the open ledger only when BookKeeper shows entries; before the slowest cursor's
+    mark-delete ledger, or that ledger when fully consumed (no cursor with a position: every ledger)."""
+    if li.bookkeeper_deleted:
+        return False
+    if is_last and (li.bk_last_entry_id if li.bk_last_entry_id is not None else -1) < 0:
+        return False
+    if slowest is None:
+        return True
+    md_ledger, md_entry = slowest
+    return li.ledger_id < md_ledger or (
+        li.ledger_id == md_ledger and li.entries is not None and md_entry == li.entries - 1
+    )
+
+
+def trim_candidate_sql(ledger: str, slowest: str) -> str:
+    """:func:`is_trim_candidate` over ``ledger`` (an int_ledgers row) and ``slowest`` (md_ledger, md_entry)."""
+    li, s = f"{ledger}.", f"{slowest}."
+    return (
+        f"(NOT {li}bookkeeper_deleted"
+        f" AND (NOT {li}is_last OR coalesce({li}bk_last_entry_id, CAST(-1 AS BIGINT)) >= 0)"
+        f" AND ({s}md_ledger IS NULL OR {li}ledger_id < {s}md_ledger"
+        f" OR ({li}ledger_id = {s}md_ledger AND {s}md_entry = {li}entries - 1)))"
+    )
+
+
+def is_retention_expired(timestamp_ms: int | None, rt: int | None, by_size: bool, now_ms: int) -> bool:
+    """Older than the retention time (-1: never), or beyond the retention size (``by_size``)."""
+    by_time = rt is not None and rt >= 0 and timestamp_ms is not None and now_ms - timestamp_ms > rt * MINUTE_MS
+    return by_time or by_size
+
+
+def retention_expired_sql(row: str, params: str) -> str:
+    """:func:`is_retention_expired` over ``row`` (timestamp_ms, rt, by_size) and ``params`` (now_ms)."""
+    r, p = f"{row}.", f"{params}."
+    return f"coalesce(({r}rt >= 0 AND {p}now_ms - {r}timestamp_ms > {r}rt * {MINUTE_MS}) OR {r}by_size, false)"
+
+
+def is_at_first_trim(is_last: bool, rt: int | None, by_size: bool) -> bool:
+    """A load re-stamps the open ledger with the load time (``ManagedLedgerImpl.initialize``): the first trim
+    after it frees that ledger only when the retention time is 0 or the size rule takes it."""
+    return not is_last or rt == 0 or by_size
+
+
+def at_first_trim_sql(row: str) -> str:
+    """:func:`is_at_first_trim` over ``row`` (is_last, rt, by_size)."""
+    r = f"{row}."
+    return f"(NOT {r}is_last OR {r}rt = 0 OR {r}by_size)"
+
+
 def first_trim_ids(
     ledgers: Sequence[ListedLedger],
     slowest: tuple[int, int] | None,
@@ -218,27 +275,15 @@ def first_trim_ids(
     rt, rs = retention.time_minutes, retention.size_mb
     total = sum(li.size or 0 for li in ledgers)
     last = len(ledgers) - 1
-    cands: list[tuple[int, ListedLedger]] = []
-    for idx, li in enumerate(ledgers):
-        if li.bookkeeper_deleted:
-            continue
-        if idx == last and (li.bk_last_entry_id if li.bk_last_entry_id is not None else -1) < 0:
-            continue
-        if slowest is not None:
-            md_ledger, md_entry = slowest
-            full = li.entries is not None and md_entry == li.entries - 1
-            if not (li.ledger_id < md_ledger or (li.ledger_id == md_ledger and full)):
-                continue
-        cands.append((idx, li))
+    cands = [(idx, li) for idx, li in enumerate(ledgers) if is_trim_candidate(li, idx == last, slowest)]
     out: list[int] = []
     running = 0
     for idx, li in cands:
         running += li.size or 0
         by_size = rs is not None and rs >= 0 and total - running >= rs * MIB
-        by_time = rt is not None and rt >= 0 and li.timestamp_ms is not None and now_ms - li.timestamp_ms > rt * 60000
-        if not (by_time or by_size):
+        if not is_retention_expired(li.timestamp_ms, rt, by_size, now_ms):
             break  # the retention cut is a prefix
-        if idx != last or rt == 0 or by_size:
+        if is_at_first_trim(idx == last, rt, by_size):
             out.append(li.ledger_id)
     return tuple(out)
 
