@@ -20,6 +20,7 @@ Before its transaction every action is re-proved against the live tree, whatever
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -202,10 +203,24 @@ def _backup_spec(a: Action) -> list[tuple[str, str, str]]:
 # --- the eligibility rules, on facts re-read now -------------------------------------------------------
 
 
+# The clock the eligibility rules age things by, for a seeded cluster whose clock runs ahead of the wall clock
+# (`pulsar-ops demo --apply`, the end-to-end tests): the audit's --now, as milliseconds. The operator's
+# environment is trusted (it could as well pass --quarantine 0); a plan file is not, and cannot set it.
+APPLY_NOW_ENV = "PULSAR_OPS_APPLY_NOW_MS"
+
+
 def rules_now_ms() -> int:
-    """The clock the eligibility rules age things by (the wall clock; a test of a seeded cluster whose clock runs
-    ahead replaces it)."""
-    return J.now_ms()
+    """The wall clock, or ``$PULSAR_OPS_APPLY_NOW_MS``."""
+    raw = os.environ.get(APPLY_NOW_ENV)
+    if not raw:
+        return J.now_ms()
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApplyError(
+            f"{APPLY_NOW_ENV}={raw!r} is not a time in milliseconds; nothing was changed",
+            hint=f"unset {APPLY_NOW_ENV} (apply ages ledgers by the wall clock)",
+        ) from None
 
 
 def rule_problem(
