@@ -480,3 +480,31 @@ def test_the_planner_consults_the_rule(
     assert doc["actions"] == [] and calls == [37]
     assert [n["reason_code"] for n in doc["not_planned"]] == ["refused-by-rule"]
     assert set(walk(zk))  # plan never writes
+
+
+def test_the_planner_plans_no_delete_of_a_live_non_persistent_topic_s_schema(
+    zk: KazooClient, zk_hosts: str, tmp_path: Path
+) -> None:
+    """The real scraper records the non-persistent partitioned topic; a schema-leak finding for its schema (as an
+    audit before the fix reported it) is contradicted by the snapshot and never planned."""
+    import pyarrow.parquet as pq
+
+    from pulsar_ops.findings import Finding
+    from pulsar_ops.scrape.run import ScrapeConfig, scrape
+
+    for path, data in {**_base(), NP_SCHEMA: schema_locator([7]), NP_PARTITIONED: b'{"partitions":2}'}.items():
+        zk.create(path, data, makepath=True)
+    manifest = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
+    parts = sorted((tmp_path / "snap" / "tables" / "partitioned_topics").glob("*.parquet"))
+    topics = {t for p in parts for t in pq.read_table(p, columns=["topic"]).column("topic").to_pylist()}
+    assert topics == {"non-persistent://t/ns/np"}
+    stale = Finding(detection="znode-leak", severity="warning", path=NP_SCHEMA, namespace="t/ns", plannable=True)
+    snap = {"snapshot_id": manifest.snapshot_id, "path": str(tmp_path / "snap")}
+    audit = write_audit(tmp_path / "audit", snap, [stale])
+    out = tmp_path / "plan.json"
+    code, _o, err = cli("plan", str(audit), "--out", str(out), "--json")
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert doc["actions"] == []
+    (np_,) = doc["not_planned"]
+    assert np_["reason_code"] == "contradicted-by-snapshot" and NP_PARTITIONED in np_["reason"]
