@@ -33,6 +33,10 @@ def _detect(con: Any, name: str) -> list[dict[str, Any]]:
     return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
 
+def _dim(*values: int) -> st.SearchStrategy[int | None]:
+    return st.one_of(st.none(), st.sampled_from(values))
+
+
 ledger_st = st.tuples(
     st.integers(0, 20),  # entries
     st.sampled_from([0, 10, MB, 3 * MB]),  # size
@@ -49,6 +53,9 @@ topic_st = st.fixed_dictionaries(
             st.none(),
             st.tuples(st.sampled_from([-1, 0, 60, 1440, 7 * 1440]), st.sampled_from([-1, 0, 1, 5])),
         ),
+        # topic policies (local, global scope): each a (minutes, MB) pair with either side unset
+        "policies": st.tuples(*(st.one_of(st.none(), st.tuples(_dim(-1, 0, 60, 7 * 1440), _dim(-1, 0, 1))),) * 2),
+        "partition": st.booleans(),  # the topic is partition 0 of x: x's topic policies apply when it has none
     }
 )
 
@@ -84,11 +91,20 @@ def test_the_audit_sql_and_the_python_rule_give_the_same_first_trim(
                         last_entry_id=t["last_entries"])  # fmt: skip
             ids.append(lid)
             lid += 1
-            b.topic(ns, "x", ledgers=rows)
-            paths.append(f"/managed-ledgers/{ns}/persistent/x")
+            local = "x-partition-0" if t["partition"] else "x"
+            b.topic(ns, local, ledgers=rows)
+            paths.append(f"/managed-ledgers/{ns}/persistent/{local}")
             if t["md"] is not None:
                 idx, entry = t["md"]
-                b.cursor(ns, "x", "sub", md=(ids[min(idx, len(ids) - 1)], entry))
+                b.cursor(ns, local, "sub", md=(ids[min(idx, len(ids) - 1)], entry))
+            # the local-scope policy on the topic itself, the global one on the partitioned topic x (or on x)
+            for scope, pair, name in (("local", t["policies"][0], local), ("global", t["policies"][1], "x")):
+                if pair is not None:
+                    b.add(
+                        "topic_policies", path=f"/admin/topic-policies/{scope}/{ns}/persistent/{name}", scope=scope,
+                        namespace=ns, topic=f"persistent://{ns}/{name}", retention_time_minutes=pair[0],
+                        retention_size_mb=pair[1], json="{}",
+                    )  # fmt: skip
         snap_dir = b.write(tmp / "snap")
         params = AuditParams(
             now_ms=NOW,
