@@ -15,7 +15,10 @@ Before its transaction every action is re-proved against the live tree, whatever
 * a ledger action: the ledger's owner (managed ledger + cursors, schema locator, ``__compaction`` cursor) is
   re-read and re-decoded (the transaction then checks their versions), and no managed ledger, cursor or schema
   locator anywhere references the ledger (:mod:`pulsar_ops.repair.references`, read once per delete run);
-* a subtree action: the condition that made it a leak still holds (:func:`pulsar_ops.repair.safety.prove_leak`).
+* a subtree action: the condition that made it a leak still holds (:func:`pulsar_ops.repair.safety.prove_leak`);
+* every action, at mark and again at delete: its kind's eligibility rule (:mod:`pulsar_ops.repair.rules`, the
+  functions the planner calls) on facts re-read now (:func:`rule_problem`); what it refuses is skipped with the
+  rule's reason before any write.
 """
 
 from __future__ import annotations
