@@ -38,6 +38,12 @@ class SqlFile:
 
 _MACRO = re.compile(r"\$\{ledger_kind:([A-Za-z_][A-Za-z0-9_]*)\}")
 _ASCII_LOWER = re.compile(r"\$\{ascii_lower:([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\}")
+_RULE_MACROS = {  # ${NAME:ARG[:ARG]} -> the SQL of one predicate of pulsar_ops/repair/rules.py
+    "trim_candidate": 2,
+    "retention_expired": 2,
+    "at_first_trim": 1,
+}
+_RULE = re.compile(r"\$\{(trim_candidate|retention_expired|at_first_trim)((?::[A-Za-z_][A-Za-z0-9_]*)+)\}")
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -51,14 +57,34 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     references) is broadcast only when its rows were counted.
 
     ``${ascii_lower:COLUMN}`` (``COLUMN`` or ``ALIAS.COLUMN``) -> :func:`pulsar_ops.formats.ascii_case.ascii_lower_sql`
-    of it: case folded without Spark's ICU case mappings (formats/ascii_case.py)."""
+    of it: case folded without Spark's ICU case mappings (formats/ascii_case.py).
+
+    ``${trim_candidate:L:S}``, ``${retention_expired:ROW:PARAMS}``, ``${at_first_trim:ROW}`` -> the predicates of
+    the first-trim rule of :mod:`pulsar_ops.repair.rules` (expired-retention-unloaded), the one definition the
+    planner and apply call directly."""
     from pulsar_ops.formats.ascii_case import ascii_lower_sql
     from pulsar_ops.formats.ledger_kind import ledger_kind_sql
 
     small = frozenset(small_views)
+    sql = _RULE.sub(_rule_sql, sql)
     sql = _ASCII_LOWER.sub(lambda m: ascii_lower_sql(m.group(1)), sql)
     sql = _BROADCAST_IF_SMALL.sub(lambda m: f"/*+ BROADCAST({m.group(1)}) */" if m.group(2) in small else "", sql)
     return _MACRO.sub(lambda m: ledger_kind_sql(m.group(1)), sql)
+
+
+def _rule_sql(m: re.Match[str]) -> str:
+    """``${trim_candidate:L:S}``, ``${retention_expired:ROW:PARAMS}``, ``${at_first_trim:ROW}``: the first-trim
+    rule's predicates as :mod:`pulsar_ops.repair.rules` renders them (the definition plan and apply call)."""
+    from pulsar_ops.repair import rules
+
+    name, args = m.group(1), m.group(2)[1:].split(":")
+    if len(args) != _RULE_MACROS[name]:
+        raise AuditError(f"${{{name}}} takes {_RULE_MACROS[name]} argument(s), not {len(args)}")
+    if name == "trim_candidate":
+        return rules.trim_candidate_sql(args[0], args[1])
+    if name == "retention_expired":
+        return rules.retention_expired_sql(args[0], args[1])
+    return rules.at_first_trim_sql(args[0])
 
 
 def strip_comments(sql: str) -> str:

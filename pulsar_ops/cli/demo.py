@@ -8,6 +8,7 @@ and a second scrape + audit that shows the repaired leaks gone. Everything it wr
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import time
 from pathlib import Path
@@ -169,20 +170,27 @@ def register(app: typer.Typer) -> None:
             before = _plannable_by_detection(findings)
             after: str | None = None
             if do_apply:
+                from pulsar_ops.repair.executor import APPLY_NOW_ENV
                 from pulsar_ops.testing.admin_server import AdminServer
 
                 zk = ["--zookeeper", cluster.hosts]
-                _run(["apply", str(plan), *zk, "--phase", "mark", "--apply", "--yes"])
-                # delete-subscription goes through a broker: the embedded one serves the admin REST API over the
-                # same ZooKeeper (pulsar_ops/testing/admin_server.py), as the cluster's only broker
-                with AdminServer(cluster.hosts, now_ms=lambda: cluster.now_ms, serves_owned=True) as broker:
-                    _say(f"embedded broker admin REST API on {broker.url} (for delete-subscription and load-topic)")
-                    _run(
-                        [
-                            "apply", str(plan), *zk, "--phase", "delete", "--quarantine", "0", "--apply", "--yes",
-                            "--admin-url", broker.url,
-                        ]
-                    )  # fmt: skip
+                # apply's eligibility rules age ledgers and retention by the same seeded clock as the audit
+                _say(f"$ export {APPLY_NOW_ENV}={now}  # apply's rules use the seeded clock too", style="bold cyan")
+                os.environ[APPLY_NOW_ENV] = now
+                try:
+                    _run(["apply", str(plan), *zk, "--phase", "mark", "--apply", "--yes"])
+                    # delete-subscription goes through a broker: the embedded one serves the admin REST API over the
+                    # same ZooKeeper (pulsar_ops/testing/admin_server.py), as the cluster's only broker
+                    with AdminServer(cluster.hosts, now_ms=lambda: cluster.now_ms, serves_owned=True) as broker:
+                        _say(f"embedded broker admin REST API on {broker.url} (for delete-subscription and load-topic)")
+                        _run(
+                            [
+                                "apply", str(plan), *zk, "--phase", "delete", "--quarantine", "0", "--apply", "--yes",
+                                "--admin-url", broker.url,
+                            ]
+                        )  # fmt: skip
+                finally:
+                    os.environ.pop(APPLY_NOW_ENV, None)
                 snap2, audit2 = work / "snapshot-after", work / "audit-after"
                 _run(["scrape", "--zookeeper", cluster.hosts, "--out", str(snap2)])
                 _run(["audit", str(snap2), "--out", str(audit2), "--now", now], ok=(0, 1, 2))

@@ -21,11 +21,15 @@ Before its transaction every action is re-proved against the live tree, whatever
 * a ledger action: the ledger's owner (managed ledger + cursors, schema locator, ``__compaction`` cursor) is
   re-read and re-decoded (the transaction then checks their versions), and no managed ledger, cursor or schema
   locator anywhere references the ledger (:mod:`pulsar_ops.repair.references`, read once per delete run);
-* a subtree action: the condition that made it a leak still holds (:func:`pulsar_ops.repair.safety.prove_leak`).
+* a subtree action: the condition that made it a leak still holds (:func:`pulsar_ops.repair.safety.prove_leak`);
+* every action, at mark and again at delete: its kind's eligibility rule (:mod:`pulsar_ops.repair.rules`, the
+  functions the planner calls) on facts re-read now (:func:`rule_problem`); what it refuses is skipped with the
+  rule's reason before any write.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -36,10 +40,13 @@ from typing import Any
 from pulsar_ops.errors import ApplyError, DecodeError, QuarantineError, ZooKeeperAuthError, ZooKeeperError
 from pulsar_ops.repair import journal as J
 from pulsar_ops.repair import rewrite as RW
+from pulsar_ops.repair import rules as R
 from pulsar_ops.repair.actions import (
     ADMIN_KINDS,
     KIND_DELETE_LEDGER,
+    KIND_DELETE_SUBSCRIPTION,
     KIND_DELETE_SUBTREE,
+    KIND_DROP_MISSING_LEDGER,
     KIND_LOAD_TOPIC,
     KIND_TRIM_UNLOADED,
     REWRITE_KINDS,
@@ -49,6 +56,7 @@ from pulsar_ops.repair.actions import (
 )
 from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
+from pulsar_ops.repair.live_facts import ledger_now, listed_now, present_paths, topic_now
 from pulsar_ops.repair.plan_file import Plan
 from pulsar_ops.repair.references import ReferenceIndex, build_index
 from pulsar_ops.repair.safety import MANAGED_LEDGERS, SCHEMAS, SubtreeNode, prove_leak
@@ -240,10 +248,89 @@ def _backup_spec(a: Action) -> list[tuple[str, str, str]]:
     return [(z.store, z.path, z.sha256 or "") for z in a.preconditions.znodes]
 
 
+# --- the eligibility rules, on facts re-read now -------------------------------------------------------
+
+
+# The clock the eligibility rules age things by, for a seeded cluster whose clock runs ahead of the wall clock
+# (`pulsar-ops demo --apply`, the end-to-end tests): the audit's --now, as milliseconds. The operator's
+# environment is trusted (it could as well pass --quarantine 0); a plan file is not, and cannot set it.
+APPLY_NOW_ENV = "PULSAR_OPS_APPLY_NOW_MS"
+
+
+def rules_now_ms() -> int:
+    """The wall clock, or ``$PULSAR_OPS_APPLY_NOW_MS``."""
+    raw = os.environ.get(APPLY_NOW_ENV)
+    if not raw:
+        return J.now_ms()
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApplyError(
+            f"{APPLY_NOW_ENV}={raw!r} is not a time in milliseconds; nothing was changed",
+            hint=f"unset {APPLY_NOW_ENV} (apply ages ledgers by the wall clock)",
+        ) from None
+
+
+def rule_problem(
+    session: ZkSession, plan: Plan, a: Action, target: Observed | None, refs_index: Callable[[], ReferenceIndex]
+) -> str | None:
+    """Why the action's own eligibility rule (:mod:`pulsar_ops.repair.rules`, the one the planner calls) refuses
+    it on the facts as they are now (None: it allows it). ``target``: the action's target znode as just read.
+    Called at mark and again at delete. A failed read raises :class:`ZooKeeperError`: the caller skips the action
+    as transient (the next run re-derives it), never taking the error as evidence of absence."""
+    params = R.RuleParams.from_json(plan.params.get("rules"))
+    now = rules_now_ms()
+    try:
+        if a.kind == KIND_DELETE_LEDGER:
+            assert a.ledger_id is not None
+            if target is None or not target.exists:
+                return f"{a.path} is gone"
+            fact = ledger_now(target, a.ledger_id, refs_index())
+            return R.ledger_delete_rule(fact, min_age_ms=params.min_age_ms, now_ms=now)
+        if a.kind == KIND_TRIM_UNLOADED:
+            assert a.rewrite is not None
+            return R.trim_rule(topic_now(session, a.path, params, plan.ledgers_root), a.rewrite.ledger_ids, now)
+        if a.kind == KIND_LOAD_TOPIC:
+            assert a.admin is not None
+            fact_t = topic_now(session, a.path, params, plan.ledgers_root)
+            return R.load_topic_rule(fact_t, a.admin.expect_trimmed, now)
+        if a.kind == KIND_DROP_MISSING_LEDGER:
+            assert a.rewrite is not None
+            ids = a.rewrite.ledger_ids
+            return R.drop_missing_rule(ids, listed_now(session, a.path), present_paths(session, ids, plan.ledgers_root))
+        if a.kind == KIND_DELETE_SUBSCRIPTION:
+            assert a.admin is not None and a.admin.subscription is not None
+            if target is None or not target.exists:
+                return f"{a.path} is gone"
+            from pulsar_ops.formats.cursor import decode_cursor_info
+
+            try:
+                last_active = decode_cursor_info(target.data, a.path).info.last_active_ms
+            except DecodeError as e:
+                return f"{a.path} does not decode ({e.reason}); its activity is unknown"
+            return R.subscription_rule(
+                a.admin.subscription,
+                last_active,
+                target.mtime_ms or None,
+                inactive_after_ms=params.inactive_after_ms,
+                now_ms=now,
+            )
+        if a.kind == KIND_DELETE_SUBTREE:
+            nodes = [SubtreeNode(t.path, t.data) for t in session.read_subtree(a.store, a.path) if t.exists]
+            return prove_leak(a, nodes, _SessionReader(session))
+    return None
+
+
 # --- mark ----------------------------------------------------------------------------------------------
 
 
-def _back_up(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) -> tuple[str | None, list[str]]:
+def _back_up(
+    session: ZkSession,
+    backups: BackupStore,
+    plan: Plan,
+    a: Action,
+    refs_index: Callable[[], ReferenceIndex] | None = None,
+) -> tuple[str | None, list[str]]:
     """Re-read every target with stat + ACL, verify against the plan, store bytes. (skip reason, shas)."""
     with_acl = {}
     for z in a.preconditions.znodes:
@@ -258,6 +345,17 @@ def _back_up(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) ->
     verdict = decide_mark(a, observed)
     if not verdict.proceed:
         return verdict.reason, []
+    got_target = with_acl.get(a.path)
+    target = got_target.node if got_target is not None else None
+    # A leak subtree's rule is its re-proof (prove_leak): at mark it is a forecast (``would-skip``, _forecast), the
+    # subtree is backed up either way, and delete re-proves it before any write.
+    why_not = (
+        None
+        if a.kind == KIND_DELETE_SUBTREE
+        else rule_problem(session, plan, a, target, refs_index or (lambda: reference_index(session)))
+    )
+    if why_not is not None:
+        return why_not, []
     replaced_by: str | None = None
     if a.kind in REWRITE_KINDS:
         why = RW.live_problem(session, a)
@@ -305,6 +403,13 @@ def run_mark(
 ) -> ApplyReport:
     """Re-verify every target, back it up, journal ``marked``. Changes no ZooKeeper data."""
     report = ApplyReport("mark", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path))
+    index: list[ReferenceIndex] = []
+
+    def refs_index() -> ReferenceIndex:  # read once, when the first ledger action needs it
+        if not index:
+            index.append(reference_index(session))
+        return index[0]
+
     done = 0
     for batch in _batches(plan.actions, batch_size):
         to_mark: list[tuple[Action, list[str]]] = []
@@ -316,14 +421,14 @@ def run_mark(
             if st.live != J.PENDING:
                 missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
                 if missing is not None and st.live != J.DELETING:
-                    reason, _ = _back_up(session, backups, plan, a)
+                    reason, _ = _back_up(session, backups, plan, a, refs_index)
                     if reason is not None:
                         report.outcomes.append(_outcome(a, "failed", f"backup lost and {reason}"))
                         continue
                 report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", _previous(st))))
                 continue
             try:
-                reason, shas = _back_up(session, backups, plan, a)
+                reason, shas = _back_up(session, backups, plan, a, refs_index)
             except ZooKeeperError as e:
                 report.outcomes.append(_skip(journal, a, "mark", _unreadable(e), final=False, st=st))
                 _still_connected(session, e)
@@ -444,12 +549,16 @@ def _delete_verified(
         try:
             if a.kind == KIND_DELETE_LEDGER:
                 why = refs_index().blocks(a)
+                if why is None:
+                    target = next((t for t in targets if t.path == a.path), None)
+                    why = rule_problem(session, plan, a, target, refs_index)
             elif a.kind in REWRITE_KINDS:
                 why, sets = _rewrite_ops(session, backups, plan, a, targets)
                 if why is None and a.kind == KIND_TRIM_UNLOADED:
                     why, checks = _cursor_checks(a, refs)
                     why = why or refs_index().blocks_trim(a)
                     verdict = replace(verdict, checks=checks)
+                why = why or rule_problem(session, plan, a, None, refs_index)
             else:
                 nodes = [SubtreeNode(t.path, t.data) for t in targets if t.exists]
                 why = prove_leak(a, nodes, _SessionReader(session))
@@ -515,7 +624,10 @@ def _admin_one(
     # A load-topic needs no ownership check: a broker that loads a topic rewrites its managed-ledger znode (a new
     # current ledger), so "still at the scraped version" is "not loaded since the snapshot"; and once the test or
     # production broker owns a bundle for one load, its other topics are still unloaded.
-    why = target_mismatch(a.preconditions.znodes[0], session.read(a.store, [a.path])[0])
+    node = session.read(a.store, [a.path])[0]
+    why = target_mismatch(a.preconditions.znodes[0], node) or rule_problem(
+        session, plan, a, node, lambda: reference_index(session)
+    )
     if why is not None:
         journal.record(a.id, J.SKIPPED, phase="delete", reason=why, final=True)
         return _outcome(a, "skipped", why)

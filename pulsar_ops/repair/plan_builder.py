@@ -18,6 +18,7 @@ from pulsar_ops.model.impact import plan_impact, read_load_impact
 from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, KIND_LOAD_TOPIC, KIND_TRIM_UNLOADED, Action
 from pulsar_ops.repair.plan_file import Plan, dump_plan
 from pulsar_ops.repair.planner import ORDER_DOC, PlanDraft, PlanParams, plan_actions, summarize, with_impact
+from pulsar_ops.repair.rules import RuleParams
 from pulsar_ops.repair.snapshot_facts import (
     load_audit,
     load_disk_bytes,
@@ -165,7 +166,17 @@ def build_plan(
     audit = load_audit(audit_dir)
     snap = open_audited_snapshot(audit)
     ledger_facts, ledger_rows = load_ledgers(snap)
-    facts = load_facts(snap, audit.findings, ledger_facts, params.rewrite_detections)
+    rules = RuleParams.from_audit(audit.audit)
+    audit_params = audit.audit.get("params")
+    audit_now = audit_params.get("now_ms") if isinstance(audit_params, dict) else None
+    facts = load_facts(
+        snap,
+        audit.findings,
+        ledger_facts,
+        params.rewrite_detections,
+        rules=rules,
+        now_ms=int(audit_now) if isinstance(audit_now, int) else None,
+    )
     draft: PlanDraft = plan_actions(audit.findings, facts, params)
     impact, per_action, lines = compute_impact(
         draft.actions, ledger_rows, now_ms=created, disk_bytes=load_disk_bytes(snap)
@@ -191,6 +202,7 @@ def build_plan(
             "max_actions": params.max_actions,
             "max_bytes": params.max_bytes,
             "subtree_max_znodes": params.subtree_max_znodes,
+            "rules": rules.to_json(),  # the audit parameters apply's eligibility rules re-use
             **({"include": sorted(params.include)} if params.include else {}),
             **({"offline_trim": True} if params.offline_trim else {}),
             **(

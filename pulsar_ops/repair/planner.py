@@ -48,9 +48,22 @@ from pulsar_ops.repair.actions import (
     Rewrite,
     ZnodeRef,
 )
-from pulsar_ops.repair.safety import PROTECTED_ROOTS, LeakShape, action_problem, leak_shape
+from pulsar_ops.repair.rules import (
+    PLANNABLE_LEDGER_KINDS,
+    LedgerNow,
+    ListedLedger,
+    Retention,
+    RuleParams,
+    TopicNow,
+    drop_missing_rule,
+    keep_current_ledger,
+    ledger_delete_rule,
+    load_topic_rule,
+    subscription_rule,
+    trim_rule,
+)
+from pulsar_ops.repair.safety import PROTECTED_ROOTS, LeakShape, action_problem, leak_shape, schema_topic_witnesses
 
-PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
 # Custom-metadata keys that identify who owns a ledger: re-checked before delete (PIP-186 style).
 IDENTITY_KEYS = (
     "application",
@@ -83,6 +96,8 @@ class LedgerFact:
     ctime_ms: int
     length: int
     custom_metadata: tuple[tuple[str, str], ...] = ()
+    last_entry_id: int | None = None
+    znode_ctime_ms: int | None = None  # the metadata znode's ctime (the min-age rule ages a ledger by it)
 
     def custom(self, key: str) -> str | None:
         for k, v in self.custom_metadata:
@@ -101,6 +116,8 @@ class CursorFact:
     is_system: bool
     cursors_ledger_id: int
     mark_delete: tuple[int, int] | None
+    last_active_ms: int | None = None  # the cursor's lastActive
+    mtime_ms: int | None = None  # its znode's mtime (the activity when lastActive is absent)
 
 
 @dataclass(frozen=True)
@@ -141,6 +158,12 @@ class SnapshotFacts:
     loaded_topics: frozenset[str] = frozenset()
     referenced_elsewhere: Mapping[int, str] = field(default_factory=dict)  # trim candidate -> other referencer
     cursor_facts: Mapping[str, CursorFact] = field(default_factory=dict)  # by cursor path (subscription actions)
+    # For the eligibility rules (pulsar_ops.repair.rules): the audit's parameters and clock, and per rewritten
+    # managed-ledger path its list (oldest first) and the retention the broker applies to it (None: unknown)
+    rules: RuleParams = field(default_factory=RuleParams)
+    now_ms: int = 0
+    ledger_lists: Mapping[str, tuple[ListedLedger, ...]] = field(default_factory=dict)
+    retention: Mapping[str, Retention | None] = field(default_factory=dict)
 
 
 # Detections whose repair is opt-in (`plan --include DETECTION`), and the action each becomes.
@@ -278,6 +301,12 @@ def _ledger_action(f: Finding, facts: SnapshotFacts) -> Action:
         raise _Skip("path-mismatch", f"finding path {f.path} differs from the snapshot's {fact.path}")
     if fact.custom("application") != "pulsar":
         raise _Skip("custom-metadata-mismatch", "ledger custom metadata has no application=pulsar")
+    # the one rule apply also calls (on the ledger re-read at mark and at delete)
+    ctime = fact.znode_ctime_ms if fact.znode_ctime_ms is not None else fact.ctime_ms
+    now = LedgerNow(f.ledger_id, dict(fact.custom_metadata), ctime, facts.watermark, where)
+    why = ledger_delete_rule(now, min_age_ms=facts.rules.min_age_ms, now_ms=facts.now_ms)
+    if why is not None:
+        raise _Skip("refused-by-rule", why)
     owner_ev = f.evidence.get("owner")
     owner = str(owner_ev) if owner_ev else None
     refs = _references(f, kind, owner, facts)
@@ -374,10 +403,10 @@ def _contradiction(shape: LeakShape, root: str, facts: SnapshotFacts) -> str | N
             base, idx = names.partition_suffix(name)
             if name == shape.topic or (idx >= 0 and base == shape.topic):
                 return f"the snapshot holds managed ledger {ns}/persistent/{name}"
-        if shape.leak == "schema" and f"/admin/partitioned-topics/{ns}/persistent/{shape.topic}" in (
-            facts.partitioned_paths
-        ):
-            return f"the snapshot holds partitioned-topic metadata for {ns}/{shape.topic}"
+        if shape.leak == "schema":  # the same witnesses prove_leak re-reads at apply
+            for witness in schema_topic_witnesses(ns, shape.topic):
+                if witness in facts.partitioned_paths:
+                    return f"the snapshot holds partitioned-topic metadata {witness}"
     return None
 
 
@@ -423,12 +452,14 @@ def _drop_missing(f: Finding, facts: SnapshotFacts) -> tuple[str, RemovedLedger]
         raise _Skip("malformed-finding", "dangling-ledger finding without ledger_id, path or topic")
     if f.evidence.get("blocked_scopes") or f.severity != "critical":
         raise _Skip("not-plannable", f.reason or "the ledger listing is incomplete: absence is not confirmed")
-    if f.ledger_id in facts.ledgers:
-        raise _Skip("contradicted-by-snapshot", f"the snapshot holds ledger {f.ledger_id}'s metadata")
     ml, _znode = _ml_target(f, facts, rewrite=True)
-    entry = facts.list_entries.get((f.path, f.ledger_id))
-    if entry is None:
-        raise _Skip("contradicted-by-snapshot", f"{f.path} does not list ledger {f.ledger_id} in the snapshot")
+    # the one rule apply also calls (on the list and the ledgers root re-read at mark and at delete)
+    listed = [lid for (path, lid) in facts.list_entries if path == f.path]
+    present = [facts.ledgers[f.ledger_id].path] if f.ledger_id in facts.ledgers else []
+    why = drop_missing_rule([f.ledger_id], listed, present)
+    if why is not None:
+        raise _Skip("contradicted-by-snapshot", why)
+    entry = facts.list_entries[(f.path, f.ledger_id)]
     loaded = topic_loaded(facts, f.topic, ml.namespace)
     if loaded is not None:
         raise _Skip("topic-loaded", f"{f.topic} is loaded ({loaded}): its list belongs to the broker; unload it first")
@@ -543,6 +574,10 @@ def _retention_target(
     loaded = topic_loaded(facts, f.topic, ml.namespace)
     if f.evidence.get("owned") is True or loaded is not None:
         raise _Skip("topic-loaded", f"{f.topic} is loaded ({loaded or 'the finding says so'}): let its broker trim")
+    if rewrite:
+        ids = keep_current_ledger(facts.ledger_lists.get(f.path, ()), ids)
+        if not ids:
+            raise _Skip("nothing-at-first-trim", "the first trim would remove the only ledger; the topic keeps it")
     removed, targets = [], []
     for lid in sorted(set(ids)):
         entry = facts.list_entries.get((f.path, lid))
@@ -559,7 +594,22 @@ def _retention_target(
             raise _Skip("contradicted-by-snapshot", f"ledger {lid} is also referenced by {where}")
         removed.append(RemovedLedger(lid, entry[0], entry[1], finding=f.key()))
         targets.append(ZnodeRef("local", fact.path, fact.version, fact.mzxid, fact.sha256))
+    # the one rule apply also calls (on the managed ledger, cursors and policies re-read at mark and at delete)
+    topic = snapshot_topic(facts, f.path)
+    ids_now = [r.ledger_id for r in removed]
+    why = trim_rule(topic, ids_now, facts.now_ms) if rewrite else load_topic_rule(topic, ids_now, facts.now_ms)
+    if why is not None:
+        raise _Skip("refused-by-rule", why)
     return ml, znode, removed, targets
+
+
+def snapshot_topic(facts: SnapshotFacts, ml_path: str) -> TopicNow:
+    """The retention rules' facts for one managed ledger, from the snapshot."""
+    listed = facts.ledger_lists.get(ml_path)
+    if listed is None:
+        return TopicNow((), (), None, problem=f"{ml_path}: its ledger list is not in the snapshot's facts")
+    marks = tuple(c.mark_delete for c in facts.cursor_facts.values() if c.ml_path == ml_path)
+    return TopicNow(listed, marks, facts.retention.get(ml_path))
 
 
 def trimmable_after_delete(c: CursorFact, facts: SnapshotFacts) -> tuple[int, bool]:
@@ -590,6 +640,16 @@ def _subscription_action(f: Finding, facts: SnapshotFacts) -> Action:
         raise _Skip("path-mismatch", f"{f.path} is subscription {c.subscription!r}, not {f.subscription!r}")
     if c.is_system or names.is_system_cursor(c.subscription):
         raise _Skip("kind-not-plannable", f"{c.subscription!r} is a system cursor; it is never deleted")
+    # the one rule apply also calls (on the cursor znode re-read at mark and before the broker call)
+    why = subscription_rule(
+        c.subscription,
+        c.last_active_ms,
+        c.mtime_ms,
+        inactive_after_ms=facts.rules.inactive_after_ms,
+        now_ms=facts.now_ms,
+    )
+    if why is not None:
+        raise _Skip("refused-by-rule", why)
     znodes = [c.znode]
     ledger = facts.ledgers.get(c.cursors_ledger_id) if c.cursors_ledger_id >= 0 else None
     if ledger is not None:  # the broker deletes the cursor ledger with the cursor: back it up too

@@ -41,6 +41,12 @@ class ReferenceIndex:
             if first != node.path:
                 self.also.setdefault(lid, node.path)
 
+    @property
+    def watermark(self) -> int | None:
+        """The highest ledger id referenced in the tree as read (None: none). A znode that does not decode may
+        reference a higher one, so this is a lower bound: a ledger below it is below the true highest too."""
+        return max(self.referenced) if self.referenced else None
+
     def blocks_trim(self, action: Action) -> str | None:
         """Why a trim must not remove its ledgers: one is referenced by a znode other than its own managed
         ledger's list, or a znode of that managed ledger (its info or a cursor) does not decode."""

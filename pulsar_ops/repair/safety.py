@@ -34,7 +34,8 @@ Two layers:
   schema                   ``/schemas/<tenant>/<ns>/<t>``                  no managed ledger ``<t>`` /
                                                                            ``<t>-partition-N`` (V2 ``t/ns`` and
                                                                            every V1 ``t/<cluster>/ns``), no
-                                                                           partitioned-topic node for it
+                                                                           partitioned-topic node for it,
+                                                                           persistent or non-persistent
   bundle-data              ``/loadbalance/bundle-data/<ns>[/<range>]``     namespace policies absent (a single
                                                                            range of a live namespace: not one
                                                                            of its bundles); no bundle owned
@@ -471,6 +472,15 @@ def _bundle_problem(reader: TreeReader, shape: LeakShape, nodes: Sequence[Subtre
     return None
 
 
+def schema_topic_witnesses(namespace: str, topic: str) -> tuple[str, ...]:
+    """The partitioned-topic metadata paths that prove a schema's topic exists: the persistent AND the
+    non-persistent one (a schema is keyed ``tenant/ns/topic`` without the domain, so a live non-persistent
+    partitioned topic owns it too; the broker keys its partitioned metadata by domain:
+    ``NamespaceResources.PartitionedTopicResources``). Used by the planner (on the snapshot) and by
+    :func:`prove_leak` (on the live tree)."""
+    return tuple(f"{PARTITIONED}/{namespace}/{d}/{topic}" for d in DOMAINS)
+
+
 def prove_leak(action: Action, subtree: Sequence[SubtreeNode], reader: TreeReader) -> str | None:
     """Why the subtree is no longer a leak (None when the leak still holds). Reads through ``reader``."""
     shape = leak_shape(action.path)
@@ -495,9 +505,11 @@ def prove_leak(action: Action, subtree: Sequence[SubtreeNode], reader: TreeReade
             reason = _no_topic(reader, f"{MANAGED_LEDGERS}/{n}/persistent", shape.topic)
             if reason is not None:
                 return reason
-        return _absent(
-            reader, CONFIG, f"{PARTITIONED}/{shape.namespace}/persistent/{shape.topic}", "partitioned-topic metadata"
-        )
+        for witness in schema_topic_witnesses(shape.namespace, shape.topic):
+            reason = _absent(reader, CONFIG, witness, "partitioned-topic metadata")
+            if reason is not None:
+                return reason
+        return None
     if shape.leak == "bundle-data":
         return _bundle_problem(reader, shape, subtree)
     if shape.leak == "local-policies":

@@ -7,7 +7,7 @@ impact model needs whole.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,18 @@ import pyarrow.parquet as pq
 
 from pulsar_ops.errors import FindingsError, SnapshotError
 from pulsar_ops.findings import Finding, read_findings
+from pulsar_ops.formats import names
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.repair.actions import ZnodeRef
 from pulsar_ops.repair.planner import IDENTITY_KEYS, CursorFact, LedgerFact, SnapshotFacts, SubtreeZnode
+from pulsar_ops.repair.rules import (
+    ListedLedger,
+    Retention,
+    RetentionPair,
+    RuleParams,
+    resolve_retention,
+    topic_policy_pair,
+)
 from pulsar_ops.snapshot.reader import Snapshot, open_snapshot
 
 # bk_ledgers column -> custom-metadata key
@@ -103,6 +112,7 @@ _BK_COLUMNS = (
     "write_quorum",
     "state",
     "last_entry_id",
+    "znode_ctime_ms",
     *(c for c, _ in _IDENTITY_COLUMNS),
 )
 
@@ -148,6 +158,8 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFact
             custom_metadata=custom,
         )
         last_entry = int(cols["last_entry_id"][i])
+        zc = cols["znode_ctime_ms"][i]
+        facts[lid] = replace(facts[lid], last_entry_id=last_entry, znode_ctime_ms=None if zc is None else int(zc))
         rows.append(
             LedgerFacts(
                 ledger_id=lid,
@@ -239,6 +251,7 @@ class RewriteFacts:
     list_entries: dict[tuple[str, int], tuple[int | None, int | None]]
     owned_ranges: dict[str, tuple[tuple[int, int], ...]]
     loaded_topics: frozenset[str]
+    list_rows: tuple[dict[str, Any], ...] = ()  # ledger_list rows of those managed ledgers
 
 
 REWRITE_DETECTIONS = ("dangling-ledger", "expired-retention-unloaded", "inactive-subscription")
@@ -259,7 +272,11 @@ def _rewrite_facts(snap: Snapshot, findings: Iterable[Finding], include: frozens
     want = pa.array(paths, type=pa.string())
     mls = _read(snap, "managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid", "format"))
     ml_rows = list(_rows(mls.filter(pc.is_in(mls.column("path"), value_set=want))))
-    ll = _read(snap, "ledger_list", ("ml_path", "ledger_id", "entries", "size"))
+    ll = _read(
+        snap,
+        "ledger_list",
+        ("ml_path", "ledger_id", "entries", "size", "idx", "timestamp_ms", "is_last", "bookkeeper_deleted"),
+    )
     ll = ll.filter(pc.is_in(ll.column("ml_path"), value_set=want))
     entries = {
         (str(r["ml_path"]), int(r["ledger_id"])): (r["entries"], r["size"]) for r in _rows(ll) if r["ledger_id"] >= 0
@@ -269,11 +286,77 @@ def _rewrite_facts(snap: Snapshot, findings: Iterable[Finding], include: frozens
     for r in _rows(owners):
         owned.setdefault(str(r["namespace"]), []).append((int(r["lower"]), int(r["upper"])))
     loaded = frozenset(str(t) for t in _read(snap, "loaded_topics", ("topic",)).column("topic").to_pylist())
-    return RewriteFacts(ml_rows, entries, {k: tuple(sorted(v)) for k, v in owned.items()}, loaded)
+    owned_t = {k: tuple(sorted(v)) for k, v in owned.items()}
+    return RewriteFacts(ml_rows, entries, owned_t, loaded, tuple(r for r in _rows(ll) if r["ledger_id"] >= 0))
+
+
+def _ledger_lists(
+    rows: Iterable[dict[str, Any]], ledgers: dict[int, LedgerFact]
+) -> dict[str, tuple[ListedLedger, ...]]:
+    """Per managed-ledger path, its list as the retention rule takes it (the audit's ``int_ledgers``): the last
+    ledger with BookKeeper's last entry id + 1, length and ctime."""
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_path.setdefault(str(r["ml_path"]), []).append(r)
+    out: dict[str, tuple[ListedLedger, ...]] = {}
+    for path, rs in by_path.items():
+        listed = []
+        for r in sorted(rs, key=lambda x: int(x["idx"])):
+            lid, deleted = int(r["ledger_id"]), bool(r["bookkeeper_deleted"])
+            if not r["is_last"]:
+                listed.append(ListedLedger(lid, r["entries"] or 0, r["size"] or 0, r["timestamp_ms"], deleted))
+                continue
+            bk = ledgers.get(lid)
+            last = bk.last_entry_id if bk is not None else None
+            listed.append(
+                ListedLedger(
+                    lid,
+                    None if last is None else last + 1,
+                    bk.length if bk is not None else None,
+                    bk.ctime_ms if bk is not None else None,
+                    deleted,
+                    last,
+                )
+            )
+        out[path] = tuple(listed)
+    return out
+
+
+def _retention(snap: Snapshot, ml_rows: Sequence[dict[str, Any]], rules: RuleParams) -> dict[str, Retention | None]:
+    """Per managed-ledger path, the retention its broker applies (:func:`pulsar_ops.repair.rules.resolve_retention`
+    on the snapshot's namespace and topic policies); None when the plan cannot know the broker defaults."""
+    if not ml_rows:
+        return {}
+    if rules.default_retention_time_minutes is None or rules.default_retention_size_mb is None:
+        return {str(r["path"]): None for r in ml_rows}
+    defaults = (rules.default_retention_time_minutes, rules.default_retention_size_mb)
+    ns_t = _read(snap, "namespaces", ("namespace", "retention_time_minutes", "retention_size_mb"))
+    ns = {str(r["namespace"]): (r["retention_time_minutes"], r["retention_size_mb"]) for r in _rows(ns_t)}
+    tp_t = _read(snap, "topic_policies", ("scope", "topic", "retention_time_minutes", "retention_size_mb"))
+    scoped: dict[tuple[str, str], RetentionPair] = {
+        (str(r["topic"]), str(r["scope"])): (r["retention_time_minutes"], r["retention_size_mb"]) for r in _rows(tp_t)
+    }
+
+    def topic_pair(topic: str) -> RetentionPair | None:
+        return topic_policy_pair(scoped.get((topic, "local")), scoped.get((topic, "global")))
+
+    out: dict[str, Retention | None] = {}
+    for r in ml_rows:
+        ml = names.ml_name_from_path(str(r["path"]))
+        base_name, idx = names.partition_suffix(ml.local_name)
+        base = topic_pair(f"persistent://{ml.namespace}/{base_name}") if idx >= 0 else None
+        out[str(r["path"])] = resolve_retention(topic_pair(ml.topic), base, ns.get(ml.namespace), defaults)
+    return out
 
 
 def load_facts(
-    snap: Snapshot, findings: Iterable[Finding], ledgers: dict[int, LedgerFact], include: frozenset[str] = frozenset()
+    snap: Snapshot,
+    findings: Iterable[Finding],
+    ledgers: dict[int, LedgerFact],
+    include: frozenset[str] = frozenset(),
+    *,
+    rules: RuleParams | None = None,
+    now_ms: int | None = None,
 ) -> SnapshotFacts:
     """Facts for the plannable orphan-ledger and znode-leak findings, and the opt-in detections ``include``."""
     findings = list(findings)
@@ -295,7 +378,7 @@ def load_facts(
         "cursors",
         (
             "path", "ml_path", "version", "mzxid", "subscription", "is_system", "cursors_ledger_id",
-            "mark_delete_ledger_id", "mark_delete_entry_id",
+            "mark_delete_ledger_id", "mark_delete_entry_id", "last_active_ms",
         ),
     )  # fmt: skip
     curs = curs.filter(
@@ -309,11 +392,13 @@ def load_facts(
     zrows = _znode_rows(snap, exact, roots)
 
     sha: dict[str, str] = {}
+    mtimes: dict[str, int] = {}
     subtrees: dict[str, list[SubtreeZnode]] = {}
     for z in zrows:
         zref = ZnodeRef(str(z["store"]), str(z["path"]), int(z["version"]), int(z["mzxid"]), z["data_sha256"])
         if z["store"] == "local" and z["path"] in exact:
             sha[z["path"]] = z["data_sha256"]
+            mtimes[z["path"]] = int(z["mtime_ms"])
         for root in _ancestors_in(str(z["path"]), roots):
             subtrees.setdefault(root, []).append(
                 SubtreeZnode(
@@ -336,7 +421,12 @@ def load_facts(
             cursors_ledger_id=int(r["cursors_ledger_id"]),
             mark_delete=None
             if r["mark_delete_ledger_id"] is None
-            else (int(r["mark_delete_ledger_id"]), int(r["mark_delete_entry_id"] or -1)),
+            else (
+                int(r["mark_delete_ledger_id"]),
+                -1 if r["mark_delete_entry_id"] is None else int(r["mark_delete_entry_id"]),
+            ),
+            last_active_ms=None if r["last_active_ms"] is None else int(r["last_active_ms"]),
+            mtime_ms=mtimes.get(str(r["path"])),
         )
         for r in cursor_rows
         if r["ml_path"] in exact_rw
@@ -356,7 +446,12 @@ def load_facts(
     referenced, watermark = _referenced(snap, {f.ledger_id for f in wanted if f.ledger_id is not None})
     trim_ids = {lid: ml for (ml, lid) in rw.list_entries if lid in ledgers}
     elsewhere, _ = _referenced(snap, set(trim_ids), exclude_lists=set(trim_ids.values()))
+    rules = rules if rules is not None else RuleParams()
     return SnapshotFacts(
+        rules=rules,
+        now_ms=now_ms if now_ms is not None else snap.manifest.finished_at_ms,
+        ledger_lists=_ledger_lists(rw.list_rows, ledgers),
+        retention=_retention(snap, rw.ml_rows, rules),
         ledgers_root=snap.manifest.ledgers_root,
         tenants=frozenset(str(t) for t in _read(snap, "tenants", ("tenant",)).column("tenant").to_pylist()),
         namespaces=frozenset(str(n) for n in _read(snap, "namespaces", ("namespace",)).column("namespace").to_pylist()),

@@ -40,6 +40,8 @@ class Observed:
     version: int = -1
     mzxid: int = 0
     ephemeral_owner: int = 0
+    ctime_ms: int = 0  # 0: not read (the eligibility rules then treat the age as unknown)
+    mtime_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,8 +102,10 @@ def verify_targets(action: Action, observed: Sequence[Observed]) -> str | None:
 
 def verify_custom_metadata(action: Action, data: bytes) -> str | None:
     """PIP-186 style: the ledger must still carry the identity custom metadata recorded in the plan."""
-    if action.kind != KIND_DELETE_LEDGER or not action.preconditions.custom_metadata:
+    if action.kind != KIND_DELETE_LEDGER:
         return None
+    if not action.preconditions.custom_metadata:
+        return f"the plan records no custom metadata for {action.path}: a ledger is never deleted without it; re-plan"
     from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 
     try:

@@ -192,6 +192,8 @@ class ZkSession:
                     version=int(stat.version),
                     mzxid=int(stat.mzxid),
                     ephemeral_owner=int(stat.ephemeralOwner),
+                    ctime_ms=int(stat.ctime),
+                    mtime_ms=int(stat.mtime),
                 )
             )
         return out
@@ -279,6 +281,8 @@ class ZkSession:
             version=int(stat.version),
             mzxid=int(stat.mzxid),
             ephemeral_owner=int(stat.ephemeralOwner),
+            ctime_ms=int(stat.ctime),
+            mtime_ms=int(stat.mtime),
         )
         return NodeWithAcl(node=node, stat=stat_to_json(stat), acl=tuple(acl_to_json(acls)))
 

@@ -31,6 +31,7 @@ LOCAL_FIXED_ROOTS: tuple[str, ...] = (
     TOPIC_POLICIES,
 )
 
+_DOMAINS = ("persistent", "non-persistent")
 _RANGE_RE = re.compile(r"0x[0-9a-fA-F]{8}_0x[0-9a-fA-F]{8}")
 
 
@@ -144,12 +145,15 @@ def classify(path: str, ledgers_root: str, num_children: int = 0) -> PathInfo:
     s = _under(path, PARTITIONED)
     if s is not None:
         n = len(s)
-        if (n == 4 and s[2] == "persistent") or (n == 5 and s[3] == "persistent"):
+        # <ns>/<domain>/<topic>, V2 (t/ns) or V1 (p/c/ns): a persistent or non-persistent partitioned topic (the
+        # broker writes both: NamespaceResources.PartitionedTopicResources#createPartitionedTopicAsync keys the
+        # path by the topic's domain). A non-persistent one has no managed ledger, but proves its schema's topic.
+        if (n == 4 and s[2] in _DOMAINS) or (n == 5 and s[3] in _DOMAINS):
             kind = "partitioned-topic"
-        elif n <= 3 or (n == 4 and s[3] in ("persistent", "non-persistent")):
+        elif n <= 3 or (n == 4 and s[3] in _DOMAINS):
             kind = "partitioned-dir"
         else:
-            kind = "other"  # e.g. non-persistent partitioned topics: no managed ledger, not a leak candidate
+            kind = "other"
         return PathInfo(kind, PARTITIONED, PARTITIONED, tuple(s))
     s = _under(path, CLUSTERS)
     if s is not None:

@@ -421,7 +421,7 @@ def _partitioned(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: Extrac
                 "namespace": namespace,
                 "encoded_name": enc,
                 "local_name": local,
-                "topic": f"persistent://{namespace}/{local}",
+                "topic": f"{s[-2]}://{namespace}/{local}",  # persistent:// or non-persistent://
                 "partitions": meta.partitions,
                 "deleted": bool(meta.deleted),
                 **_stat_cols(stat),

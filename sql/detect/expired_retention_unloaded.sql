@@ -159,13 +159,9 @@ candidates AS (
         l.r_topic, l.r_namespace, l.owned, l.owner_broker, l.bundle_range, l.retention_source
     FROM topic_ledgers l
     LEFT JOIN slowest s ON s.ml_path = l.ml_path
-    WHERE NOT l.bookkeeper_deleted
-        AND (NOT l.is_last OR coalesce(l.bk_last_entry_id, CAST(-1 AS BIGINT)) >= 0)
-        AND (
-            s.md_ledger IS NULL
-            OR l.ledger_id < s.md_ledger
-            OR (l.ledger_id = s.md_ledger AND s.md_entry = l.entries - 1)
-        )
+    -- the rule's per-ledger predicates are rendered from pulsar_ops/repair/rules.py, the one definition the
+    -- planner and apply call too (trim_candidate_sql, retention_expired_sql, at_first_trim_sql)
+    WHERE ${trim_candidate:l:s}
 ),
 sized AS (
     SELECT
@@ -185,8 +181,8 @@ sized AS (
 walked AS (
     SELECT /*+ BROADCAST(p) */
         s.*,
-        coalesce((s.rt >= 0 AND p.now_ms - s.timestamp_ms > s.rt * 60000) OR s.by_size, false) AS expired,
-        NOT s.is_last OR s.rt = 0 OR s.by_size AS at_first_trim
+        ${retention_expired:s:p} AS expired,
+        ${at_first_trim:s} AS at_first_trim
     FROM sized s
     CROSS JOIN params p
 ),

@@ -23,9 +23,11 @@ WITH located AS (
 named AS (
     SELECT
         l.*,
-        -- <root>/<namespace>[/persistent]/<encoded local name>
+        -- <root>/<namespace>[/persistent|/non-persistent]/<encoded local name> (a non-persistent partitioned topic
+        -- names its schema's persistent:// topic)
         regexp_extract(
-            l.topic_path, '^/(managed-ledgers|admin/partitioned-topics|schemas)/(.+?)(/persistent)?/[^/]+$', 2
+            l.topic_path,
+            '^/(managed-ledgers|admin/partitioned-topics|schemas)/(.+?)(/persistent|/non-persistent)?/[^/]+$', 2
         ) AS topic_namespace,
         try_url_decode(regexp_extract(l.topic_path, '/([^/]+)$', 1)) AS topic_local
     FROM located l

@@ -25,8 +25,10 @@ undecodable_ml_topics AS (
     SELECT regexp_replace(topic, '-partition-[0-9]+$', '') AS topic FROM int_undecodable
     WHERE kind = 'managed-ledger' AND topic IS NOT NULL
 ),
+-- the topics a partitioned-topic znode proves, as a schema names them (no domain: a non-persistent partitioned
+-- topic shares the schema of the persistent name, SchemaRegistryService keys schemas by tenant/ns/topic)
 partitioned_known AS (
-    SELECT topic FROM stg_partitioned_topics
+    SELECT regexp_replace(topic, '^non-persistent://', 'persistent://') AS topic FROM stg_partitioned_topics
     UNION ALL
     SELECT topic FROM int_undecodable WHERE kind = 'partitioned-topic' AND topic IS NOT NULL
 ),
@@ -82,7 +84,9 @@ SELECT
           concat('/managed-ledgers/', pt.namespace)) AS required,
     CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
 FROM stg_partitioned_topics pt
-WHERE NOT EXISTS (SELECT 1 FROM ml_topics m WHERE m.topic = pt.topic)
+-- a non-persistent partitioned topic has no managed ledger by design: never a leak candidate
+WHERE pt.topic LIKE 'persistent://%'
+    AND NOT EXISTS (SELECT 1 FROM ml_topics m WHERE m.topic = pt.topic)
     AND NOT EXISTS (SELECT 1 FROM undecodable_ml_topics m WHERE m.topic = pt.topic)
 UNION ALL
 -- 3. schema locators whose topic has neither a managed ledger nor a partitioned node

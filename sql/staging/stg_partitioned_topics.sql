@@ -1,4 +1,4 @@
--- stg_partitioned_topics: /admin/partitioned-topics/<namespace>/persistent/<encodedName> (PartitionedTopicMetadata JSON).
+-- stg_partitioned_topics: /admin/partitioned-topics/<namespace>/{persistent,non-persistent}/<encodedName> (PartitionedTopicMetadata JSON; `topic` carries the domain).
 -- Rename/cast only. Source: the snapshot table `partitioned_topics` (registered as src_partitioned_topics).
 SELECT
     CAST(path AS STRING) AS path,

@@ -21,6 +21,7 @@ from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.runner import run_audit
 from pulsar_ops.cli.main import app
 from pulsar_ops.findings import Finding
+from pulsar_ops.repair.executor import APPLY_NOW_ENV
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.model_spec import DEFAULT_DEFECTS, SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
@@ -168,8 +169,11 @@ def _dump(zk: KazooClient, path: str = "/") -> dict[str, bytes]:
     return out
 
 
-def test_repair_round_trip_through_the_audit(spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
+def test_repair_round_trip_through_the_audit(
+    spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     now = int(time.time() * 1000) + AHEAD_MS
+    monkeypatch.setenv(APPLY_NOW_ENV, str(now))  # apply's rules age ledgers by the seeded clock, as the audit does
     res = seed_cluster(zk, None, SeedOptions(topics=40, seed=4, now_ms=now))
     scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
     before = _audit(spark, tmp_path / "snap", tmp_path / "audit", now)

@@ -84,8 +84,14 @@ def test_delete_subscription_through_the_real_broker(cluster: str, tmp_path: Pat
     )  # fmt: skip
     audit = tmp_path / "audit"
     audit.mkdir()
-    doc = {"snapshot": {"snapshot_id": json.loads(r.stdout)["snapshot_id"], "path": str(snap)}, "audit": {},
-           "findings": [finding.to_json()]}  # fmt: skip
+    # the audit parameters plan records for apply's rules: the subscription was created seconds ago
+    params = {
+        "min_age_ms": 0,
+        "inactive_after_ms": 0,
+        "broker": {"default_retention_time_minutes": 0, "default_retention_size_mb": 0},
+    }
+    doc = {"snapshot": {"snapshot_id": json.loads(r.stdout)["snapshot_id"], "path": str(snap)},
+           "audit": {"params": params}, "findings": [finding.to_json()]}  # fmt: skip
     (audit / "findings.json").write_text(json.dumps(doc))
     plan = tmp_path / "plan.json"
     r = _cli("plan", str(audit), "--out", str(plan), "--include", "inactive-subscription")

@@ -78,6 +78,21 @@ def leaks(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     b.schema("t/live", "no topic", [70, 71])
     b.znode("/schemas/t/live/no+topic", data_length=55)
     b.schema("t/live", "ok", [72])
+    # control: a live non-persistent partitioned topic (no managed ledger by design) owns the schema of its name,
+    # and its own partitioned-topic node is never a leak
+    b.add(
+        "partitioned_topics",
+        path="/admin/partitioned-topics/t/live/non-persistent/np",
+        tenant="t",
+        namespace="t/live",
+        encoded_name="np",
+        local_name="np",
+        topic="non-persistent://t/live/np",
+        partitions=2,
+    )
+    b.znode("/admin/partitioned-topics/t/live/non-persistent/np", store="config", data_length=16)
+    b.schema("t/live", "np", [73])
+    b.znode("/schemas/t/live/np", data_length=30)
     # 4. bundle-data of a namespace without policies (one finding for the directory), a stale range of a
     #    live namespace, and a control range that is a bundle
     for rg in ("0x00000000_0x80000000", "0x80000000_0xffffffff"):

@@ -348,8 +348,20 @@ def write_snapshot(zk: KazooClient, out: Path) -> dict[str, Any]:
     return {"snapshot_id": m.snapshot_id, "finished_at_ms": finished, "path": str(out.resolve())}
 
 
-def write_audit(audit_dir: Path, snapshot: dict[str, Any], findings: list[Finding]) -> Path:
+# The audit parameters a test audit records (the plan copies them; apply's eligibility rules re-use them): no
+# min-age (the test cluster's znodes were created seconds ago), no inactivity window, the broker's defaults.
+TEST_AUDIT_PARAMS: dict[str, Any] = {
+    "min_age_ms": 0,
+    "inactive_after_ms": 0,
+    "broker": {"default_retention_time_minutes": 0, "default_retention_size_mb": 0},
+}
+
+
+def write_audit(
+    audit_dir: Path, snapshot: dict[str, Any], findings: list[Finding], params: dict[str, Any] | None = None
+) -> Path:
     audit_dir.mkdir(parents=True, exist_ok=True)
-    doc = {"snapshot": snapshot, "audit": {"engine": "test"}, "findings": [f.to_json() for f in findings]}
+    audit = {"engine": "test", "params": TEST_AUDIT_PARAMS if params is None else params}
+    doc = {"snapshot": snapshot, "audit": audit, "findings": [f.to_json() for f in findings]}
     (audit_dir / "findings.json").write_text(json.dumps(doc))
     return audit_dir

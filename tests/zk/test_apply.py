@@ -18,6 +18,7 @@ from tests.zk.repair_cluster import (
     LEAK_BUNDLE,
     LEAK_ML,
     ML_A_PATH,
+    WATERMARK,
     Scenario,
     build_cluster,
     custom_ml,
@@ -181,7 +182,7 @@ def test_changed_or_re_referenced_actions_are_skipped_others_deleted(env: Env) -
     assert apply(env, "mark", "--apply", "--yes")[0] == 0
     zk = env.zk
     # ledger 20 becomes referenced again: the owner's ledger list gains it (version changes too)
-    zk.set(ML_A_PATH, ml_info([10, 11, 20]))
+    zk.set(ML_A_PATH, ml_info([10, 11, 20, WATERMARK]))  # WATERMARK stays: 21-24 stay below it
     # ledger 25's znode changes (e.g. recovered and closed again)
     zk.set(ledger_path(25), ledger_md(custom_ml("t/ns/persistent/gone"), length=5))
     # a new child appears inside a leaked subtree

@@ -32,3 +32,20 @@ def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
         assert "${" not in rendered and "${" not in f.text, f.name
         macros = raw.count("${broadcast_if_small:")
         assert rendered.count("/*+ BROADCAST(") - f.text.count("/*+ BROADCAST(") == macros, f.name
+
+
+def test_the_first_trim_rule_s_predicates_are_rendered_from_the_repair_rules() -> None:
+    """expired-retention-unloaded writes the rule's predicates as macros: the SQL holds exactly what
+    pulsar_ops.repair.rules renders (the definition the planner and apply call), nothing is left unexpanded."""
+    from pulsar_ops.audit.sql_files import detect_files
+    from pulsar_ops.repair import rules
+
+    f = next(f for f in detect_files() if f.name == "expired-retention-unloaded")
+    raw = f.path.read_text()
+    for macro in ("${trim_candidate:l:s}", "${retention_expired:s:p}", "${at_first_trim:s}"):
+        assert macro in raw
+    text = f.text
+    assert "${" not in text
+    assert rules.trim_candidate_sql("l", "s") in text
+    assert rules.retention_expired_sql("s", "p") in text
+    assert rules.at_first_trim_sql("s") in text

@@ -9,9 +9,14 @@ from pulsar_ops.findings import Finding
 from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.repair.actions import ZnodeRef
 from pulsar_ops.repair.planner import LedgerFact, SnapshotFacts, SubtreeZnode
+from pulsar_ops.repair.rules import RuleParams
 
 NOW = 1_700_000_000_000
 DAY = 86_400_000
+# the audit parameters the eligibility rules use: min-age 1 day, inactive after 7 days, no broker retention
+RULES = RuleParams(
+    min_age_ms=DAY, inactive_after_ms=7 * DAY, default_retention_time_minutes=0, default_retention_size_mb=0
+)
 
 
 def sha(b: bytes) -> str:
@@ -99,4 +104,6 @@ def subtree(
 def facts(**kw: Any) -> SnapshotFacts:
     """Snapshot facts; by default the watermark is far above every test ledger id."""
     kw.setdefault("watermark", 10**12)
+    kw.setdefault("rules", RULES)
+    kw.setdefault("now_ms", NOW)
     return SnapshotFacts(**kw)

@@ -11,7 +11,7 @@ from pulsar_ops.repair.actions import Action, AdminCall, ZnodeRef
 from pulsar_ops.repair.planner import CursorFact, PlanParams, SnapshotFacts, plan_actions
 from pulsar_ops.repair.safety import action_problem
 
-from .factory import ledger_fact, sha
+from .factory import DAY, NOW, RULES, ledger_fact, sha
 
 TOPIC = "persistent://t/ns/topic"
 ML_PATH = "/managed-ledgers/t/ns/persistent/topic"
@@ -20,7 +20,8 @@ INCLUDE = PlanParams(include=frozenset({"inactive-subscription"}))
 
 def cursor(name: str, md: tuple[int, int] | None, ledger: int = -1, system: bool = False) -> CursorFact:
     path = f"{ML_PATH}/{name}"
-    return CursorFact(ZnodeRef("local", path, 2, 20, sha(path.encode())), ML_PATH, name, system, ledger, md)
+    z = ZnodeRef("local", path, 2, 20, sha(path.encode()))
+    return CursorFact(z, ML_PATH, name, system, ledger, md, last_active_ms=NOW - 30 * DAY)
 
 
 def idle(name: str) -> Finding:
@@ -34,7 +35,11 @@ def facts(*cursors: CursorFact, **kw: Any) -> SnapshotFacts:
     entries = {(ML_PATH, 5): (10, 100), (ML_PATH, 6): (10, 200), (ML_PATH, 7): (10, 400), (ML_PATH, 8): (None, None)}
     return replace(
         SnapshotFacts(
-            cursor_facts={c.znode.path: c for c in cursors}, list_entries=entries, ledgers={9: ledger_fact(9)}
+            cursor_facts={c.znode.path: c for c in cursors},
+            list_entries=entries,
+            ledgers={9: ledger_fact(9)},
+            rules=RULES,
+            now_ms=NOW,
         ),
         **kw,
     )
@@ -74,3 +79,11 @@ def test_safety_refuses_a_subscription_action_that_strays() -> None:
         replace(a, preconditions=replace(a.preconditions, absent=(ledger_path(3),))),
     ):
         assert action_problem(bad, ledgers_root="/ledgers") is not None, bad
+
+
+def test_a_subscription_active_within_inactive_after_is_refused_by_the_rule() -> None:
+    recent = replace(cursor("old", (5, 3)), last_active_ms=NOW - DAY)  # inactive-after is 7 days
+    draft = plan_actions([idle("old")], facts(recent), INCLUDE)
+    assert draft.actions == ()
+    assert [n.reason_code for n in draft.not_planned] == ["refused-by-rule"]
+    assert "within inactive-after" in draft.not_planned[0].reason

@@ -11,9 +11,10 @@ from pulsar_ops.findings import Finding
 from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.repair.actions import Action, Reference, ZnodeRef
 from pulsar_ops.repair.planner import PlanParams, SnapshotFacts, plan_actions
+from pulsar_ops.repair.rules import ListedLedger, Retention
 from pulsar_ops.repair.safety import action_problem
 
-from .factory import ledger_fact, ml_custom, sha
+from .factory import DAY, NOW, RULES, ledger_fact, ml_custom, sha
 
 TOPIC = "persistent://t/ns/topic"
 ML_PATH = "/managed-ledgers/t/ns/persistent/topic"
@@ -42,6 +43,16 @@ def facts(**kw: Any) -> SnapshotFacts:
         list_entries={(ML_PATH, 5): (10, 1000), (ML_PATH, 6): (3, 300), (ML_PATH, 7): (None, None)},
         ledgers={i: ledger_fact(i, length=100 * i, custom=ml_custom("t/ns/persistent/topic")) for i in (5, 6, 7)},
         cursors={ML_PATH: (CURSOR,)},
+        rules=RULES,
+        now_ms=NOW,
+        ledger_lists={
+            ML_PATH: (
+                ListedLedger(5, 10, 1000, NOW - 3 * DAY),
+                ListedLedger(6, 3, 300, NOW - 2 * DAY),
+                ListedLedger(7, 1, 700, NOW - DAY, bk_last_entry_id=0),
+            )
+        },
+        retention={ML_PATH: Retention(60, -1, "namespace")},  # 1 hour: 5, 6 and (its BookKeeper age) 7 expired
     )
     return replace(base, **kw)
 

@@ -56,7 +56,7 @@ def rows_of(ex: object, table: str) -> list[dict[str, object]]:
         ("/admin/policies/t", "tenant", "/admin/policies"),
         ("/admin/policies/p/c/ns", "namespace", "/admin/policies"),
         ("/admin/partitioned-topics/t/ns/persistent/x", "partitioned-topic", "/admin/partitioned-topics"),
-        ("/admin/partitioned-topics/t/ns/non-persistent/x", "other", "/admin/partitioned-topics"),
+        ("/admin/partitioned-topics/t/ns/non-persistent/x", "partitioned-topic", "/admin/partitioned-topics"),
         ("/admin/clusters/standalone", "cluster", "/admin/clusters"),
         ("/namespace/t/ns/0x00000000_0x40000000", "bundle-owner", "/namespace"),
         ("/loadbalance/bundle-data/t/ns/0x00000000_0x40000000", "bundle-data", "/loadbalance/bundle-data"),

@@ -1,0 +1,152 @@
+"""The facts the eligibility rules (:mod:`pulsar_ops.repair.rules`) need, re-read from ZooKeeper now.
+
+``apply`` calls these at mark and again at delete, never trusting the plan's copy of a fact. A read that fails
+raises (:class:`pulsar_ops.errors.ZooKeeperError`, the caller skips the action); a value that does not decode
+becomes an unknown fact, which the rule refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulsar_ops.errors import DecodeError
+from pulsar_ops.formats import names
+from pulsar_ops.formats.ledger_path import ledger_path
+from pulsar_ops.repair.references import ReferenceIndex
+from pulsar_ops.repair.rules import (
+    LedgerNow,
+    ListedLedger,
+    RetentionPair,
+    RuleParams,
+    TopicNow,
+    resolve_retention,
+    topic_policy_pair,
+)
+from pulsar_ops.repair.safety import CONFIG, LOCAL, POLICIES
+from pulsar_ops.repair.validate import Observed
+from pulsar_ops.repair.zk_writer import ZkSession
+
+TOPIC_POLICIES = "/admin/topic-policies"
+
+
+def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex) -> LedgerNow:
+    """Ledger ``ledger_id`` as its metadata znode ``node`` (just read) and the tree's references show it."""
+    from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
+
+    custom: dict[str, str] | None
+    try:
+        md = decode_ledger_metadata(node.data, node.path)
+        custom = {k: v.decode("utf-8", errors="replace") for k, v in md.custom_metadata}
+    except DecodeError:
+        custom = None
+    return LedgerNow(
+        ledger_id=ledger_id,
+        custom=custom,
+        ctime_ms=node.ctime_ms or None,
+        watermark=index.watermark,
+        referenced_by=index.referenced.get(ledger_id),
+    )
+
+
+def _bk_last(session: ZkSession, ledger_id: int, ledgers_root: str) -> tuple[int | None, int | None, int | None]:
+    """(last entry id, length, ctime) of a ledger from its metadata (hierarchical or flat path), or Nones."""
+    from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
+
+    paths = list(dict.fromkeys((ledger_path(ledger_id, ledgers_root), ledger_path(ledger_id, ledgers_root, flat=True))))
+    for node in session.read(LOCAL, paths):
+        if node.exists:
+            md = decode_ledger_metadata(node.data, node.path)  # ctime: the metadata's, else the znode's
+            return md.last_entry_id, md.length, md.ctime_ms or node.ctime_ms or None
+    return None, None, None
+
+
+def _retention_json(data: bytes, path: str) -> RetentionPair:
+    from pulsar_ops.formats.policies import parse_json_object
+
+    doc: dict[str, Any] = parse_json_object(data, path)
+    ret = doc.get("retentionPolicies")
+    ret = ret if isinstance(ret, dict) else {}
+
+    def num(v: Any) -> int | None:
+        return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
+
+    return num(ret.get("retentionTimeInMinutes")), num(ret.get("retentionSizeInMB"))
+
+
+def _topic_policy(session: ZkSession, ml: names.MlName) -> RetentionPair | None:
+    """The retention of one topic's topic policies (local scope first), or None when it sets none."""
+    pairs: dict[str, RetentionPair | None] = {}
+    for scope in ("local", "global"):
+        path = f"{TOPIC_POLICIES}/{scope}/{ml.namespace}/persistent/{ml.encoded_name}"
+        data = session.data(CONFIG, path)
+        pairs[scope] = None if data is None else _retention_json(data, path)
+    return topic_policy_pair(pairs["local"], pairs["global"])
+
+
+def topic_now(session: ZkSession, ml_path: str, rules: RuleParams, ledgers_root: str) -> TopicNow:
+    """The managed ledger at ``ml_path`` now: its list (the last ledger with BookKeeper's values, as the audit's
+    ``int_ledgers``), its cursors' mark-delete positions and the retention the broker applies to it."""
+    from pulsar_ops.formats.cursor import decode_cursor_info
+    from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
+    from pulsar_ops.formats.policies import parse_namespace_policies
+
+    node = session.read(LOCAL, [ml_path])[0]
+    if not node.exists:
+        return TopicNow((), (), None, problem=f"{ml_path} is gone")
+    try:
+        ml = names.ml_name_from_path(ml_path)
+        info = decode_managed_ledger_info(node.data, ml_path).info
+        listed: list[ListedLedger] = []
+        for i, li in enumerate(info.ledgers):
+            deleted = bool(li.offload is not None and li.offload.bookkeeper_deleted)
+            if i < len(info.ledgers) - 1:
+                listed.append(ListedLedger(li.ledger_id, li.entries or 0, li.size or 0, li.timestamp_ms, deleted))
+                continue
+            last_entry, length, ctime = _bk_last(session, li.ledger_id, ledgers_root)
+            entries = None if last_entry is None else last_entry + 1
+            listed.append(ListedLedger(li.ledger_id, entries, length, ctime, deleted, last_entry))
+        marks: list[tuple[int, int] | None] = []
+        for child in session.children(LOCAL, ml_path) or ():
+            cpath = f"{ml_path}/{child}"
+            data = session.data(LOCAL, cpath)
+            if data is None:
+                continue
+            md = decode_cursor_info(data, cpath).info.mark_delete
+            marks.append(None if md is None else (int(md[0]), int(md[1])))
+        ns_data = session.data(CONFIG, f"{POLICIES}/{ml.namespace}")
+        ns_pair: RetentionPair | None = None
+        if ns_data is not None:
+            p = parse_namespace_policies(ns_data, f"{POLICIES}/{ml.namespace}")
+            ns_pair = (p.retention_time_minutes, p.retention_size_mb)
+        own = _topic_policy(session, ml)
+        base_name, idx = names.partition_suffix(ml.local_name)
+        base = None
+        if idx >= 0:
+            base = _topic_policy(session, names.parse_topic(f"persistent://{ml.namespace}/{base_name}"))
+    except DecodeError as e:
+        return TopicNow((), (), None, problem=f"{e.path}: {e.reason}; not evidence of expiry")
+    if rules.default_retention_time_minutes is None or rules.default_retention_size_mb is None:
+        return TopicNow(tuple(listed), tuple(marks), None)
+    defaults = (rules.default_retention_time_minutes, rules.default_retention_size_mb)
+    return TopicNow(tuple(listed), tuple(marks), resolve_retention(own, base, ns_pair, defaults))
+
+
+def listed_now(session: ZkSession, ml_path: str) -> tuple[int, ...] | None:
+    """The ledger ids ``ml_path`` lists now (None: gone or undecodable)."""
+    from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
+
+    node = session.read(LOCAL, [ml_path])[0]
+    if not node.exists:
+        return None
+    try:
+        return decode_managed_ledger_info(node.data, ml_path).info.ledger_ids
+    except DecodeError:
+        return None
+
+
+def present_paths(session: ZkSession, ledger_ids: tuple[int, ...], ledgers_root: str) -> list[str]:
+    """Of the hierarchical and flat metadata paths of ``ledger_ids``, those that exist now."""
+    paths: list[str] = []
+    for lid in ledger_ids:
+        paths.extend(dict.fromkeys((ledger_path(lid, ledgers_root), ledger_path(lid, ledgers_root, flat=True))))
+    return [o.path for o in session.read(LOCAL, paths) if o.exists]

@@ -1,0 +1,409 @@
+"""One eligibility rule per action kind, shared by ``plan`` and ``apply``. Pure: facts in, a verdict out.
+
+The plan only proposes. For every kind ONE function here decides, from facts, whether the action is allowed and
+what exactly it may change; the planner calls it on the snapshot's facts, ``apply`` calls it at mark and again at
+delete on facts re-read from ZooKeeper at that moment (:mod:`pulsar_ops.repair.live_facts` reads them). A plan
+file a person edits and re-checksums can only ever ask for less than the rules allow, never more.
+
+===================== ======================================================================================
+kind                  rule (every condition re-derived from the facts given, never from the plan's copy)
+===================== ======================================================================================
+delete-ledger-metadata :func:`ledger_delete_rule`: the ledger's own custom metadata makes it Pulsar-owned of a
+                      plannable kind (:func:`pulsar_ops.formats.ledger_kind.ledger_kind`, the audit's rule);
+                      its znode's ctime is older than the plan's min-age; its id is below the highest ledger id
+                      referenced in the tree (a higher one may be in flight); nothing references it
+trim-unloaded         :func:`trim_rule`: the removed ledgers are the first-trim set :func:`first_trim_ids`
+                      computes from the managed-ledger info, the cursors' mark-delete positions and the
+                      resolved retention (:func:`resolve_retention`), or a subset of it; the list is never left
+                      empty
+drop-missing-ledger   :func:`drop_missing_rule`: every dropped id is listed now and absent now (hierarchical and
+                      flat metadata paths)
+delete-subscription   :func:`subscription_rule`: a user cursor (never a system one) idle for longer than the
+                      plan's inactive-after (``lastActive``, else the znode's mtime)
+load-topic            :func:`load_topic_rule`: the first-trim set is not empty and holds every ledger the action
+                      predicts
+delete-subtree        :func:`pulsar_ops.repair.safety.prove_leak` (the leak table of :mod:`pulsar_ops.repair.safety`)
+===================== ======================================================================================
+
+A fact that is unknown (a read that failed, a value that does not decode, a plan that does not record the
+parameter a rule needs) is never read as permission: the rule refuses, naming what is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pulsar_ops.formats.ledger_kind import ledger_kind
+from pulsar_ops.formats.names import is_system_cursor
+
+# The kinds of orphan ledger a plan may delete (the audit reports the others, never plans them).
+PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RuleParams:
+    """The audit parameters the rules depend on, as the plan records them (``params.rules``). None: the plan does
+    not record it (an older plan, or an audit that did not say), and every rule needing it refuses."""
+
+    min_age_ms: int | None = None
+    inactive_after_ms: int | None = None
+    default_retention_time_minutes: int | None = None
+    default_retention_size_mb: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "min_age_ms": self.min_age_ms,
+            "inactive_after_ms": self.inactive_after_ms,
+            "default_retention_time_minutes": self.default_retention_time_minutes,
+            "default_retention_size_mb": self.default_retention_size_mb,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any) -> RuleParams:
+        if not isinstance(doc, Mapping):
+            return cls()
+
+        def num(key: str) -> int | None:
+            v = doc.get(key)
+            return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
+
+        return cls(
+            num("min_age_ms"),
+            num("inactive_after_ms"),
+            num("default_retention_time_minutes"),
+            num("default_retention_size_mb"),
+        )
+
+    @classmethod
+    def from_audit(cls, audit: Mapping[str, Any]) -> RuleParams:
+        """From findings.json's ``audit.params`` (:class:`pulsar_ops.audit.params.AuditParams` as JSON)."""
+        params = audit.get("params")
+        if not isinstance(params, Mapping):
+            return cls()
+        broker = params.get("broker")
+        broker = broker if isinstance(broker, Mapping) else {}
+        return cls.from_json(
+            {
+                "min_age_ms": params.get("min_age_ms"),
+                "inactive_after_ms": params.get("inactive_after_ms"),
+                "default_retention_time_minutes": broker.get("default_retention_time_minutes"),
+                "default_retention_size_mb": broker.get("default_retention_size_mb"),
+            }
+        )
+
+
+# --- delete-ledger-metadata --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerNow:
+    """One ledger as the rule sees it. ``custom``: its custom metadata (None: it does not decode);
+    ``watermark``: the highest ledger id referenced in the tree (None: unknown); ``referenced_by``: a znode that
+    references it (None: nothing does)."""
+
+    ledger_id: int
+    custom: Mapping[str, str] | None
+    ctime_ms: int | None
+    watermark: int | None
+    referenced_by: str | None = None
+
+
+def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> str | None:
+    """Why ledger ``f`` must not be deleted (None: the rule allows it)."""
+    lid = f.ledger_id
+    if f.custom is None:
+        return f"ledger {lid}: its metadata does not decode; its owner is unknown, not evidence of an orphan"
+    app, component = f.custom.get("application"), f.custom.get("component")
+    kind = ledger_kind(app, component, f.custom.get("pulsar/cursor") is not None)
+    if kind not in PLANNABLE_LEDGER_KINDS:
+        return (
+            f"ledger {lid} is {kind} by its own custom metadata (application={app!r}, component={component!r}); "
+            f"only {', '.join(sorted(PLANNABLE_LEDGER_KINDS))} ledgers are ever deleted"
+        )
+    if min_age_ms is None:
+        return "the plan records no min-age: re-plan from an audit that records its parameters"
+    if f.ctime_ms is None or f.ctime_ms <= 0:
+        return f"ledger {lid}: its znode's creation time is unknown; its age cannot be told"
+    age = now_ms - f.ctime_ms
+    if age < min_age_ms:
+        return (
+            f"ledger {lid} was created {age // 1000} s ago (znode ctime), less than the min-age {min_age_ms // 1000} s"
+        )
+    if f.watermark is None or lid >= f.watermark:
+        return (
+            f"ledger {lid} is not below the highest ledger id referenced in the tree ({f.watermark}): "
+            "it may be in flight"
+        )
+    if f.referenced_by is not None:
+        return f"ledger {lid} is referenced by {f.referenced_by}"
+    return None
+
+
+# --- retention: trim-unloaded and load-topic -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListedLedger:
+    """One entry of a managed ledger's list, with the values the broker uses after a load (the audit's
+    ``int_ledgers``): the last (open) ledger takes BookKeeper's last entry id + 1, length and ctime."""
+
+    ledger_id: int
+    entries: int | None
+    size: int | None
+    timestamp_ms: int | None
+    bookkeeper_deleted: bool = False  # offloaded and deleted from BookKeeper: never trimmed here
+    bk_last_entry_id: int | None = None  # the last ledger only: BookKeeper's last entry id
+
+
+@dataclass(frozen=True)
+class Retention:
+    time_minutes: int | None  # -1: infinite; None: no time rule
+    size_mb: int | None  # -1: infinite; None: no size rule
+    source: str = "broker"  # topic | namespace | broker
+
+
+RetentionPair = tuple[int | None, int | None]
+
+
+def resolve_retention(
+    topic: RetentionPair | None,
+    base_topic: RetentionPair | None,
+    namespace: RetentionPair | None,
+    defaults: RetentionPair,
+) -> Retention:
+    """The retention a broker applies to a topic, as the audit resolves it (expired_retention_unloaded.sql,
+    ``retention``): a topic policy (the partition's own, else its partitioned topic's; local scope before
+    global), else the namespace's ``retention_policies``, each null dimension taking the broker default."""
+    chosen = topic if topic is not None else base_topic
+    if chosen is not None:
+        t, s = chosen
+        return Retention(t if t is not None else defaults[0], s if s is not None else defaults[1], "topic")
+    if namespace is not None and (namespace[0] is not None or namespace[1] is not None):
+        t, s = namespace
+        return Retention(t if t is not None else defaults[0], s if s is not None else defaults[1], "namespace")
+    return Retention(defaults[0], defaults[1], "broker")
+
+
+def topic_policy_pair(local: RetentionPair | None, global_: RetentionPair | None) -> RetentionPair | None:
+    """One topic's retention from its local- and global-scope topic policies (each dimension: local first);
+    None when neither scope sets either dimension."""
+    rows = [r for r in (local, global_) if r is not None and (r[0] is not None or r[1] is not None)]
+    if not rows:
+        return None
+    lt = local[0] if local is not None else None
+    ls = local[1] if local is not None else None
+    gt = global_[0] if global_ is not None else None
+    gs = global_[1] if global_ is not None else None
+    return (lt if lt is not None else gt, ls if ls is not None else gs)
+
+
+# --- the per-ledger predicates of the first-trim rule: Python, and the same rendered into the audit's SQL ---------
+# sql/detect/expired_retention_unloaded.sql writes ${trim_candidate:L:S}, ${retention_expired:W:P} and
+# ${at_first_trim:W} (expanded by pulsar_ops.audit.sql_files); first_trim_ids below calls the Python twins, and
+# tests/unit/repair/test_retention_rule_sql.py runs both on generated topics.
+MINUTE_MS = 60_000
+
+
+def is_trim_candidate(li: ListedLedger, is_last: bool, slowest: tuple[int, int] | None) -> bool:
+    """Not offloaded-and-deleted; the open ledger only when BookKeeper shows entries; before the slowest cursor's
+    mark-delete ledger, or that ledger when fully consumed (no cursor with a position: every ledger)."""
+    if li.bookkeeper_deleted:
+        return False
+    if is_last and (li.bk_last_entry_id if li.bk_last_entry_id is not None else -1) < 0:
+        return False
+    if slowest is None:
+        return True
+    md_ledger, md_entry = slowest
+    return li.ledger_id < md_ledger or (
+        li.ledger_id == md_ledger and li.entries is not None and md_entry == li.entries - 1
+    )
+
+
+def trim_candidate_sql(ledger: str, slowest: str) -> str:
+    """:func:`is_trim_candidate` over ``ledger`` (an int_ledgers row) and ``slowest`` (md_ledger, md_entry)."""
+    li, s = f"{ledger}.", f"{slowest}."
+    return (
+        f"(NOT {li}bookkeeper_deleted"
+        f" AND (NOT {li}is_last OR coalesce({li}bk_last_entry_id, CAST(-1 AS BIGINT)) >= 0)"
+        f" AND ({s}md_ledger IS NULL OR {li}ledger_id < {s}md_ledger"
+        f" OR ({li}ledger_id = {s}md_ledger AND {s}md_entry = {li}entries - 1)))"
+    )
+
+
+def is_retention_expired(timestamp_ms: int | None, rt: int | None, by_size: bool, now_ms: int) -> bool:
+    """Older than the retention time (-1: never), or beyond the retention size (``by_size``)."""
+    by_time = rt is not None and rt >= 0 and timestamp_ms is not None and now_ms - timestamp_ms > rt * MINUTE_MS
+    return by_time or by_size
+
+
+def retention_expired_sql(row: str, params: str) -> str:
+    """:func:`is_retention_expired` over ``row`` (timestamp_ms, rt, by_size) and ``params`` (now_ms)."""
+    r, p = f"{row}.", f"{params}."
+    return f"coalesce(({r}rt >= 0 AND {p}now_ms - {r}timestamp_ms > {r}rt * {MINUTE_MS}) OR {r}by_size, false)"
+
+
+def is_at_first_trim(is_last: bool, rt: int | None, by_size: bool) -> bool:
+    """A load re-stamps the open ledger with the load time (``ManagedLedgerImpl.initialize``): the first trim
+    after it frees that ledger only when the retention time is 0 or the size rule takes it."""
+    return not is_last or rt == 0 or by_size
+
+
+def at_first_trim_sql(row: str) -> str:
+    """:func:`is_at_first_trim` over ``row`` (is_last, rt, by_size)."""
+    r = f"{row}."
+    return f"(NOT {r}is_last OR {r}rt = 0 OR {r}by_size)"
+
+
+def first_trim_ids(
+    ledgers: Sequence[ListedLedger],
+    slowest: tuple[int, int] | None,
+    retention: Retention,
+    now_ms: int,
+) -> tuple[int, ...]:
+    """The ledgers the broker's first trim after a load removes (the audit's expired-retention-unloaded rule,
+    ``first_trim_ledger_ids``), in list order.
+
+    Candidates: ledgers before the slowest cursor's mark-delete ledger (and that ledger when fully consumed); all
+    when no cursor has a position; the last ledger only when BookKeeper shows entries; offloaded ledgers deleted
+    from BookKeeper never. Expired: older than the retention time, or beyond the retention size counted from the
+    newest. The cut is a prefix: it stops at the first candidate that is not expired. The last ledger is in the
+    first trim only when the retention time is 0 or the size rule takes it (a load re-stamps it with the load
+    time: ``ManagedLedgerImpl.initialize``). Infinite retention (-1) expires nothing."""
+    rt, rs = retention.time_minutes, retention.size_mb
+    total = sum(li.size or 0 for li in ledgers)
+    last = len(ledgers) - 1
+    cands = [(idx, li) for idx, li in enumerate(ledgers) if is_trim_candidate(li, idx == last, slowest)]
+    out: list[int] = []
+    running = 0
+    for idx, li in cands:
+        running += li.size or 0
+        by_size = rs is not None and rs >= 0 and total - running >= rs * MIB
+        if not is_retention_expired(li.timestamp_ms, rt, by_size, now_ms):
+            break  # the retention cut is a prefix
+        if is_at_first_trim(idx == last, rt, by_size):
+            out.append(li.ledger_id)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class TopicNow:
+    """What the retention rules need of one managed ledger. ``problem``: why the facts are incomplete (a value
+    that does not decode, a read that failed): then every retention rule refuses."""
+
+    ledgers: tuple[ListedLedger, ...]
+    mark_deletes: tuple[tuple[int, int] | None, ...]  # one per cursor (None: the cursor has no position)
+    retention: Retention | None
+    problem: str | None = None
+
+    @property
+    def slowest(self) -> tuple[int, int] | None:
+        """The slowest cursor's mark-delete position: the lowest ledger, then the lowest entry in it."""
+        known = [p for p in self.mark_deletes if p is not None]
+        return min(known) if known else None
+
+
+def _retention_problem(t: TopicNow) -> str | None:
+    if t.problem is not None:
+        return t.problem
+    if t.retention is None:
+        return "the topic's retention is unknown (the plan records no broker defaults); re-plan"
+    return None
+
+
+def trim_rule(t: TopicNow, removed: Sequence[int], now_ms: int) -> str | None:
+    """Why a ``trim-unloaded`` may not remove ``removed`` from the list (None: it may). It may remove the
+    first-trim set or a subset of it, never leaving the list empty: upstream's trim
+    (``ManagedLedgerImpl.internalTrimLedgers``) never removes the ledger being written to, and after a load that
+    is a new ledger, so a trimmed list always holds one; an offline rewrite cannot create it."""
+    why = _retention_problem(t)
+    if why is not None:
+        return why
+    assert t.retention is not None
+    if not removed:
+        return "the action removes no ledger"
+    listed = [li.ledger_id for li in t.ledgers]
+    missing = [i for i in removed if i not in listed]
+    if missing:
+        return f"ledger {missing[0]} is not listed now"
+    allowed = set(first_trim_ids(t.ledgers, t.slowest, t.retention, now_ms))
+    beyond = sorted(set(removed) - allowed)
+    if beyond:
+        r = t.retention
+        return (
+            f"ledger {beyond[0]} is not in the first-trim set {sorted(allowed)} re-computed now (retention "
+            f"{r.time_minutes} min / {r.size_mb} MB from the {r.source}, slowest cursor at {t.slowest})"
+        )
+    if len(set(removed)) >= len(listed):
+        return "the rewrite would leave the ledger list empty; upstream's trim always keeps the current ledger"
+    return None
+
+
+def keep_current_ledger(ledgers: Sequence[ListedLedger], ids: Sequence[int]) -> list[int]:
+    """``ids`` without the list's last ledger when they would remove every listed ledger: the largest subset a
+    ``trim-unloaded`` may remove (:func:`trim_rule` never lets a rewrite empty the list)."""
+    listed = [li.ledger_id for li in ledgers]
+    if listed and set(listed) <= set(ids):
+        return [i for i in ids if i != listed[-1]]
+    return list(ids)
+
+
+def load_topic_rule(t: TopicNow, expect_trimmed: Sequence[int], now_ms: int) -> str | None:
+    """Why a ``load-topic`` must not be asked for (None: it may): the topic is still expired per the rule (its
+    first-trim set is not empty) and every ledger the action predicts is in that set."""
+    why = _retention_problem(t)
+    if why is not None:
+        return why
+    assert t.retention is not None
+    allowed = first_trim_ids(t.ledgers, t.slowest, t.retention, now_ms)
+    if not allowed:
+        return "nothing is past retention now: a load would trim nothing"
+    beyond = sorted(set(expect_trimmed) - set(allowed))
+    if beyond:
+        return f"ledger {beyond[0]} is not in the first-trim set {sorted(allowed)} re-computed now"
+    return None
+
+
+# --- drop-missing-ledger -------------------------------------------------------------------------------------
+
+
+def drop_missing_rule(dropped: Sequence[int], listed: Sequence[int] | None, present: Sequence[str]) -> str | None:
+    """Why a ``drop-missing-ledger`` may not drop ``dropped`` (None: it may): each id is listed now and its
+    metadata is absent now under every path it may have (``present``: those of the paths that exist)."""
+    if listed is None:
+        return "the managed-ledger info is gone or does not decode; its list is unknown"
+    if not dropped:
+        return "the action drops no ledger"
+    unlisted = [i for i in dropped if i not in listed]
+    if unlisted:
+        return f"ledger {unlisted[0]} is not listed now"
+    if present:
+        return f"{present[0]} exists: that ledger is not missing"
+    if len(set(dropped)) >= len(listed):
+        return "the rewrite would leave the ledger list empty"
+    return None
+
+
+# --- delete-subscription -------------------------------------------------------------------------------------
+
+
+def subscription_rule(
+    subscription: str, last_active_ms: int | None, mtime_ms: int | None, *, inactive_after_ms: int | None, now_ms: int
+) -> str | None:
+    """Why a subscription must not be deleted (None: it may): a user cursor idle for longer than inactive-after,
+    by its ``lastActive`` or else its znode's mtime (the audit's inactive-subscription rule)."""
+    if is_system_cursor(subscription):
+        return f"{subscription!r} is a system cursor; it is never deleted"
+    if inactive_after_ms is None:
+        return "the plan records no inactive-after: re-plan from an audit that records its parameters"
+    active = last_active_ms if last_active_ms is not None else mtime_ms
+    if active is None or active <= 0:
+        return f"subscription {subscription!r}: its last activity is unknown"
+    if not active < now_ms - inactive_after_ms:
+        return (
+            f"subscription {subscription!r} was active {(now_ms - active) // 1000} s ago, within inactive-after "
+            f"{inactive_after_ms // 1000} s"
+        )
+    return None
