@@ -280,44 +280,43 @@ def rule_problem(
     as transient (the next run re-derives it), never taking the error as evidence of absence."""
     params = R.RuleParams.from_json(plan.params.get("rules"))
     now = rules_now_ms()
-    try:
-        if a.kind == KIND_DELETE_LEDGER:
-            assert a.ledger_id is not None
-            if target is None or not target.exists:
-                return f"{a.path} is gone"
-            fact = ledger_now(target, a.ledger_id, refs_index())
-            return R.ledger_delete_rule(fact, min_age_ms=params.min_age_ms, now_ms=now)
-        if a.kind == KIND_TRIM_UNLOADED:
-            assert a.rewrite is not None
-            return R.trim_rule(topic_now(session, a.path, params, plan.ledgers_root), a.rewrite.ledger_ids, now)
-        if a.kind == KIND_LOAD_TOPIC:
-            assert a.admin is not None
-            fact_t = topic_now(session, a.path, params, plan.ledgers_root)
-            return R.load_topic_rule(fact_t, a.admin.expect_trimmed, now)
-        if a.kind == KIND_DROP_MISSING_LEDGER:
-            assert a.rewrite is not None
-            ids = a.rewrite.ledger_ids
-            return R.drop_missing_rule(ids, listed_now(session, a.path), present_paths(session, ids, plan.ledgers_root))
-        if a.kind == KIND_DELETE_SUBSCRIPTION:
-            assert a.admin is not None and a.admin.subscription is not None
-            if target is None or not target.exists:
-                return f"{a.path} is gone"
-            from pulsar_ops.formats.cursor import decode_cursor_info
+    if a.kind == KIND_DELETE_LEDGER:
+        assert a.ledger_id is not None
+        if target is None or not target.exists:
+            return f"{a.path} is gone"
+        fact = ledger_now(target, a.ledger_id, refs_index())
+        return R.ledger_delete_rule(fact, min_age_ms=params.min_age_ms, now_ms=now)
+    if a.kind == KIND_TRIM_UNLOADED:
+        assert a.rewrite is not None
+        return R.trim_rule(topic_now(session, a.path, params, plan.ledgers_root), a.rewrite.ledger_ids, now)
+    if a.kind == KIND_LOAD_TOPIC:
+        assert a.admin is not None
+        fact_t = topic_now(session, a.path, params, plan.ledgers_root)
+        return R.load_topic_rule(fact_t, a.admin.expect_trimmed, now)
+    if a.kind == KIND_DROP_MISSING_LEDGER:
+        assert a.rewrite is not None
+        ids = a.rewrite.ledger_ids
+        return R.drop_missing_rule(ids, listed_now(session, a.path), present_paths(session, ids, plan.ledgers_root))
+    if a.kind == KIND_DELETE_SUBSCRIPTION:
+        assert a.admin is not None and a.admin.subscription is not None
+        if target is None or not target.exists:
+            return f"{a.path} is gone"
+        from pulsar_ops.formats.cursor import decode_cursor_info
 
-            try:
-                last_active = decode_cursor_info(target.data, a.path).info.last_active_ms
-            except DecodeError as e:
-                return f"{a.path} does not decode ({e.reason}); its activity is unknown"
-            return R.subscription_rule(
-                a.admin.subscription,
-                last_active,
-                target.mtime_ms or None,
-                inactive_after_ms=params.inactive_after_ms,
-                now_ms=now,
-            )
-        if a.kind == KIND_DELETE_SUBTREE:
-            nodes = [SubtreeNode(t.path, t.data) for t in session.read_subtree(a.store, a.path) if t.exists]
-            return prove_leak(a, nodes, _SessionReader(session))
+        try:
+            last_active = decode_cursor_info(target.data, a.path).info.last_active_ms
+        except DecodeError as e:
+            return f"{a.path} does not decode ({e.reason}); its activity is unknown"
+        return R.subscription_rule(
+            a.admin.subscription,
+            last_active,
+            target.mtime_ms or None,
+            inactive_after_ms=params.inactive_after_ms,
+            now_ms=now,
+        )
+    if a.kind == KIND_DELETE_SUBTREE:
+        nodes = [SubtreeNode(t.path, t.data) for t in session.read_subtree(a.store, a.path) if t.exists]
+        return prove_leak(a, nodes, _SessionReader(session))
     return None
 
 
