@@ -417,7 +417,15 @@ def test_the_schema_of_a_live_non_persistent_partitioned_topic_is_never_deleted(
         leak="schema",
     )
     _forge(env, [a])
-    _refused(env, f"partitioned-topic metadata {NP_PARTITIONED} exists again")
+    words = f"partitioned-topic metadata {NP_PARTITIONED} exists again"
+    before = dump(env.zk)
+    code, doc, err = apply(env, "mark", "--apply", "--yes")  # mark forecasts it (backed up, nothing changed)
+    assert code == 1, err
+    assert doc is not None
+    (out,) = doc["actions"]
+    assert out["outcome"] == "would-skip" and words in out["reason"], out
+    assert dump(env.zk) == before
+    _refused(env, words, phase="delete")  # and delete re-proves the leak and refuses it
 
 
 # --- one implementation --------------------------------------------------------------------------------------

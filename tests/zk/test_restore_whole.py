@@ -30,9 +30,9 @@ pytestmark = pytest.mark.zk
 
 
 def test_a_conflicted_trim_is_restored_as_nothing_with_the_report(
-    zk: KazooClient, zk_hosts: str, tmp_path: Path
+    zk: KazooClient, zk_hosts: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    doc, plan, _ = _planned(zk, zk_hosts, tmp_path)
+    doc, plan, _ = _planned(zk, zk_hosts, tmp_path, monkeypatch)
     before, _after = mark_then_delete(zk, plan, zk_hosts)
     backup = str(plan) + ".backup"
     a, *rest = doc["actions"]
@@ -83,9 +83,9 @@ def test_a_conflicted_trim_is_restored_as_nothing_with_the_report(
 
 
 def test_restore_only_one_ledger_of_a_trim_restores_the_whole_action(
-    zk: KazooClient, zk_hosts: str, tmp_path: Path
+    zk: KazooClient, zk_hosts: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    doc, plan, _ = _planned(zk, zk_hosts, tmp_path)
+    doc, plan, _ = _planned(zk, zk_hosts, tmp_path, monkeypatch)
     before, _after = mark_then_delete(zk, plan, zk_hosts)
     a = doc["actions"][0]
     one = ledger_path(a["rewrite"]["removed"][0]["ledger_id"])
@@ -115,9 +115,9 @@ class _BrokerWritesFirst(ZkSession):
 
 
 def test_a_write_between_the_reads_and_the_transaction_restores_nothing(
-    zk: KazooClient, zk_hosts: str, tmp_path: Path
+    zk: KazooClient, zk_hosts: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    doc, plan, _ = _planned(zk, zk_hosts, tmp_path)
+    doc, plan, _ = _planned(zk, zk_hosts, tmp_path, monkeypatch)
     mark_then_delete(zk, plan, zk_hosts)
     a = doc["actions"][0]
     backups = BackupStore.open(Path(str(plan) + ".backup"), create=False)
