@@ -91,6 +91,9 @@ class SeedOptions:
     # values longer than the threshold get the header). None: the mixed showcase (most plain, some of each codec).
     metadata_compression: str | None = None
     compression_threshold: int = 0
+    # Also write every bookie's ledger directories under this directory (testing/bookie_dirs.py), with injected
+    # storage defects unless ``defects`` is empty.
+    bookie_dirs: str | None = None
 
     def __post_init__(self) -> None:
         if self.topics < 1:
