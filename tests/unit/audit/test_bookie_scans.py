@@ -83,3 +83,14 @@ def test_bookie_config(tmp_path: Path) -> None:
 def test_bookie_config_validated_like_gc_thread(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="minorCompactionInterval"):
         bookie_settings({"minorCompactionInterval": "10", "gcWaitTime": "900000"})
+
+
+def test_spark_submit_job_passes_scans_to_the_audit_command() -> None:
+    from jobs.audit import cli_args, parse_args
+
+    args = parse_args(
+        ["--snapshot", "s", "--out", "o", "--bookie-scan", "a", "--bookie-scan", "b", "--bookie-config", "bk.conf"]
+    )
+    assert cli_args(args, None) == [
+        "audit", "s", "--out", "o", "--bookie-scan", "a", "--bookie-scan", "b", "--bookie-config", "bk.conf"
+    ]  # fmt: skip
