@@ -60,24 +60,26 @@ def bookie_slug(bookie: str) -> str:
     return bookie.replace(":", "_").replace("/", "_")
 
 
-def entries_on(md: LedgerMetadata, bookie: str, open_entries: int = 3) -> list[Entry]:
-    """The entries of ``md`` striped onto ``bookie`` (at most the first E of each segment; an open ledger's first
-    ``open_entries``)."""
-    e, q = md.ensemble_size, md.write_quorum
+def placements(md: LedgerMetadata, open_entries: int = 3) -> dict[str, list[Entry]]:
+    """The entries of ``md`` each bookie stores (at most the first E of each segment, enough for every position
+    that holds any; an open ledger's first ``open_entries`` of its last segment), by bookie."""
+    e, q, lid = md.ensemble_size, md.write_quorum, _id(md)
     last = md.last_entry_id if md.state == "CLOSED" else open_entries - 1
-    out: list[Entry] = []
+    out: dict[str, list[Entry]] = {}
     segs = sorted(md.ensembles)
     for n, (first, members) in enumerate(segs):
-        end = segs[n + 1][0] - 1 if n + 1 < len(segs) else last
         if md.state != "CLOSED" and n + 1 < len(segs):
             continue
-        if bookie not in members:
-            continue
-        positions = {p for p, m in enumerate(members) if m == bookie}
+        end = segs[n + 1][0] - 1 if n + 1 < len(segs) else last
         for i in range(first, min(end, first + e - 1) + 1):
-            if any((i + k) % e in positions for k in range(q)):
-                out.append((_id(md), i, PAYLOAD))
+            for b in {members[(i + k) % e] for k in range(q)}:
+                out.setdefault(b, []).append((lid, i, PAYLOAD))
     return out
+
+
+def entries_on(md: LedgerMetadata, bookie: str, open_entries: int = 3) -> list[Entry]:
+    """The entries of ``md`` striped onto ``bookie`` (RoundRobinDistributionSchedule; see :func:`placements`)."""
+    return placements(md, open_entries).get(bookie, [])
 
 
 @dataclass
@@ -110,10 +112,11 @@ def write_bookie_dirs(
     if inject:
         old = [m for m in closed if m.ctime_ms is not None and m.ctime_ms < wall_ms - 2 * HOUR_MS]
         for m in old[len(old) // 3 :: max(1, len(old) // 2)][:2]:
-            holder = next((b for b in dict.fromkeys(x for _, ms in m.ensembles for x in ms) if entries_on(m, b)), None)
+            holder = next(iter(sorted(placements(m))), None)
             if holder is not None:
                 dropped[(holder, _id(m))] = True
                 expected["ledger-data-missing"].append({"ledger_id": _id(m), "path": holder})
+    placed = [(m, placements(m)) for m in ledgers]
     dirs: dict[str, list[_Dir]] = {}
     layout: list[dict[str, Any]] = []
     for bi, bookie in enumerate(bookies):
@@ -122,11 +125,9 @@ def write_bookie_dirs(
         dirs[bookie] = ds
         per_dir: list[list[tuple[int, list[Entry]]]] = [[] for _ in ds]
         active: list[list[Entry]] = [[] for _ in ds]
-        for m in ledgers:
-            if (bookie, _id(m)) in dropped:
-                continue
-            got = entries_on(m, bookie)
-            if not got:
+        for m, where in placed:
+            got = where.get(bookie)
+            if not got or (bookie, _id(m)) in dropped:
                 continue
             d = _id(m) % DIRS_PER_BOOKIE
             ds[d].index.add(_id(m))
