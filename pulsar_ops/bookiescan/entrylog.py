@@ -41,6 +41,11 @@ DIRECT_DUMMY_LENGTH = DIRECT_HEADER_SIZE - LOGFILE_HEADER_SIZE - 4
 INT_MAX = 2**31 - 1
 
 DEFAULT_CHUNK = 8 * 1024 * 1024
+MAP_FIRST_READ = 8 * 1024 * 1024
+# A default-logger batch is not capped upstream (only the Direct logger's is, at 160,024 bytes), but every writer
+# caps it at 10,000 pairs; one claiming more than 64 MiB (4 million pairs) is treated as corrupt (then scanned)
+# so that a damaged length cannot make the reader hold a whole 1 GiB log in memory.
+MAP_MAX_BATCH_READ = 64 * 1024 * 1024
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _REC = struct.Struct(">iq")
@@ -81,6 +86,9 @@ class LogRead:
     data_bytes: int
     bytes_read: int  # bytes read from the file by the scan path (the throttled part)
     truncated: bool = False  # the scan stopped at a record cut short by the end of the file
+    meta_bytes_read: int = 0  # bytes of header and ledgers map read
+    # (offset, length) ranges read, for dropping their pages afterwards; length 0 = to the end of the file
+    read_ranges: tuple[tuple[int, int], ...] = ((0, 0),)
 
     @property
     def ledgers(self) -> int:
@@ -131,8 +139,8 @@ def _aggregate(ids: IntArray, sizes: IntArray) -> tuple[IntArray, IntArray]:
     return sid[starts], np.add.reduceat(ssz, starts)
 
 
-def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray]:
-    """The ledgers map as (ledger ids, bytes), or MapInvalid with upstream's reason for refusing it.
+def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray, int]:
+    """The ledgers map as (ledger ids, bytes, bytes read), or MapInvalid with upstream's reason for refusing it.
 
     Default logger: ``DefaultEntryLogger.extractEntryLogMetadataFromIndex``. Direct logger: ``directentrylogger
     .LogMetadata.read``. Batches are parsed with numpy over whole buffers, not per pair.
@@ -148,34 +156,42 @@ def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray]:
         raise MapInvalid("map-invalid:offset")
     if header.map_offset == 0 or (direct and header.map_offset < 0):
         raise MapInvalid("no-map")
+    if header.map_offset < 0:  # FileChannel.read rejects a negative position; getEntryLogMetadata falls back
+        raise MapInvalid("map-invalid:offset")
     offset = header.map_offset
     # One read sized from the header's count (ledgers pairs + batch headers + the next length), more if needed.
     expected = max(header.ledgers_count, 0)
     want = expected * LEDGERS_MAP_ENTRY_SIZE + (expected // LEDGERS_MAP_MAX_BATCH_SIZE + 1) * 24 + 4
     base = offset
-    buf = _pread(fd, max(0, min(want, size - offset)), offset) if offset < size else b""
+    buf = _pread(fd, max(0, min(want, size - offset, MAP_FIRST_READ)), offset) if offset < size else b""
     id_parts: list[IntArray] = []
     size_parts: list[IntArray] = []
 
-    def ensure(end: int) -> bool:
-        nonlocal buf, base
-        if end <= base + len(buf):
+    nread = len(buf)
+
+    def ensure(start: int, end: int) -> bool:
+        """Make [start, end) readable in ``buf``; a new read starts at ``start`` (the batch being parsed)."""
+        nonlocal buf, base, nread
+        if start >= base and end <= base + len(buf):
             return True
         if end > size:
             return False
-        more = _pread(fd, max(end - base - len(buf), 1 << 20), base + len(buf))
-        buf += more
+        buf = _pread(fd, min(max(end - start, MAP_FIRST_READ), size - start), start)
+        base = start
+        nread += len(buf)
         return end <= base + len(buf)
 
     while offset < size:
-        if not ensure(offset + 4):
+        if not ensure(offset, offset + 4):
             raise MapInvalid("map-invalid:truncated")
         length = _I32.unpack_from(buf, offset - base)[0]
         if direct and length >= DIRECT_MAX_MAP_SIZE:
             raise MapInvalid("map-invalid:batch-too-large")
         if length <= 0:
             break
-        if not ensure(offset + 4 + length) or length < 20:
+        if length > MAP_MAX_BATCH_READ:  # bounded memory; no writer makes a batch over 160,024 bytes
+            raise MapInvalid("map-invalid:batch-too-large")
+        if not ensure(offset, offset + 4 + length) or length < 20:
             raise MapInvalid("map-invalid:truncated")
         lid, eid, n = _BATCH.unpack_from(buf, offset + 4 - base)
         if lid != INVALID_LID:
@@ -198,7 +214,7 @@ def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray]:
             raise MapInvalid("map-invalid:count")
         if header.ledgers_count == 0:  # "No ledgers map found ..., do scan to double confirm"
             raise MapInvalid("map-invalid:empty")
-    return ids, sizes
+    return ids, sizes, nread
 
 
 class _Window:
@@ -220,6 +236,12 @@ class _Window:
         if pos + need > self.size:
             return False
         n = min(max(self.chunk, need), self.size - pos)
+        if n > need:  # stop the read where a hole starts (sparse or pre-allocated files): next_nonzero skips it
+            try:
+                hole = os.lseek(self.fd, pos, os.SEEK_HOLE)
+            except OSError:
+                hole = self.size
+            n = max(need, min(n, hole - pos))
         data = _pread(self.fd, n, pos)
         self.base, self.buf = pos, data
         self.bytes_read += len(data)
@@ -373,7 +395,7 @@ def read_entry_log(
         reason = "forced"
     else:
         try:
-            ids, sizes = read_map(fd, size, header)
+            ids, sizes, nread = read_map(fd, size, header)
         except MapInvalid as e:
             reason = e.reason
         else:
@@ -386,6 +408,8 @@ def read_entry_log(
                 ledger_bytes=sizes,
                 data_bytes=int(sizes.sum()) if sizes.shape[0] else 0,
                 bytes_read=0,
+                meta_bytes_read=len(head) + nread,
+                read_ranges=((0, len(head)), (header.map_offset, nread)),
             )
     scan = scan_direct if header.direct else scan_default
     got = scan(fd, size, chunk=chunk, throttle=throttle)
@@ -401,4 +425,5 @@ def read_entry_log(
         data_bytes=got.data_bytes,
         bytes_read=got.bytes_read,
         truncated=got.truncated,
+        meta_bytes_read=len(head),
     )

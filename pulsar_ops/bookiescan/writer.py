@@ -32,6 +32,19 @@ def arrow_schema(name: str) -> pa.Schema:
     return pa.schema([pa.field(c.name, arrow_type(c.type), nullable=c.nullable) for c in t.columns])
 
 
+def _int64(values: npt.NDArray[np.int64]) -> pa.Array:
+    """A zero-copy Arrow int64 array (``pa.array`` on numpy would import pandas: a second per CLI run)."""
+    arr = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), int(arr.shape[0]), [None, pa.py_buffer(arr)])
+
+
+def _repeat(value: str, n: int) -> pa.Array:
+    """``value`` n times as an Arrow string array (``pa.repeat`` imports pandas too)."""
+    raw = value.encode("utf-8")
+    offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
+
+
 def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
@@ -70,24 +83,33 @@ class ScanWriter:
             self._flush_pairs()
 
     def _flush_pairs(self) -> None:
+        """One record batch per (bookie, ledger dir) run of buffered logs: numpy concatenation, no per-row work."""
         if not self._pairs:
             return
         sch = arrow_schema(schema.ENTRY_LOG_LEDGERS.name)
         batches = []
-        for bookie_id, ledger_dir, logs, ids, sizes in self._pairs:
-            n = int(ids.shape[0])
+        start = 0
+        pending = self._pairs
+        for i in range(1, len(pending) + 1):
+            if i < len(pending) and pending[i][:2] == pending[start][:2]:
+                continue
+            group = pending[start:i]
+            bookie_id, ledger_dir = group[0][0], group[0][1]
+            logs = np.concatenate([g[2] for g in group])
+            n = int(logs.shape[0])
             batches.append(
                 pa.record_batch(
                     [
-                        pa.repeat(bookie_id, n),
-                        pa.repeat(ledger_dir, n),
-                        pa.array(logs, type=pa.int64()),
-                        pa.array(ids, type=pa.int64()),
-                        pa.array(sizes, type=pa.int64()),
+                        _repeat(bookie_id, n),
+                        _repeat(ledger_dir, n),
+                        _int64(logs),
+                        _int64(np.concatenate([g[3] for g in group])),
+                        _int64(np.concatenate([g[4] for g in group])),
                     ],
                     schema=sch,
                 )
             )
+            start = i
         self._pairs_writer.write_table(pa.Table.from_batches(batches, schema=sch), row_group_size=ROW_GROUP)
         self._pair_rows += self._pending
         self._pairs, self._pending = [], 0
