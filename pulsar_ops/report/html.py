@@ -193,6 +193,7 @@ def render_html(model: ReportModel, *, max_rows: int = DEFAULT_MAX_ROWS, plan: P
         _groups_section("Worst namespaces", "namespaces", model.top_namespaces, len(model.namespaces)),
         _bookies_section(model),
         _coverage_section(model),
+        _bookie_scans_section(model),
         _scopes_section(model),
         _findings_section(model, max_rows),
         "</main>",
@@ -343,6 +344,16 @@ def _bookies_section(model: ReportModel) -> str:
 def _coverage_section(model: ReportModel) -> str:
     line = model.audit.coverage_line()
     return f"<section><h2>Coverage</h2><p>{esc(line)}</p></section>" if line else ""
+
+
+def _bookie_scans_section(model: ReportModel) -> str:
+    lines = model.audit.bookie_scan_lines()
+    if not lines:
+        return ""
+    items = "".join(f"<li>{esc(x.strip())}</li>" for x in lines[1:])
+    return (
+        f"<section><h2>Bookie scans</h2><p>{esc(lines[0])}</p>" + (f"<ul>{items}</ul>" if items else "") + "</section>"
+    )
 
 
 def _scopes_section(model: ReportModel) -> str:

@@ -71,6 +71,9 @@ def render_markdown(model: ReportModel) -> str:
         "Ages",
         _histogram_table([model.orphan_ages, model.inactive_ages, model.retention_ages], "age"),
     )
+    scans = model.audit.bookie_scan_lines()
+    if scans:
+        lines += _section("Bookie scans", [md(scans[0]), "", *[f"- {md(x.strip())}" for x in scans[1:]]])
     if model.incomplete_scopes:
         body = [
             "Findings that depend on these scopes are not plannable (an error is never evidence of absence):",

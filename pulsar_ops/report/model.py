@@ -90,6 +90,21 @@ class AuditInfo:
     # ``audit.coverage`` of findings.json: what the audit could not see into, counted (e.g. the cursors whose
     # acknowledged ranges live in cursor ledgers); empty for documents written before it existed.
     coverage: Mapping[str, Any] = field(default_factory=dict)
+    # ``audit.bookie_scans`` of findings.json: one object per --bookie-scan (its bookie, whether its scope was
+    # partial and what that withheld); empty without scans.
+    bookie_scans: tuple[Mapping[str, Any], ...] = ()
+
+    def bookie_scan_lines(self) -> list[str]:
+        """The bookie scans the audit joined, and each partial one with what it withheld (none: no line)."""
+        if not self.bookie_scans:
+            return []
+        partial = [s for s in self.bookie_scans if s.get("partial")]
+        lines = [f"Bookie scans: {len(self.bookie_scans)} ({len(partial)} partial: no absence claim from them)"]
+        for s in partial:
+            reasons = "; ".join(str(r) for r in s.get("partial_reasons") or [])
+            withheld = ", ".join(str(w) for w in s.get("not_claimed") or [])
+            lines.append(f"  {s.get('bookie')}: {reasons}" + (f" (not claimed: {withheld})" if withheld else ""))
+        return lines
 
     def coverage_line(self) -> str | None:
         """One line on the ack-hole coverage, or None when every cursor's ranges were in the snapshot."""
@@ -445,12 +460,14 @@ def _audit_info(raw: Any, file_mtime_ms: int | None) -> AuditInfo:
     params = a.get("params")
     counts = a.get("counts")
     coverage = a.get("coverage")
+    scans = a.get("bookie_scans")
     return AuditInfo(
         params=dict(params) if isinstance(params, Mapping) else {},
         counts=dict(counts) if isinstance(counts, Mapping) else {},
         wall_seconds=wall,
         finished_at_ms=finished,
         coverage=dict(coverage) if isinstance(coverage, Mapping) else {},
+        bookie_scans=tuple(x for x in scans if isinstance(x, Mapping)) if isinstance(scans, list) else (),
     )
 
 

@@ -39,6 +39,10 @@ def summary_lines(model: ReportModel) -> list[str]:
     if coverage:
         lines.append("")
         lines.append(coverage)
+    scans = model.audit.bookie_scan_lines()
+    if scans:
+        lines.append("")
+        lines.extend(display(x, limit=300) for x in scans)
     if model.incomplete_scopes:
         lines.append("")
         lines.append(

@@ -340,3 +340,46 @@ def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executor
     assert commands, launched
     for command in commands:
         assert executor_opts in command and "pulsar-ops-log4j2" not in command, command
+
+
+def test_storage_detections_on_a_standalone_cluster_equal_the_local_run(
+    standalone: str, repo_root: Path, tmp_path: Path, spark: Any
+) -> None:
+    """The README's spark-submit command with `--bookie-scan` per scan: the storage findings equal the local run's."""
+    from tests.spark.test_storage_detections import scans, snapshot
+
+    snap = snapshot().write(tmp_path / "shared" / "snap")
+    dirs = scans(tmp_path / "shared")
+    config = tmp_path / "audit.json"
+    config.write_text(json.dumps({"now": NOW + 1}))
+    local = run_audit(snap, tmp_path / "local", AuditParams(now_ms=NOW + 1), spark=spark, bookie_scans=dirs)
+    out = tmp_path / "shared" / "audit"
+    script = (
+        _readme_submit_block((repo_root / "README.md").read_text())
+        .replace("spark://spark-master:7077", standalone)
+        .replace("/shared/snap-2026-11-21", str(snap))
+        .replace("/shared/audit-2026-11-21", str(out))
+        .replace("/tmp/pulsar_ops.zip", str(tmp_path / "pulsar_ops.zip"))
+        .replace("audit.json", str(config))
+        .rstrip()
+        + "".join(f" --bookie-scan {d}" for d in dirs)
+        + "\n"
+    )
+    env = {
+        **os.environ,
+        "PATH": f"{_spark_home() / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "SPARK_HOME": str(_spark_home()),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    r = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=repo_root, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert r.returncode == 2, r.stdout[-4000:] + r.stderr[-4000:]  # ledger-data-missing is critical
+    doc = json.loads((out / "findings.json").read_text())
+    assert doc["audit"]["master"] == standalone
+    assert _findings(doc) == _findings(local.document())
+    assert {f["detection"] for f in doc["findings"]} >= {
+        "unreclaimed-ledger-data",
+        "ledger-data-missing",
+        "stale-entry-log",
+    }
