@@ -180,3 +180,44 @@ def bench_audit(
             emit_json(doc)
 
     guarded(_go)(as_json=as_json)
+
+
+@app.command("scan-bookie")
+def bench_scan_bookie(
+    logs: int = typer.Option(2000, "--logs", min=1, help="Entry logs in the generated bookie."),
+    ledgers: int = typer.Option(200_000, "--ledgers", min=1, help="Distinct ledgers across the logs."),
+    ledgers_per_log: int = typer.Option(1000, "--ledgers-per-log", min=1, help="Ledgers in each log's map."),
+    log_mb: int = typer.Option(1024, "--log-mb", min=1, help="Logical size of each (sparse) log in MiB."),
+    as_json: bool = typer.Option(False, "--json", help="Write the figures as JSON to stdout."),
+) -> None:
+    """scan-bookie on a generated bookie: pairs/s, logs/s and MB/s by map and by scanning, peak RSS."""
+    from pulsar_ops.bench.scan_bookie import run
+    from pulsar_ops.cli.common import emit_json, guarded, info
+
+    def _go(as_json: bool = as_json) -> None:
+        doc = run(logs=logs, ledgers=ledgers, ledgers_per_log=ledgers_per_log, log_mb=log_mb, info=info)
+        m = doc["machine"]
+        info(f"machine: {m['cpus']} cpu(s), load {m['load_1min']} (shared machine: figures are lower bounds)")
+        g = doc["generated"]
+        info(
+            f"bookie: {g['logs']:,} logs x {g['log_mb']:,} MiB logical ({g['logical_bytes'] / 2**40:.2f} TiB), "
+            f"{g['ledgers']:,} ledgers, {g['pairs']:,} (ledger, log) pairs, {g['disk_bytes'] / 1e6:,.0f} MB on disk, "
+            f"generated in {g['seconds']} s"
+        )
+        info(
+            f"{'path':<8} {'seconds':>8} {'pairs/s':>12} {'logs/s':>9} {'MB read':>9} {'MB/s':>9} "
+            f"{'logical GB/s':>13} {'cpu s':>7} {'pairs/cpu-s':>12}"
+        )
+        for name in ("map_path", "scan_path"):
+            p = doc[name]
+            info(
+                f"{name.split('_')[0]:<8} {p['seconds']:>8} {p['pairs_per_s']:>12,} {p['logs_per_s']:>9,} "
+                f"{p['read_mb']:>9,} {p['mb_per_s']:>9,} {p['logical_gb_per_s']:>13,} {p['cpu_seconds']:>7} "
+                f"{p['pairs_per_cpu_s']:>12,}"
+            )
+        info(f"same pairs by map and by scan: {doc['same_pairs']}; peak RSS {doc['peak_rss_mb']:,} MB (ru_maxrss)")
+        info("targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in doc["targets"].items()))
+        if as_json:
+            emit_json(doc)
+
+    guarded(_go)(as_json=as_json)

@@ -58,11 +58,12 @@ def _register() -> None:
         plan,
         report,
         restore,
+        scan_bookie,
         scrape,
         seed,
     )
 
-    for mod in (scrape, seed, audit, report, plan, apply, restore, demo):
+    for mod in (scrape, scan_bookie, seed, audit, report, plan, apply, restore, demo):
         mod.register(app)
     app.add_typer(model.app, name="model", help="Reference models: bookie GC, broker entry cache, nack tracker.")
     app.add_typer(bench.app, name="bench", help="Benchmarks that print figures side by side.")

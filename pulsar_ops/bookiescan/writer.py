@@ -1,0 +1,163 @@
+"""Write a scan directory: one Parquet file per table (``<table>.parquet``) and ``manifest.json`` LAST.
+
+Conventions from ``snapshot.writer`` / ``snapshot.manifest``: zstd Parquet, non-nullable columns checked, every
+table present even when empty, files renamed into place, the manifest written atomically (temporary file, fsync,
+rename, directory fsync) so a reader sees either no manifest or the whole one. The ``entry_log_ledgers`` table is
+streamed in row groups from numpy arrays (one Python object per log, not per pair).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pulsar_ops.bookiescan import schema
+from pulsar_ops.errors import SnapshotError
+from pulsar_ops.snapshot.arrow_schema import arrow_type
+
+ROW_GROUP = 1_000_000
+
+
+@functools.cache
+def arrow_schema(name: str) -> pa.Schema:
+    t = schema.table(name)
+    return pa.schema([pa.field(c.name, arrow_type(c.type), nullable=c.nullable) for c in t.columns])
+
+
+def _int64(values: npt.NDArray[np.int64]) -> pa.Array:
+    """A zero-copy Arrow int64 array (``pa.array`` on numpy would import pandas: a second per CLI run)."""
+    arr = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), int(arr.shape[0]), [None, pa.py_buffer(arr)])
+
+
+def _repeat(value: str, n: int) -> pa.Array:
+    """``value`` n times as an Arrow string array (``pa.repeat`` imports pandas too)."""
+    raw = value.encode("utf-8")
+    offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+class ScanWriter:
+    """Buffer rows of the small tables, stream ``entry_log_ledgers``; ``close()`` returns the row counts."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._rows: dict[str, list[tuple[Any, ...]]] = {schema.ENTRY_LOGS.name: [], schema.LOCAL_INDEX.name: []}
+        self._pairs: list[tuple[str, str, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+        self._pending = 0
+        self._pair_rows = 0
+        name = schema.ENTRY_LOG_LEDGERS.name
+        self._pairs_final = self.out_dir / schema.table_file(name)
+        self._pairs_writer = pq.ParquetWriter(_tmp(self._pairs_final), arrow_schema(name), compression="zstd")
+
+    def add_entry_log(self, row: tuple[Any, ...]) -> None:
+        if len(row) != len(schema.ENTRY_LOGS.columns):
+            raise ValueError("entry_logs: wrong row width")
+        self._rows[schema.ENTRY_LOGS.name].append(row)
+
+    def add_index_row(self, row: tuple[Any, ...]) -> None:
+        self._rows[schema.LOCAL_INDEX.name].append(row)
+
+    def add_pairs(
+        self, bookie_id: str, ledger_dir: str, log_id: int, ids: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
+    ) -> None:
+        if ids.shape[0] == 0:
+            return
+        logs = np.full(ids.shape[0], log_id, dtype=np.int64)
+        self._pairs.append((bookie_id, ledger_dir, logs, ids, sizes))
+        self._pending += int(ids.shape[0])
+        if self._pending >= ROW_GROUP:
+            self._flush_pairs()
+
+    def _flush_pairs(self) -> None:
+        """One record batch per (bookie, ledger dir) run of buffered logs: numpy concatenation, no per-row work."""
+        if not self._pairs:
+            return
+        sch = arrow_schema(schema.ENTRY_LOG_LEDGERS.name)
+        batches = []
+        start = 0
+        pending = self._pairs
+        for i in range(1, len(pending) + 1):
+            if i < len(pending) and pending[i][:2] == pending[start][:2]:
+                continue
+            group = pending[start:i]
+            bookie_id, ledger_dir = group[0][0], group[0][1]
+            logs = np.concatenate([g[2] for g in group])
+            n = int(logs.shape[0])
+            batches.append(
+                pa.record_batch(
+                    [
+                        _repeat(bookie_id, n),
+                        _repeat(ledger_dir, n),
+                        _int64(logs),
+                        _int64(np.concatenate([g[3] for g in group])),
+                        _int64(np.concatenate([g[4] for g in group])),
+                    ],
+                    schema=sch,
+                )
+            )
+            start = i
+        self._pairs_writer.write_table(pa.Table.from_batches(batches, schema=sch), row_group_size=ROW_GROUP)
+        self._pair_rows += self._pending
+        self._pairs, self._pending = [], 0
+
+    def _write_rows(self, name: str) -> int:
+        rows = self._rows[name]
+        sch = arrow_schema(name)
+        if rows:
+            arrays = list(pa.RecordBatch.from_struct_array(pa.array(rows, type=pa.struct(list(sch)))).columns)
+        else:
+            arrays = [pa.array([], type=f.type) for f in sch]
+        for arr, fld in zip(arrays, sch, strict=True):
+            if not fld.nullable and arr.null_count:
+                raise SnapshotError(
+                    f"internal: {name}.{fld.name} is not nullable but {arr.null_count} row(s) are null",
+                    hint="this is a pulsar-ops bug; re-run with --debug and report it",
+                )
+        final = self.out_dir / schema.table_file(name)
+        pq.write_table(pa.Table.from_arrays(arrays, schema=sch), _tmp(final), compression="zstd")
+        os.replace(_tmp(final), final)
+        return len(rows)
+
+    def close(self) -> dict[str, int]:
+        self._flush_pairs()
+        self._pairs_writer.close()
+        os.replace(_tmp(self._pairs_final), self._pairs_final)
+        counts = {
+            schema.ENTRY_LOGS.name: self._write_rows(schema.ENTRY_LOGS.name),
+            schema.ENTRY_LOG_LEDGERS.name: self._pair_rows,
+            schema.LOCAL_INDEX.name: self._write_rows(schema.LOCAL_INDEX.name),
+        }
+        return counts
+
+
+def write_manifest(out_dir: Path, doc: dict[str, Any]) -> Path:
+    """Write ``manifest.json`` atomically (like ``snapshot.manifest.write_manifest``)."""
+    out_dir = Path(out_dir)
+    final = out_dir / schema.MANIFEST_NAME
+    tmp = _tmp(final)
+    data = json.dumps(doc, indent=2).encode("utf-8") + b"\n"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    dir_fd = os.open(out_dir, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return final

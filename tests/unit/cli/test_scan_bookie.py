@@ -1,0 +1,43 @@
+"""`pulsar-ops scan-bookie` on the command line: exit codes, --json on stdout, errors with a code and a hint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from pulsar_ops.cli.main import app
+from pulsar_ops.testing.entrylog_writer import LocalIndexRow, entry_log_path, write_entry_log, write_ledger_index
+
+
+def test_complete_scan_exits_0_with_json(tmp_path: Path) -> None:
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(1, 0, 5), (2, 0, 6)])
+    write_ledger_index(d, [LocalIndexRow(1)])
+    out = tmp_path / "scan"
+    r = CliRunner().invoke(app, ["scan-bookie", "--ledger-dirs", str(d), "--bookie-id", "bk:3181", "--out", str(out),
+                                 "--json", "-q"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["complete"] and doc["bookie_id"] == "bk:3181" and doc["tables"]["entry_log_ledgers"] == 2
+    assert doc["index"]["status"] == "read" and (out / "manifest.json").exists()
+
+
+def test_partial_scan_exits_1(tmp_path: Path) -> None:
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(1, 0, 5)])
+    (d / "current" / "zz.log").write_bytes(b"")
+    r = CliRunner().invoke(app, ["scan-bookie", "--ledger-dirs", str(d), "--bookie-id", "b:1", "--out",
+                                 str(tmp_path / "scan"), "--max-scan-mb-s", "5"])  # fmt: skip
+    assert r.exit_code == 1, r.output
+    assert "partial" in r.stderr and "zz.log" in r.stderr
+
+
+def test_failure_exits_3_with_code_and_hint(tmp_path: Path) -> None:
+    r = CliRunner().invoke(
+        app, ["scan-bookie", "--ledger-dirs", str(tmp_path), "--bookie-id", "b:1", "--out", str(tmp_path / "o")]
+    )
+    assert r.exit_code == 3
+    assert "bookie-dir-invalid" in r.stderr and "hint" in r.stderr
+    assert not (tmp_path / "o").exists()
