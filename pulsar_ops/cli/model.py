@@ -199,8 +199,9 @@ def _measured_human(doc: dict[str, Any]) -> None:
             + f"; frees deletion {fmt_bytes(r['deletion'])}, minor {fmt_bytes(r['minor'])}, "
             f"major {fmt_bytes(r['major'])}"
         )
-        for note in s["notes"]:
-            info(f"    {note}")
+        for note in [*s["notes"], *doc["bookies"][b]["notes"]]:
+            if not note.startswith("measured: scan "):
+                info(f"    {note}")
     for b in estimated:
         info(f"  {b}: estimated from ledger metadata (no scan)")
     info("estimate vs measured (estimate / measured, error):")
