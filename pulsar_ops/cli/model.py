@@ -142,7 +142,9 @@ def gc_cmd(
         from pulsar_ops.model.measured_gc import gc_with_scans
         from pulsar_ops.model.scan_layout import read_scans
 
-        m = gc_with_scans(lay, read_scans(bookie_scan), dict.fromkeys(ids, start), cfg, opts, known_ledgers=known)
+        m = gc_with_scans(
+            lay, read_scans(bookie_scan), dict.fromkeys(ids, start), cfg, opts, known_ledgers=known, snapshot_ms=start
+        )
         result = {**m.result.to_json(), **m.to_json()}
         measured = result
     else:

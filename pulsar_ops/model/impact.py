@@ -146,6 +146,7 @@ def plan_impact(
     ledger_span_ms: int = DEFAULT_LEDGER_SPAN_MS,
     horizon_ms: int | None = None,
     scans: Mapping[str, BookieScan] | None = None,
+    snapshot_ms: int | None = None,
 ) -> ImpactReport:
     """Impact of deleting ``delete``'s metadata at ``now_ms``, every other ledger in ``all_ledgers`` staying.
 
@@ -172,7 +173,7 @@ def plan_impact(
     on_scan: dict[str, dict[int, int]] = {}
     if scans:
         known = np.sort(np.fromiter(by_id.keys(), dtype=np.int64, count=len(by_id)))
-        measured = gc_with_scans(layout, scans, delete_at, cfg, opts, known_ledgers=known)
+        measured = gc_with_scans(layout, scans, delete_at, cfg, opts, known_ledgers=known, snapshot_ms=snapshot_ms)
         result = measured.result
         on_scan = _measured_bytes(scans, delete_at)
     else:

@@ -114,12 +114,13 @@ def gc_with_scans(
     *,
     known_ledgers: I64 | None = None,
     pins: int = 5,
+    snapshot_ms: int | None = None,
 ) -> MeasuredGc:
     """The GC model on the measured layouts (estimate elsewhere) and the estimate's error per scanned bookie.
 
     Both runs share one horizon (the default is derived from the deletion times, the same for both). Stuck logs of
     a measured layout list the live ledgers that pin them (``pinned_by``, the ``pins`` largest)."""
-    layout, sources = with_measured(estimated, scans, delete_at, known_ledgers=known_ledgers)
+    layout, sources = with_measured(estimated, scans, delete_at, known_ledgers=known_ledgers, snapshot_ms=snapshot_ms)
     result = simulate(layout, cfg, opts)
     scanned_est = Layout(
         bookies={b: bl for b, bl in estimated.bookies.items() if b in scans},

@@ -275,9 +275,11 @@ def with_measured(
     delete_at: Mapping[int, int],
     *,
     known_ledgers: I64 | None = None,
+    snapshot_ms: int | None = None,
 ) -> tuple[Layout, dict[str, dict[str, Any]]]:
     """``estimated`` with every scanned bookie's layout replaced by its scan; and bookie -> where its layout
-    came from (``source``: measured | estimated)."""
+    came from (``source``: measured | estimated). ``snapshot_ms`` (the snapshot's finish time) adds a note when a
+    scan is older than the snapshot: what was written in between is not in its layout."""
     bookies = dict(estimated.bookies)
     sources: dict[str, dict[str, Any]] = {
         bid: {"source": "estimated", "notes": list(bl.notes)} for bid, bl in bookies.items()
@@ -292,6 +294,11 @@ def with_measured(
             known_ledgers=known_ledgers,
         )
         sources[bid] = sc.source_json()
+        if snapshot_ms is not None and 0 < sc.finished_at_ms < snapshot_ms:
+            sources[bid]["notes"].append(
+                f"the scan finished {(snapshot_ms - sc.finished_at_ms) / 60_000:.0f} min before the snapshot: "
+                "entries written since are not in this layout"
+            )
         if est is None:
             sources[bid]["notes"].append("no ledger of the snapshot names this bookie in its ensembles")
     return (

@@ -54,6 +54,7 @@ def compute_impact(
     disk_bytes: Mapping[str, int] | None = None,
     scans: Mapping[str, BookieScan] | None = None,
     ledgers_root: str = "/ledgers",
+    snapshot_ms: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], tuple[str, ...]]:
     """(plan-level impact, per-action impact by id, human lines) from the reference model's GC prediction.
 
@@ -83,7 +84,13 @@ def compute_impact(
     }
     delete += [by_id[lid] for lids in sub_ledgers.values() for lid in lids if lid in by_id]
     report = plan_impact(
-        delete, ledgers, now_ms=now_ms, znode_deletes=znode_deletes, disk_bytes=disk_bytes, scans=scans
+        delete,
+        ledgers,
+        now_ms=now_ms,
+        znode_deletes=znode_deletes,
+        disk_bytes=disk_bytes,
+        scans=scans,
+        snapshot_ms=snapshot_ms,
     )
     doc: dict[str, Any] = report.to_json()
     per_ledger: dict[str, Any] = doc.get("per_ledger", {})
@@ -205,6 +212,7 @@ def build_plan(
         disk_bytes=load_disk_bytes(snap),
         scans=scans,
         ledgers_root=snap.manifest.ledgers_root,
+        snapshot_ms=snap.manifest.finished_at_ms,
     )
     if scans:
         impact["bookie_scans"] = {bid: sc.path for bid, sc in sorted(scans.items())}
