@@ -105,6 +105,31 @@ def _path_figures(
     }
 
 
+def _dense_scan(root: Path, dense_mb: int, entry: int, say: Info) -> dict[str, Any]:
+    """The scanned path on what it meets on a bookie: one dense log without a map (the active log), entries of
+    ``entry`` bytes from 100 interleaved ledgers, written, synced, then scanned unthrottled."""
+    d = root / "dense"
+    n = max(1, (dense_mb << 20) // (entry + 4))
+    say(f"dense scan: one active log of {dense_mb:,} MiB ({n:,} entries of {entry:,} bytes)")
+    write_entry_log(entry_log_path(d, 1), 1, ((i % 100, i // 100, entry - 16) for i in range(n)), with_map=False)
+    os.sync()
+    t, c = time.monotonic(), _cpu_seconds()
+    m = scan(ScanConfig([d], "bench:3181", root / "scan-dense", max_scan_mb_s=0))
+    secs, cpu = time.monotonic() - t, _cpu_seconds() - c
+    read = m["bytes_scanned"]
+    return {
+        "log_mb": dense_mb,
+        "entries": n,
+        "entry_bytes": entry,
+        "seconds": round(secs, 3),
+        "cpu_seconds": round(cpu, 3),
+        "mb_per_s": round(read / 1e6 / max(secs, 1e-9), 1),
+        "mb_per_cpu_s": round(read / 1e6 / max(cpu, 1e-9), 1),
+        "entries_per_s": int(n / max(secs, 1e-9)),
+        "read_via": dict(m["logs"]),
+    }
+
+
 def run(
     *,
     logs: int = 2000,
@@ -113,6 +138,8 @@ def run(
     log_mb: int = 1024,
     payload: int = 64,
     direct_every: int = 10,
+    dense_mb: int = 256,
+    dense_entry: int = 1024,
     info: Info | None = None,
     work: Path | None = None,
 ) -> dict[str, Any]:
@@ -166,6 +193,7 @@ def run(
                 gen["logical_bytes"],
             ),
             "same_pairs": m_map["tables"]["entry_log_ledgers"] == m_scan["tables"]["entry_log_ledgers"],
+            "dense_scan": _dense_scan(root, dense_mb, dense_entry, say) if dense_mb > 0 else None,
             "peak_rss_mb": _peak_rss_mb(),
         }
         doc["targets"] = {

@@ -41,6 +41,11 @@ DIRECT_DUMMY_LENGTH = DIRECT_HEADER_SIZE - LOGFILE_HEADER_SIZE - 4
 INT_MAX = 2**31 - 1
 
 DEFAULT_CHUNK = 8 * 1024 * 1024
+MAP_FIRST_READ = 8 * 1024 * 1024
+# A default-logger batch is not capped upstream (only the Direct logger's is, at 160,024 bytes), but every writer
+# caps it at 10,000 pairs; one claiming more than 64 MiB (4 million pairs) is treated as corrupt (then scanned)
+# so that a damaged length cannot make the reader hold a whole 1 GiB log in memory.
+MAP_MAX_BATCH_READ = 64 * 1024 * 1024
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _REC = struct.Struct(">iq")
@@ -151,34 +156,42 @@ def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray, in
         raise MapInvalid("map-invalid:offset")
     if header.map_offset == 0 or (direct and header.map_offset < 0):
         raise MapInvalid("no-map")
+    if header.map_offset < 0:  # FileChannel.read rejects a negative position; getEntryLogMetadata falls back
+        raise MapInvalid("map-invalid:offset")
     offset = header.map_offset
     # One read sized from the header's count (ledgers pairs + batch headers + the next length), more if needed.
     expected = max(header.ledgers_count, 0)
     want = expected * LEDGERS_MAP_ENTRY_SIZE + (expected // LEDGERS_MAP_MAX_BATCH_SIZE + 1) * 24 + 4
     base = offset
-    buf = _pread(fd, max(0, min(want, size - offset)), offset) if offset < size else b""
+    buf = _pread(fd, max(0, min(want, size - offset, MAP_FIRST_READ)), offset) if offset < size else b""
     id_parts: list[IntArray] = []
     size_parts: list[IntArray] = []
 
-    def ensure(end: int) -> bool:
-        nonlocal buf, base
-        if end <= base + len(buf):
+    nread = len(buf)
+
+    def ensure(start: int, end: int) -> bool:
+        """Make [start, end) readable in ``buf``; a new read starts at ``start`` (the batch being parsed)."""
+        nonlocal buf, base, nread
+        if start >= base and end <= base + len(buf):
             return True
         if end > size:
             return False
-        more = _pread(fd, max(end - base - len(buf), 1 << 20), base + len(buf))
-        buf += more
+        buf = _pread(fd, min(max(end - start, MAP_FIRST_READ), size - start), start)
+        base = start
+        nread += len(buf)
         return end <= base + len(buf)
 
     while offset < size:
-        if not ensure(offset + 4):
+        if not ensure(offset, offset + 4):
             raise MapInvalid("map-invalid:truncated")
         length = _I32.unpack_from(buf, offset - base)[0]
         if direct and length >= DIRECT_MAX_MAP_SIZE:
             raise MapInvalid("map-invalid:batch-too-large")
         if length <= 0:
             break
-        if not ensure(offset + 4 + length) or length < 20:
+        if length > MAP_MAX_BATCH_READ:  # bounded memory; no writer makes a batch over 160,024 bytes
+            raise MapInvalid("map-invalid:batch-too-large")
+        if not ensure(offset, offset + 4 + length) or length < 20:
             raise MapInvalid("map-invalid:truncated")
         lid, eid, n = _BATCH.unpack_from(buf, offset + 4 - base)
         if lid != INVALID_LID:
@@ -196,7 +209,6 @@ def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray, in
     ids = np.concatenate(id_parts) if id_parts else _EMPTY
     sizes = np.concatenate(size_parts) if size_parts else _EMPTY
     ids, sizes = _aggregate(ids, sizes)
-    nread = len(buf)
     if not direct:
         if ids.shape[0] != header.ledgers_count:
             raise MapInvalid("map-invalid:count")

@@ -19,6 +19,7 @@ import errno
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -162,6 +163,13 @@ def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
         raise ConfigError("--ledger-dirs is empty", hint="pass the bookie's ledgerDirectories, comma-separated")
     if not cfg.bookie_id:
         raise ConfigError("--bookie-id is empty", hint="pass the bookie's id as in /ledgers/available (host:port)")
+    resolved = [Path(d).resolve() for d in cfg.ledger_dirs]
+    if len(set(resolved)) != len(resolved):
+        raise ConfigError(
+            "--ledger-dirs names a directory twice",
+            code="bookie-dir-invalid",
+            hint="pass each ledgerDirectories entry once",
+        )
     for d in cfg.ledger_dirs:
         if not (Path(d) / "current").is_dir():
             raise ConfigError(
@@ -194,17 +202,21 @@ class _Releaser:
     """Drops the pages of each read log and closes it on one background thread: ``posix_fadvise(DONTNEED)``
     drains the kernel's per-CPU page lists, ~0.1-0.2 ms a call, which would otherwise be most of a map read."""
 
+    MAX_PENDING = 64  # open descriptors waiting for the thread (stays far below the usual 1024 limit)
+
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fadvise")
+        self._pending = threading.BoundedSemaphore(self.MAX_PENDING)
 
-    @staticmethod
-    def _run(fd: int, ranges: tuple[tuple[int, int], ...]) -> None:
+    def _run(self, fd: int, ranges: tuple[tuple[int, int], ...]) -> None:
         try:
             _drop_cache(fd, ranges)
         finally:
             os.close(fd)
+            self._pending.release()
 
     def release(self, fd: int, ranges: tuple[tuple[int, int], ...] = ((0, 0),)) -> None:
+        self._pending.acquire()
         self._pool.submit(self._run, fd, ranges)
 
     def close(self) -> None:

@@ -188,6 +188,9 @@ def bench_scan_bookie(
     ledgers: int = typer.Option(200_000, "--ledgers", min=1, help="Distinct ledgers across the logs."),
     ledgers_per_log: int = typer.Option(1000, "--ledgers-per-log", min=1, help="Ledgers in each log's map."),
     log_mb: int = typer.Option(1024, "--log-mb", min=1, help="Logical size of each (sparse) log in MiB."),
+    dense_mb: int = typer.Option(
+        256, "--dense-mb", min=0, help="Size of one dense active log scanned record by record (0: skip)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Write the figures as JSON to stdout."),
 ) -> None:
     """scan-bookie on a generated bookie: pairs/s, logs/s and MB/s by map and by scanning, peak RSS."""
@@ -195,7 +198,9 @@ def bench_scan_bookie(
     from pulsar_ops.cli.common import emit_json, guarded, info
 
     def _go(as_json: bool = as_json) -> None:
-        doc = run(logs=logs, ledgers=ledgers, ledgers_per_log=ledgers_per_log, log_mb=log_mb, info=info)
+        doc = run(
+            logs=logs, ledgers=ledgers, ledgers_per_log=ledgers_per_log, log_mb=log_mb, dense_mb=dense_mb, info=info
+        )
         m = doc["machine"]
         info(f"machine: {m['cpus']} cpu(s), load {m['load_1min']} (shared machine: figures are lower bounds)")
         g = doc["generated"]
@@ -214,6 +219,13 @@ def bench_scan_bookie(
                 f"{name.split('_')[0]:<8} {p['seconds']:>8} {p['pairs_per_s']:>12,} {p['logs_per_s']:>9,} "
                 f"{p['read_mb']:>9,} {p['mb_per_s']:>9,} {p['logical_gb_per_s']:>13,} {p['cpu_seconds']:>7} "
                 f"{p['pairs_per_cpu_s']:>12,}"
+            )
+        dense = doc["dense_scan"]
+        if dense:
+            info(
+                f"dense active log, scanned: {dense['log_mb']:,} MiB, {dense['entries']:,} entries of "
+                f"{dense['entry_bytes']:,} B in {dense['seconds']} s = {dense['mb_per_s']:,} MB/s "
+                f"({dense['entries_per_s']:,} entries/s; {dense['mb_per_cpu_s']:,} MB per CPU-s)"
             )
         info(f"same pairs by map and by scan: {doc['same_pairs']}; peak RSS {doc['peak_rss_mb']:,} MB (ru_maxrss)")
         info("targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in doc["targets"].items()))

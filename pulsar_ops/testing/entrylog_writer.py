@@ -37,7 +37,9 @@ LOG_SIZE_LIMIT = 1 << 30
 INVALID_LID = -1
 LEDGERS_MAP_ENTRY_ID = -2
 LEDGERS_MAP_MAX_BATCH_SIZE = 10_000
-# The Direct logger's write buffer (records are never split across two buffers; each flush pads to 4 KiB).
+# The Direct logger's write buffer (records are never split across two buffers; each flush pads to 4 KiB). Upstream
+# sizes it from dbStorage_directIOEntryLoggerTotalWriteBufferSizeMB (DirectEntryLogger's BufferPool); a smaller one
+# here makes small test logs cross many buffer boundaries. The map is written as one piece after the last flush.
 DIRECT_WRITE_BUFFER = 64 * 1024
 
 Logger = Literal["default", "direct"]
@@ -141,86 +143,95 @@ def write_entry_log(
     if with_map and (truncate_last or header_version < 1):
         raise ValueError("a log with a truncated record or a version-0 header has no ledgers map")
     direct = logger == "direct"
-    records: list[bytes] = []
     per_ledger: dict[int, int] = {}
-    for ledger_id, entry_id, payload in entries:
-        rec = _record(ledger_id, entry_id, payload)
-        records.append(rec)
-        per_ledger[ledger_id] = per_ledger.get(ledger_id, 0) + len(rec)
-    counted = list(records)
-    if truncate_last:
-        if not records:
-            raise ValueError("truncate_last needs at least one entry")
-        last = records[-1]
-        ledger_id = struct.unpack_from(">q", last, 4)[0]
-        per_ledger[ledger_id] -= len(last)
-        if per_ledger[ledger_id] == 0:
-            del per_ledger[ledger_id]
-        records[-1] = last[: 4 + (len(last) - 4) // 2]
-        counted = counted[:-1]
-    data_bytes = sum(len(r) for r in counted)
-
-    body = bytearray()
-    pos = DIRECT_HEADER_SIZE if direct else LOGFILE_HEADER_SIZE
-    if direct:
-        buf_start = pos
-        for rec in records:
-            if len(rec) > DIRECT_WRITE_BUFFER:
-                raise ValueError("record larger than the Direct logger's write buffer")
-            if pos - buf_start + len(rec) > DIRECT_WRITE_BUFFER:  # flushBuffer: pad to the next 4 KiB
-                pad = _align(pos) - pos
-                body += bytes([PADDING_BYTE]) * pad
-                pos += pad
-                buf_start = pos
-            body += rec
-            pos += len(rec)
-        if not truncate_last:  # finalizeAndClose / flush: pad the last buffer
-            pad = _align(pos) - pos
-            body += bytes([PADDING_BYTE]) * pad
-            pos += pad
-    else:
-        for rec in records:
-            body += rec
-        pos += len(body)
-
-    map_offset = 0
-    pairs = list(per_ledger.items())
-    map_bytes = b""
-    if with_map and pairs:
-        batches = _map_batches(pairs)
-        map_bytes = b"".join(batches)
-        if direct:
-            map_offset = pos
-            map_bytes += bytes([PADDING_BYTE]) * (_align(pos + len(map_bytes)) - pos - len(map_bytes))
-        elif sparse_size is not None and sparse_size - len(map_bytes) - pos >= 20:
-            # The map at the end of the logical size; a filler record of ledger id -1 spans the hole so that a
-            # scan skips it by length as it skips a map batch (scanEntryLog), instead of stepping through zeros
-            # into the map's length field.
-            map_offset = sparse_size - len(map_bytes)
-            body += struct.pack(">iqq", map_offset - pos - 4, INVALID_LID, 0)
-        else:
-            map_offset = pos
-    header = _header(header_version, map_offset, len(pairs) if map_offset else 0, direct=direct)
-
+    data_bytes = 0
+    count = 0
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as fh:
-        fh.write(header)
-        fh.write(body)
+        fh.write(_header(header_version, 0, 0, direct=direct))
+        pos = DIRECT_HEADER_SIZE if direct else LOGFILE_HEADER_SIZE
+        buf_start = pos  # Direct logger: where the current write buffer starts
+        out = bytearray()  # written in pieces of a few MiB: memory stays flat for logs of any size
+
+        def put(rec: bytes) -> None:
+            nonlocal pos, buf_start, out
+            if direct:
+                if len(rec) > DIRECT_WRITE_BUFFER:
+                    raise ValueError("record larger than the Direct logger's write buffer")
+                if pos - buf_start + len(rec) > DIRECT_WRITE_BUFFER:  # flushBuffer: pad to the next 4 KiB
+                    pad = _align(pos) - pos
+                    out += bytes([PADDING_BYTE]) * pad
+                    pos += pad
+                    buf_start = pos
+            out += rec
+            pos += len(rec)
+            if len(out) >= 4 << 20:
+                fh.write(out)
+                out = bytearray()
+
+        previous: bytes | None = None  # one record held back: truncate_last cuts the last one
+        for ledger_id, entry_id, payload in entries:
+            rec = _record(ledger_id, entry_id, payload)
+            if previous is not None:
+                put(previous)
+            previous = rec
+            per_ledger[ledger_id] = per_ledger.get(ledger_id, 0) + len(rec)
+            data_bytes += len(rec)
+            count += 1
+        if truncate_last:
+            if previous is None:
+                raise ValueError("truncate_last needs at least one entry")
+            ledger_id = struct.unpack_from(">q", previous, 4)[0]
+            per_ledger[ledger_id] -= len(previous)
+            if per_ledger[ledger_id] == 0:
+                del per_ledger[ledger_id]
+            data_bytes -= len(previous)
+            count -= 1
+            out += previous[: 4 + (len(previous) - 4) // 2]  # the file ends inside this record
+            pos += 4 + (len(previous) - 4) // 2
+        else:
+            if previous is not None:
+                put(previous)
+            if direct:  # finalizeAndClose / flush: pad the last buffer
+                pad = _align(pos) - pos
+                out += bytes([PADDING_BYTE]) * pad
+                pos += pad
+
+        map_offset = 0
+        pairs = list(per_ledger.items())
+        map_bytes = b""
+        if with_map and pairs:
+            map_bytes = b"".join(_map_batches(pairs))
+            if direct:
+                map_offset = pos
+                map_bytes += bytes([PADDING_BYTE]) * (_align(pos + len(map_bytes)) - pos - len(map_bytes))
+            elif sparse_size is not None and sparse_size - len(map_bytes) - pos >= 20:
+                # The map at the end of the logical size; a filler record of ledger id -1 spans the hole so that
+                # a scan skips it by length as it skips a map batch (scanEntryLog), instead of stepping through
+                # zeros into the map's length field.
+                map_offset = sparse_size - len(map_bytes)
+                out += struct.pack(">iqq", map_offset - pos - 4, INVALID_LID, 0)
+            else:
+                map_offset = pos
+        fh.write(out)
         if map_bytes:
             fh.seek(map_offset)
             fh.write(map_bytes)
+        if map_offset:  # rollover: the header's offset and count are patched last
+            fh.seek(0)
+            fh.write(_header(header_version, map_offset, len(pairs), direct=direct))
+        fh.seek(0, 2)
         end = fh.tell()
         if direct and not truncate_last:
-            target = max(sparse_size or 0, _align(end) + ALIGNMENT)
-            fh.truncate(target)
+            fh.truncate(max(sparse_size or 0, _align(end) + ALIGNMENT))
         elif sparse_size is not None and sparse_size > end:
             fh.truncate(sparse_size)
     return EntryLogTruth(
         log_id=log_id,
         data_bytes=data_bytes,
         bytes_per_ledger=dict(per_ledger),
-        entries=len(counted),
+        entries=count,
         map_offset=map_offset,
         file_bytes=path.stat().st_size,
         logger=logger,

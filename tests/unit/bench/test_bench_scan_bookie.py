@@ -23,6 +23,8 @@ def test_bench_scan_bookie_reports_both_paths() -> None:
             "20",
             "--log-mb",
             "2",
+            "--dense-mb",
+            "1",
             "--json",
         ],
     )
@@ -42,6 +44,9 @@ def test_bench_scan_bookie_reports_both_paths() -> None:
             "cpu_seconds",
         } <= set(p)
     assert doc["same_pairs"] is True and doc["peak_rss_mb"] > 0
+    dense = doc["dense_scan"]
+    assert dense["read_via"] == {"map": 0, "scanned": 1, "skipped": 0} and dense["entries"] == (1 << 20) // 1028
+    assert {"mb_per_s", "entries_per_s", "mb_per_cpu_s", "seconds"} <= set(dense)
     assert set(doc["targets"]) == {"map path >= 1,000,000 pairs/s", "peak RSS < 500 MB"}
     for word in ("pairs/s", "logs/s", "MB/s", "peak RSS", "pairs/cpu-s"):
         assert word in r.stderr

@@ -296,3 +296,54 @@ def test_map_and_scan_agree(
     assert np.array_equal(by_map.ledger_ids, by_scan.ledger_ids)
     assert np.array_equal(by_map.ledger_bytes, by_scan.ledger_bytes)
     check(by_map, truth)
+
+
+def test_negative_map_offset_falls_back(tmp_path: Path) -> None:
+    """extractEntryLogMetadataFromIndex reads at the header's offset: a negative position is refused
+    (FileChannel.read) and getEntryLogMetadata, which catches any Throwable, scans instead."""
+    p = entry_log_path(tmp_path, 1)
+    truth = write_entry_log(p, 1, ENTRIES)
+    patch(p, 8, struct.pack(">q", -5))
+    r = read(p)
+    assert (r.read_via, r.reason) == ("scan", "map-invalid:offset")
+    check(r, truth)
+
+
+def test_oversized_batch_length_is_not_read_into_memory(tmp_path: Path) -> None:
+    """A damaged batch length past 64 MiB is refused before any read (ours; then scanned like any bad map)."""
+    p = entry_log_path(tmp_path, 1)
+    truth = write_entry_log(p, 1, ENTRIES, sparse_size=1 << 30)
+    patch(p, truth.map_offset, struct.pack(">i", 0x7FFFFFF0))
+    r = read(p)
+    assert (r.read_via, r.reason) == ("scan", "map-invalid:batch-too-large")
+    check(r, truth)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    body=st.binary(max_size=6000),
+    version=st.integers(min_value=-2, max_value=3),
+    map_offset=st.integers(min_value=-(2**40), max_value=2**40) | st.integers(min_value=0, max_value=7000),
+    count=st.integers(min_value=-5, max_value=20_000),
+    direct=st.booleans(),
+)
+def test_any_bytes_read_without_raising(
+    tmp_path: Path, body: bytes, version: int, map_offset: int, count: int, direct: bool
+) -> None:
+    """Whatever a file holds, the reader returns a result (map or scan) and never raises: a damaged log is
+    one row with a reason, not a failed scan. Every counted entry is at least L + 4 >= 5 bytes."""
+    head = bytearray(4096 if direct else 1024)
+    head[0:4] = b"BKLO"
+    struct.pack_into(">iqi", head, 4, version, map_offset, count)
+    if direct:
+        struct.pack_into(">iq", head, 1024, 3068, -1)
+    p = tmp_path / "current" / "f.log"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(bytes(head) + body)
+    for force in (False, True):
+        r = read(p, force_scan=force, chunk=64 * 1024)
+        assert r.read_via in ("map", "scan")
+        assert r.ledger_ids.shape == r.ledger_bytes.shape
+        if r.read_via == "scan":
+            assert bool(np.all(r.ledger_ids >= 0)) and bool(np.all(r.ledger_bytes >= 5))
+            assert r.data_bytes <= len(body) + len(head)

@@ -176,6 +176,8 @@ def test_refuses_out_inside_a_scanned_dir_and_non_bookie_dirs(tmp_path: Path) ->
     with pytest.raises(ConfigError) as e:
         scan(ScanConfig([tmp_path], "b:1", tmp_path.parent / "scan-x"))
     assert e.value.code == "bookie-dir-invalid"
+    with pytest.raises(ConfigError, match="twice"):
+        scan(ScanConfig([d, tmp_path / "ledgers" / "."], "b:1", tmp_path / "s"))
     with pytest.raises(ConfigError, match="2 index dir"):
         scan(ScanConfig([d], "b:1", tmp_path / "s", index_dirs=[d, d]))
 
@@ -190,3 +192,56 @@ def test_throttle_limits_the_average_rate() -> None:
     u = ByteThrottle(0, sleep=unlimited.append)
     u(10**9)
     assert unlimited == []
+
+
+def test_scanned_logs_are_throttled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--max-scan-mb-s bounds the scanned path (GC's own scans go through a throttle too); maps are not throttled."""
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(i, 0, 20_000) for i in range(150)], with_map=False)  # ~3 MB
+    write_entry_log(entry_log_path(d, 2), 2, [(i, 0, 20_000) for i in range(150)])
+    slept: list[float] = []
+
+    class Recording(ByteThrottle):
+        def __init__(self, mb_per_s: float) -> None:
+            super().__init__(mb_per_s, sleep=slept.append)
+
+    monkeypatch.setattr(run, "ByteThrottle", Recording)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan", max_scan_mb_s=1.0, chunk=256 * 1024))
+    assert m["logs"] == {"map": 1, "scanned": 1, "skipped": 0}
+    assert m["bytes_scanned"] >= 2_500_000
+    # 1 MB/s with half a second of burst: at least (bytes - 0.5 MB) / 1 MB/s of sleeping was asked for
+    assert sum(slept) >= (m["bytes_scanned"] - 500_000) / 1e6 * 0.95
+    assert m["throttled_s"] == pytest.approx(sum(slept), abs=0.01)
+    assert m["settings"] == {"max_scan_mb_s": 1.0}
+
+
+def test_a_read_error_makes_the_scan_partial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unreadable log is skipped with its errno and the scan is not complete (an error is not absence)."""
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(1, 0, 5)])
+    write_entry_log(entry_log_path(d, 2), 2, [(2, 0, 5)])
+    real = run.read_entry_log
+
+    def failing(fd: int, size: int, **kw: object) -> object:
+        if size and os.readlink(f"/proc/self/fd/{fd}").endswith("/1.log"):
+            raise OSError(5, "Input/output error")
+        return real(fd, size, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(run, "read_entry_log", failing)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert not m["complete"]
+    assert m["skipped"] == [{"ledger_dir": str(d), "file": "current/1.log", "reason": "read-error:EIO"}]
+    rows = {r["log_id"]: r for r in table(tmp_path / "scan", "entry_logs")}
+    assert rows[1]["read_via"] == "skipped" and rows[2]["read_via"] == "map"
+
+
+def test_an_index_that_cannot_be_opened_is_an_error(tmp_path: Path) -> None:
+    """A `ledgers` directory RocksDB cannot open (here: CURRENT names a missing MANIFEST) is status error, and the
+    scan is partial; the entry logs are still read."""
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(1, 0, 5)])
+    write_ledger_index(d, [LocalIndexRow(1)])
+    (d / "current" / "ledgers" / "CURRENT").write_text("MANIFEST-999999\n")
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert m["index"]["status"] == "error" and m["index"]["reason"] and not m["complete"]
+    assert m["logs"]["map"] == 1 and m["tables"]["local_index"] == 0
