@@ -1,7 +1,7 @@
 """spark-submit entry point of the audit.
 
     spark-submit --master spark://HOST:7077 --py-files pulsar_ops.zip jobs/audit.py \
-        --snapshot DIR --out DIR [--config FILE.json]
+        --snapshot DIR --out DIR [--config FILE.json] [--bookie-scan OUT ...] [--bookie-config bookkeeper.conf]
 
 extract (config + snapshot tables + staging/params/intermediate views) -> transform (every sql/detect/*.sql,
 unioned) -> load (OUT/findings/ Parquet + OUT/findings.json): ``pulsar_ops.audit.etl`` driven by
@@ -25,6 +25,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--snapshot", required=True, type=Path, help="snapshot directory")
     p.add_argument("--out", required=True, type=Path, help="audit output directory")
     p.add_argument("--config", type=Path, help="JSON audit config (see sql/README.md)")
+    p.add_argument(
+        "--bookie-scan", action="append", default=[], type=Path, help="a scan-bookie output directory (repeatable)"
+    )
+    p.add_argument("--bookie-config", type=Path, help="the bookies' bookkeeper.conf (GC settings)")
     p.add_argument("--master", help="Spark master when not launched by spark-submit (default local[*])")
     p.add_argument("--json", action="store_true", help="print the findings document on stdout")
     return p.parse_args(argv)
@@ -54,6 +58,10 @@ def cli_args(args: argparse.Namespace, master: str | None) -> list[str]:
     out = ["audit", str(args.snapshot), "--out", str(args.out)]
     if args.config is not None:
         out += ["--config", str(args.config)]
+    for scan in args.bookie_scan:
+        out += ["--bookie-scan", str(scan)]
+    if args.bookie_config is not None:
+        out += ["--bookie-config", str(args.bookie_config)]
     if master:
         out += ["--master", master]
     if args.json:

@@ -101,6 +101,13 @@ class AuditError(PulsarOpsError):
     default_hint = "re-run `pulsar-ops audit SNAPSHOT --out DIR --debug`"
 
 
+class BookieScanError(AuditError):
+    """A ``--bookie-scan`` directory the audit cannot use (no manifest, another format, damaged tables)."""
+
+    code = "bookie-scan-invalid"
+    default_hint = "run `pulsar-ops scan-bookie --ledger-dirs DIR --bookie-id ID --out OUT` to completion; pass OUT"
+
+
 class FindingsError(PulsarOpsError):
     code = "findings-invalid"
     default_hint = "re-run `pulsar-ops audit SNAPSHOT --out DIR` to produce findings"

@@ -33,7 +33,13 @@ DETECTIONS = (
     "ttl-expires-delayed",
     "scrape-incomplete",
     "undecodable-znode",
+    "unreclaimed-ledger-data",
+    "ledger-data-missing",
+    "stale-entry-log",
 )
+
+# Detections over bookie scans (`audit --bookie-scan`): silent without a scan.
+STORAGE_DETECTIONS = ("unreclaimed-ledger-data", "ledger-data-missing", "stale-entry-log")
 
 # Detections whose ``path`` names a znode a plan may act on: it must be a valid, normalised ZooKeeper path.
 ZNODE_PATH_DETECTIONS = frozenset({"orphan-ledger", "dangling-ledger", "znode-leak"})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -23,6 +23,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import types as T
 
+from pulsar_ops.audit.bookie_scans import SCAN_TABLES, ScanInfo
 from pulsar_ops.audit.manifest import table_dir
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.session import set_unless_explicit
@@ -102,6 +103,86 @@ def params_sql(params: AuditParams, admin_scraped: bool) -> str:
     return "SELECT " + ", ".join(cols)
 
 
+def _literal(value: int | float | bool | str | None, spark_type: str) -> str:
+    if value is None:
+        return f"CAST(NULL AS {spark_type})"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return f"CAST({value!r} AS {spark_type})"
+
+
+def literal_sql(columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[int | float | bool | str | None]]) -> str:
+    """Rows as a literal SELECT (UNION ALL of one-row SELECTs; ``WHERE false`` when there are none): known, tiny
+    statistics (see :func:`params_sql`), and an empty one lets the optimizer drop every join against it."""
+    if not rows:
+        return "SELECT " + ", ".join(f"{_literal(None, t)} AS {n}" for n, t in columns) + " WHERE false"
+    return " UNION ALL ".join(
+        "SELECT " + ", ".join(f"{_literal(v, t)} AS {n}" for (n, t), v in zip(columns, row, strict=True))
+        for row in rows
+    )
+
+
+SCAN_BOOKIES_COLUMNS = (
+    ("bookie_id", "STRING"),
+    ("scan_dir", "STRING"),
+    ("complete", "BOOLEAN"),
+    ("index_status", "STRING"),
+    ("started_at_ms", "BIGINT"),
+    ("finished_at_ms", "BIGINT"),
+)
+
+SCAN_PARAMS_COLUMNS = (
+    ("snapshot_started_at_ms", "BIGINT"),
+    ("snapshot_finished_at_ms", "BIGINT"),
+    ("gc_wait_time_ms", "BIGINT"),
+    ("minor_threshold", "DOUBLE"),
+    ("minor_interval_ms", "BIGINT"),
+    ("major_threshold", "DOUBLE"),
+    ("major_interval_ms", "BIGINT"),
+    ("disk_usage_warn_threshold", "DOUBLE"),
+    ("disk_usage_threshold", "DOUBLE"),
+    ("flush_interval_ms", "BIGINT"),
+)
+
+
+def register_scans(
+    spark: SparkSession,
+    scans: Sequence[ScanInfo],
+    params: AuditParams,
+    snapshot_times: tuple[int, int],
+    one_partition: bool = False,
+) -> None:
+    """The bookie scans' tables (``src_scan_<table>``: every scan's Parquet read as one table, or an empty literal
+    relation when no scan was passed), ``src_scan_bookies`` (a row per scan, from its validated manifest) and the
+    one-row ``scan_params`` (bookkeeper.conf settings and the snapshot's scrape times)."""
+    for t in SCAN_TABLES:
+        paths = [str(s.tables[t.name]) for s in scans]
+        if paths:
+            frame = spark.read.schema(spark_ddl(t)).parquet(*paths)
+            (frame.coalesce(1) if one_partition else frame).createOrReplaceTempView(f"src_scan_{t.name}")
+        else:
+            cols = [(c.name, _SPARK_TYPES[c.type]) for c in t.columns]
+            spark.sql(literal_sql(cols, [])).createOrReplaceTempView(f"src_scan_{t.name}")
+    rows = [(s.bookie_id, str(s.path), s.complete, s.index_status, s.started_at_ms, s.finished_at_ms) for s in scans]
+    spark.sql(literal_sql(SCAN_BOOKIES_COLUMNS, rows)).createOrReplaceTempView("src_scan_bookies")
+    gc = params.bookie.gc
+    values = (
+        snapshot_times[0],
+        snapshot_times[1],
+        gc.gc_wait_time_ms,
+        float(gc.minor_compaction_threshold),
+        gc.minor_compaction_interval_s * 1000,
+        float(gc.major_compaction_threshold),
+        gc.major_compaction_interval_s * 1000,
+        float(gc.disk_usage_warn_threshold),
+        float(gc.disk_usage_threshold),
+        params.bookie.flush_interval_ms,
+    )
+    spark.sql(literal_sql(SCAN_PARAMS_COLUMNS, [values])).createOrReplaceTempView("scan_params")
+
+
 def _view(spark: SparkSession, f: SqlFile) -> None:
     try:
         spark.sql(f.text).createOrReplaceTempView(f.name)
@@ -178,8 +259,11 @@ def extract(
     sql_root: Path | None = None,
     intermediates: bool = False,
     one_partition: bool = False,
+    bookie_scans: Sequence[ScanInfo] = (),
+    snapshot_times: tuple[int, int] = (0, 0),
 ) -> None:
-    """Register snapshot tables, staging views and ``params``; with ``intermediates`` also the intermediate
+    """Register snapshot tables, the bookie scans (:func:`register_scans`; ``snapshot_times``: the scrape's
+    started/finished ms), staging views and ``params``; with ``intermediates`` also the intermediate
     views as SQL (for analysing detections without running anything). The audit leaves them to
     :func:`materialise`, which analyses and registers each as it writes it. ``one_partition``: see
     :func:`read_parquet`."""
@@ -190,6 +274,7 @@ def extract(
         # the schema is known (snapshot/schema.py): no schema-inference job per table
         reader = spark.read.schema(spark_ddl(t))
         read_parquet(reader, table_dir(snapshot_dir, t.name), one_partition).createOrReplaceTempView(f"src_{t.name}")
+    register_scans(spark, bookie_scans, params, snapshot_times, one_partition)
     for f in staging_files(sql_root):
         _view(spark, f)
     spark.sql(params_sql(params, admin_scraped)).createOrReplaceTempView("params")

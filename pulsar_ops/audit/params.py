@@ -13,7 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pulsar_ops.errors import ConfigError
+from pulsar_ops.errors import ConfigError, ModelError
+from pulsar_ops.model.gc_config import _FIELD_OF as GC_KEYS
+from pulsar_ops.model.gc_config import GcConfig, gc_config
 from pulsar_ops.units import parse_duration_ms as parse_duration_ms
 
 SECOND = 1000
@@ -118,6 +120,44 @@ def parse_broker_config(text: str, source: str = "broker config") -> dict[str, s
 
 
 @dataclass(frozen=True)
+class BookieSettings:
+    """The bookkeeper.conf settings the storage detections use (``--bookie-config``)."""
+
+    gc: GcConfig = field(default_factory=lambda: gc_config(pulsar_conf=True))
+    # flushInterval: how long an entry may sit in the write cache before a checkpoint writes it to an entry log
+    # and to the indexes (DbLedgerStorage's checkpoint, run by SyncThread). Pulsar's bookkeeper.conf: 60000.
+    flush_interval_ms: int = 60_000
+
+
+def bookie_settings(values: Mapping[str, Any]) -> BookieSettings:
+    """``bookkeeper.conf`` keys over Pulsar's shipped defaults (reference bookie-storage.md §7); the keys the
+    detections do not use are ignored (a real file has hundreds), the GC ones are validated as
+    ``GarbageCollectorThread``'s constructor does (model/gc_config.py)."""
+    gc_values = {k: v for k, v in values.items() if k in GC_KEYS and str(v).strip() != ""}
+    try:
+        gc = gc_config(gc_values, pulsar_conf=True)
+    except ModelError as e:
+        raise ConfigError(f"bookie config: {e.message}", hint="fix the GC settings of bookkeeper.conf") from None
+    flush = values.get("flushInterval")
+    flush_ms = 60_000
+    if flush is not None and str(flush).strip():
+        try:
+            flush_ms = int(str(flush).strip())
+        except ValueError:
+            raise ConfigError(f"bookie config: flushInterval must be an integer, got {flush!r}") from None
+    return BookieSettings(gc=gc, flush_interval_ms=flush_ms)
+
+
+def load_bookie_config(path: Path) -> BookieSettings:
+    """``--bookie-config``: a bookkeeper.conf (``key=value`` lines) or a JSON object of its keys."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"bookie config not found: {path}", hint="pass the bookie's conf/bookkeeper.conf") from None
+    return bookie_settings(parse_broker_config(text, str(path)))
+
+
+@dataclass(frozen=True)
 class AuditParams:
     """Everything a detection may depend on. ``now_ms`` None = the snapshot's ``finished_at_ms``."""
 
@@ -125,6 +165,7 @@ class AuditParams:
     min_age_ms: int = 24 * HOUR
     inactive_after_ms: int = 7 * DAY
     broker: BrokerDefaults = field(default_factory=BrokerDefaults)
+    bookie: BookieSettings = field(default_factory=BookieSettings)
 
     def resolved(self, finished_at_ms: int) -> AuditParams:
         return self if self.now_ms is not None else replace(self, now_ms=finished_at_ms)
@@ -132,6 +173,7 @@ class AuditParams:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["broker"] = asdict(self.broker)
+        d["bookie"] = {"gc": self.bookie.gc.to_json(), "flushInterval": self.bookie.flush_interval_ms}
         return d
 
 
@@ -139,7 +181,17 @@ def params_from_config(doc: Mapping[str, Any], base: AuditParams | None = None) 
     """The JSON config file: ``{"now": ..., "min_age": "24h", "inactive_after": "7d", "broker": {...},
     "broker_config": "path"}`` (every key optional; see sql/README.md)."""
     p = base or AuditParams()
-    known = {"now", "min_age", "inactive_after", "broker", "broker_config", "master", "prometheus", "spark_conf"}
+    known = {
+        "now",
+        "min_age",
+        "inactive_after",
+        "broker",
+        "broker_config",
+        "bookie_config",
+        "master",
+        "prometheus",
+        "spark_conf",
+    }
     unknown = set(doc) - known
     if unknown:
         raise ConfigError(f"audit config: unknown keys {sorted(unknown)}", hint=f"allowed keys: {sorted(known)}")
@@ -151,6 +203,8 @@ def params_from_config(doc: Mapping[str, Any], base: AuditParams | None = None) 
         p = replace(p, inactive_after_ms=parse_duration_ms(doc["inactive_after"], flag="inactive_after"))
     if doc.get("broker_config"):
         p = replace(p, broker=load_broker_config(Path(str(doc["broker_config"])), p.broker))
+    if doc.get("bookie_config"):
+        p = replace(p, bookie=load_bookie_config(Path(str(doc["bookie_config"]))))
     broker = doc.get("broker")
     if broker is not None:
         if not isinstance(broker, Mapping):

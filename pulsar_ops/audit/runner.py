@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pulsar_ops.audit import class_cache, etl, jvm_metrics, stage_metrics
+from pulsar_ops.audit.bookie_scans import read_scans
 from pulsar_ops.audit.failures import classify
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
@@ -157,9 +158,11 @@ def run_audit(
     sql_root: Path | None = None,
     spark_conf: Mapping[str, str] | None = None,
     one_partition: bool | None = None,
+    bookie_scans: Sequence[Path] = (),
 ) -> AuditResult:
     """Audit ``snapshot_dir`` into ``out_dir`` (``findings.json`` + ``findings/``). ``one_partition``: read every
-    table as one partition (etl.read_parquet); by default when the snapshot is small (audit/sizing.py)."""
+    table as one partition (etl.read_parquet); by default when the snapshot is small (audit/sizing.py).
+    ``bookie_scans``: ``scan-bookie`` output directories, validated before Spark starts (audit/bookie_scans.py)."""
     started = time.monotonic()
     snapshot_dir = Path(snapshot_dir)
     out_dir = Path(out_dir)
@@ -171,6 +174,9 @@ def run_audit(
     if out_dir.exists() and not out_dir.is_dir():
         raise AuditError(f"--out {out_dir} exists and is not a directory", hint="pass a directory to --out")
     verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
+    scans = read_scans([Path(p) for p in bookie_scans])  # `bookie-scan-invalid` before any engine starts
+    started_ms = manifest.get("started_at_ms")
+    snapshot_times = (started_ms if isinstance(started_ms, int) else finished, finished)
     out_dir.mkdir(parents=True, exist_ok=True)
     work_dir = out_dir / INTERMEDIATE_DIR
     size = SnapshotSize.of(snapshot_dir, manifest) if spark is None else None
@@ -187,7 +193,14 @@ def run_audit(
         small = small_snapshot(row_counts(manifest)) if one_partition is None else one_partition  # local or cluster
         admin_scraped = bool(manifest.get("admin_scraped"))
         etl.extract(
-            session, snapshot_dir, resolved, admin_scraped=admin_scraped, sql_root=sql_root, one_partition=small
+            session,
+            snapshot_dir,
+            resolved,
+            admin_scraped=admin_scraped,
+            sql_root=sql_root,
+            one_partition=small,
+            bookie_scans=scans,
+            snapshot_times=snapshot_times,
         )
         timings["register"], mark = time.monotonic() - mark, time.monotonic()
         materialised = etl.materialise(session, work_dir, sql_root, one_partition=small)
@@ -222,6 +235,7 @@ def run_audit(
     recorded = {*conf, *SQL_SIZING_KEYS, *etl.PLAN_CONF, *etl.ONE_PARTITION_CONF}  # sized, then the plan's
     audit["spark_conf"] = {k: conf_value(session, k) for k in sorted(recorded)}
     audit["coverage"] = coverage_summary(covered)
+    audit["bookie_scans"] = [s.summary() for s in scans]  # each bookie's scope, and what a partial one withheld
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}
     audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step
     # and what the JVM spent it on (audit/jvm_metrics.py), over the steps after the session; its class-data archive

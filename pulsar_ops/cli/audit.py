@@ -34,6 +34,17 @@ def audit(
     broker_config: Path | None = typer.Option(
         None, "--broker-config", help="broker.conf (key=value lines) or a JSON object of broker settings."
     ),
+    bookie_scan: list[Path] = typer.Option(
+        [],
+        "--bookie-scan",
+        help="A `pulsar-ops scan-bookie` output directory (repeatable, one per bookie): adds the storage "
+        "detections (unreclaimed-ledger-data, ledger-data-missing, stale-entry-log).",
+    ),
+    bookie_config: Path | None = typer.Option(
+        None,
+        "--bookie-config",
+        help="The bookies' bookkeeper.conf (GC and compaction settings; default: Pulsar's shipped values).",
+    ),
     master: str | None = typer.Option(None, "--master", help="Spark master URL (default local[*])."),
     config: Path | None = typer.Option(
         None, "--config", help="JSON file with the same parameters (flags override it); see sql/README.md."
@@ -55,6 +66,7 @@ def audit(
     disables it): later sessions start in about half the time."""
     from pulsar_ops.audit.params import (
         AuditParams,
+        load_bookie_config,
         load_broker_config,
         load_config_file,
         params_from_config,
@@ -67,6 +79,8 @@ def audit(
     params = params_from_config(doc, params)
     if broker_config is not None:
         params = replace(params, broker=load_broker_config(broker_config, params.broker))
+    if bookie_config is not None:
+        params = replace(params, bookie=load_bookie_config(bookie_config))
     if min_age is not None:
         params = replace(params, min_age_ms=parse_duration_ms(min_age, flag="--min-age"))
     if inactive_after is not None:
@@ -83,7 +97,7 @@ def audit(
     from pulsar_ops.audit.runner import run_audit
 
     info(f"auditing {snapshot} with Spark ({spark_master}) ...")
-    result = run_audit(snapshot, out, params, master=spark_master, spark_conf=conf)
+    result = run_audit(snapshot, out, params, master=spark_master, spark_conf=conf, bookie_scans=bookie_scan)
     _summarise(result.out_dir, result.document())
     if prom is not None:
         _write_prometheus(result.out_dir, prom)

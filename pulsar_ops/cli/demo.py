@@ -1,7 +1,8 @@
 """`pulsar-ops demo`: the whole story on an embedded cluster, running the same commands an operator runs.
 
-Starts a real ZooKeeper (from pyspark's jars), seeds a synthetic Pulsar cluster with injected defects, then runs
-`scrape`, `audit`, `report` and `plan` exactly as printed; with `--apply` also both `apply` phases (quarantine 0)
+Starts a real ZooKeeper (from pyspark's jars), seeds a synthetic Pulsar cluster with injected defects and every
+bookie's ledger directories (``seed --bookie-dirs``), then runs `scrape`, `scan-bookie` per bookie, `audit
+--bookie-scan ...`, `report` and `plan` exactly as printed; with `--apply` also both `apply` phases (quarantine 0)
 and a second scrape + audit that shows the repaired leaks gone. Everything it writes stays under `--out`.
 """
 
@@ -99,6 +100,24 @@ def _after_rewrites(plan: Path, after: list[Finding]) -> str:
     return "".join(f"; {p}" for p in parts)
 
 
+def _scan_bookies(bookies_dir: Path, out: Path) -> list[Path]:
+    """`scan-bookie` for each bookie the seeder wrote directories for (as an operator runs it on each host)."""
+    from pulsar_ops.testing.bookie_dirs import LAYOUT_FILE
+
+    layout = bookies_dir / LAYOUT_FILE
+    if not layout.is_file():
+        return []
+    scans = []
+    for b in json.loads(layout.read_text(encoding="utf-8"))["bookies"]:
+        target = out / str(b["bookie_id"]).replace(":", "_")
+        _run(
+            ["scan-bookie", "--ledger-dirs", ",".join(b["ledger_dirs"]), "--bookie-id", b["bookie_id"],
+             "--out", str(target), "--quiet"]
+        )  # fmt: skip
+        scans.append(target)
+    return scans
+
+
 def _default_out() -> Path:
     return Path("pulsar-ops-demo") / time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
 
@@ -139,7 +158,9 @@ def register(app: typer.Typer) -> None:
             )
             now = str(cluster.now_ms)
             _run(["scrape", "--zookeeper", cluster.hosts, "--out", str(snap)])
-            _run(["audit", str(snap), "--out", str(audit), "--now", now], ok=(0, 1, 2))
+            scans = _scan_bookies(cluster.bookies_dir, work / "bookie-scans")
+            scan_args = [a for s in scans for a in ("--bookie-scan", str(s))]
+            _run(["audit", str(snap), "--out", str(audit), "--now", now, *scan_args], ok=(0, 1, 2))
             findings = _findings(audit)
             diffs = compare(findings, cluster.ground_truth)
             _say("")
@@ -207,6 +228,7 @@ def _summary(
     rows += [
         ("ground truth", "every detection matches" if all_match else "MISMATCH"),
         ("snapshot", work / "snapshot"),
+        ("bookie scans", work / "bookie-scans"),
         ("findings", work / "audit" / "findings.json"),
         ("reports", f"{work / 'report.html'}, {work / 'report.md'}, {work / 'pulsar_ops.prom'}"),
         ("plan", work / "plan.json"),

@@ -70,6 +70,12 @@ def seed_command(
         help="With --metadata-compression: only values longer than this many bytes are compressed "
         "(the broker's ...CompressionThresholdInBytes; Pulsar's default is 16384).",
     ),
+    bookie_dirs: Path | None = typer.Option(
+        None,
+        "--bookie-dirs",
+        help="Also write every bookie's ledger directories (entry logs, local index) here, consistent with the "
+        "seeded metadata, with injected storage defects unless --defects none; DIR/bookies.json lists them.",
+    ),
     zk_auth: str | None = ZK_AUTH,
     zk_auth_file: Path | None = ZK_AUTH_FILE,
     zk_sasl: str | None = ZK_SASL,
@@ -82,6 +88,8 @@ def seed_command(
     from pulsar_ops.testing.model_spec import SeedOptions, parse_defects
     from pulsar_ops.testing.seeder import seed_cluster
 
+    if bookie_dirs is not None and bookie_dirs.exists() and any(bookie_dirs.iterdir()):
+        raise ConfigError(f"--bookie-dirs {bookie_dirs} is not empty", hint="pass a new directory")
     if ground_truth is not None and not ground_truth.parent.exists():
         raise ConfigError(f"directory {ground_truth.parent} does not exist", hint="create it or pick another path")
     options = SeedOptions(
@@ -93,6 +101,7 @@ def seed_command(
         batch_size=batch,
         metadata_compression=metadata_compression,
         compression_threshold=compression_threshold,
+        bookie_dirs=str(bookie_dirs) if bookie_dirs is not None else None,
     )
     security = security_from_flags(
         zk_auth=zk_auth,

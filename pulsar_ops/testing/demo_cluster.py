@@ -35,6 +35,7 @@ class DemoCluster:
     defects: frozenset[str] = DEFAULT_DEFECTS
     clock_ahead_ms: int = CLOCK_AHEAD_MS
     progress: Callable[[int], None] | None = None
+    bookie_dirs: bool = True  # also write every bookie's ledger directories under work_dir/bookies
     zk: EmbeddedZooKeeper | None = field(default=None, init=False)
     client: KazooClient | None = field(default=None, init=False)
     result: SeedResult | None = field(default=None, init=False)
@@ -44,6 +45,10 @@ class DemoCluster:
     def hosts(self) -> str:
         assert self.zk is not None
         return f"{self.zk.hosts}{CHROOT}"
+
+    @property
+    def bookies_dir(self) -> Path:
+        return self.work_dir / "bookies"
 
     @property
     def ground_truth(self) -> dict[str, Any]:
@@ -57,7 +62,13 @@ class DemoCluster:
             root.ensure_path(CHROOT)
         self.client = connect(self.hosts)
         self.now_ms = int(time.time() * 1000) + self.clock_ahead_ms
-        options = SeedOptions(topics=self.topics, seed=self.seed, defects=self.defects, now_ms=self.now_ms)
+        options = SeedOptions(
+            topics=self.topics,
+            seed=self.seed,
+            defects=self.defects,
+            now_ms=self.now_ms,
+            bookie_dirs=str(self.bookies_dir) if self.bookie_dirs else None,
+        )
         self.result = seed_cluster(self.client, None, options)
         (self.work_dir / "ground-truth.json").write_text(json.dumps(self.ground_truth, indent=2, sort_keys=True))
         return self

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from pulsar_ops.errors import ConfigError
-from pulsar_ops.findings import DETECTIONS
+from pulsar_ops.findings import DETECTIONS, STORAGE_DETECTIONS
 from pulsar_ops.formats.compression import CODECS
 
 MINUTE_MS = 60_000
@@ -36,7 +36,9 @@ NEAR_CAP_FRACTION = 0.8
 # Defect kinds. The first seven are on by default (``--defects all``); the corrupt kinds are opt-in: they plant
 # undecodable znodes (``corrupt``: a managed-ledger info, whose ledgers must not be planned; ``corrupt-ledgers``: a
 # referenced ledger's metadata, which must not be called missing), each an ``undecodable-znode`` finding.
-DEFECT_KINDS: tuple[str, ...] = tuple(d for d in DETECTIONS if d not in ("scrape-incomplete", "undecodable-znode"))
+DEFECT_KINDS: tuple[str, ...] = tuple(
+    d for d in DETECTIONS if d not in ("scrape-incomplete", "undecodable-znode", *STORAGE_DETECTIONS)
+)
 CORRUPT_KINDS: tuple[str, ...] = ("corrupt", "corrupt-ledgers")
 ALL_KINDS: tuple[str, ...] = DEFECT_KINDS + CORRUPT_KINDS
 DEFAULT_DEFECTS: frozenset[str] = frozenset(DEFECT_KINDS)
@@ -89,6 +91,9 @@ class SeedOptions:
     # values longer than the threshold get the header). None: the mixed showcase (most plain, some of each codec).
     metadata_compression: str | None = None
     compression_threshold: int = 0
+    # Also write every bookie's ledger directories under this directory (testing/bookie_dirs.py), with injected
+    # storage defects unless ``defects`` is empty.
+    bookie_dirs: str | None = None
 
     def __post_init__(self) -> None:
         if self.topics < 1:

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -24,6 +25,7 @@ from kazoo.exceptions import KazooException
 from kazoo.interfaces import IAsyncResult
 
 from pulsar_ops.errors import SeedError, SeedTargetNotEmptyError, ZooKeeperError
+from pulsar_ops.testing.bookie_dirs import ledgers_of, write_bookie_dirs
 from pulsar_ops.testing.cluster_model import ClusterModel
 from pulsar_ops.testing.model_spec import CONFIG, LOCAL, SeedOptions, ZNode
 
@@ -204,6 +206,7 @@ def seed_cluster(
     writers[CONFIG] = writers[LOCAL] if shared else _Writer(cfg_client, CONFIG, opts.batch_size)
     model = ClusterModel(opts)
     kept = SeedModel() if opts.keep_model else None
+    ledgers: list[Any] | None = [] if opts.bookie_dirs else None  # for the bookie directories
     seen_dirs: set[str] = set()
     emitted = 0
     next_report = 10_000
@@ -215,6 +218,8 @@ def seed_cluster(
         writers[z.store].add(z)
         if kept is not None:
             kept.znodes.append(z)
+        if ledgers is not None and z.kind == "bk-ledger":
+            ledgers.extend(ledgers_of((z,)))
         emitted += 1
         if progress is not None and emitted >= next_report:
             progress(emitted)
@@ -224,4 +229,9 @@ def seed_cluster(
     written = sum(w.written for w in {id(w): w for w in writers.values()}.values())
     if progress is not None:
         progress(written)
-    return SeedResult(model.ground_truth(), written, time.monotonic() - started, kept)
+    truth = model.ground_truth()
+    if ledgers is not None and opts.bookie_dirs:
+        write_bookie_dirs(
+            Path(opts.bookie_dirs), ledgers, truth, wall_ms=int(time.time() * 1000), inject=bool(opts.defects)
+        )
+    return SeedResult(truth, written, time.monotonic() - started, kept)

@@ -30,6 +30,10 @@ def _finding_key(f: Finding) -> Key:
         return (f.topic, f.subscription)
     if d == "ttl-expires-delayed":
         return (f.namespace, f.topic)
+    if d in ("unreclaimed-ledger-data", "ledger-data-missing"):
+        return (f.ledger_id, f.path)  # path: the bookie
+    if d == "stale-entry-log":
+        return (f.path,)  # <bookie>:<ledger_dir>/<file>
     return (f.ledger_id, f.topic, f.subscription, f.path)
 
 
@@ -46,6 +50,10 @@ def _truth_key(detection: str, e: Mapping[str, Any]) -> Key:
         return (e["topic"], e["subscription"])
     if detection == "ttl-expires-delayed":
         return (e["namespace"], e.get("topic"))
+    if detection in ("unreclaimed-ledger-data", "ledger-data-missing"):
+        return (e["ledger_id"], e["path"])
+    if detection == "stale-entry-log":
+        return (e["path"],)
     return tuple(sorted(e.items()))
 
 
@@ -74,7 +82,12 @@ def _plannable(f: Finding) -> dict[str, Any]:
     return {"plannable": f.plannable}
 
 
+def _unreclaimed(f: Finding) -> dict[str, Any]:
+    return {"in_local_index": f.evidence.get("in_local_index"), "bytes": f.bytes}
+
+
 _ATTRS: dict[str, Callable[[Finding], dict[str, Any]]] = {
+    "unreclaimed-ledger-data": _unreclaimed,
     "orphan-ledger": _orphan_attrs,
     "expired-retention-unloaded": _ids,
     "ack-holes": _holes,

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.runner import run_audit
 from pulsar_ops.cli.main import app
-from pulsar_ops.findings import Finding
+from pulsar_ops.findings import STORAGE_DETECTIONS, Finding
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.model_spec import DEFAULT_DEFECTS, SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
@@ -215,3 +215,8 @@ def test_demo_runs_the_whole_story_and_matches_ground_truth(spark: Any, tmp_path
     assert re.search(r"after apply\s+0 of [1-9]\d* planned findings remain", r.stderr), r.stderr[-2000:]
     for name in ("snapshot/manifest.json", "audit/findings.json", "plan.json", "report.html", "pulsar_ops.prom"):
         assert (tmp_path / "demo" / name).exists(), name
+    # the demo scanned every seeded bookie and its audit shows the storage findings (matched above)
+    doc = json.loads((tmp_path / "demo" / "audit" / "findings.json").read_text())
+    assert {f["detection"] for f in doc["findings"]} >= set(STORAGE_DETECTIONS)
+    assert len(doc["audit"]["bookie_scans"]) == 6
+    assert "unreclaimed-ledger-data" in (tmp_path / "demo" / "report.md").read_text()

@@ -309,8 +309,7 @@ class SnapshotBuilder:
         md.update(values)
         ct = ctime_ms if ctime_ms is not None else self.now_ms - 10 * DAY
         md.setdefault("last_entry_id", 9)
-        self.add(
-            "bk_ledgers",
+        row: dict[str, Any] = dict(
             path=ledger_znode(ledger_id),
             ledger_id=ledger_id,
             layout="legacy",
@@ -327,8 +326,9 @@ class SnapshotBuilder:
             custom_metadata_json="{}",
             bookies=["b1:3181", "b2:3181"],
             ensembles_json="{}",
-            **md,
         )
+        row.update(md)  # any column may be overridden (state, quorums, bookies, ensembles_json, ...)
+        self.add("bk_ledgers", **row)
 
     def znode(
         self,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pulsar_ops.audit import etl
+from pulsar_ops.audit.bookie_scans import SCAN_TABLES
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.sql_files import detect_files, intermediate_files, sql_root, staging_files
 from pulsar_ops.findings import DETECTIONS, EXIT_CLEAN, FINDING_COLUMNS
@@ -25,7 +26,8 @@ def test_every_detection_has_exactly_one_file() -> None:
 
 
 def test_every_snapshot_table_has_a_staging_view() -> None:
-    assert sorted(f.name for f in staging_files()) == sorted(f"stg_{t.name}" for t in schema.TABLES)
+    scans = [f"stg_scan_{t.name}" for t in SCAN_TABLES] + ["stg_scan_bookies"]
+    assert sorted(f.name for f in staging_files()) == sorted([f"stg_{t.name}" for t in schema.TABLES] + scans)
 
 
 def test_sql_root_is_the_source_checkout(repo_root: Path) -> None:

@@ -17,6 +17,7 @@ from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.runner import INTERMEDIATE_DIR, run_audit
 from pulsar_ops.audit.session import CODEGEN_CACHE_ENTRIES
 from pulsar_ops.audit.sql_files import coverage_files, detect_files, intermediate_files
+from pulsar_ops.findings import STORAGE_DETECTIONS
 from tests.spark.helpers import audit
 from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
 
@@ -90,6 +91,11 @@ def test_a_detection_reads_the_materialised_views_instead_of_recomputing_them(ma
     plan = plan_text(spark, df)
     scanned = _scanned_dirs(df)
     assert "CartesianProduct" not in plan
+    if f.name in STORAGE_DETECTIONS:
+        # without --bookie-scan every scan table is an empty literal relation, and the optimizer drops each plan
+        # joined to it: a snapshot-only audit reads nothing more for the storage detections
+        assert not scanned, scanned
+        return
     # the ledger lists are read by the intermediate views that were materialised (int_references, int_ledgers):
     # no detection re-runs int_ledgers' window, and only dangling-ledger reads them again, for the owner and path
     # of the few ids int_unmatched_ledgers left it (test_the_wide_rows_of_unmatched_ledgers_are_never_shuffled)

@@ -1,0 +1,192 @@
+"""The audit's bookie-side inputs: ``--bookie-scan OUT`` directories and ``--bookie-config bookkeeper.conf``.
+
+No Spark here. A scan directory (written by ``pulsar-ops scan-bookie``) holds ``entry_logs.parquet``,
+``entry_log_ledgers.parquet``, ``local_index.parquet`` and ``manifest.json``, written last. :func:`read_scan`
+validates one: a missing or foreign manifest, or a table whose row count is not the manifest's, is a
+``bookie-scan-invalid`` error (the audit refuses it, as it refuses a damaged snapshot). A scan that finished with
+``complete = false`` (a log skipped for an error) or without its local index is accepted, but the bookie's scope is
+*partial*: the detections make no absence claim from it ("an error is never evidence of absence"), and
+``findings.json`` ``audit.bookie_scans`` says what was not claimed and why.
+(``--bookie-config``: ``params.BookieSettings``.)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pulsar_ops.bookiescan import schema as scan_schema
+from pulsar_ops.errors import BookieScanError
+from pulsar_ops.snapshot.schema import Table
+
+SCAN_FORMAT = scan_schema.FORMAT
+SCAN_FORMAT_VERSION = scan_schema.FORMAT_VERSION
+MANIFEST = scan_schema.MANIFEST_NAME
+INDEX_STATUSES = (
+    scan_schema.INDEX_READ,
+    scan_schema.INDEX_UNAVAILABLE,
+    scan_schema.INDEX_ABSENT,
+    scan_schema.INDEX_ERROR,
+)
+
+# The scan tables as the audit reads them: the bookie-scan contract (bookiescan/schema.py).
+SCAN_TABLES: tuple[Table, ...] = scan_schema.TABLES
+
+
+@dataclass(frozen=True)
+class ScanInfo:
+    """One validated scan: what its manifest says, and where its tables are."""
+
+    path: Path
+    bookie_id: str
+    complete: bool
+    index_status: str
+    index_reason: str | None
+    started_at_ms: int
+    finished_at_ms: int
+    ledger_dirs: tuple[str, ...]
+    logs_skipped: int
+    tables: Mapping[str, Path] = field(default_factory=dict)
+
+    @property
+    def index_read(self) -> bool:
+        return self.index_status == "read"
+
+    def partial_reasons(self) -> list[str]:
+        """Why this bookie's scope is partial (empty: every log and its local index were read)."""
+        out = []
+        if not self.complete:
+            out.append(f"scan incomplete ({self.logs_skipped} log(s) skipped for an error)")
+        if not self.index_read:
+            out.append(f"local index {self.index_status}" + (f": {self.index_reason}" if self.index_reason else ""))
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """``findings.json`` ``audit.bookie_scans[]``: the scan, and the claims its gaps withheld."""
+        reasons = self.partial_reasons()
+        withheld = []
+        if reasons:
+            withheld.append("ledger-data-missing")
+        if not self.index_read:
+            withheld.append("unreclaimed-ledger-data evidence.in_local_index (null)")
+        return {
+            "bookie": self.bookie_id,
+            "path": str(self.path),
+            "complete": self.complete,
+            "index_status": self.index_status,
+            "started_at_ms": self.started_at_ms,
+            "finished_at_ms": self.finished_at_ms,
+            "ledger_dirs": list(self.ledger_dirs),
+            "partial": bool(reasons),
+            "partial_reasons": reasons,
+            "not_claimed": withheld,
+        }
+
+
+def _bad(path: Path, what: str) -> BookieScanError:
+    return BookieScanError(f"--bookie-scan {path}: {what}")
+
+
+def _int(doc: Mapping[str, Any], key: str, path: Path) -> int:
+    value = doc.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(path, f"manifest.json {key} is not an integer ({value!r})")
+    return value
+
+
+def table_rows(target: Path) -> int:
+    """Rows of a Parquet file, or of every part in a Parquet directory (footers only)."""
+    parts = sorted(target.glob("*.parquet")) if target.is_dir() else [target]
+    return sum(pq.read_metadata(p).num_rows for p in parts)
+
+
+def read_scan(path: Path) -> ScanInfo:
+    """Validate one scan directory (see the module docstring) and return what the audit uses of it."""
+    path = Path(path)
+    manifest = path / MANIFEST
+    try:
+        doc = json.loads(manifest.read_text())
+    except FileNotFoundError:
+        raise _bad(path, "no manifest.json: not a finished bookie scan (the manifest is written last)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _bad(path, f"manifest.json unreadable ({e})") from None
+    if not isinstance(doc, dict):
+        raise _bad(path, "manifest.json is not a JSON object")
+    if doc.get("format") != SCAN_FORMAT:
+        raise _bad(path, f"manifest.json format {doc.get('format')!r} is not {SCAN_FORMAT!r}")
+    if doc.get("format_version") != SCAN_FORMAT_VERSION:
+        raise BookieScanError(
+            f"--bookie-scan {path}: format_version {doc.get('format_version')!r} is not supported "
+            f"(this audit reads {SCAN_FORMAT_VERSION})",
+            hint="scan again with the scan-bookie of this pulsar-ops version",
+        )
+    bookie = doc.get("bookie_id")
+    if not isinstance(bookie, str) or not bookie:
+        raise _bad(path, "manifest.json has no bookie_id")
+    complete = doc.get("complete")
+    if not isinstance(complete, bool):
+        raise _bad(path, "manifest.json complete is not a boolean")
+    index = doc.get("index")
+    if not isinstance(index, dict) or index.get("status") not in INDEX_STATUSES:
+        raise _bad(path, f"manifest.json index.status must be one of {', '.join(INDEX_STATUSES)}")
+    reason = index.get("reason")
+    dirs = doc.get("ledger_dirs")
+    if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+        raise _bad(path, "manifest.json ledger_dirs is not a list of strings")
+    counts = doc.get("tables")
+    if not isinstance(counts, dict):
+        raise _bad(path, "manifest.json has no tables")
+    listed = doc.get("skipped")
+    # a log GC deleted while the scan ran ("vanished") is not an error: its bytes are gone from the disk
+    skipped = (
+        sum(1 for s in listed if isinstance(s, dict) and s.get("reason") != "vanished")
+        if isinstance(listed, list)
+        else 0
+    )
+    tables: dict[str, Path] = {}
+    for t in SCAN_TABLES:
+        target = path / scan_schema.table_file(t.name)
+        expected = counts.get(t.name)
+        if isinstance(expected, bool) or not isinstance(expected, int):
+            raise _bad(path, f"manifest.json tables.{t.name} is not a row count")
+        if not target.exists():
+            raise _bad(path, f"{target.name} is missing")
+        try:
+            rows = table_rows(target)
+        except (pa.ArrowException, OSError) as e:
+            raise _bad(path, f"{target.name}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+        if rows != expected:
+            raise _bad(path, f"{target.name} has {rows} rows, its manifest says {expected}")
+        tables[t.name] = target
+    return ScanInfo(
+        path=path,
+        bookie_id=bookie,
+        complete=complete,
+        index_status=str(index["status"]),
+        index_reason=reason if isinstance(reason, str) else None,
+        started_at_ms=_int(doc, "started_at_ms", path),
+        finished_at_ms=_int(doc, "finished_at_ms", path),
+        ledger_dirs=tuple(dirs),
+        logs_skipped=skipped,
+        tables=tables,
+    )
+
+
+def read_scans(paths: Sequence[Path]) -> tuple[ScanInfo, ...]:
+    """Every ``--bookie-scan``, validated; two scans of one bookie are refused (which one is the truth?)."""
+    scans = tuple(read_scan(p) for p in paths)
+    seen: dict[str, Path] = {}
+    for s in scans:
+        if s.bookie_id in seen:
+            raise BookieScanError(
+                f"--bookie-scan {seen[s.bookie_id]} and {s.path} are both scans of bookie {s.bookie_id}",
+                hint="pass one scan per bookie (the newest)",
+            )
+        seen[s.bookie_id] = s.path
+    return scans

@@ -1,0 +1,151 @@
+-- ledger-data-missing: a closed ledger with entries whose ensembles and striping put entries on a scanned bookie,
+-- while that bookie has no bytes of it in any entry log and no row in its local ledger index: under-replication
+-- or lost data (docs/detections.md "ledger-data-missing"). Critical. One finding per (ledger, bookie); `path` is
+-- the bookie id.
+-- Striping (RoundRobinDistributionSchedule): in a segment of ensemble size E and write quorum Q, entry i is stored
+-- on the ensemble positions (i + k) mod E, k = 0..Q-1, so position p holds i when pmod(p - i, E) < Q; a segment
+-- runs from its first entry id to the next segment's first id - 1 (the last: to last_entry_id), and a segment
+-- shorter than E entries leaves some positions empty.
+-- Only from a bookie whose scan is complete (no log skipped) and whose local index was read: an incomplete scan
+-- or an unread index is never evidence of absence. Not for a ledger created less than one flushInterval before
+-- the scan started (its entries may still be in the bookie's write cache, DbLedgerStorage's checkpoint writes
+-- them), nor for an offloaded ledger whose BookKeeper copy was deleted (offloadContext.bookkeeperDeleted).
+WITH scanned AS (
+    SELECT bookie_id, started_at_ms FROM stg_scan_bookies WHERE complete AND index_status = 'read'
+),
+members AS (
+    SELECT b.*, explode(array_distinct(b.bookies)) AS member
+    FROM stg_bk_ledgers b
+    WHERE b.state = 'CLOSED' AND b.last_entry_id >= 0
+),
+closed AS (
+    SELECT /*+ BROADCAST(s, sp) */
+        b.ledger_id,
+        b.path AS ledger_path,
+        b.ml_name,
+        b.length,
+        b.last_entry_id,
+        b.ensemble_size,
+        b.write_quorum,
+        b.ack_quorum,
+        b.ctime_ms,
+        b.ensembles_json,
+        s.bookie_id,
+        s.started_at_ms AS scan_started_at_ms,
+        sp.flush_interval_ms
+    FROM members b
+    JOIN scanned s ON s.bookie_id = b.member
+    CROSS JOIN scan_params sp
+    WHERE b.ctime_ms <= s.started_at_ms - sp.flush_interval_ms
+),
+segments AS (
+    SELECT
+        c.*,
+        array_sort(transform(
+            map_entries(from_json(c.ensembles_json, 'MAP<STRING, ARRAY<STRING>>')),
+            e -> named_struct('first', CAST(e.key AS BIGINT), 'members', e.value)
+        )) AS sorted
+    FROM closed c
+),
+placed AS (
+    SELECT
+        s.ledger_id, s.ledger_path, s.ml_name, s.length, s.last_entry_id, s.ensemble_size, s.write_quorum,
+        s.ack_quorum, s.ctime_ms, s.bookie_id, s.scan_started_at_ms,
+        s.seg.first AS first_entry,
+        s.seg.last AS last_entry,
+        -- the positions of this bookie in the segment's ensemble (0-based)
+        filter(sequence(0, size(s.seg.members) - 1), p -> s.seg.members[p] = s.bookie_id) AS positions
+    FROM (
+        SELECT
+            g.*,
+            explode(transform(
+                g.sorted,
+                (x, k) -> named_struct(
+                    'first', x.first,
+                    'last', CASE WHEN k + 1 < size(g.sorted) THEN g.sorted[k + 1].first - 1 ELSE g.last_entry_id END,
+                    'members', x.members
+                )
+            )) AS seg
+        FROM segments g
+    ) s
+),
+holding AS (
+    SELECT
+        p.*,
+        CASE
+            WHEN p.last_entry < p.first_entry OR size(p.positions) = 0 THEN false
+            WHEN p.last_entry - p.first_entry + 1 >= p.ensemble_size THEN true
+            ELSE exists(
+                sequence(p.first_entry, p.last_entry),
+                i -> exists(p.positions, q -> pmod(q - i, p.ensemble_size) < p.write_quorum)
+            )
+        END AS holds
+    FROM placed p
+),
+expected AS (
+    SELECT
+        ledger_id, bookie_id,
+        min(ledger_path) AS ledger_path, min(ml_name) AS ml_name, min(length) AS length,
+        min(last_entry_id) AS last_entry_id, min(ensemble_size) AS ensemble_size,
+        min(write_quorum) AS write_quorum, min(ack_quorum) AS ack_quorum, min(ctime_ms) AS ctime_ms,
+        min(scan_started_at_ms) AS scan_started_at_ms,
+        array_sort(collect_list(named_struct(
+            'first_entry_id', first_entry, 'last_entry_id', last_entry, 'positions', positions
+        ))) AS segments
+    FROM holding
+    WHERE holds
+    GROUP BY ledger_id, bookie_id
+),
+missing AS (
+    SELECT x.*
+    FROM expected x
+    WHERE NOT EXISTS (
+        SELECT 1 FROM stg_scan_entry_log_ledgers l WHERE l.bookie_id = x.bookie_id AND l.ledger_id = x.ledger_id
+    )
+        AND NOT EXISTS (
+            SELECT 1 FROM stg_scan_local_index i WHERE i.bookie_id = x.bookie_id AND i.ledger_id = x.ledger_id
+        )
+        AND NOT EXISTS (
+            SELECT 1 FROM stg_ledger_list o
+            WHERE o.ledger_id = x.ledger_id AND o.offloaded AND o.bookkeeper_deleted
+        )
+),
+owner AS (
+    SELECT ledger_id, min(topic) AS topic, min(namespace) AS namespace
+    FROM stg_ledger_list l
+    WHERE EXISTS (SELECT 1 FROM missing m WHERE m.ledger_id = l.ledger_id)
+    GROUP BY ledger_id
+),
+ml AS (
+    SELECT ml_name, min(topic) AS topic, min(namespace) AS namespace FROM stg_managed_ledgers GROUP BY ml_name
+)
+SELECT
+    'ledger-data-missing' AS detection,
+    'critical' AS severity,
+    m.ledger_id AS ledger_id,
+    coalesce(o.topic, ml.topic) AS topic,
+    CAST(NULL AS STRING) AS subscription,
+    m.bookie_id AS path,
+    coalesce(o.namespace, ml.namespace) AS namespace,
+    false AS plannable,
+    m.length AS bytes,
+    concat(
+        'closed ledger ', CAST(m.ledger_id AS STRING), ' (entries 0..', CAST(m.last_entry_id AS STRING),
+        ') stripes entries onto bookie ', m.bookie_id,
+        ', which has no bytes of it and no local index row: under-replicated or lost'
+    ) AS reason,
+    to_json(named_struct(
+        'bookie', m.bookie_id,
+        'ledger_path', m.ledger_path,
+        'ml_name', m.ml_name,
+        'last_entry_id', m.last_entry_id,
+        'ensemble_size', m.ensemble_size,
+        'write_quorum', m.write_quorum,
+        'ack_quorum', m.ack_quorum,
+        'segments', m.segments,
+        'ctime_ms', m.ctime_ms,
+        'scan_started_at_ms', m.scan_started_at_ms
+    )) AS evidence
+FROM missing m
+LEFT JOIN owner o ON o.ledger_id = m.ledger_id
+LEFT JOIN ml ON ml.ml_name = m.ml_name
