@@ -96,6 +96,7 @@ def compare_layouts(
             "estimated": e_rec,
             "measured": m_rec,
             "error": _err(e_rec["total"], m_rec["total"]),
+            "difference": e_rec["total"] - m_rec["total"],
         },
         "garbage_bytes": {
             "estimated": est_gc.deleted_bytes if est_gc is not None else 0,
@@ -149,11 +150,11 @@ def accuracy_lines(accuracy: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for bid, a in accuracy.items():
         tb, lg, lf, rc = a["total_bytes"], a["entry_logs"], a["live_fraction"], a["predicted_reclaim"]
         e_lf, m_lf = lf["estimated"]["byte_weighted"], lf["measured"]["byte_weighted"]
+        rc_err = pct(rc["error"]) if rc["error"] is not None or not rc["difference"] else "measured none"
         lines.append(
             f"  {bid}: bytes est {fmt_bytes(tb['estimated'])} / measured {fmt_bytes(tb['measured'])} "
             f"({pct(tb['error'])}); logs {lg['estimated']} / {lg['measured']} ({pct(lg['error'])}); live fraction "
             f"{'n/a' if e_lf is None else f'{e_lf:.2f}'} / {'n/a' if m_lf is None else f'{m_lf:.2f}'}; "
-            f"reclaim {fmt_bytes(rc['estimated']['total'])} / {fmt_bytes(rc['measured']['total'])} "
-            f"({pct(rc['error'])})"
+            f"reclaim {fmt_bytes(rc['estimated']['total'])} / {fmt_bytes(rc['measured']['total'])} ({rc_err})"
         )
     return lines

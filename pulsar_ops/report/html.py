@@ -209,7 +209,9 @@ def _plan_bookies(view: PlanView) -> str:
     rows = []
     for b in view.bookies:
         scan = "" if b.complete is None else (" (scan complete)" if b.complete else " (INCOMPLETE scan)")
-        est = "" if b.estimated_reclaim is None else f"{human_bytes(b.estimated_reclaim)} ({_pct(b.reclaim_error)})"
+        est = "" if b.estimated_reclaim is None else human_bytes(b.estimated_reclaim)
+        if b.reclaim_error is not None:
+            est += f" ({_pct(b.reclaim_error)})"
         rows.append(
             f'<tr><td class="name">{esc(b.bookie)}</td><td>{esc(b.layout + scan)}</td>{cell(b.garbage)}'
             f"{cell(b.deletion)}{cell(b.minor)}{cell(b.major)}{cell(b.stays)}"
