@@ -124,7 +124,10 @@ class ImpactReport:
                 f" in {len(r.stuck)} log(s)"
             )
             for e in stuck[:3]:
-                pins = ", ".join(f"ledger {p['ledger_id']} ({fmt_bytes(p['bytes'])})" for p in e["pinned_by"])
+                pins = ", ".join(
+                    f"ledger {p['ledger_id']} ({fmt_bytes(p['bytes'])}" + (f", {p['owner']})" if "owner" in p else ")")
+                    for p in e["pinned_by"]
+                )
                 lines.append(
                     f"    log {e['log_id']} in {e.get('ledger_dir')}: {fmt_bytes(e['garbage_bytes'])} stays "
                     f"({e['reason']}), pinned by {pins}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,15 @@ from pulsar_ops.repair.actions import (
     Action,
 )
 from pulsar_ops.repair.plan_file import Plan, dump_plan
-from pulsar_ops.repair.planner import ORDER_DOC, PlanDraft, PlanParams, plan_actions, summarize, with_impact
+from pulsar_ops.repair.planner import (
+    ORDER_DOC,
+    LedgerFact,
+    PlanDraft,
+    PlanParams,
+    plan_actions,
+    summarize,
+    with_impact,
+)
 from pulsar_ops.repair.snapshot_facts import (
     load_audit,
     load_disk_bytes,
@@ -55,6 +63,7 @@ def compute_impact(
     scans: Mapping[str, BookieScan] | None = None,
     ledgers_root: str = "/ledgers",
     snapshot_ms: int | None = None,
+    owner_of: Callable[[int], str | None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], tuple[str, ...]]:
     """(plan-level impact, per-action impact by id, human lines) from the reference model's GC prediction.
 
@@ -92,6 +101,13 @@ def compute_impact(
         scans=scans,
         snapshot_ms=snapshot_ms,
     )
+    if owner_of is not None:  # name what pins the logs that stay: the live ledgers' owners
+        for r in report.gc.bookies.values():
+            for entry in r.stuck:
+                for pin in entry.get("pinned_by") or ():
+                    owner = owner_of(pin["ledger_id"])
+                    if owner is not None:
+                        pin["owner"] = owner
     doc: dict[str, Any] = report.to_json()
     per_ledger: dict[str, Any] = doc.get("per_ledger", {})
     for a in actions:
@@ -189,6 +205,21 @@ def compute_impact(
     return total, per_action, lines
 
 
+def _owner(f: LedgerFact | None) -> str | None:
+    """What a ledger's custom metadata says it belongs to (Pulsar's ``pulsar/*`` keys), for pinned-log listings."""
+    if f is None:
+        return None
+    ml = f.custom("pulsar/managed-ledger")
+    if ml is not None:
+        cursor = f.custom("pulsar/cursor")
+        return f"{ml} cursor {cursor}" if cursor is not None else ml
+    for key, label in (("pulsar/schemaId", "schema"), ("pulsar/compactedTopic", "compacted")):
+        v = f.custom(key)
+        if v is not None:
+            return f"{label} {v}"
+    return None
+
+
 def build_plan(
     audit_dir: Path,
     out: Path,
@@ -213,6 +244,7 @@ def build_plan(
         scans=scans,
         ledgers_root=snap.manifest.ledgers_root,
         snapshot_ms=snap.manifest.finished_at_ms,
+        owner_of=lambda lid: _owner(ledger_facts.get(lid)),
     )
     if scans:
         impact["bookie_scans"] = {bid: sc.path for bid, sc in sorted(scans.items())}

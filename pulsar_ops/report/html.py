@@ -221,7 +221,11 @@ def _plan_bookies(view: PlanView) -> str:
         f"<li>{esc(b.bookie)} log {s.log_id}"
         + (f" in {esc(s.ledger_dir)}" if s.ledger_dir else "")
         + f": {human_bytes(s.garbage_bytes)} stays ({esc(s.reason)}), pinned by "
-        + esc(", ".join(f"ledger {lid} ({human_bytes(n)})" for lid, n in s.pinned_by))
+        + esc(
+            ", ".join(
+                f"ledger {lid} ({human_bytes(n)}" + (f", {owner})" if owner else ")") for lid, n, owner in s.pinned_by
+            )
+        )
         + "</li>"
         for b in view.bookies
         for s in b.stuck[:5]

@@ -32,7 +32,7 @@ class StuckLog:
     ledger_dir: str | None
     garbage_bytes: int
     reason: str
-    pinned_by: tuple[tuple[int, int], ...]  # (ledger id, bytes in the log), largest first
+    pinned_by: tuple[tuple[int, int, str | None], ...]  # (ledger id, bytes in the log, owner), largest first
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,10 @@ def bookies_of(per_bookie: Mapping[str, Any], sources: Mapping[str, Any]) -> tup
                 ledger_dir=e.get("ledger_dir"),
                 garbage_bytes=int(e.get("garbage_bytes") or 0),
                 reason=str(e.get("reason") or ""),
-                pinned_by=tuple((int(p["ledger_id"]), int(p["bytes"])) for p in e.get("pinned_by") or ()),
+                pinned_by=tuple(
+                    (int(p["ledger_id"]), int(p["bytes"]), None if p.get("owner") is None else str(p["owner"]))
+                    for p in e.get("pinned_by") or ()
+                ),
             )
             for e in r.get("stuck_logs") or ()
         )

@@ -11,7 +11,7 @@ from kazoo.client import KazooClient
 
 from pulsar_ops.bookiescan.run import ScanConfig, scan
 from pulsar_ops.testing.entrylog_writer import entry_log_path, write_entry_log, write_last_id
-from tests.zk.repair_cluster import build_cluster, findings_for, write_audit, write_snapshot
+from tests.zk.repair_cluster import ML_A, build_cluster, findings_for, write_audit, write_snapshot
 from tests.zk.test_apply import cli
 
 pytestmark = pytest.mark.zk
@@ -44,7 +44,8 @@ def test_plan_impact_on_the_scanned_bookie_is_what_its_logs_free(zk: KazooClient
     assert bk1["reclaimed_bytes"] == {"deletion": t1.data_bytes, "minor": 0, "major": 0}
     [stuck] = bk1["stuck_logs"]
     assert (stuck["log_id"], stuck["garbage_bytes"]) == (2, t2.bytes_per_ledger[22])
-    assert stuck["pinned_by"] == [{"ledger_id": 10, "bytes": t2.bytes_per_ledger[10]}]
+    # pinned by the live ledger 10, named by its owner (custom metadata)
+    assert stuck["pinned_by"] == [{"ledger_id": 10, "bytes": t2.bytes_per_ledger[10], "owner": ML_A}]
     assert bk1["estimate_vs_measured"]["total_bytes"]["measured"] == 21_000
     assert "layouts: measured (scan) on 1 bookie(s), estimated on 1" in err + stdout
     # the delete action of ledger 20 reports the bytes found on bk1 plus the estimate for bk2 (half the estimate

@@ -97,7 +97,7 @@ MEASURED_PLAN: dict[str, Any] = {
                         "ledger_dir": "/data/bk0",
                         "garbage_bytes": 300,
                         "reason": "usage-at-or-above-compaction-threshold",
-                        "pinned_by": [{"ledger_id": 42, "bytes": 2700}],
+                        "pinned_by": [{"ledger_id": 42, "bytes": 2700, "owner": "t/ns/persistent/x"}],
                     }
                 ],
                 estimate_vs_measured={
@@ -121,7 +121,10 @@ def test_per_bookie_impact_by_gc_stage_with_pinned_logs_and_the_estimates_error(
         100,
         300,
     )
-    assert a.stuck[0].pinned_by == ((42, 2700),) and (a.estimated_reclaim, a.reclaim_error) == (1400, 1.0)
+    assert a.stuck[0].pinned_by == ((42, 2700, "t/ns/persistent/x"),) and (a.estimated_reclaim, a.reclaim_error) == (
+        1400,
+        1.0,
+    )
     assert (b.layout, b.complete, b.estimated_reclaim) == ("estimated", None, None)
     out = render_html(model, plan=view)
     parse(out)
@@ -132,5 +135,8 @@ def test_per_bookie_impact_by_gc_stage_with_pinned_logs_and_the_estimates_error(
         'id="chart-plan-bookies"' in text and text.count("<title>bk-a:3181 (measured): ") == 3
     )  # deletion, minor, stays
     assert "measured (INCOMPLETE scan)" in text and "+100%" in text
-    assert "log 7 in /data/bk0: 300 B stays (usage-at-or-above-compaction-threshold), pinned by ledger 42" in text
+    assert (
+        "log 7 in /data/bk0: 300 B stays (usage-at-or-above-compaction-threshold), pinned by ledger 42 "
+        "(2.70 kB, t/ns/persistent/x)" in text
+    )
     assert plan_view(PLAN).bookies == () and 'id="plan-bookies"' not in render_html(model, plan=plan_view(PLAN))
