@@ -18,6 +18,9 @@ Disk space: bytes are divided by --scale on disk (one record stands for a chunk 
 logSizeLimit scaled alike) and multiplied back after the scan; rounding is reported.
 
 Usage: python tests/perf/measure_layout_estimate.py --demo DIR [--scale 1000] [--log-size-limit 1073741824]
+       python tests/perf/measure_layout_estimate.py --demo DIR --seed-topics 100000 --scale 100000
+(``--seed-topics N`` seeds N topics into an embedded ZooKeeper and scrapes them into DIR/snapshot first, as
+``bench audit`` does; without a plan the deleted ledgers are the ground truth's plannable orphan ledgers.)
 """
 
 from __future__ import annotations
@@ -128,6 +131,26 @@ def generate(
     return true_bytes
 
 
+def seed_and_scrape(work: Path, topics: int) -> None:
+    """Seed ``topics`` topics (and every injected defect) and scrape them: DIR/snapshot, DIR/ground-truth.json."""
+    from pulsar_ops import zkconn
+    from pulsar_ops.scrape.run import ScrapeConfig, scrape
+    from pulsar_ops.testing.model_spec import SeedOptions
+    from pulsar_ops.testing.seeder import seed_cluster
+    from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
+
+    work.mkdir(parents=True, exist_ok=True)
+    with EmbeddedZooKeeper(data_dir=work / "zk", heap_mb=3072) as zk:
+        client = zkconn.connect(zk.hosts, timeout=60)
+        try:
+            res = seed_cluster(client, None, SeedOptions(topics=topics, seed=1, persistent_ownership=True))
+        finally:
+            zkconn.close(client)
+        scrape(ScrapeConfig(zookeeper=zk.hosts, out=work / "snapshot"))
+    (work / "ground-truth.json").write_text(json.dumps(res.ground_truth))
+    shutil.rmtree(work / "zk", ignore_errors=True)
+
+
 def plan_deletions(plan: dict[str, Any]) -> set[int]:
     """The ledgers whose metadata the plan deletes (as plan_builder.compute_impact collects them)."""
     out: set[int] = set()
@@ -147,12 +170,20 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the generated bookie directories and scans")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--seed-topics", type=int, default=0, help="seed and scrape this many topics into --demo first")
     args = ap.parse_args()
+    if args.seed_topics:
+        t = time.monotonic()
+        seed_and_scrape(args.demo, args.seed_topics)
+        print(f"seeded and scraped {args.seed_topics} topics in {time.monotonic() - t:.0f} s")
     snap = open_snapshot(args.demo / "snapshot")
     _f, facts = load_ledgers(snap)
     now_ms = max(max(f.ctime_ms for f in facts), max(f.closed_ms or 0 for f in facts)) + 60_000
-    plan = json.loads((args.demo / "plan.json").read_text())
-    delete_ids = plan_deletions(plan)
+    if (args.demo / "plan.json").exists():
+        delete_ids = plan_deletions(json.loads((args.demo / "plan.json").read_text()))
+    else:
+        truth = json.loads((args.demo / "ground-truth.json").read_text())
+        delete_ids = {int(x["ledger_id"]) for x in truth["expected"]["orphan-ledger"] if x.get("plannable")}
     by_id = {f.ledger_id: f for f in facts}
     delete = [by_id[i] for i in sorted(delete_ids) if i in by_id]
     work = args.demo / "layout-measure"
