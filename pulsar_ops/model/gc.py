@@ -153,8 +153,10 @@ def simulate(layout: Layout, cfg: GcConfig, opts: GcOptions | None = None) -> Gc
 
 
 def split_dirs(bl: BookieLayout) -> list[tuple[str | None, BookieLayout]]:
-    """One layout per ledger directory (DbLedgerStorage: one ``SingleDirectoryDbLedgerStorage``, entry logger and
-    ``GarbageCollectorThread`` per ``ledgerDirectories`` entry, each on its own schedule).
+    """One layout per ledger directory: upstream ``bookie/storage/ldb/DbLedgerStorage.java`` ``initialize`` builds
+    one ``SingleDirectoryDbLedgerStorage`` per ``ledgerDirectories`` entry, each with its own entry logger over a
+    one-directory ``LedgerDirsManager``, and that class's constructor starts its own ``GarbageCollectorThread``:
+    each directory is collected on its own schedule.
 
     The snapshot gives one disk capacity per bookie, not per directory: with more than one directory the disk
     thresholds are not applied (said in the notes)."""

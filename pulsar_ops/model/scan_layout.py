@@ -4,15 +4,17 @@ A scan directory (contract: ``pulsar_ops/bookiescan/schema.py``) holds ``entry_l
 ``entry_log_ledgers.parquet`` and ``manifest.json`` (written last). :func:`read_scan` validates the manifest and
 reads both tables into arrays; :func:`measured_bookie_layout` turns one scan into a :class:`BookieLayout` for a
 given deletion schedule. A log is identified by (bookie, ledger_dir, log_id): DbLedgerStorage runs one entry
-logger per ledger directory (``DbLedgerStorage.initialize`` builds one ``SingleDirectoryDbLedgerStorage`` per
-``ledgerDirectories`` entry), so one id can exist in two directories.
+logger per ledger directory (upstream ``bookie/storage/ldb/DbLedgerStorage.java`` ``initialize`` builds one
+``SingleDirectoryDbLedgerStorage`` per ``ledgerDirectories`` entry, each with its own entry logger), so one id can
+exist in two directories.
 
 What goes into the layout, per ledger directory:
 
 * every entry log that was read (``read_via`` map or scan), its total the scanned ``data_bytes`` (sum of
   ``L + 4`` over its entries, as upstream's ``EntryLogMetadata`` counts them; never less than its ledgers' sum);
 * the log that ``scan-bookie`` marked ``active`` (no map, the newest of its directory) is the active log: GC
-  never deletes or compacts it (``GarbageCollectorThread.doGcEntryLogs`` / ``getFlushedLogIds``);
+  never deletes or compacts it (upstream ``bookie/GarbageCollectorThread.java`` ``extractMetaFromEntryLogs``
+  takes only ``entryLogger.getFlushedLogIds()``);
 * not: transactional-compaction files (their entries are copies of another log's), logs that vanished during
   the scan (GC deleted them), logs skipped for an error (their ledgers are unknown: said in the notes, and the
   scan's manifest then says it is incomplete).
