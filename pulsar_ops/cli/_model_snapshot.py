@@ -8,13 +8,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
 from pulsar_ops.errors import ModelError
 from pulsar_ops.model.gc_config import GcConfig
 from pulsar_ops.model.layout import Layout, estimate_layout
 
 
-def snapshot_layout(path: Path, delete_ids: Sequence[int], cfg: GcConfig) -> tuple[Layout, int]:
-    """(estimated layout with ``delete_ids`` deleted at the snapshot's finish time, that time)."""
+def snapshot_layout(path: Path, delete_ids: Sequence[int], cfg: GcConfig) -> tuple[Layout, int, npt.NDArray[np.int64]]:
+    """(estimated layout with ``delete_ids`` deleted at the snapshot's finish time, that time, the snapshot's
+    ledger ids sorted)."""
     from pulsar_ops.repair.snapshot_facts import load_disk_bytes, load_ledgers  # the one ledger-facts loader
     from pulsar_ops.snapshot.reader import open_snapshot
 
@@ -36,4 +40,4 @@ def snapshot_layout(path: Path, delete_ids: Sequence[int], cfg: GcConfig) -> tup
         log_size_limit=cfg.log_size_limit,
         disk_bytes=disks or None,
     )
-    return layout, now_ms
+    return layout, now_ms, np.sort(np.fromiter(known, dtype=np.int64, count=len(known)))

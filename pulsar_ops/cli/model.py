@@ -25,7 +25,9 @@ majorCompactionInterval, *CompactionMaxTimeMillis, isThrottleByBytes, compaction
 forceAllowCompaction, isForceGCAllowWhenNoSpace, diskUsageThreshold, diskUsageWarnThreshold, diskUsageLwmThreshold,
 logSizeLimit, useTargetEntryLogSizeForGc}};
 
-or --snapshot DIR --delete IDS: the layout is estimated from the snapshot's ledger metadata alone.
+or --snapshot DIR --delete IDS: the layout is estimated from the snapshot's ledger metadata alone, except for
+the bookies given a --bookie-scan OUT (a `pulsar-ops scan-bookie` output): their layout is the measured one (every
+entry log per ledger directory and the bytes of each ledger in it), and the output puts the estimate next to it.
 """
 
 
@@ -80,6 +82,12 @@ def gc_cmd(
     layout: Path | None = typer.Option(None, "--layout", help="Per-bookie entry-log layout (JSON, see above)."),
     snapshot: Path | None = typer.Option(None, "--snapshot", help="Estimate the layout from this snapshot."),
     delete: str = typer.Option("", "--delete", help="With --snapshot: ledger ids, '1,2,3' or '@ids.json'."),
+    bookie_scan: list[Path] = typer.Option(
+        [],
+        "--bookie-scan",
+        help="With --snapshot: a `scan-bookie` output directory (repeat, one per bookie); that bookie's layout is "
+        "measured instead of estimated.",
+    ),
     pulsar_conf: bool = typer.Option(False, "--pulsar-conf", help="Start from Pulsar's shipped bookkeeper.conf."),
     settings: list[str] = typer.Option([], "--set", help="Override a GC setting: KEY=VALUE (BookKeeper name)."),
     horizon: str = typer.Option(
@@ -100,7 +108,15 @@ def gc_cmd(
             "give exactly one of --layout FILE.json or --snapshot DIR",
             hint="`pulsar-ops model gc --help` shows both inputs",
         )
+    if bookie_scan and snapshot is None:
+        raise ModelError(
+            "--bookie-scan needs --snapshot DIR (the ledger metadata that says what is deleted and what stays)",
+            hint="pulsar-ops model gc --snapshot DIR --delete IDS --bookie-scan OUT",
+        )
     start = 0
+    ids: list[int] = []
+    known = None
+    measured: dict[str, Any] | None = None
     if layout is not None:
         doc = _load_json(layout, "layout")
         if not isinstance(doc, dict):
@@ -118,10 +134,26 @@ def gc_cmd(
         from pulsar_ops.cli._model_snapshot import snapshot_layout
 
         cfg = gc_config(_config_overrides(settings), pulsar_conf=pulsar_conf)
-        lay, start = snapshot_layout(snapshot, _parse_ids(delete), cfg)
+        ids = _parse_ids(delete)
+        lay, start, known = snapshot_layout(snapshot, ids, cfg)
     horizon_ms = start + int(parse_duration_ms(horizon, flag="--horizon")) if horizon else None
-    result = simulate(lay, cfg, GcOptions(start_ms=start, horizon_ms=horizon_ms)).to_json()
+    opts = GcOptions(start_ms=start, horizon_ms=horizon_ms)
+    if bookie_scan:
+        from pulsar_ops.model.measured_gc import gc_with_scans
+        from pulsar_ops.model.scan_layout import read_scans
+
+        m = gc_with_scans(
+            lay, read_scans(bookie_scan), dict.fromkeys(ids, start), cfg, opts, known_ledgers=known, snapshot_ms=start
+        )
+        result = {**m.result.to_json(), **m.to_json()}
+        measured = result
+    else:
+        result = simulate(lay, cfg, opts).to_json()
+        if layout is None:
+            result["layout_sources"] = {b: {"source": "estimated"} for b in result["bookies"]}
     _gc_human(result, start)
+    if measured is not None:
+        _measured_human(measured)
     if plot is not None:
         from pulsar_ops.model.plot import plot_gc
 
@@ -150,6 +182,33 @@ def _gc_human(doc: dict[str, Any], start: int) -> None:
     )
     for reason, n in t["unreclaimable_by_reason"].items():
         info(f"  stays: {fmt_bytes(n)} ({reason})")
+
+
+def _measured_human(doc: dict[str, Any]) -> None:
+    from pulsar_ops.model.measured_gc import accuracy_lines
+    from pulsar_ops.model.units import fmt_bytes
+
+    sources = doc["layout_sources"]
+    measured = sorted(b for b, s in sources.items() if s["source"] == "measured")
+    estimated = sorted(b for b, s in sources.items() if s["source"] != "measured")
+    info(f"layouts: measured (scan) for {len(measured)} bookie(s), estimated for {len(estimated)}")
+    for b in measured:
+        s = sources[b]
+        r = doc["bookies"][b]["reclaimed_bytes"]
+        info(
+            f"  {b}: measured, {s['entry_logs']} logs in {len(s['ledger_dirs'])} dir(s)"
+            + ("" if s["complete"] else " (INCOMPLETE scan)")
+            + f"; frees deletion {fmt_bytes(r['deletion'])}, minor {fmt_bytes(r['minor'])}, "
+            f"major {fmt_bytes(r['major'])}"
+        )
+        for note in [*s["notes"], *doc["bookies"][b]["notes"]]:
+            if not note.startswith("measured: scan "):
+                info(f"    {note}")
+    for b in estimated:
+        info(f"  {b}: estimated from ledger metadata (no scan)")
+    info("estimate vs measured (estimate / measured, error):")
+    for line in accuracy_lines(doc["estimate_vs_measured"]):
+        info(line)
 
 
 @app.command("cache")

@@ -107,6 +107,12 @@ def register(app: typer.Typer) -> None:
             help="--offline-trim for this namespace only (repeatable); with --include expired-retention-unloaded the "
             "other namespaces' topics are loaded through a broker (load-topic).",
         ),
+        bookie_scan: list[Path] = typer.Option(
+            [],
+            "--bookie-scan",
+            help="A `scan-bookie` output directory (repeat, one per bookie): the predicted impact on that bookie "
+            "uses its measured entry-log layout instead of the estimate from ledger metadata.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
     ) -> None:
         """Write a dry-run plan from an audit's plannable findings. Never writes to ZooKeeper. Exit 0."""
@@ -125,7 +131,7 @@ def register(app: typer.Typer) -> None:
             offline_trim_namespaces=frozenset(offline_trim_namespace),
         )
         check_file_target(out, "--out", "plan-out-invalid")  # before reading the audit: nothing half-written
-        built = build_plan(audit_dir, out, params)
+        built = build_plan(audit_dir, out, params, bookie_scans=bookie_scan)
         print_plan_summary(built)
         if as_json:
             emit_json(

@@ -146,10 +146,81 @@ def simulate(layout: Layout, cfg: GcConfig, opts: GcOptions | None = None) -> Gc
     opts = opts or GcOptions()
     horizon = opts.horizon_ms if opts.horizon_ms is not None else default_horizon(layout, cfg, opts)
     results = {
-        bid: _simulate_bookie(bl, layout.group_times_ms, layout.entry_size, cfg, opts, horizon)
+        bid: _simulate_dirs(bl, layout.group_times_ms, layout.entry_size, cfg, opts, horizon)
         for bid, bl in sorted(layout.bookies.items())
     }
     return GcResult(bookies=results, config=cfg, start_ms=opts.start_ms, horizon_ms=horizon)
+
+
+def split_dirs(bl: BookieLayout) -> list[tuple[str | None, BookieLayout]]:
+    """One layout per ledger directory: upstream ``bookie/storage/ldb/DbLedgerStorage.java`` ``initialize`` builds
+    one ``SingleDirectoryDbLedgerStorage`` per ``ledgerDirectories`` entry, each with its own entry logger over a
+    one-directory ``LedgerDirsManager``, and that class's constructor starts its own ``GarbageCollectorThread``:
+    each directory is collected on its own schedule.
+
+    The snapshot gives one disk capacity per bookie, not per directory: with more than one directory the disk
+    thresholds are not applied (said in the notes)."""
+    if bl.log_dirs is None or len(bl.ledger_dirs) <= 1:
+        return [(bl.ledger_dirs[0] if bl.ledger_dirs else None, bl)]
+    out: list[tuple[str | None, BookieLayout]] = []
+    for i, d in enumerate(bl.ledger_dirs):
+        m = bl.log_dirs == i
+        out.append(
+            (
+                d,
+                BookieLayout(
+                    bookie_id=bl.bookie_id,
+                    disk_bytes=None,
+                    log_ids=bl.log_ids[m],
+                    totals=bl.totals[m],
+                    active=bl.active[m],
+                    group_bytes=bl.group_bytes[m],
+                    other_bytes=bl.other_bytes if i == 0 else 0,
+                ),
+            )
+        )
+    return out
+
+
+def _simulate_dirs(
+    bl: BookieLayout, times: list[int], entry_size: int, cfg: GcConfig, opts: GcOptions, horizon: int
+) -> BookieGcResult:
+    parts = split_dirs(bl)
+    runs = [(d, _simulate_bookie(sub, times, entry_size, cfg, opts, horizon)) for d, sub in parts]
+    for d, r in runs:
+        if d is not None:
+            for entry in r.stuck:
+                entry["ledger_dir"] = d
+            if len(runs) > 1:
+                for ev in r.timeline:
+                    ev["ledger_dir"] = d
+    if len(runs) == 1:
+        return runs[0][1]
+    res = BookieGcResult(bookie_id=bl.bookie_id, disk_bytes=bl.disk_bytes, used_before=0)
+    res.notes.extend(bl.notes)
+    if bl.disk_bytes:
+        res.notes.append(
+            f"{len(runs)} ledger directories, each with its own GC thread; disk thresholds not applied (the "
+            "snapshot gives one capacity per bookie, not per directory)"
+        )
+    reasons: dict[str, int] = {}
+    for _, r in runs:
+        res.used_before += r.used_before
+        res.used_after += r.used_after
+        res.deleted_bytes += r.deleted_bytes
+        for k, v in r.reclaimed.items():
+            res.reclaimed[k] = res.reclaimed.get(k, 0) + v
+        res.rewrite_bytes += r.rewrite_bytes
+        res.compaction_seconds += r.compaction_seconds
+        res.runs += r.runs
+        res.timeline.extend(r.timeline)
+        res.stuck.extend(r.stuck)
+        for k, v in r.unreclaimable_by_reason.items():
+            reasons[k] = reasons.get(k, 0) + v
+    res.timeline.sort(key=lambda ev: (ev["t_ms"], str(ev.get("ledger_dir"))))
+    res.stuck.sort(key=lambda d: -d["garbage_bytes"])
+    res.unreclaimable_by_reason = reasons
+    return res
 
 
 class _State:
@@ -162,6 +233,7 @@ class _State:
         self.active = bl.active.astype(np.bool_).copy()
         self.alive = np.ones(self.ids.shape[0], dtype=np.bool_)
         self.other = bl.other_bytes
+        self.n_layout = int(self.ids.shape[0])  # logs from the layout; later ones are compaction output
 
     def used(self) -> int:
         return self.other + int(self.totals[self.alive].sum())
@@ -406,6 +478,7 @@ def _classify_stuck(
                 "garbage_bytes": int(dead[k]),
                 "usage": round(float(usage[k]), 6),
                 "reason": reason,
+                "compaction_output": bool(k >= st.n_layout),
             }
         )
     res.stuck.sort(key=lambda d: -d["garbage_bytes"])

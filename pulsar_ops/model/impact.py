@@ -2,7 +2,9 @@
 
 ``plan_impact`` estimates every bookie's entry-log layout from ledger metadata alone (``model.layout``), deletes
 the planned ledgers' metadata at ``now_ms`` and runs the bookie GC model (``model.gc``) forward. Pure and fast:
-O(ledgers + entry logs); no I/O library is imported.
+O(ledgers + entry logs); no I/O library is imported. Given ``scans`` (``model.scan_layout``, read by the caller),
+a scanned bookie's layout is the measured one instead (``model.measured_gc``): its bytes per ledger, the logs that
+stay and the live ledgers that pin them are the disk's, and the estimate is put next to it.
 """
 
 from __future__ import annotations
@@ -11,10 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.model.gc import GcOptions, GcResult, simulate
 from pulsar_ops.model.gc_config import GcConfig
 from pulsar_ops.model.layout import DEFAULT_LEDGER_SPAN_MS, estimate_layout, per_bookie_bytes
+from pulsar_ops.model.measured_gc import MeasuredGc, accuracy_lines, gc_with_scans
+from pulsar_ops.model.scan_layout import BookieScan
 from pulsar_ops.model.units import fmt_bytes, fmt_duration_ms
 
 __all__ = ["ImpactReport", "LedgerFacts", "plan_impact", "read_load_impact"]
@@ -29,6 +35,18 @@ class ImpactReport:
     metadata_ops: int
     now_ms: int
     bookie_metadata_reads: int = 0
+    measured: MeasuredGc | None = None
+
+    def _per_bookie(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        sources = self.measured.sources if self.measured is not None else {}
+        for bid, r in self.gc.bookies.items():
+            doc = r.to_json()
+            doc["layout"] = sources.get(bid, {}).get("source", "estimated")
+            if self.measured is not None and bid in self.measured.accuracy:
+                doc["estimate_vs_measured"] = self.measured.accuracy[bid]
+            out[bid] = doc
+        return out
 
     def to_json(self) -> dict[str, Any]:
         total = self.gc.total()
@@ -44,7 +62,8 @@ class ImpactReport:
                 "unreclaimable_by_reason": total["unreclaimable_by_reason"],
                 "rewrite_bytes": total["rewrite_bytes"],
                 "compaction_seconds": total["compaction_seconds"],
-                "per_bookie": {bid: r.to_json() for bid, r in self.gc.bookies.items()},
+                "per_bookie": self._per_bookie(),
+                "layout_sources": self.measured.sources if self.measured is not None else {},
                 "timeline": total["timeline"],
                 "metadata_ops": self.metadata_ops,
                 "bookie_gc_metadata_reads": self.bookie_metadata_reads,
@@ -83,6 +102,38 @@ class ImpactReport:
         for reason, nbytes in sorted(total["unreclaimable_by_reason"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {fmt_bytes(nbytes)} stays on disk: {reason}")
         lines.append(f"  metadata-store operations: {self.metadata_ops}")
+        if self.measured is not None:
+            lines.extend(self.measured_lines())
+        return lines
+
+    def measured_lines(self) -> list[str]:
+        """Per scanned bookie: what the plan frees at each GC stage, what stays pinned, and the estimate's error."""
+        assert self.measured is not None
+        n_meas = sum(1 for s in self.measured.sources.values() if s["source"] == "measured")
+        lines = [f"  layouts: measured (scan) on {n_meas} bookie(s), estimated on {len(self.gc.bookies) - n_meas}"]
+        for bid, src in self.measured.sources.items():
+            if src["source"] != "measured" or bid not in self.gc.bookies:
+                continue
+            r = self.gc.bookies[bid]
+            rec = r.reclaimed
+            stuck = [e for e in r.stuck if e.get("pinned_by")]
+            lines.append(
+                f"  {bid} (measured{'' if src['complete'] else ', INCOMPLETE scan'}): garbage "
+                f"{fmt_bytes(r.deleted_bytes)}; freed by log deletion {fmt_bytes(rec['deletion'])}, minor "
+                f"{fmt_bytes(rec['minor'])}, major {fmt_bytes(rec['major'])}; stays {fmt_bytes(r.unreclaimable_bytes)}"
+                f" in {len(r.stuck)} log(s)"
+            )
+            for e in stuck[:3]:
+                pins = ", ".join(
+                    f"ledger {p['ledger_id']} ({fmt_bytes(p['bytes'])}" + (f", {p['owner']})" if "owner" in p else ")")
+                    for p in e["pinned_by"]
+                )
+                lines.append(
+                    f"    log {e['log_id']} in {e.get('ledger_dir')}: {fmt_bytes(e['garbage_bytes'])} stays "
+                    f"({e['reason']}), pinned by {pins}"
+                )
+        lines.append("  estimate vs measured (estimate / measured, error):")
+        lines.extend("  " + x for x in accuracy_lines(self.measured.accuracy))
         return lines
 
 
@@ -97,6 +148,8 @@ def plan_impact(
     entry_size: int = DEFAULT_ENTRY_SIZE,
     ledger_span_ms: int = DEFAULT_LEDGER_SPAN_MS,
     horizon_ms: int | None = None,
+    scans: Mapping[str, BookieScan] | None = None,
+    snapshot_ms: int | None = None,
 ) -> ImpactReport:
     """Impact of deleting ``delete``'s metadata at ``now_ms``, every other ledger in ``all_ledgers`` staying.
 
@@ -118,15 +171,45 @@ def plan_impact(
         ledger_span_ms=ledger_span_ms,
         disk_bytes=disk_bytes,
     )
-    result = simulate(layout, cfg, GcOptions(start_ms=now_ms, horizon_ms=horizon_ms))
+    opts = GcOptions(start_ms=now_ms, horizon_ms=horizon_ms)
+    measured: MeasuredGc | None = None
+    on_scan: dict[str, dict[int, int]] = {}
+    if scans:
+        known = np.sort(np.fromiter(by_id.keys(), dtype=np.int64, count=len(by_id)))
+        measured = gc_with_scans(layout, scans, delete_at, cfg, opts, known_ledgers=known, snapshot_ms=snapshot_ms)
+        result = measured.result
+        on_scan = _measured_bytes(scans, delete_at)
+    else:
+        result = simulate(layout, cfg, opts)
     per_ledger: dict[int, tuple[int, tuple[str, ...]]] = {}
     reads = 0
     for f in delete:
-        per_ledger[f.ledger_id] = (round(per_bookie_bytes(f) * len(f.bookies)), tuple(f.bookies))
+        per = per_bookie_bytes(f)
+        nbytes = sum(on_scan[b].get(f.ledger_id, 0) if b in on_scan else per for b in f.bookies)
+        per_ledger[f.ledger_id] = (round(nbytes), tuple(f.bookies))
         if cfg.verify_metadata_on_gc:
             reads += len(f.bookies)
     ops = znode_deletes if znode_deletes > 0 else len(delete)
-    return ImpactReport(per_ledger=per_ledger, gc=result, metadata_ops=ops, now_ms=now_ms, bookie_metadata_reads=reads)
+    return ImpactReport(
+        per_ledger=per_ledger,
+        gc=result,
+        metadata_ops=ops,
+        now_ms=now_ms,
+        bookie_metadata_reads=reads,
+        measured=measured,
+    )
+
+
+def _measured_bytes(scans: Mapping[str, BookieScan], ledgers: Mapping[int, int]) -> dict[str, dict[int, int]]:
+    """Scanned bookie -> ledger -> bytes on its disk (all its logs), for the given ledgers."""
+    ids = np.fromiter(ledgers.keys(), dtype=np.int64, count=len(ledgers))
+    out: dict[str, dict[int, int]] = {}
+    for bid, sc in scans.items():
+        m = np.isin(sc.pair_ledger, ids)
+        lids, inv = np.unique(sc.pair_ledger[m], return_inverse=True)
+        sums = np.bincount(inv, weights=sc.pair_bytes[m], minlength=lids.size)
+        out[bid] = {int(lid): int(b) for lid, b in zip(lids, sums, strict=True)}
+    return out
 
 
 def read_load_impact(

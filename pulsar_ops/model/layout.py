@@ -47,6 +47,11 @@ class BookieLayout:
     group_bytes: I64  # shape (logs, groups)
     other_bytes: int = 0  # non-entry-log usage (journal, indexes) counted in disk usage
     notes: list[str] = field(default_factory=list)
+    # Measured layouts (``model.scan_layout``): the ledgerDirectories entries and, per log, the index of its
+    # directory. DbLedgerStorage runs one entry logger and one GC thread per directory, so a log is identified
+    # by (bookie, ledger_dir, log_id) and the GC model simulates each directory on its own.
+    ledger_dirs: tuple[str, ...] = ()
+    log_dirs: I64 | None = None
 
     @property
     def n_logs(self) -> int:

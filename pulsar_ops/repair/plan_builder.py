@@ -7,17 +7,33 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pulsar_ops import __version__
+from pulsar_ops.formats.ledger_path import ledger_id_from_path
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.model.impact import plan_impact, read_load_impact
-from pulsar_ops.repair.actions import KIND_DELETE_LEDGER, KIND_LOAD_TOPIC, KIND_TRIM_UNLOADED, Action
+from pulsar_ops.model.scan_layout import BookieScan, read_scans
+from pulsar_ops.repair.actions import (
+    KIND_DELETE_LEDGER,
+    KIND_DELETE_SUBSCRIPTION,
+    KIND_LOAD_TOPIC,
+    KIND_TRIM_UNLOADED,
+    Action,
+)
 from pulsar_ops.repair.plan_file import Plan, dump_plan
-from pulsar_ops.repair.planner import ORDER_DOC, PlanDraft, PlanParams, plan_actions, summarize, with_impact
+from pulsar_ops.repair.planner import (
+    ORDER_DOC,
+    LedgerFact,
+    PlanDraft,
+    PlanParams,
+    plan_actions,
+    summarize,
+    with_impact,
+)
 from pulsar_ops.repair.rules import RuleParams
 from pulsar_ops.repair.snapshot_facts import (
     load_audit,
@@ -45,8 +61,14 @@ def compute_impact(
     *,
     now_ms: int,
     disk_bytes: Mapping[str, int] | None = None,
+    scans: Mapping[str, BookieScan] | None = None,
+    ledgers_root: str = "/ledgers",
+    snapshot_ms: int | None = None,
+    owner_of: Callable[[int], str | None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], tuple[str, ...]]:
-    """(plan-level impact, per-action impact by id, human lines) from the reference model's GC prediction."""
+    """(plan-level impact, per-action impact by id, human lines) from the reference model's GC prediction.
+
+    ``scans`` (``plan --bookie-scan``): the scanned bookies' measured entry-log layouts replace the estimate."""
     znode_deletes = sum(a.delete_count for a in actions)
     per_action: dict[str, dict[str, Any]] = {a.id: {"metadata_ops": a.znode_count} for a in actions}
     by_id = {f.ledger_id: f for f in ledgers}
@@ -65,7 +87,28 @@ def compute_impact(
         for lid in a.admin.expect_trimmed
         if lid in by_id
     ]
-    report = plan_impact(delete, ledgers, now_ms=now_ms, znode_deletes=znode_deletes, disk_bytes=disk_bytes)
+    sub_ledgers = {  # a dropped subscription: the broker deletes its cursor ledger with it
+        a.id: [lid for z in a.preconditions.znodes if (lid := ledger_id_from_path(z.path, ledgers_root)) is not None]
+        for a in actions
+        if a.kind == KIND_DELETE_SUBSCRIPTION
+    }
+    delete += [by_id[lid] for lids in sub_ledgers.values() for lid in lids if lid in by_id]
+    report = plan_impact(
+        delete,
+        ledgers,
+        now_ms=now_ms,
+        znode_deletes=znode_deletes,
+        disk_bytes=disk_bytes,
+        scans=scans,
+        snapshot_ms=snapshot_ms,
+    )
+    if owner_of is not None:  # name what pins the logs that stay: the live ledgers' owners
+        for r in report.gc.bookies.values():
+            for entry in r.stuck:
+                for pin in entry.get("pinned_by") or ():
+                    owner = owner_of(pin["ledger_id"])
+                    if owner is not None:
+                        pin["owner"] = owner
     doc: dict[str, Any] = report.to_json()
     per_ledger: dict[str, Any] = doc.get("per_ledger", {})
     for a in actions:
@@ -94,6 +137,15 @@ def compute_impact(
                     "update fails its own compare-and-set and reloads the new list; the data of deleted ledgers "
                     "goes at the bookies' next GC (restore is a short safety net)",
                     "ledgers": {str(lid): per_ledger.get(str(lid), {}) for lid in a.rewrite.ledger_ids},
+                }
+            )
+        elif a.kind == KIND_DELETE_SUBSCRIPTION:
+            per_action[a.id].update(
+                {
+                    "note": "the broker deletes the cursor ledger with the subscription (its bookie bytes below); "
+                    "the topic ledgers that become trimmable go at the broker's next trim, retention permitting, "
+                    "and are not in the GC prediction",
+                    "ledgers": {str(lid): per_ledger.get(str(lid), {}) for lid in sub_ledgers.get(a.id, ())},
                 }
             )
         elif a.rewrite is not None:
@@ -154,6 +206,21 @@ def compute_impact(
     return total, per_action, lines
 
 
+def _owner(f: LedgerFact | None) -> str | None:
+    """What a ledger's custom metadata says it belongs to (Pulsar's ``pulsar/*`` keys), for pinned-log listings."""
+    if f is None:
+        return None
+    ml = f.custom("pulsar/managed-ledger")
+    if ml is not None:
+        cursor = f.custom("pulsar/cursor")
+        return f"{ml} cursor {cursor}" if cursor is not None else ml
+    for key, label in (("pulsar/schemaId", "schema"), ("pulsar/compactedTopic", "compacted")):
+        v = f.custom(key)
+        if v is not None:
+            return f"{label} {v}"
+    return None
+
+
 def build_plan(
     audit_dir: Path,
     out: Path,
@@ -161,8 +228,10 @@ def build_plan(
     *,
     now_ms: int | None = None,
     plan_id: str | None = None,
+    bookie_scans: Sequence[Path] = (),
 ) -> BuiltPlan:
     created = int(time.time() * 1000) if now_ms is None else now_ms
+    scans = read_scans(bookie_scans) if bookie_scans else None
     audit = load_audit(audit_dir)
     snap = open_audited_snapshot(audit)
     ledger_facts, ledger_rows = load_ledgers(snap)
@@ -179,8 +248,17 @@ def build_plan(
     )
     draft: PlanDraft = plan_actions(audit.findings, facts, params)
     impact, per_action, lines = compute_impact(
-        draft.actions, ledger_rows, now_ms=created, disk_bytes=load_disk_bytes(snap)
+        draft.actions,
+        ledger_rows,
+        now_ms=created,
+        disk_bytes=load_disk_bytes(snap),
+        scans=scans,
+        ledgers_root=snap.manifest.ledgers_root,
+        snapshot_ms=snap.manifest.finished_at_ms,
+        owner_of=lambda lid: _owner(ledger_facts.get(lid)),
     )
+    if scans:
+        impact["bookie_scans"] = {bid: sc.path for bid, sc in sorted(scans.items())}
     draft = with_impact(draft, per_action)
     summary = summarize(draft.actions, draft.not_planned)
     plan = Plan(

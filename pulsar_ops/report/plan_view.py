@@ -2,7 +2,9 @@
 
 Read by ``plan`` (the per-kind summary it prints) and by ``report --plan`` (the HTML section and its chart).
 The time series is the reference model's bookie GC timeline (``plan.impact.timeline``): every GC run that
-reclaims bytes, on every bookie, accumulated by the time it ends.
+reclaims bytes, on every bookie, accumulated by the time it ends. Per bookie (``plan.impact.per_bookie``): what the
+plan frees at each GC stage, what stays and the live ledgers pinning it, whether the layout was measured by
+``scan-bookie`` or estimated, and for a measured one the estimate's error.
 """
 
 from __future__ import annotations
@@ -25,6 +27,31 @@ class KindImpact:
 
 
 @dataclass(frozen=True)
+class StuckLog:
+    log_id: int
+    ledger_dir: str | None
+    garbage_bytes: int
+    reason: str
+    pinned_by: tuple[tuple[int, int, str | None], ...]  # (ledger id, bytes in the log, owner), largest first
+
+
+@dataclass(frozen=True)
+class BookieImpact:
+    bookie: str
+    layout: str  # measured | estimated
+    complete: bool | None  # the scan's manifest (measured layouts only)
+    garbage: int  # bytes the plan turns into garbage on this bookie
+    deletion: int  # freed by whole-log deletion
+    minor: int  # freed by minor compaction
+    major: int  # freed by major compaction
+    stays: int  # garbage still on disk at the end of the simulated horizon
+    rewrite: int
+    stuck: tuple[StuckLog, ...]
+    estimated_reclaim: int | None  # the metadata-only estimate's reclaim (measured layouts only)
+    reclaim_error: float | None  # (estimate - measured) / measured
+
+
+@dataclass(frozen=True)
 class PlanView:
     plan_id: str
     now_ms: int
@@ -33,6 +60,7 @@ class PlanView:
     reclaimed: int
     before: int | None
     after: int | None
+    bookies: tuple[BookieImpact, ...] = ()
 
 
 def _action_disk_bytes(a: Mapping[str, Any]) -> int:
@@ -78,6 +106,44 @@ def freed_over_time(timeline: Sequence[Mapping[str, Any]], now_ms: int) -> tuple
     return tuple(out)
 
 
+def bookies_of(per_bookie: Mapping[str, Any], sources: Mapping[str, Any]) -> tuple[BookieImpact, ...]:
+    out = []
+    for bid, r in sorted(per_bookie.items()):
+        rec = r.get("reclaimed_bytes") or {}
+        acc = (r.get("estimate_vs_measured") or {}).get("predicted_reclaim") or {}
+        src = sources.get(bid) or {}
+        stuck = tuple(
+            StuckLog(
+                log_id=int(e.get("log_id") or 0),
+                ledger_dir=e.get("ledger_dir"),
+                garbage_bytes=int(e.get("garbage_bytes") or 0),
+                reason=str(e.get("reason") or ""),
+                pinned_by=tuple(
+                    (int(p["ledger_id"]), int(p["bytes"]), None if p.get("owner") is None else str(p["owner"]))
+                    for p in e.get("pinned_by") or ()
+                ),
+            )
+            for e in r.get("stuck_logs") or ()
+        )
+        out.append(
+            BookieImpact(
+                bookie=str(bid),
+                layout=str(r.get("layout") or "estimated"),
+                complete=src.get("complete") if r.get("layout") == "measured" else None,
+                garbage=int(r.get("garbage_bytes") or 0),
+                deletion=int(rec.get("deletion") or 0),
+                minor=int(rec.get("minor") or 0),
+                major=int(rec.get("major") or 0),
+                stays=int(r.get("unreclaimable_bytes") or 0),
+                rewrite=int(r.get("rewrite_bytes") or 0),
+                stuck=stuck,
+                estimated_reclaim=None if not acc else int((acc.get("estimated") or {}).get("total") or 0),
+                reclaim_error=acc.get("error") if acc else None,
+            )
+        )
+    return tuple(out)
+
+
 def plan_view(doc: Mapping[str, Any]) -> PlanView:
     """From a plan file's JSON document (as ``plan`` writes it)."""
     impact = doc.get("impact") or {}
@@ -92,4 +158,5 @@ def plan_view(doc: Mapping[str, Any]) -> PlanView:
         reclaimed=freed[-1][1] if freed else 0,
         before=ba.get("ledger_bytes_on_bookies_before"),
         after=ba.get("after_gc"),
+        bookies=bookies_of(impact.get("per_bookie") or {}, impact.get("layout_sources") or {}),
     )

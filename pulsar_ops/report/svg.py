@@ -196,3 +196,57 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 1
         f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" font-weight="{weight}" '
         f'fill="{PALETTE["text"]}">{esc(text)}</text>'
     )
+
+
+@dataclass(frozen=True)
+class StackRow:
+    label: str
+    values: tuple[float, ...]  # one per series, drawn left to right
+    tooltip: str
+
+
+def stacked_bar_chart(
+    chart_id: str,
+    title: str,
+    desc: str,
+    rows: Sequence[StackRow],
+    series: Sequence[tuple[str, str]],
+    fmt: Callable[[float], str],
+) -> str:
+    """Horizontal stacked bars, one row per item, one segment per series (``(name, colour)``), and a legend.
+    Each segment carries its own tooltip (series, value); the row total is printed after the bar."""
+    legend_h = 22
+    height = max(len(rows), 1) * (BAR_H + GAP) + GAP + 28 + legend_h
+    top = 24 + legend_h
+    out = [_open(chart_id, title, desc, WIDTH, height)]
+    out.append(_text(8, 16, title, weight="600"))
+    x = float(LABEL_W)
+    for name, colour in series:
+        out.append(f'<rect x="{x:.1f}" y="{top - 18}" width="10" height="10" fill="{colour}"></rect>')
+        out.append(_text(x + 14, top - 9, name, size=11))
+        x += 14 + 7 * len(name) + 18
+    if not rows:
+        out.append(_text(LABEL_W, top + BAR_H - 6, "no data"))
+        out.append("</svg>")
+        return "".join(out)
+    vmax = max((sum(r.values) for r in rows), default=0.0) or 1.0
+    plot_w = WIDTH - LABEL_W - VALUE_W - 8
+    for i, r in enumerate(rows):
+        y = top + GAP + i * (BAR_H + GAP)
+        out.append('<g class="bar">')
+        out.append(f"<title>{esc(r.tooltip)}</title>")
+        out.append(_text(LABEL_W - 8, y + BAR_H - 6, display(r.label, limit=32), anchor="end"))
+        x = float(LABEL_W)
+        for (name, colour), v in zip(series, r.values, strict=True):
+            w = v / vmax * plot_w
+            if v > 0:
+                out.append(
+                    f'<rect x="{x:.1f}" y="{y}" width="{max(w, 1.0):.1f}" height="{BAR_H}" fill="{colour}">'
+                    f"<title>{esc(r.label)}: {esc(name)} {esc(fmt(v))}</title></rect>"
+                )
+            x += w
+        out.append(_text(x + 6, y + BAR_H - 6, fmt(sum(r.values))))
+        out.append("</g>")
+    out.append(f'<line x1="{LABEL_W}" y1="{top}" x2="{LABEL_W}" y2="{height - 4}" stroke="{PALETTE["axis"]}"></line>')
+    out.append("</svg>")
+    return "".join(out)

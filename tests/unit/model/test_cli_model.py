@@ -263,3 +263,28 @@ def test_gc_from_a_snapshot_estimates_the_layout(tmp_path: Path) -> None:
     assert pulsar["total"]["unreclaimable_bytes"] == 2 * gib  # 0.5 is not below Pulsar's 0.5
     r = invoke("model", "gc", "--snapshot", snap, "--delete", "99")
     assert r.exit_code == 3 and "not in the snapshot" in r.stderr
+
+
+def test_gc_with_a_bookie_scan_uses_the_measured_layout_and_says_so(tmp_path: Path) -> None:
+    from pulsar_ops.bookiescan.run import ScanConfig, scan
+    from pulsar_ops.testing.entrylog_writer import entry_log_path, write_entry_log, write_last_id
+
+    snap = str(_snapshot(tmp_path))
+    d = tmp_path / "bk-1" / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(lid, e, 980) for e in range(3) for lid in (1, 2)])  # 3,000 B each
+    write_entry_log(entry_log_path(d, 2), 2, [(3, e, 980) for e in range(4)])  # ledger 3 alone: 4,000 B
+    write_last_id(d, 2)
+    out = tmp_path / "scan"
+    scan(ScanConfig(ledger_dirs=[d], bookie_id="bk-1:3181", out=out))
+    r = invoke("model", "gc", "--snapshot", snap, "--delete", "1,3", "--bookie-scan", str(out), "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["layout_sources"]["bk-1:3181"]["source"] == "measured"
+    assert doc["total"]["reclaimed_bytes"] == {"deletion": 4_000, "minor": 0, "major": 3_000}
+    acc = doc["estimate_vs_measured"]["bk-1:3181"]
+    gib = 1 << 30
+    assert acc["total_bytes"]["estimated"] == 6 * gib and acc["total_bytes"]["measured"] == 10_000
+    assert acc["entry_logs"] == {"estimated": 6, "measured": 2, "error": 2.0}
+    assert "bk-1:3181: measured, 2 logs in 1 dir(s)" in r.stderr and "estimate vs measured" in r.stderr
+    r = invoke("model", "gc", "--layout", str(tmp_path / "x.json"), "--bookie-scan", str(out))
+    assert r.exit_code == 3 and "--bookie-scan needs --snapshot" in r.stderr

@@ -87,3 +87,15 @@ def test_a_subscription_active_within_inactive_after_is_refused_by_the_rule() ->
     assert draft.actions == ()
     assert [n.reason_code for n in draft.not_planned] == ["refused-by-rule"]
     assert "within inactive-after" in draft.not_planned[0].reason
+
+
+def test_the_predicted_impact_counts_the_cursor_ledger_the_broker_deletes() -> None:
+    from pulsar_ops.model.facts import LedgerFacts
+    from pulsar_ops.repair.plan_builder import compute_impact
+
+    (a,) = plan_actions([idle("old")], facts(cursor("old", (5, 3), ledger=9), cursor("new", (7, 0))), INCLUDE).actions
+    cursor_ledger = LedgerFacts(9, 5000, ("bk1:3181",), 1, 1, 0, "CLOSED", closed_ms=10)
+    other = LedgerFacts(5, 100, ("bk1:3181",), 1, 1, 0, "CLOSED", closed_ms=10)
+    total, per_action, _lines = compute_impact([a], [cursor_ledger, other], now_ms=1000)
+    assert per_action[a.id]["ledgers"] == {"9": {"bytes_on_disk": 5000, "bookies": ["bk1:3181"]}}
+    assert total["garbage_bytes"] == 5000

@@ -67,3 +67,76 @@ def test_html_section_has_the_curve_and_the_table(model: ReportModel) -> None:
     assert text.count("<circle") == 3 and "450 B reclaimed" in text
     assert "10 entries, 999 B" in text and "trim-unloaded" in text
     assert '<section><h2 id="plan">' not in render_html(model)  # only with --plan
+
+
+def _bookie(layout: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "layout": layout,
+        "garbage_bytes": 1000,
+        "reclaimed_bytes": {"deletion": 600, "minor": 100, "major": 0},
+        "unreclaimable_bytes": 300,
+        "rewrite_bytes": 50,
+        **extra,
+    }
+
+
+MEASURED_PLAN: dict[str, Any] = {
+    **PLAN,
+    "impact": {
+        **PLAN["impact"],
+        "layout_sources": {
+            "bk-a:3181": {"source": "measured", "complete": False},
+            "bk-b:3181": {"source": "estimated"},
+        },
+        "per_bookie": {
+            "bk-a:3181": _bookie(
+                "measured",
+                stuck_logs=[
+                    {
+                        "log_id": 7,
+                        "ledger_dir": "/data/bk0",
+                        "garbage_bytes": 300,
+                        "reason": "usage-at-or-above-compaction-threshold",
+                        "pinned_by": [{"ledger_id": 42, "bytes": 2700, "owner": "t/ns/persistent/x"}],
+                    }
+                ],
+                estimate_vs_measured={
+                    "predicted_reclaim": {"estimated": {"total": 1400}, "measured": {"total": 700}, "error": 1.0}
+                },
+            ),
+            "bk-b:3181": _bookie("estimated"),
+        },
+    },
+}
+
+
+def test_per_bookie_impact_by_gc_stage_with_pinned_logs_and_the_estimates_error(model: ReportModel) -> None:
+    view = plan_view(MEASURED_PLAN)
+    a, b = view.bookies
+    assert (a.bookie, a.layout, a.complete, a.deletion, a.minor, a.stays) == (
+        "bk-a:3181",
+        "measured",
+        False,
+        600,
+        100,
+        300,
+    )
+    assert a.stuck[0].pinned_by == ((42, 2700, "t/ns/persistent/x"),) and (a.estimated_reclaim, a.reclaim_error) == (
+        1400,
+        1.0,
+    )
+    assert (b.layout, b.complete, b.estimated_reclaim) == ("estimated", None, None)
+    out = render_html(model, plan=view)
+    parse(out)
+    section = re.search(r'<h2 id="plan-bookies">.*?</section>', out, re.S)
+    assert section is not None
+    text = section.group(0)
+    assert (
+        'id="chart-plan-bookies"' in text and text.count("<title>bk-a:3181 (measured): ") == 3
+    )  # deletion, minor, stays
+    assert "measured (INCOMPLETE scan)" in text and "+100%" in text
+    assert (
+        "log 7 in /data/bk0: 300 B stays (usage-at-or-above-compaction-threshold), pinned by ledger 42 "
+        "(2.70 kB, t/ns/persistent/x)" in text
+    )
+    assert plan_view(PLAN).bookies == () and 'id="plan-bookies"' not in render_html(model, plan=plan_view(PLAN))
