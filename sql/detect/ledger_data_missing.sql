@@ -14,12 +14,25 @@ WITH scanned AS (
     SELECT bookie_id, started_at_ms FROM stg_scan_bookies WHERE complete AND index_status = 'read'
 ),
 members AS (
-    SELECT b.*, explode(array_distinct(b.bookies)) AS member
+    -- ids and bookies only: the wide metadata is read back for the few (ledger, bookie) pairs left below
+    SELECT b.ledger_id, explode(array_distinct(b.bookies)) AS member
     FROM stg_bk_ledgers b
     WHERE b.state = 'CLOSED' AND b.last_entry_id >= 0
 ),
+absent_here AS (
+    -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie
+    SELECT /*+ BROADCAST(s) */ m.ledger_id, s.bookie_id, s.started_at_ms
+    FROM members m
+    JOIN scanned s ON s.bookie_id = m.member
+    WHERE NOT EXISTS (
+        SELECT 1 FROM stg_scan_entry_log_ledgers l WHERE l.bookie_id = s.bookie_id AND l.ledger_id = m.ledger_id
+    )
+        AND NOT EXISTS (
+            SELECT 1 FROM stg_scan_local_index i WHERE i.bookie_id = s.bookie_id AND i.ledger_id = m.ledger_id
+        )
+),
 closed AS (
-    SELECT /*+ BROADCAST(s, sp) */
+    SELECT /*+ BROADCAST(sp) */
         b.ledger_id,
         b.path AS ledger_path,
         b.ml_name,
@@ -30,13 +43,13 @@ closed AS (
         b.ack_quorum,
         b.ctime_ms,
         b.ensembles_json,
-        s.bookie_id,
-        s.started_at_ms AS scan_started_at_ms,
+        a.bookie_id,
+        a.started_at_ms AS scan_started_at_ms,
         sp.flush_interval_ms
-    FROM members b
-    JOIN scanned s ON s.bookie_id = b.member
+    FROM absent_here a
+    JOIN stg_bk_ledgers b ON b.ledger_id = a.ledger_id
     CROSS JOIN scan_params sp
-    WHERE b.ctime_ms <= s.started_at_ms - sp.flush_interval_ms
+    WHERE b.ctime_ms <= a.started_at_ms - sp.flush_interval_ms
 ),
 segments AS (
     SELECT
@@ -100,12 +113,6 @@ missing AS (
     SELECT x.*
     FROM expected x
     WHERE NOT EXISTS (
-        SELECT 1 FROM stg_scan_entry_log_ledgers l WHERE l.bookie_id = x.bookie_id AND l.ledger_id = x.ledger_id
-    )
-        AND NOT EXISTS (
-            SELECT 1 FROM stg_scan_local_index i WHERE i.bookie_id = x.bookie_id AND i.ledger_id = x.ledger_id
-        )
-        AND NOT EXISTS (
             SELECT 1 FROM stg_ledger_list o
             WHERE o.ledger_id = x.ledger_id AND o.offloaded AND o.bookkeeper_deleted
         )
