@@ -7,8 +7,6 @@ the tool failed. Progress and the summary on stderr; ``--json`` prints the manif
 
 from __future__ import annotations
 
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,40 +14,16 @@ import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.bookiescan.run import DEFAULT_MAX_SCAN_MB_S, ScanConfig, ScanProgress, scan
 from pulsar_ops.cli.common import emit_json, err_console, escape, guarded
+from pulsar_ops.cli.progress import ProgressLine
 
 EXIT_PARTIAL = 1
 
 
-class _ProgressLine:
-    """Counters on stderr: a live line on a terminal, a line every few seconds otherwise."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.tty = sys.stderr.isatty()
-        self._last = 0.0
-        self._status = err_console.status("scanning...") if enabled and self.tty else None
-        if self._status is not None:
-            self._status.start()
-
-    def __call__(self, p: ScanProgress) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self._last < (0.2 if self.tty else 10.0):
-            return
-        self._last = now
-        text = (
-            f"scanning: {p.logs_done:,}/{p.logs_total:,} entry logs, {p.pairs:,} (ledger, log) pairs, "
-            f"{p.bytes_scanned / 1e6:,.0f} MB scanned"
-        )
-        if self._status is not None:
-            self._status.update(text)
-        else:
-            err_console.print(text)
-
-    def stop(self) -> None:
-        if self._status is not None:
-            self._status.stop()
+def _scan_line(p: ScanProgress) -> str:
+    return (
+        f"scanning: {p.logs_done:,}/{p.logs_total:,} entry logs, {p.pairs:,} (ledger, log) pairs, "
+        f"{p.bytes_scanned / 1e6:,.0f} MB scanned"
+    )
 
 
 def _split(value: str | None) -> list[Path]:
@@ -105,7 +79,7 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
     ) -> None:
         """Read one bookie's entry logs (ledgers maps, else a throttled scan) and local ledger index, read-only."""
-        progress = _ProgressLine(enabled=not quiet)
+        progress = ProgressLine(not quiet, "scanning...", _scan_line)
         try:
             manifest = scan(
                 ScanConfig(

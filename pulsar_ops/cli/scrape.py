@@ -8,8 +8,6 @@ output and progress on stderr; ``--json`` prints the manifest on stdout.
 
 from __future__ import annotations
 
-import sys
-import time
 from pathlib import Path
 
 import typer  # noqa: TID251 - typer/rich live in cli/
@@ -27,6 +25,7 @@ from pulsar_ops.cli.common import (
     escape,
     guarded,
 )
+from pulsar_ops.cli.progress import ProgressLine
 from pulsar_ops.errors import ConfigError
 from pulsar_ops.scrape.client_conf import read_client_conf
 from pulsar_ops.scrape.run import ScrapeConfig, ScrapeProgress, scrape
@@ -36,34 +35,9 @@ from pulsar_ops.zkconn import AUTH_HINT, security_from_flags
 EXIT_SCOPES_MISSING = 1
 
 
-class _ProgressLine:
-    """Counters on stderr: a live line on a terminal, a line every few seconds otherwise."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.tty = sys.stderr.isatty()
-        self._last = 0.0
-        self._status = err_console.status("scraping...") if enabled and self.tty else None
-        if self._status is not None:
-            self._status.start()
-
-    def __call__(self, p: ScrapeProgress) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self._last < (0.2 if self.tty else 10.0):
-            return
-        self._last = now
-        rate = p.znodes / p.seconds if p.seconds > 0 else 0.0
-        text = f"scraping {p.store} store: {p.znodes:,} znodes, {p.errors} errors, {rate:,.0f} znodes/s"
-        if self._status is not None:
-            self._status.update(text)
-        else:
-            err_console.print(text)
-
-    def stop(self) -> None:
-        if self._status is not None:
-            self._status.stop()
+def _scrape_line(p: ScrapeProgress) -> str:
+    rate = p.znodes / p.seconds if p.seconds > 0 else 0.0
+    return f"scraping {p.store} store: {p.znodes:,} znodes, {p.errors} errors, {rate:,.0f} znodes/s"
 
 
 _ENDPOINT_WORDS = {
@@ -262,7 +236,7 @@ def register(app: typer.Typer) -> None:
                 broker_registrations=broker_registration_reader(zookeeper, security, timeout=connect_timeout),
                 broker_stats_wait_s=broker_stats_wait,
             )
-        progress = _ProgressLine(enabled=not quiet)
+        progress = ProgressLine(not quiet, "scraping...", _scrape_line)
         try:
             manifest = scrape(
                 ScrapeConfig(
