@@ -8,7 +8,6 @@ the client certificate's common name.
 
 from __future__ import annotations
 
-import json
 import ssl
 import subprocess
 import threading
@@ -18,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tests.json_reply import reply_json
 
 SERVER_NAME = "broker-0.pulsar.invalid"
 CLIENT_CN = "pulsar-ops-test-client"
@@ -123,15 +124,9 @@ def https_admin(certs: Certs) -> Iterator[tuple[str, Seen]]:
                     "public/default": {"0x00000000_0xffffffff": {"persistent": {"persistent://public/default/t": {}}}}
                 }
             else:
-                self.send_response(404)
-                self.end_headers()
-                return
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+                body = None
+
+            reply_json(self, body)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -8,7 +8,6 @@ that publishes nothing and one whose registration is corrupt.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from pulsar_ops.scrape.zk_bookies import registration_reader
 from pulsar_ops.snapshot.reader import open_snapshot
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
+from tests.json_reply import reply_json
 
 pytestmark = pytest.mark.zk
 
@@ -54,15 +54,9 @@ def _serve(state: BookieHttp) -> ThreadingHTTPServer:
             elif path == "/api/v1/bookie/info":
                 body = {"freeSpace": state.free, "totalSpace": 100 * GiB}
             else:
-                self.send_response(404)
-                self.end_headers()
-                return
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+                body = None
+
+            reply_json(self, body)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from pulsar_ops.cli.main import app
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
+from tests.json_reply import reply_json
 
 pytestmark = pytest.mark.zk
 
@@ -41,15 +42,9 @@ def admin_server() -> Iterator[tuple[str, list[str]]]:
             elif path == "/admin/v2/broker-stats/topics":
                 body = json.loads((FIX / "broker_stats_topics_broker0.json").read_text())
             else:
-                self.send_response(404)
-                self.end_headers()
-                return
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+                body = None
+
+            reply_json(self, body)
 
         def log_message(self, *args: object) -> None:
             pass
