@@ -72,7 +72,7 @@ def pct(x: float | None) -> str:
 
 
 def pinned_text(log: Mapping[str, Any], limit: int = 3) -> str:
-    """The live ledgers that pin a log, with topic and retention (``none`` when nothing live is in it)."""
+    """``pinned by`` the live ledgers in a log, with topic and retention (or that no live ledger pins it)."""
     parts = []
     for p in list(log.get("pinned_by") or ())[:limit]:
         ret = []
@@ -87,7 +87,7 @@ def pinned_text(log: Mapping[str, Any], limit: int = 3) -> str:
     more = _int(log.get("live_ledgers")) - len(parts)
     if more > 0:
         parts.append(f"{more} more")
-    return ", ".join(parts) if parts else "no live ledger"
+    return "pinned by " + ", ".join(parts) if parts else "no live ledger pins it"
 
 
 def bookie_line(b: BookieCapacity) -> str:
@@ -112,8 +112,7 @@ def capacity_lines(cap: Capacity, topics: int = 3, logs: int = 3) -> list[str]:
         for log in b.oldest[:logs]:
             lines.append(
                 f"    old log {log.get('log_id')} ({log.get('ledger_dir')}): "
-                f"{human_bytes(_int(log.get('data_bytes')))}, live {pct(log.get('live_fraction'))}, "
-                f"pinned by {pinned_text(log)}"
+                f"{human_bytes(_int(log.get('data_bytes')))}, live {pct(log.get('live_fraction'))}, {pinned_text(log)}"
             )
     s = cap.skew
     if s.get("max_over_mean") is not None:

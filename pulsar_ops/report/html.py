@@ -498,7 +498,7 @@ def _capacity_section(model: ReportModel) -> str:
     )
     logs = "".join(
         f"<li>{esc(b.bookie)} log {esc(o.get('log_id'))} ({esc(o.get('ledger_dir'))}): "
-        f"{human_bytes(int(o.get('data_bytes') or 0))}, live {live_pct(o.get('live_fraction'))}; pinned by "
+        f"{human_bytes(int(o.get('data_bytes') or 0))}, live {live_pct(o.get('live_fraction'))}; "
         f"{esc(pinned_text(o))}</li>"
         for b in cap.bookies
         for o in b.oldest[:3]
