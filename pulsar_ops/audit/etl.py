@@ -423,12 +423,16 @@ def coverage(spark: SparkSession, sql_root: Path | None = None) -> dict[str, lis
 
 
 def storage(
-    spark: SparkSession, work_dir: Path, sql_root: Path | None = None, top_n: int = 10
+    spark: SparkSession,
+    work_dir: Path,
+    sql_root: Path | None = None,
+    top_n: int = 10,
+    one_partition: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
     """The capacity view of the scanned bookies: every ``storage/*.sql``. A prefixed file (``1_storage_ledgers``,
     a row per bookie and ledger on its disks) is written once to Parquet under ``work_dir`` and registered as a
     read of it; the others are collected (small by construction: a row per bookie, or the top ``top_n`` per
-    bookie). Run only with scans (runner.run_audit)."""
+    bookie). Run only with scans (runner.run_audit). ``one_partition``: as :func:`materialise`."""
     spark.sql(f"SELECT CAST({int(top_n)} AS INT) AS top_n").createOrReplaceTempView("storage_params")
     out: dict[str, list[dict[str, Any]]] = {}
     for f in storage_files(sql_root):
@@ -437,7 +441,7 @@ def storage(
                 target = work_dir / f"storage_{f.name}"
                 view = spark.sql(f.text)
                 view.write.mode("overwrite").parquet(str(target))
-                spark.read.schema(view.schema).parquet(str(target)).createOrReplaceTempView(f.name)
+                read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
                 continue
             rows = spark.sql(f.text).collect()
         except PySparkException as e:

@@ -230,7 +230,7 @@ def run_audit(
         stored: dict[str, list[dict[str, Any]]] | None = None
         if scans:  # the capacity view reads only the scans' tables and what they name
             session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}storage")
-            stored = etl.storage(session, work_dir, sql_root, storage_top_n)
+            stored = etl.storage(session, work_dir, sql_root, storage_top_n, one_partition=small)
             timings["storage"] = time.monotonic() - mark
         session.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
         jvm = jvm_metrics.delta(counters, jvm_metrics.read(session))
