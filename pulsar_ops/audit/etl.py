@@ -27,7 +27,14 @@ from pulsar_ops.audit.bookie_scans import SCAN_TABLES, ScanInfo
 from pulsar_ops.audit.manifest import table_dir
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.session import set_unless_explicit
-from pulsar_ops.audit.sql_files import SqlFile, coverage_files, detect_files, intermediate_files, staging_files
+from pulsar_ops.audit.sql_files import (
+    SqlFile,
+    coverage_files,
+    detect_files,
+    intermediate_files,
+    staging_files,
+    storage_files,
+)
 from pulsar_ops.audit.stage_metrics import STEP_PREFIX
 from pulsar_ops.errors import AuditError
 from pulsar_ops.findings import DETECTIONS, FINDING_COLUMN_NAMES, FINDING_COLUMNS
@@ -412,6 +419,34 @@ def coverage(spark: SparkSession, sql_root: Path | None = None) -> dict[str, lis
         except PySparkException as e:
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
         out[f.name] = sorted((r.asDict() for r in rows), key=lambda d: str(d.get("namespace") or ""))
+    return out
+
+
+def storage(
+    spark: SparkSession,
+    work_dir: Path,
+    sql_root: Path | None = None,
+    top_n: int = 10,
+    one_partition: bool = False,
+) -> dict[str, list[dict[str, Any]]]:
+    """The capacity view of the scanned bookies: every ``storage/*.sql``. A prefixed file (``1_storage_ledgers``,
+    a row per bookie and ledger on its disks) is written once to Parquet under ``work_dir`` and registered as a
+    read of it; the others are collected (small by construction: a row per bookie, or the top ``top_n`` per
+    bookie). Run only with scans (runner.run_audit). ``one_partition``: as :func:`materialise`."""
+    spark.sql(f"SELECT CAST({int(top_n)} AS INT) AS top_n").createOrReplaceTempView("storage_params")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in storage_files(sql_root):
+        try:
+            if f.path.stem != f.name:  # a shared view: written once
+                target = work_dir / f"storage_{f.name}"
+                view = spark.sql(f.text)
+                view.write.mode("overwrite").parquet(str(target))
+                read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
+                continue
+            rows = spark.sql(f.text).collect()
+        except PySparkException as e:
+            raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+        out[f.name] = [r.asDict(recursive=True) for r in rows]
     return out
 
 

@@ -27,6 +27,7 @@ from pulsar_ops.audit.session import (
 )
 from pulsar_ops.audit.sizing import SQL_SIZING_KEYS, local_defaults, small_snapshot, sql_defaults, this_machine
 from pulsar_ops.audit.sizing import snapshot_bytes as sizing_snapshot_bytes
+from pulsar_ops.audit.storage_view import DEFAULT_TOP_N, storage_summary
 from pulsar_ops.errors import AuditError, PulsarOpsError, SnapshotError, debug_enabled
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
 from pulsar_ops.snapshot.reader import verify_parts
@@ -151,7 +152,7 @@ def step_walls(timings: Mapping[str, float], materialised: list[etl.Materialised
     """Each labelled step's wall time, under the step names of its jobs' descriptions (audit/stage_metrics.py)."""
     walls = {"register": timings["register"]}
     walls.update({f"materialise {m.name}": m.seconds for m in materialised})
-    walls.update({k: timings[k] for k in ("detections", "coverage")})
+    walls.update({k: timings[k] for k in ("detections", "coverage", "storage") if k in timings})
     return walls
 
 
@@ -166,10 +167,12 @@ def run_audit(
     spark_conf: Mapping[str, str] | None = None,
     one_partition: bool | None = None,
     bookie_scans: Sequence[Path] = (),
+    storage_top_n: int = DEFAULT_TOP_N,
 ) -> AuditResult:
     """Audit ``snapshot_dir`` into ``out_dir`` (``findings.json`` + ``findings/``). ``one_partition``: read every
     table as one partition (etl.read_parquet); by default when the snapshot is small (audit/sizing.py).
-    ``bookie_scans``: ``scan-bookie`` output directories, validated before Spark starts (audit/bookie_scans.py)."""
+    ``bookie_scans``: ``scan-bookie`` output directories, validated before Spark starts (audit/bookie_scans.py);
+    with them ``audit.storage`` is each bookie's capacity view, its top ``storage_top_n`` owners and oldest logs."""
     started = time.monotonic()
     snapshot_dir = Path(snapshot_dir)
     out_dir = Path(out_dir)
@@ -223,8 +226,13 @@ def run_audit(
         timings["detections"], mark = time.monotonic() - mark, time.monotonic()
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}coverage")
         covered = etl.coverage(session, sql_root)
+        timings["coverage"], mark = time.monotonic() - mark, time.monotonic()
+        stored: dict[str, list[dict[str, Any]]] | None = None
+        if scans:  # the capacity view reads only the scans' tables and what they name
+            session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}storage")
+            stored = etl.storage(session, work_dir, sql_root, storage_top_n, one_partition=small)
+            timings["storage"] = time.monotonic() - mark
         session.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
-        timings["coverage"] = time.monotonic() - mark
         jvm = jvm_metrics.delta(counters, jvm_metrics.read(session))
         jvm["wall_s"] = round(time.monotonic() - steps_started, 2)
         driver_java = session.sparkContext.getConf().get("spark.driver.extraJavaOptions", "") or ""
@@ -252,6 +260,7 @@ def run_audit(
     recorded = {*conf, *product, *SQL_SIZING_KEYS, *RECORDED_JVM_KEYS, *etl.PLAN_CONF, *etl.ONE_PARTITION_CONF}
     audit["spark_conf"] = {k: conf_value(session, k) for k in sorted(recorded)}
     audit["coverage"] = coverage_summary(covered)
+    audit["storage"] = storage_summary(stored, storage_top_n) if stored is not None else None
     audit["bookie_scans"] = [s.summary() for s in scans]  # each bookie's scope, and what a partial one withheld
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}
     audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step

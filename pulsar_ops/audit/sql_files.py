@@ -161,6 +161,14 @@ def coverage_files(root: Path | None = None) -> list[SqlFile]:
     return [SqlFile("coverage", p.stem.replace("_", "-"), p) for p in _files(r, "coverage")]
 
 
+def storage_files(root: Path | None = None) -> list[SqlFile]:
+    """``storage/<name>.sql``: the capacity view of the scanned bookies (``audit.storage``). A file named
+    ``N_<view>.sql`` is a view written once and read by the others (its prefix is not part of the name); the
+    rest are collected, in file order."""
+    r = root or sql_root()
+    return [SqlFile("storage", _PREFIX.sub("", p.stem), p) for p in _files(r, "storage")]
+
+
 def detect_files(root: Path | None = None) -> list[SqlFile]:
     r = root or sql_root()
     return [SqlFile("detect", p.stem.replace("_", "-"), p) for p in _files(r, "detect")]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer  # noqa: TID251 - typer/rich live in cli/
 
+from pulsar_ops.audit.storage_view import DEFAULT_TOP_N
 from pulsar_ops.cli.common import emit_json, err_console, guarded, info
 
 
@@ -39,6 +40,13 @@ def audit(
         "--bookie-scan",
         help="A `pulsar-ops scan-bookie` output directory (repeatable, one per bookie): adds the storage "
         "detections (unreclaimed-ledger-data, ledger-data-missing, stale-entry-log).",
+    ),
+    storage_top: int = typer.Option(
+        DEFAULT_TOP_N,
+        "--storage-top",
+        min=1,
+        help="With --bookie-scan: how many owners (tenants, namespaces, topics) and oldest entry logs per bookie "
+        "the capacity view (findings.json audit.storage) keeps.",
     ),
     bookie_config: Path | None = typer.Option(
         None,
@@ -97,7 +105,15 @@ def audit(
     from pulsar_ops.audit.runner import run_audit
 
     info(f"auditing {snapshot} with Spark ({spark_master}) ...")
-    result = run_audit(snapshot, out, params, master=spark_master, spark_conf=conf, bookie_scans=bookie_scan)
+    result = run_audit(
+        snapshot,
+        out,
+        params,
+        master=spark_master,
+        spark_conf=conf,
+        bookie_scans=bookie_scan,
+        storage_top_n=storage_top,
+    )
     _summarise(result.out_dir, result.document())
     if prom is not None:
         _write_prometheus(result.out_dir, prom)

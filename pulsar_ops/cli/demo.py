@@ -185,7 +185,7 @@ def register(app: typer.Typer) -> None:
                 [
                     "plan", str(audit), "--out", str(plan), "--include", "dangling-ledger",
                     "--include", "inactive-subscription", "--include", "expired-retention-unloaded",
-                    "--offline-trim-namespace", "acme/idle-week-0",
+                    "--offline-trim-namespace", "acme/idle-week-0", *scan_args,
                 ]
             )  # fmt: skip
             before = _plannable_by_detection(findings)

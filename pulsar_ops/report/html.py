@@ -16,6 +16,10 @@ import json
 from collections.abc import Sequence
 
 from pulsar_ops.findings import SEVERITIES, Finding
+from pulsar_ops.report.capacity import CLASSES as CAPACITY_CLASSES
+from pulsar_ops.report.capacity import BookieCapacity, pinned_text
+from pulsar_ops.report.capacity import bookie_line as capacity_bookie_line
+from pulsar_ops.report.capacity import pct as live_pct
 from pulsar_ops.report.model import GroupBytes, ReportModel
 from pulsar_ops.report.plan_view import KindImpact, PlanView
 from pulsar_ops.report.svg import Bar, StackRow, bar_chart, esc, histogram_chart, stacked_bar_chart, step_chart
@@ -275,6 +279,7 @@ def render_html(model: ReportModel, *, max_rows: int = DEFAULT_MAX_ROWS, plan: P
         _bookies_section(model),
         _coverage_section(model),
         _bookie_scans_section(model),
+        _capacity_section(model),
         _scopes_section(model),
         _findings_section(model, max_rows),
         "</main>",
@@ -434,6 +439,82 @@ def _bookie_scans_section(model: ReportModel) -> str:
     items = "".join(f"<li>{esc(x.strip())}</li>" for x in lines[1:])
     return (
         f"<section><h2>Bookie scans</h2><p>{esc(lines[0])}</p>" + (f"<ul>{items}</ul>" if items else "") + "</section>"
+    )
+
+
+CAPACITY_SERIES = (
+    ("live", "#3b6ea8"),
+    ("orphan", "#e0a030"),
+    ("unreclaimed", "#c0504d"),
+    ("unattributed", "#9a9a9a"),
+    ("free", "#d8e6d0"),
+)
+
+
+def _capacity_section(model: ReportModel) -> str:
+    """What holds each scanned bookie's disk: a stacked bar per bookie (live / orphan / unreclaimed /
+    unattributed / free when known), the skew across bookies, and the oldest logs with what pins them."""
+    cap = model.audit.storage
+    if cap is None:
+        return ""
+    bars = [
+        StackRow(
+            label=b.bookie,
+            values=(*(float(b.by_class[c]) for c in CAPACITY_CLASSES), float(b.free_bytes or 0)),
+            tooltip=f"{b.bookie}: " + capacity_bookie_line(b).split(": ", 1)[1],
+        )
+        for b in cap.bookies
+    ]
+    chart = stacked_bar_chart(
+        "chart-capacity",
+        "What holds each bookie's disk",
+        "Per scanned bookie, entry-log data bytes that are live, orphan (no owner), unreclaimed (metadata gone) "
+        "and unattributed (owner unknown), then free disk where the snapshot knows it.",
+        bars,
+        CAPACITY_SERIES,
+        lambda y: human_bytes(int(y)),
+    )
+    s = cap.skew
+    skew = (
+        f"<p>Skew: largest bookie {human_bytes(int(s.get('max_bytes') or 0))}, smallest "
+        f"{human_bytes(int(s.get('min_bytes') or 0))}, max / mean {esc(s.get('max_over_mean'))}.</p>"
+        if s.get("max_over_mean") is not None
+        else ""
+    )
+
+    def cell(n: int | None) -> str:
+        return (
+            '<td class="num">unknown</td>' if n is None else f'<td class="num" title="{n} bytes">{human_bytes(n)}</td>'
+        )
+
+    def topics(b: BookieCapacity) -> str:
+        return esc(", ".join(f"{display(t, limit=60)} {human_bytes(n)}" for t, n in b.top_topics[:3]))
+
+    rows = "".join(
+        f'<tr><td class="name">{esc(b.bookie)}</td>{cell(b.data_bytes)}'
+        + "".join(cell(b.by_class[c]) for c in CAPACITY_CLASSES)
+        + f"{cell(b.free_bytes)}<td>{topics(b)}</td></tr>"
+        for b in cap.bookies
+    )
+    logs = "".join(
+        f"<li>{esc(b.bookie)} log {esc(o.get('log_id'))} ({esc(o.get('ledger_dir'))}): "
+        f"{human_bytes(int(o.get('data_bytes') or 0))}, live {live_pct(o.get('live_fraction'))}; "
+        f"{esc(pinned_text(o))}</li>"
+        for b in cap.bookies
+        for o in b.oldest[:3]
+    )
+    return (
+        f'<section><h2 id="capacity">Bookie capacity</h2>{chart}{skew}'
+        '<table aria-labelledby="capacity"><thead><tr><th>bookie</th><th class="num">scanned</th>'
+        + "".join(f'<th class="num">{c}</th>' for c in CAPACITY_CLASSES)
+        + f'<th class="num">free</th><th>largest live topics (top {cap.top_n} in findings.json)</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+        + (
+            f'<p class="muted">Oldest entry logs and the live ledgers that keep them:</p><ul>{logs}</ul>'
+            if logs
+            else ""
+        )
+        + "</section>"
     )
 
 

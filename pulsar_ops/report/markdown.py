@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from pulsar_ops.findings import SEVERITIES
+from pulsar_ops.report.capacity import CLASSES, Capacity, capacity_lines
 from pulsar_ops.report.model import GroupBytes, Histogram, ReportModel
 from pulsar_ops.report.terminal import finding_subject
 from pulsar_ops.report.text import display, human_bytes, human_duration, iso_utc
@@ -74,6 +75,8 @@ def render_markdown(model: ReportModel) -> str:
     scans = model.audit.bookie_scan_lines()
     if scans:
         lines += _section("Bookie scans", [md(scans[0]), "", *[f"- {md(x.strip())}" for x in scans[1:]]])
+    if model.audit.storage is not None:
+        lines += _section("Bookie capacity", _capacity_md(model.audit.storage))
     if model.incomplete_scopes:
         body = [
             "Findings that depend on these scopes are not plannable (an error is never evidence of absence):",
@@ -166,3 +169,22 @@ def _histogram_table(hists: Sequence[Histogram], what: str) -> list[str]:
     rows.append(["unknown", *(str(h.unknown) for h in hists)])
     rows.append(["**total**", *(f"**{h.total}**" for h in hists)])
     return table(headers, rows, right=range(1, len(headers)))
+
+
+def _capacity_md(cap: Capacity) -> list[str]:
+    """Per bookie: the split of the scanned bytes (a table), then its largest live topics and oldest logs."""
+    head = "| bookie | scanned | " + " | ".join(CLASSES) + " | free |"
+    out = [
+        f"What holds each scanned bookie's disk (top {cap.top_n} per bookie in findings.json `audit.storage`).",
+        "",
+        head,
+        "|---|" + "---:|" * (len(CLASSES) + 2),
+    ]
+    for b in cap.bookies:
+        cells = [human_bytes(b.data_bytes), *(human_bytes(b.by_class[c]) for c in CLASSES)]
+        free = "unknown" if b.free_bytes is None else human_bytes(b.free_bytes)
+        out.append(f"| {md(b.bookie)} | " + " | ".join(cells) + f" | {free} |")
+    out.append("")
+    for x in capacity_lines(cap)[1:]:  # a bookie's lines nest under it
+        out.append(("  - " if x.startswith("    ") else "- ") + md(x.strip()))
+    return out

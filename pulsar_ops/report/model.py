@@ -32,6 +32,7 @@ from typing import Any
 
 from pulsar_ops.errors import FindingsError
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code, parse_findings_document, read_findings
+from pulsar_ops.report.capacity import Capacity, capacity_of
 from pulsar_ops.units import human_bytes
 
 _SEV_ORDER = {"critical": 0, "warning": 1, "info": 2}
@@ -93,6 +94,9 @@ class AuditInfo:
     # ``audit.bookie_scans`` of findings.json: one object per --bookie-scan (its bookie, whether its scope was
     # partial and what that withheld); empty without scans.
     bookie_scans: tuple[Mapping[str, Any], ...] = ()
+    # ``audit.storage`` of findings.json: the capacity view of the scanned bookies (report/capacity.py); None
+    # without scans.
+    storage: Capacity | None = None
 
     def bookie_scan_lines(self) -> list[str]:
         """The bookie scans the audit joined, and each partial one with what it withheld (none: no line)."""
@@ -468,6 +472,7 @@ def _audit_info(raw: Any, file_mtime_ms: int | None) -> AuditInfo:
         finished_at_ms=finished,
         coverage=dict(coverage) if isinstance(coverage, Mapping) else {},
         bookie_scans=tuple(x for x in scans if isinstance(x, Mapping)) if isinstance(scans, list) else (),
+        storage=capacity_of(a.get("storage")),
     )
 
 

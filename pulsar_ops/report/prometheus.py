@@ -15,6 +15,16 @@ Metrics (all gauges):
   for a live age use ``time() - pulsar_ops_snapshot_timestamp_seconds``;
 - ``pulsar_ops_scrape_incomplete_scopes``: number of scopes the scrape could not read completely;
 - ``pulsar_ops_audit_duration_seconds``: the audit's wall time (omitted when unknown).
+
+With bookie scans (``audit --bookie-scan``; the families are absent without them), per scanned bookie:
+
+- ``pulsar_ops_bookie_scanned_bytes{bookie}``: data bytes of its non-compacting entry logs;
+- ``pulsar_ops_bookie_data_bytes{bookie,class}``: those bytes by class (``live``, ``orphan``, ``unreclaimed``,
+  ``unattributed``; they sum to ``pulsar_ops_bookie_scanned_bytes``);
+- ``pulsar_ops_bookie_free_bytes{bookie}``: free disk from the snapshot's bookie info (omitted when unknown);
+- ``pulsar_ops_bookie_oldest_log_live_ratio{bookie}``: live fraction of its oldest entry log (omitted when
+  it has no data);
+- ``pulsar_ops_bookie_oldest_log_timestamp_seconds{bookie}``: that log's modification time.
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pulsar_ops.findings import SEVERITIES
+from pulsar_ops.report.capacity import CLASSES as CAPACITY_CLASSES
+from pulsar_ops.report.capacity import Capacity
 from pulsar_ops.report.files import write_atomic
 from pulsar_ops.report.model import ReportModel
 from pulsar_ops.report.text import utf8_safe
@@ -105,7 +117,41 @@ def render_prometheus(model: ReportModel) -> str:
         lines += metric_lines(
             "pulsar_ops_audit_duration_seconds", "Wall time of the audit.", [((), model.audit.wall_seconds)]
         )
+    if model.audit.storage is not None:
+        lines += _storage_lines(model.audit.storage)
     return "\n".join(lines) + "\n"
+
+
+def _storage_lines(cap: Capacity) -> list[str]:
+    """The per-bookie capacity families (``audit.storage``)."""
+    lines = metric_lines(
+        "pulsar_ops_bookie_scanned_bytes",
+        "Data bytes of the scanned bookie's non-compacting entry logs (scan-bookie).",
+        [((("bookie", b.bookie),), b.data_bytes) for b in cap.bookies],
+    )
+    lines += metric_lines(
+        "pulsar_ops_bookie_data_bytes",
+        "Scanned data bytes per bookie by class: live, orphan (no owner), unreclaimed (metadata gone), "
+        "unattributed (owner unknown).",
+        [((("bookie", b.bookie), ("class", c)), b.by_class[c]) for b in cap.bookies for c in CAPACITY_CLASSES],
+    )
+    lines += metric_lines(
+        "pulsar_ops_bookie_free_bytes",
+        "Free disk bytes of the bookie from the snapshot's bookie info.",
+        [((("bookie", b.bookie),), b.free_bytes) for b in cap.bookies if b.free_bytes is not None],
+    )
+    first = [(b.bookie, b.oldest[0]) for b in cap.bookies if b.oldest]
+    lines += metric_lines(
+        "pulsar_ops_bookie_oldest_log_live_ratio",
+        "Live fraction of the bookie's oldest entry log (what compaction or log deletion could free there).",
+        [((("bookie", bid),), float(o["live_fraction"])) for bid, o in first if o.get("live_fraction") is not None],
+    )
+    lines += metric_lines(
+        "pulsar_ops_bookie_oldest_log_timestamp_seconds",
+        "Modification time of the bookie's oldest entry log.",
+        [((("bookie", bid),), int(o.get("mtime_ms") or 0) / 1000) for bid, o in first],
+    )
+    return lines
 
 
 def write(path: Path | str, model: ReportModel) -> Path:

@@ -8,6 +8,7 @@ lines but must print them without markup interpretation. Every name from the clu
 from __future__ import annotations
 
 from pulsar_ops.findings import EXIT_CLEAN, EXIT_CRITICAL, EXIT_WARNINGS, SEVERITIES, Finding
+from pulsar_ops.report.capacity import capacity_lines
 from pulsar_ops.report.model import GroupBytes, Histogram, ReportModel
 from pulsar_ops.report.text import display, human_bytes, human_duration, iso_utc
 
@@ -43,6 +44,9 @@ def summary_lines(model: ReportModel) -> list[str]:
     if scans:
         lines.append("")
         lines.extend(display(x, limit=300) for x in scans)
+    if model.audit.storage is not None:
+        lines.append("")
+        lines.extend(display(x, limit=400) for x in capacity_lines(model.audit.storage))
     if model.incomplete_scopes:
         lines.append("")
         lines.append(

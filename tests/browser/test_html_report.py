@@ -183,3 +183,33 @@ def test_harness_detects_requests_and_console_errors(browser: Browser, tmp_path:
     console, requests = _problems(browser, session, url)
     assert any("boom" in c for c in console)
     assert any(r.endswith("/missing.png") for r in requests)
+
+
+def test_capacity_section_renders_without_errors(browser: Browser, tmp_path: Path) -> None:
+    """With bookie scans (audit.storage): the per-bookie stacked capacity bar is drawn, its segments visible."""
+    from tests.unit.report.capacity_fixture import B1, B2, storage_doc
+
+    doc = _report_doc()
+    doc["audit"]["storage"] = storage_doc()
+    page = tmp_path / "report.html"
+    page.write_text(render_html(build_report(doc, top_n=8, now_ms=NOW_MS)), encoding="utf-8")
+    session, url = _open(browser, page)
+    got = json.loads(
+        browser.evaluate(
+            session,
+            """JSON.stringify((function () { var s = document.getElementById('chart-capacity');
+                 var r = s.getBoundingClientRect();
+                 var segs = Array.from(s.querySelectorAll('g.bar rect')).filter(function (x) {
+                   var b = x.getBoundingClientRect(); return b.width > 0 && b.height > 0; });
+                 return {w: r.width, h: r.height, segs: segs.length,
+                         rows: Array.from(s.querySelectorAll('g.bar > title')).map(function (t) {
+                           return t.textContent.split(':')[0] + ':' + t.textContent.split(':')[1]; })};
+               })())""",
+        )
+    )
+    assert got["w"] > 100 and got["h"] > 50
+    # bk-1: live, orphan, unreclaimed, unattributed, free; bk-2: live only (free unknown)
+    assert got["segs"] == 6
+    assert got["rows"] == [B1, B2]
+    console, requests = _problems(browser, session, url)
+    assert console == [] and requests == []

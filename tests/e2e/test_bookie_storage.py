@@ -69,3 +69,67 @@ def test_storage_findings_match_the_ground_truth(spark: Any, zk: KazooClient, zk
     for b in json.loads((bookie_dirs / LAYOUT_FILE).read_text())["bookies"]:
         loggers.add(b["logger"])
     assert loggers == {"default", "direct"}
+
+
+def _table(snap: Path, name: str) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    d = snap / "tables" / name
+    return pq.read_table(d).to_pylist() if any(d.glob("*.parquet")) else []
+
+
+def test_capacity_attributes_every_seeded_topics_bytes(
+    spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path
+) -> None:
+    """audit.storage on a seeded cluster: per bookie the classes sum to the scanned data bytes, and every topic's
+    live bytes on every bookie are what its referenced ledgers hold there (from the scans' own tables)."""
+    import pyarrow.parquet as pq
+
+    now = int(time.time() * 1000) + AHEAD_MS
+    bookie_dirs = tmp_path / "bookies"
+    seed_cluster(zk, None, SeedOptions(topics=40, seed=3, now_ms=now, bookie_dirs=str(bookie_dirs)))
+    snap = tmp_path / "snap"
+    scrape(ScrapeConfig(zookeeper=zk_hosts, out=snap))
+    scans = scan_all(bookie_dirs, tmp_path / "scans")
+    result = run_audit(
+        snap, tmp_path / "audit", AuditParams(now_ms=now), spark=spark, bookie_scans=scans, storage_top_n=100_000
+    )
+    storage = result.audit["storage"]
+    got = {b["bookie_id"]: b for b in storage["bookies"]}
+    assert len(got) == len(scans) >= 3
+    # who references each ledger (ledger lists, cursor / compacted / bucket ledgers, schemas)
+    owners: dict[int, set[str]] = {}
+    for r in _table(snap, "ledger_list"):
+        owners.setdefault(r["ledger_id"], set()).add(r["topic"])
+    for r in _table(snap, "cursors"):
+        for lid in (r["cursors_ledger_id"], r["compacted_topic_ledger"]):
+            if lid is not None and lid >= 0:
+                owners.setdefault(lid, set()).add(r["topic"])
+    for r in _table(snap, "cursor_properties"):
+        if r["bucket_ledger_id"] is not None:
+            owners.setdefault(r["bucket_ledger_id"], set()).add(r["topic"])
+    for r in _table(snap, "schema_index"):
+        owners.setdefault(r["ledger_id"], set()).add(r["topic"])
+    in_bk = {r["ledger_id"] for r in _table(snap, "bk_ledgers")}
+    topics_seen = 0
+    for s in scans:
+        logs = pq.read_table(s / "entry_logs.parquet").to_pylist()
+        pairs = pq.read_table(s / "entry_log_ledgers.parquet").to_pylist()
+        bid = logs[0]["bookie_id"]
+        b = got[bid]
+        assert b["data_bytes"] == sum(r["data_bytes"] for r in logs if not r["compacting"]) > 0
+        assert sum(b[f"{c}_bytes"] for c in ("live", "orphan", "unreclaimed", "unattributed")) == b["data_bytes"]
+        want: dict[str, int] = {}
+        for p in pairs:
+            topics = owners.get(p["ledger_id"], set())
+            if p["ledger_id"] in in_bk and topics:
+                assert len(topics) == 1, (p["ledger_id"], topics)  # the seeder shares no ledger
+                t = next(iter(topics))
+                want[t] = want.get(t, 0) + p["bytes"]
+        rows = b["top"]["live"]["topic"]
+        assert rows["of"] == len(rows["rows"]) == len(want)
+        assert {r["name"]: r["bytes"] for r in rows["rows"]} == want
+        assert sum(want.values()) == b["live_bytes"]
+        assert b["orphan_bytes"] > 0 or b["unreclaimed_bytes"] > 0  # the injected defects show up somewhere
+        topics_seen += len(want)
+    assert topics_seen > 40  # topics spread over several bookies

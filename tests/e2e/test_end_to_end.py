@@ -224,3 +224,13 @@ def test_demo_runs_the_whole_story_and_matches_ground_truth(spark: Any, tmp_path
     assert {f["detection"] for f in doc["findings"]} >= set(STORAGE_DETECTIONS)
     assert len(doc["audit"]["bookie_scans"]) == 6
     assert "unreclaimed-ledger-data" in (tmp_path / "demo" / "report.md").read_text()
+    # the capacity view of every scanned bookie, and the plan's impact on their measured layouts
+    storage = doc["audit"]["storage"]
+    assert len(storage["bookies"]) == 6 and storage["top_n"] == 10
+    for b in storage["bookies"]:
+        assert sum(b[f"{c}_bytes"] for c in ("live", "orphan", "unreclaimed", "unattributed")) == b["data_bytes"] > 0
+    assert "## Bookie capacity" in (tmp_path / "demo" / "report.md").read_text()
+    assert 'pulsar_ops_bookie_data_bytes{bookie="' in (tmp_path / "demo" / "pulsar_ops.prom").read_text()
+    plan = json.loads((tmp_path / "demo" / "plan.json").read_text())
+    sources = json.dumps(plan["impact"])
+    assert '"source": "measured"' in sources, sources[:2000]  # plan --bookie-scan: measured layouts

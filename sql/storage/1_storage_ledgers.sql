@@ -1,0 +1,117 @@
+-- storage_ledgers: one row per (scanned bookie, ledger) with bytes on that bookie, the class of those bytes and
+-- their owner. Written once to Parquet (etl.storage) and read by the other storage/*.sql queries.
+-- Bytes: sum of `entry_log_ledgers.bytes` (L + 4 per entry, as upstream's EntryLogMetadata counts). The scanner
+-- writes no pairs for skipped logs or transactional-compaction files, so per bookie these sum to the
+-- `data_bytes` of its non-compacting entry logs (the capacity invariant tests/spark/test_capacity.py checks).
+-- Class (exactly one per row):
+--   live          BookKeeper metadata present and a reference names the ledger (ledger list, cursor ledger,
+--                 compacted-topic ledger, delayed-delivery bucket, schema): owner = the referencing topic;
+--   orphan        metadata present, no reference, a Pulsar ledger kind (custom metadata `application=pulsar`),
+--                 and no scope incomplete (int_blocking): owner = the topic its custom metadata names
+--                 (`pulsar/managed-ledger`, schema id, compacted topic), as orphan-ledger derives it;
+--   unreclaimed   metadata absent from a completely scraped /ledgers, the znode not an undecodable one, the
+--                 ledger's oldest log written before the scrape started and the scan started after it finished
+--                 (the unreclaimed-ledger-data rule: an error is never evidence of absence);
+--   unattributed  the rest: metadata present but the owner unknown (not a Pulsar ledger, or a scope incomplete
+--                 so absence of a reference proves nothing), or metadata not seen but absence not provable.
+WITH logs AS (
+    SELECT bookie_id, ledger_dir, log_id, min(mtime_ms) AS mtime_ms
+    FROM stg_scan_entry_logs
+    WHERE read_via <> 'skipped' AND NOT compacting
+    GROUP BY bookie_id, ledger_dir, log_id
+),
+on_disk AS (
+    SELECT l.bookie_id, l.ledger_id, sum(l.bytes) AS bytes, count(*) AS logs, min(g.mtime_ms) AS oldest_mtime_ms
+    FROM stg_scan_entry_log_ledgers l
+    LEFT JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
+    GROUP BY l.bookie_id, l.ledger_id
+),
+ids AS (
+    SELECT DISTINCT ledger_id FROM on_disk
+),
+refs AS (
+    SELECT ledger_id, 0 AS prio, 'data' AS kind, topic, namespace FROM stg_ledger_list
+    UNION ALL
+    SELECT cursors_ledger_id AS ledger_id, 1 AS prio, 'cursor' AS kind, topic, namespace
+    FROM stg_cursors WHERE cursors_ledger_id >= 0
+    UNION ALL
+    SELECT compacted_topic_ledger AS ledger_id, 2 AS prio, 'compacted' AS kind, topic, namespace
+    FROM stg_cursors WHERE compacted_topic_ledger IS NOT NULL
+    UNION ALL
+    SELECT p.bucket_ledger_id AS ledger_id, 3 AS prio, 'bucket' AS kind, p.topic,
+        regexp_extract(p.topic, '^[a-z-]+://(.+)/[^/]+$', 1) AS namespace
+    FROM stg_cursor_properties p WHERE p.bucket_ledger_id IS NOT NULL
+    UNION ALL
+    SELECT ledger_id, 4 AS prio, 'schema' AS kind, topic, namespace FROM stg_schema_index
+),
+owner AS (
+    -- the first reference by kind (data, cursor, compacted, bucket, schema), then topic: one owner per ledger
+    SELECT ledger_id, min(named_struct('prio', prio, 'topic', topic, 'namespace', namespace, 'kind', kind)) AS o
+    FROM refs r
+    WHERE EXISTS (SELECT 1 FROM ids i WHERE i.ledger_id = r.ledger_id)
+    GROUP BY ledger_id
+),
+bk AS (
+    SELECT
+        b.ledger_id,
+        ${ledger_kind:b} AS kind,
+        CASE
+            WHEN b.component = 'managed-ledger' THEN concat(
+                'persistent://',
+                nullif(regexp_extract(b.ml_name, '^(.+)/persistent/[^/]+$', 1), ''),
+                '/',
+                try_url_decode(nullif(regexp_extract(b.ml_name, '/persistent/([^/]+)$', 1), ''))
+            )
+            WHEN b.schema_id IS NOT NULL THEN concat(
+                'persistent://',
+                nullif(regexp_extract(b.schema_id, '^(.+)/[^/]+$', 1), ''),
+                '/',
+                try_url_decode(nullif(regexp_extract(b.schema_id, '/([^/]+)$', 1), ''))
+            )
+            ELSE b.compacted_topic
+        END AS meta_topic
+    FROM stg_bk_ledgers b
+    WHERE EXISTS (SELECT 1 FROM ids i WHERE i.ledger_id = b.ledger_id)
+),
+undecodable AS (
+    SELECT DISTINCT u.ledger_id FROM int_undecodable u
+    WHERE u.ledger_id IS NOT NULL AND EXISTS (SELECT 1 FROM ids i WHERE i.ledger_id = u.ledger_id)
+),
+classified AS (
+    SELECT /*+ BROADCAST(sb, sp, blk) */
+        d.bookie_id,
+        d.ledger_id,
+        d.bytes,
+        d.logs,
+        d.oldest_mtime_ms,
+        CASE
+            WHEN b.ledger_id IS NOT NULL AND o.ledger_id IS NOT NULL THEN 'live'
+            WHEN b.ledger_id IS NOT NULL AND b.kind NOT IN ('unowned', 'pulsar-unknown')
+                AND size(blk.incomplete_scopes) = 0 THEN 'orphan'
+            WHEN b.ledger_id IS NULL AND u.ledger_id IS NULL
+                AND NOT array_contains(blk.incomplete_scopes, '/ledgers')
+                AND sb.started_at_ms >= sp.snapshot_finished_at_ms
+                AND d.oldest_mtime_ms < sp.snapshot_started_at_ms THEN 'unreclaimed'
+            ELSE 'unattributed'
+        END AS class,
+        CASE
+            WHEN o.ledger_id IS NOT NULL THEN o.o.kind
+            WHEN b.ledger_id IS NOT NULL THEN b.kind
+        END AS kind,
+        CASE WHEN o.ledger_id IS NOT NULL THEN o.o.topic ELSE b.meta_topic END AS topic,
+        CASE
+            WHEN o.ledger_id IS NOT NULL THEN o.o.namespace
+            ELSE nullif(regexp_extract(b.meta_topic, '^[a-z-]+://(.+)/[^/]+$', 1), '')
+        END AS namespace
+    FROM on_disk d
+    JOIN stg_scan_bookies sb ON sb.bookie_id = d.bookie_id
+    CROSS JOIN scan_params sp
+    CROSS JOIN int_blocking blk
+    LEFT JOIN owner o ON o.ledger_id = d.ledger_id
+    LEFT JOIN bk b ON b.ledger_id = d.ledger_id
+    LEFT JOIN undecodable u ON u.ledger_id = d.ledger_id
+)
+SELECT
+    c.*,
+    nullif(regexp_extract(c.namespace, '^([^/]+)/', 1), '') AS tenant
+FROM classified c

@@ -1,0 +1,67 @@
+-- storage oldest logs: per scanned bookie, the N (storage_params.top_n) oldest entry logs (mtime, then log id;
+-- non-compacting, read), their bytes by class, live fraction (live bytes / data bytes) and the live ledgers that
+-- pin them (GarbageCollectorThread.doGcEntryLogs deletes a log only once none of its ledgers is live; compaction
+-- keeps it while its live fraction is above the thresholds), each with its topic and the retention policies
+-- that keep it (namespace policy; the topic's own policy when set, local scope over global).
+WITH logs AS (
+    SELECT bookie_id, ledger_dir, log_id, min(file) AS file, min(mtime_ms) AS mtime_ms, sum(data_bytes) AS data_bytes
+    FROM stg_scan_entry_logs
+    WHERE read_via <> 'skipped' AND NOT compacting
+    GROUP BY bookie_id, ledger_dir, log_id
+),
+oldest AS (
+    SELECT *
+    FROM (
+        SELECT l.*, row_number() OVER (PARTITION BY bookie_id ORDER BY mtime_ms, log_id, ledger_dir) AS rank
+        FROM logs l
+    ) x
+    CROSS JOIN (SELECT top_n FROM storage_params) p
+    WHERE x.rank <= p.top_n
+),
+pairs AS (
+    SELECT o.bookie_id, o.ledger_dir, o.log_id, p.ledger_id, p.bytes
+    FROM stg_scan_entry_log_ledgers p
+    JOIN oldest o ON o.bookie_id = p.bookie_id AND o.ledger_dir = p.ledger_dir AND o.log_id = p.log_id
+),
+topic_policy AS (
+    SELECT topic, min(named_struct('s', CASE WHEN scope = 'local' THEN 0 ELSE 1 END,
+        'minutes', retention_time_minutes, 'mb', retention_size_mb)) AS p
+    FROM stg_topic_policies
+    WHERE retention_time_minutes IS NOT NULL OR retention_size_mb IS NOT NULL
+    GROUP BY topic
+),
+pinned AS (
+    SELECT /*+ BROADCAST(n) */
+        p.bookie_id, p.ledger_dir, p.log_id, p.ledger_id, p.bytes, s.class, s.topic, s.namespace, s.kind,
+        n.retention_time_minutes AS ns_retention_minutes, n.retention_size_mb AS ns_retention_mb,
+        tp.p.minutes AS topic_retention_minutes, tp.p.mb AS topic_retention_mb
+    FROM pairs p
+    JOIN storage_ledgers s ON s.bookie_id = p.bookie_id AND s.ledger_id = p.ledger_id
+    LEFT JOIN stg_namespaces n ON s.class = 'live' AND n.namespace = s.namespace
+    LEFT JOIN topic_policy tp ON s.class = 'live' AND tp.topic = s.topic
+)
+SELECT
+    o.bookie_id,
+    o.rank,
+    o.ledger_dir,
+    o.log_id,
+    o.file,
+    o.mtime_ms,
+    o.data_bytes,
+    coalesce(sum(CASE WHEN q.class = 'live' THEN q.bytes END), CAST(0 AS BIGINT)) AS live_bytes,
+    coalesce(sum(CASE WHEN q.class = 'orphan' THEN q.bytes END), CAST(0 AS BIGINT)) AS orphan_bytes,
+    coalesce(sum(CASE WHEN q.class = 'unreclaimed' THEN q.bytes END), CAST(0 AS BIGINT)) AS unreclaimed_bytes,
+    coalesce(sum(CASE WHEN q.class = 'unattributed' THEN q.bytes END), CAST(0 AS BIGINT)) AS unattributed_bytes,
+    count(q.ledger_id) AS ledgers,
+    count_if(q.class = 'live') AS live_ledgers,
+    slice(array_sort(
+        filter(collect_list(CASE WHEN q.class = 'live' THEN named_struct(
+            'neg_bytes', -q.bytes, 'ledger_id', q.ledger_id, 'bytes', q.bytes, 'kind', q.kind, 'topic', q.topic,
+            'namespace', q.namespace, 'ns_retention_minutes', q.ns_retention_minutes,
+            'ns_retention_mb', q.ns_retention_mb, 'topic_retention_minutes', q.topic_retention_minutes,
+            'topic_retention_mb', q.topic_retention_mb
+        ) END), x -> x IS NOT NULL)
+    ), 1, 10) AS pinned_by
+FROM oldest o
+LEFT JOIN pinned q ON q.bookie_id = o.bookie_id AND q.ledger_dir = o.ledger_dir AND q.log_id = o.log_id
+GROUP BY o.bookie_id, o.rank, o.ledger_dir, o.log_id, o.file, o.mtime_ms, o.data_bytes

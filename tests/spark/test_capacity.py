@@ -1,0 +1,117 @@
+"""The capacity view (findings.json ``audit.storage``) over hand-built bookie scans: per bookie, the classes sum
+to the scanned data bytes exactly, every ledger's bytes land in the class and owner the snapshot implies, and
+the oldest logs name the live ledgers (and retention) that pin them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from pulsar_ops.audit.params import AuditParams
+from pulsar_ops.audit.runner import AuditResult, run_audit
+from pulsar_ops.audit.storage_view import CLASSES
+from tests.spark.scan_builder import ScanBuilder
+from tests.spark.snapshot_builder import DAY, NOW
+from tests.spark.test_storage_detections import B1, B2, B3, GIB, SCAN_AT, scans, snapshot
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def result(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> AuditResult:
+    root = tmp_path_factory.mktemp("capacity")
+    b = snapshot()
+    b.add("bookies", bookie_id=B1, readonly=False, free_bytes=3 * GIB, total_bytes=8 * GIB)
+    dirs = scans(root)
+    s3 = ScanBuilder(B3, started_at_ms=SCAN_AT)
+    s3.log("/data/bk", 1, mtime_ms=NOW - 2 * DAY, ledgers={100: 64})
+    s3.log("/data/bk", 2, mtime_ms=NOW - DAY, ledgers={}, data_bytes=500, compacting=True)  # not counted
+    s3.log("/data/bk", 4, mtime_ms=NOW - DAY, ledgers={}, data_bytes=0, read_via="skipped", reason="vanished")
+    dirs.append(s3.write(root / "scan-b3"))
+    snap = b.write(root / "snap")
+    return run_audit(snap, root / "out", AuditParams(), spark=spark, bookie_scans=dirs, storage_top_n=2)
+
+
+def by_bookie(result: AuditResult) -> dict[str, dict[str, Any]]:
+    storage = result.audit["storage"]
+    assert storage is not None
+    return {b["bookie_id"]: b for b in storage["bookies"]}
+
+
+def scanned_data_bytes(scan_dir: Path) -> int:
+    logs = pq.read_table(scan_dir / "entry_logs.parquet").to_pylist()
+    return sum(r["data_bytes"] for r in logs if not r["compacting"])
+
+
+def test_classes_sum_to_the_scanned_data_bytes(result: AuditResult, tmp_path_factory: pytest.TempPathFactory) -> None:
+    got = by_bookie(result)
+    assert set(got) == {B1, B2, B3}
+    root = result.out_dir.parent
+    for bid, name in ((B1, "scan-b1"), (B2, "scan-b2"), (B3, "scan-b3")):
+        b = got[bid]
+        assert b["data_bytes"] == scanned_data_bytes(root / name)
+        assert sum(b[f"{c}_bytes"] for c in CLASSES) == b["data_bytes"], bid
+    assert got[B3]["data_bytes"] == 64 and got[B3]["compacting_logs"] == 1 and got[B3]["skipped_logs"] == 1
+
+
+def test_each_ledger_lands_in_its_class(result: AuditResult) -> None:
+    b1 = by_bookie(result)[B1]
+    # live: 100 (topic live, 801 bytes over five logs) and 105 (topic off, offloaded but BookKeeper still has it)
+    assert b1["live_bytes"] == 801 + 10
+    # orphan: metadata present naming t/ns/live, no reference: 102, 103, 104, 106, 107, 108
+    assert b1["orphan_bytes"] == 900 + 10 * 5
+    # unreclaimed: 200, 203 (dangling), 205, 201 (metadata gone, bytes older than the scrape)
+    assert b1["unreclaimed_bytes"] == 900 + 50 + 2 * GIB + 1400
+    # unattributed: 204 (its znode does not decode), 202 (only in a log written after the scrape started)
+    assert b1["unattributed_bytes"] == 70 + 40
+    assert (b1["free_bytes"], b1["total_bytes"]) == (3 * GIB, 8 * GIB)
+    assert by_bookie(result)[B2]["free_bytes"] is None  # unknown, not zero
+    b2 = by_bookie(result)[B2]
+    assert (b2["live_bytes"], b2["orphan_bytes"]) == (100, 5)
+
+
+def test_live_bytes_attributed_by_tenant_namespace_topic(result: AuditResult) -> None:
+    storage = result.audit["storage"]
+    assert storage["top_n"] == 2
+    top = by_bookie(result)[B1]["top"]
+    assert top["live"]["topic"]["rows"] == [
+        {"name": "persistent://t/ns/live", "bytes": 801, "ledgers": 1},
+        {"name": "persistent://t/ns/off", "bytes": 10, "ledgers": 1},
+    ]
+    assert top["live"]["namespace"]["rows"] == [{"name": "t/ns", "bytes": 811, "ledgers": 2}]
+    assert top["live"]["tenant"]["rows"] == [{"name": "t", "bytes": 811, "ledgers": 2}]
+    # orphans are attributed to the topic their custom metadata names
+    assert top["orphan"]["topic"]["rows"] == [{"name": "persistent://t/ns/live", "bytes": 950, "ledgers": 6}]
+    # every live byte is attributed to some topic
+    for b in by_bookie(result).values():
+        assert sum(r["bytes"] for r in b["top"]["live"]["topic"]["rows"]) == b["live_bytes"]
+
+
+def test_oldest_logs_name_what_pins_them(result: AuditResult) -> None:
+    oldest = by_bookie(result)[B1]["oldest_logs"]
+    assert [o["log_id"] for o in oldest] == [3, 5]  # top 2: log 3 (10 days), then the 9-day logs by id
+    first = oldest[0]
+    assert (first["data_bytes"], first["live_bytes"], first["unreclaimed_bytes"]) == (1000, 100, 900)
+    assert first["live_fraction"] == 0.1
+    assert first["pinned_by"] == [
+        {
+            "ledger_id": 100,
+            "bytes": 100,
+            "kind": "data",
+            "topic": "persistent://t/ns/live",
+            "namespace": "t/ns",
+            "ns_retention_minutes": 60,
+            "ns_retention_mb": 100,
+            "topic_retention_minutes": None,
+            "topic_retention_mb": None,
+        }
+    ]
+    assert result.audit["storage"]["skew"]["bookies"] == 3
+
+
+def test_no_storage_without_scans(spark: Any, tmp_path: Path) -> None:
+    snap = snapshot().write(tmp_path / "snap")
+    assert run_audit(snap, tmp_path / "out", AuditParams(), spark=spark).audit["storage"] is None
