@@ -71,15 +71,23 @@ def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:.1f} %"
 
 
+def _retention(value: object, unit: str) -> str:
+    """A retention limit as Pulsar reads it: -1 is infinite (RetentionPolicies), None is not set."""
+    if value is None:
+        return f"{unit} not set"
+    return "infinite" if _int(value) < 0 else f"{_int(value)} {unit}"
+
+
 def pinned_text(log: Mapping[str, Any], limit: int = 3) -> str:
     """``pinned by`` the live ledgers in a log, with topic and retention (or that no live ledger pins it)."""
     parts = []
     for p in list(log.get("pinned_by") or ())[:limit]:
         ret = []
-        if p.get("topic_retention_minutes") is not None or p.get("topic_retention_mb") is not None:
-            ret.append(f"topic retention {p.get('topic_retention_minutes')} min / {p.get('topic_retention_mb')} MB")
-        elif p.get("ns_retention_minutes") is not None or p.get("ns_retention_mb") is not None:
-            ret.append(f"namespace retention {p.get('ns_retention_minutes')} min / {p.get('ns_retention_mb')} MB")
+        for scope, prefix in (("topic", "topic_retention"), ("namespace", "ns_retention")):
+            minutes, mb = p.get(f"{prefix}_minutes"), p.get(f"{prefix}_mb")
+            if minutes is not None or mb is not None:
+                ret.append(f"{scope} retention {_retention(minutes, 'min')} / {_retention(mb, 'MB')}")
+                break
         parts.append(
             f"ledger {p.get('ledger_id')} ({human_bytes(_int(p.get('bytes')))}, {p.get('kind')} of "
             f"{display(p.get('topic'), limit=80)}" + (f"; {ret[0]}" if ret else "") + ")"

@@ -74,3 +74,24 @@ def test_prometheus_capacity_metrics_parse(doc: dict[str, Any]) -> None:
     assert got[("pulsar_ops_bookie_free_bytes", (("bookie", B1),))] == 3 * GIB
     assert ("pulsar_ops_bookie_free_bytes", (("bookie", B2),)) not in got  # unknown: no sample, not 0
     assert got[("pulsar_ops_bookie_oldest_log_live_ratio", (("bookie", B1),))] == 0.1
+
+
+def test_pinning_retention_says_infinite_for_minus_one() -> None:
+    from pulsar_ops.report.capacity import pinned_text
+
+    log = {
+        "pinned_by": [
+            {
+                "ledger_id": 7,
+                "bytes": 10,
+                "kind": "data",
+                "topic": "persistent://t/n/a",
+                "topic_retention_minutes": -1,
+                "topic_retention_mb": 500,
+            },
+        ],
+        "live_ledgers": 3,
+    }
+    text = pinned_text(log)
+    assert "topic retention infinite / 500 MB" in text and "-1" not in text
+    assert text.endswith("2 more")
