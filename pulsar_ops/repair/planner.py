@@ -28,6 +28,7 @@ from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.formats.policies import topic_hash
+from pulsar_ops.repair import safety
 from pulsar_ops.repair.actions import (
     KIND_DELETE_LEDGER,
     KIND_DELETE_SUBSCRIPTION,
@@ -62,7 +63,14 @@ from pulsar_ops.repair.rules import (
     subscription_rule,
     trim_rule,
 )
-from pulsar_ops.repair.safety import PROTECTED_ROOTS, LeakShape, action_problem, leak_shape, schema_topic_witnesses
+from pulsar_ops.repair.safety import (
+    LOCAL,
+    PROTECTED_ROOTS,
+    SubtreeNode,
+    action_problem,
+    leak_shape,
+)
+from pulsar_ops.repair.snapshot_tree import SnapshotTree, SnapshotUnknown
 
 # Custom-metadata keys that identify who owns a ledger: re-checked before delete (PIP-186 style).
 IDENTITY_KEYS = (
@@ -140,13 +148,11 @@ class SnapshotFacts:
     schema_locators: Mapping[str, ZnodeRef] = field(default_factory=dict)  # by schema_id
     subtrees: Mapping[str, tuple[SubtreeZnode, ...]] = field(default_factory=dict)  # by root path
     ledgers_root: str = "/ledgers"
-    # What the snapshot says against a finding (a hand-edited findings.json cannot plan past these):
-    tenants: frozenset[str] = frozenset()
-    namespaces: frozenset[str] = frozenset()
-    # namespace -> encoded local names of its managed ledgers (partitions included), for the leak namespaces
-    topics_by_namespace: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    namespaces_holding_ledgers: frozenset[str] = frozenset()
-    partitioned_paths: frozenset[str] = frozenset()
+    # What the snapshot says against a leak finding (a hand-edited findings.json cannot plan past it): the part
+    # of the tree prove_leak reads for the leak roots (None: not loaded, no leak is planned), and the ledger
+    # count of each managed ledger inside a /managed-ledgers leak root (absent: the scraper could not decode it)
+    leak_tree: SnapshotTree | None = None
+    ml_listed: Mapping[str, int] = field(default_factory=dict)
     referenced_ledgers: Mapping[int, str] = field(default_factory=dict)  # candidate id -> where referenced
     watermark: int | None = None  # highest ledger id Pulsar references in the snapshot
     # For rewrite actions (opt-in detections): managed-ledger formats by path, the ledger-list entries
@@ -343,10 +349,10 @@ def _subtree_action(f: Finding, facts: SnapshotFacts, params: PlanParams) -> Act
     claimed = f.evidence.get("leak")
     if claimed is not None and claimed != shape.leak:
         raise _Skip("leak-mismatch", f"{root} is a {shape.leak} root, the finding says {claimed!r}")
-    why = _contradiction(shape, root, facts)
+    nodes = facts.subtrees.get(root)
+    why = _leak_disproved(f, root, nodes or (), facts)
     if why is not None:
         raise _Skip("contradicted-by-snapshot", why)
-    nodes = facts.subtrees.get(root)
     if not nodes:
         raise _Skip("missing-in-snapshot", f"{root} is not in the snapshot's znodes table")
     stores = {n.znode.store for n in nodes}
@@ -379,35 +385,43 @@ def _subtree_action(f: Finding, facts: SnapshotFacts, params: PlanParams) -> Act
     )
 
 
-def _contradiction(shape: LeakShape, root: str, facts: SnapshotFacts) -> str | None:
-    """What in the snapshot says this subtree is not leaked (None when nothing does)."""
-    ns = shape.namespace
-    if shape.leak == "managed-ledgers-tenant":
-        if shape.tenant in facts.tenants:
-            return f"the snapshot holds tenant {shape.tenant}'s policies"
-        if any(n.split("/", 1)[0] == shape.tenant for n in facts.namespaces_holding_ledgers):
-            return f"the snapshot shows managed ledgers of tenant {shape.tenant} that still list ledgers"
-        return None
-    if shape.leak in ("managed-ledgers-namespace", "local-policies") or (
-        shape.leak == "bundle-data" and shape.bundle_range is None
-    ):
-        assert ns is not None
-        if ns in facts.namespaces or "/".join(ns.split("/")[:2]) in facts.namespaces:
-            return f"the snapshot holds namespace {ns}'s policies"
-        if shape.leak == "managed-ledgers-namespace" and ns in facts.namespaces_holding_ledgers:
-            return f"the snapshot shows managed ledgers in {ns} that still list ledgers"
-        return None
-    if shape.leak in ("partitioned-topic", "schema"):
-        assert ns is not None and shape.topic is not None
-        for name in facts.topics_by_namespace.get(ns, frozenset()):
-            base, idx = names.partition_suffix(name)
-            if name == shape.topic or (idx >= 0 and base == shape.topic):
-                return f"the snapshot holds managed ledger {ns}/persistent/{name}"
-        if shape.leak == "schema":  # the same witnesses prove_leak re-reads at apply
-            for witness in schema_topic_witnesses(ns, shape.topic):
-                if witness in facts.partitioned_paths:
-                    return f"the snapshot holds partitioned-topic metadata {witness}"
-    return None
+def _leak_disproved(f: Finding, root: str, nodes: Sequence[SubtreeZnode], facts: SnapshotFacts) -> str | None:
+    """What in the snapshot says this subtree is not leaked (None when nothing does): apply's own rule,
+    :func:`pulsar_ops.repair.safety.prove_leak`, run on the snapshot (through :class:`SnapshotTree`). A read the
+    snapshot cannot answer (not loaded, incomplete scope, undecodable) leaves the finding not planned."""
+    if facts.leak_tree is None:
+        raise _Skip("not-plannable", "the snapshot's tree around the leak was not loaded; absence is not confirmed")
+    subtree = []
+    for n in nodes:
+        listed: int | None = None
+        undecodable: str | None = None
+        if n.znode.store == LOCAL and _is_ml_znode(n.znode.path):
+            listed = facts.ml_listed.get(n.znode.path)
+            undecodable = "not in the snapshot's managed_ledgers table" if listed is None else None
+        subtree.append(SubtreeNode(n.znode.path, b"", listed=listed, undecodable=undecodable))
+    probe = Action(
+        id=_action_id(KIND_DELETE_SUBTREE, "", root),
+        kind=KIND_DELETE_SUBTREE,
+        store=nodes[0].znode.store if nodes else "",
+        path=root,
+        finding=FindingRef(f.key(), f.detection),
+        preconditions=Precondition(znodes=tuple(n.znode for n in nodes)),
+        bytes=0,
+        time_ms=0,
+    )
+    try:
+        return safety.prove_leak(probe, subtree, facts.leak_tree)
+    except SnapshotUnknown as e:
+        raise _Skip("not-plannable", f"{e}; absence is not confirmed") from None
+
+
+def _is_ml_znode(path: str) -> bool:
+    """A managed-ledger znode (not a directory level, not a cursor): what prove_leak decodes."""
+    try:
+        _ml, cursor = names.split_ml_path(path)
+    except DecodeError:
+        return False
+    return cursor is None
 
 
 def topic_loaded(facts: SnapshotFacts, topic: str, namespace: str) -> str | None:

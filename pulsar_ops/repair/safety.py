@@ -386,8 +386,13 @@ class TreeReader(Protocol):
 
 @dataclass(frozen=True)
 class SubtreeNode:
+    """A znode of the subtree to delete: its bytes (live), or, on the snapshot, the ledger count the scraper
+    decoded (``listed``) or why it could not (``undecodable``)."""
+
     path: str
     data: bytes
+    listed: int | None = None
+    undecodable: str | None = None
 
 
 def _absent(reader: TreeReader, store: str, path: str, what: str) -> str | None:
@@ -421,12 +426,16 @@ def _no_ledgers_listed(nodes: Sequence[SubtreeNode]) -> str | None:
             continue  # a directory level, not a managed ledger
         if cursor is not None:
             continue
-        try:
-            info = decode_managed_ledger_info(n.data, n.path)
-        except DecodeError as e:
-            return f"managed ledger {n.path} cannot be decoded ({e.reason}); not evidence of absence"
-        if info.info.ledgers:
-            return f"managed ledger {n.path} lists {len(info.info.ledgers)} ledger(s)"
+        if n.undecodable is not None:
+            return f"managed ledger {n.path} cannot be decoded ({n.undecodable}); not evidence of absence"
+        count = n.listed
+        if count is None:
+            try:
+                count = len(decode_managed_ledger_info(n.data, n.path).info.ledgers)
+            except DecodeError as e:
+                return f"managed ledger {n.path} cannot be decoded ({e.reason}); not evidence of absence"
+        if count:
+            return f"managed ledger {n.path} lists {count} ledger(s)"
     return None
 
 
@@ -476,8 +485,8 @@ def schema_topic_witnesses(namespace: str, topic: str) -> tuple[str, ...]:
     """The partitioned-topic metadata paths that prove a schema's topic exists: the persistent AND the
     non-persistent one (a schema is keyed ``tenant/ns/topic`` without the domain, so a live non-persistent
     partitioned topic owns it too; the broker keys its partitioned metadata by domain:
-    ``NamespaceResources.PartitionedTopicResources``). Used by the planner (on the snapshot) and by
-    :func:`prove_leak` (on the live tree)."""
+    ``NamespaceResources.PartitionedTopicResources``). Read by :func:`prove_leak`, which the planner runs on the
+    snapshot and apply on the live tree."""
     return tuple(f"{PARTITIONED}/{namespace}/{d}/{topic}" for d in DOMAINS)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from pulsar_ops.errors import FindingsError, SnapshotError
@@ -20,7 +21,14 @@ from pulsar_ops.findings import Finding, read_findings
 from pulsar_ops.formats import names
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.repair.actions import ZnodeRef
-from pulsar_ops.repair.planner import IDENTITY_KEYS, CursorFact, LedgerFact, SnapshotFacts, SubtreeZnode
+from pulsar_ops.repair.planner import (
+    IDENTITY_KEYS,
+    MANAGED_LEDGERS_ROOT,
+    CursorFact,
+    LedgerFact,
+    SnapshotFacts,
+    SubtreeZnode,
+)
 from pulsar_ops.repair.rules import (
     ListedLedger,
     Retention,
@@ -29,6 +37,8 @@ from pulsar_ops.repair.rules import (
     resolve_retention,
     topic_policy_pair,
 )
+from pulsar_ops.repair.safety import CONFIG, LOCAL, leak_shape
+from pulsar_ops.repair.snapshot_tree import LeakReads, SnapshotTree, SnapshotUnknown, leak_reads, v1_schema_parents
 from pulsar_ops.snapshot.reader import Snapshot, open_snapshot
 
 # bk_ledgers column -> custom-metadata key
@@ -191,11 +201,88 @@ def _znode_rows(snap: Snapshot, exact: set[str], roots: set[str]) -> list[dict[s
     return list(_rows(t.filter(mask)))
 
 
-def _leak_namespace(root: str) -> str | None:
-    from pulsar_ops.repair.safety import leak_shape
+def _strings(values: Sequence[str]) -> pa.Array:
+    return pa.array(values, type=pa.string())  # typed, so an empty list still compares with a string column
 
-    shape = leak_shape(root)
-    return shape.namespace if shape is not None else None
+
+def _read_filtered(snap: Snapshot, table: str, columns: Sequence[str], where: pc.Expression) -> pa.Table:
+    """Only the rows matching ``where``, one part file at a time (memory: the matching rows, not the table)."""
+    parts = sorted(snap.table_dir(table).glob("part-*.parquet"))
+    if not parts:
+        raise SnapshotError(f"{snap.table_dir(table)}: no part files; the snapshot is damaged")
+    tables = []
+    for p in parts:
+        try:
+            tables.append(pq.read_table(p, columns=list(columns), filters=where))
+        except (pa.ArrowException, OSError) as e:
+            raise SnapshotError(
+                f"{p}: not a readable Parquet file ({type(e).__name__}: {e})",
+                hint="the snapshot is damaged: scrape again with `pulsar-ops scrape --zookeeper HOSTS --out DIR`",
+            ) from None
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _tree_part(snap: Snapshot, reads: LeakReads, incomplete: frozenset[tuple[str, str]]) -> SnapshotTree:
+    """The znodes ``reads`` names (exact paths and the children of its directories), with their decode errors
+    and, for namespace and local policies, their JSON (the only values :func:`prove_leak` reads)."""
+    if not reads.exact and not reads.parents:
+        return SnapshotTree.build((), incomplete=incomplete, loaded=reads)
+    paths = sorted({p for _, p in reads.exact})
+    parents = sorted({p for _, p in reads.parents})
+    where = ds.field("path").isin(_strings(paths)) | ds.field("parent").isin(_strings(parents))
+    t = _read_filtered(snap, "znodes", ("store", "path", "parent", "decode_error"), where)
+    nodes: set[tuple[str, str]] = set()
+    bad: dict[tuple[str, str], str] = {}
+    for store, path, parent, err in zip(
+        *(t.column(c).to_pylist() for c in ("store", "path", "parent", "decode_error")), strict=True
+    ):
+        key = (str(store), str(path))
+        if key not in reads.exact and (key[0], str(parent)) not in reads.parents:
+            continue  # the same path in the other store
+        nodes.add(key)
+        if err:
+            bad[key] = str(err)
+    values: dict[tuple[str, str], bytes] = {}
+    for table, store in (("namespaces", CONFIG), ("local_policies", LOCAL)):
+        want = [p for s, p in reads.exact if s == store]
+        if want:
+            rows = _read_filtered(snap, table, ("path", "json"), ds.field("path").isin(_strings(sorted(want))))
+            for path, js in zip(rows.column("path").to_pylist(), rows.column("json").to_pylist(), strict=True):
+                if js is not None:
+                    values[(store, str(path))] = str(js).encode()
+    return SnapshotTree.build(nodes, values=values, undecodable=bad, incomplete=incomplete, loaded=reads)
+
+
+def _listed_in(snap: Snapshot, paths: Iterable[str]) -> dict[str, int]:
+    """Managed-ledger path -> how many ledgers its list holds, for these znodes (those inside the
+    ``/managed-ledgers`` leak roots; the scraper decoded them, an undecodable one has no row)."""
+    want = sorted({p for p in paths if p.startswith(MANAGED_LEDGERS_ROOT + "/")})
+    if not want:
+        return {}
+    t = _read_filtered(snap, "managed_ledgers", ("path", "ledger_count"), ds.field("path").isin(_strings(want)))
+    return {
+        str(p): int(n) for p, n in zip(t.column("path").to_pylist(), t.column("ledger_count").to_pylist(), strict=True)
+    }
+
+
+def load_leak_tree(snap: Snapshot, roots: Iterable[str]) -> SnapshotTree:
+    """The snapshot tree :func:`pulsar_ops.repair.safety.prove_leak` reads for these leak roots, and nothing
+    else: at 600,000 topics the planner never holds the cluster's paths, only the leaks' neighbourhoods."""
+    shapes = [s for r in sorted(set(roots)) if (s := leak_shape(r)) is not None]
+    sc = _read(snap, "scopes", ("store", "scope", "complete"))
+    incomplete = frozenset(
+        (str(st), str(scope))
+        for st, scope, ok in zip(*(sc.column(c).to_pylist() for c in ("store", "scope", "complete")), strict=True)
+        if not ok
+    )
+    tree = _tree_part(snap, leak_reads(shapes), incomplete)
+    if any(s.leak == "schema" for s in shapes):
+        try:
+            v1 = v1_schema_parents(shapes, tree)
+        except SnapshotUnknown:
+            return tree  # the tenant's directory is unknown: prove_leak refuses on the same read
+        tree = tree.merged(_tree_part(snap, v1, incomplete))
+    return tree
 
 
 # Where Pulsar references ledgers in the snapshot (table, column, what to call it).
@@ -435,14 +522,7 @@ def load_facts(
     cursors: dict[str, list[ZnodeRef]] = {}
     for r in cursor_rows:
         cursors.setdefault(str(r["ml_path"]), []).append(ref(r))
-    leak_ns = {str(f.namespace) for f in wanted if f.detection == "znode-leak" and f.namespace}
-    leak_ns |= {_leak_namespace(r) for r in roots} - {None}  # type: ignore[arg-type]
-    mls_all = _read(snap, "managed_ledgers", ("namespace", "encoded_name", "ledger_count"))
-    in_ns = mls_all.filter(pc.is_in(mls_all.column("namespace"), value_set=pa.array(sorted(leak_ns), pa.string())))
-    topics: dict[str, set[str]] = {}
-    for ns, enc in zip(in_ns.column("namespace").to_pylist(), in_ns.column("encoded_name").to_pylist(), strict=True):
-        topics.setdefault(str(ns), set()).add(str(enc))
-    holding = mls_all.filter(pc.greater(mls_all.column("ledger_count"), 0)).column("namespace")
+    listed = _listed_in(snap, (str(z["path"]) for z in zrows if _ancestors_in(str(z["path"]), roots)))
     referenced, watermark = _referenced(snap, {f.ledger_id for f in wanted if f.ledger_id is not None})
     trim_ids = {lid: ml for (ml, lid) in rw.list_entries if lid in ledgers}
     elsewhere, _ = _referenced(snap, set(trim_ids), exclude_lists=set(trim_ids.values()))
@@ -453,13 +533,8 @@ def load_facts(
         ledger_lists=_ledger_lists(rw.list_rows, ledgers),
         retention=_retention(snap, rw.ml_rows, rules),
         ledgers_root=snap.manifest.ledgers_root,
-        tenants=frozenset(str(t) for t in _read(snap, "tenants", ("tenant",)).column("tenant").to_pylist()),
-        namespaces=frozenset(str(n) for n in _read(snap, "namespaces", ("namespace",)).column("namespace").to_pylist()),
-        topics_by_namespace={k: frozenset(v) for k, v in topics.items()},
-        namespaces_holding_ledgers=frozenset(str(n) for n in pc.unique(holding).to_pylist()),
-        partitioned_paths=frozenset(
-            str(p) for p in _read(snap, "partitioned_topics", ("path",)).column("path").to_pylist()
-        ),
+        leak_tree=load_leak_tree(snap, roots),
+        ml_listed=listed,
         referenced_ledgers=referenced,
         referenced_elsewhere=elsewhere,
         cursor_facts=cursor_facts,

@@ -302,7 +302,9 @@ def write_snapshot(zk: KazooClient, out: Path) -> dict[str, Any]:
         elif parts[:2] == ["admin", "policies"] and len(parts) == 3:
             w.add("tenants", _row("tenants", path=path, tenant=parts[2], **stat))
         elif parts[:2] == ["admin", "policies"] and len(parts) in (4, 5):
-            w.add("namespaces", _row("namespaces", path=path, tenant=parts[2], namespace="/".join(parts[2:]), **stat))
+            ns = "/".join(parts[2:])
+            js = data.decode("utf-8", "replace")  # the Policies JSON as read, like the scraper
+            w.add("namespaces", _row("namespaces", path=path, tenant=parts[2], namespace=ns, json=js, **stat))
         elif parts[:2] == ["admin", "partitioned-topics"] and len(parts) == 6:
             w.add(
                 "partitioned_topics",

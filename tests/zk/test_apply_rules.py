@@ -438,7 +438,7 @@ def test_the_planner_and_apply_call_the_same_rule_functions() -> None:
     assert executor.R is rules
     from pulsar_ops.repair import safety
 
-    assert planner.schema_topic_witnesses is safety.schema_topic_witnesses
+    assert planner.safety is safety  # the planner calls safety.prove_leak on the snapshot (test below)
     assert executor.prove_leak is safety.prove_leak
 
 
@@ -488,6 +488,43 @@ def test_the_planner_consults_the_rule(
     assert doc["actions"] == [] and calls == [37]
     assert [n["reason_code"] for n in doc["not_planned"]] == ["refused-by-rule"]
     assert set(walk(zk))  # plan never writes
+
+
+def test_the_planner_decides_a_leak_with_prove_leak_on_the_snapshot(
+    zk: KazooClient, zk_hosts: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner's verdict on a leak subtree is apply's rule (:func:`safety.prove_leak`) run on the snapshot:
+    the real rule plans the leaked schema; a rule that refuses leaves it not planned with the rule's reason."""
+    from pulsar_ops.findings import Finding
+    from pulsar_ops.repair import safety
+
+    gone = "/schemas/t/ns/gone"
+    for path, data in {**_base(), gone: schema_locator([7])}.items():
+        zk.create(path, data, makepath=True)
+    snap = write_snapshot(zk, tmp_path / "snap")
+    finding = Finding(detection="znode-leak", severity="warning", path=gone, namespace="t/ns", plannable=True)
+    audit = write_audit(tmp_path / "audit", snap, [finding], TEST_AUDIT_PARAMS)
+    seen: list[tuple[str, list[str]]] = []
+    real = safety.prove_leak
+
+    def plan(name: str) -> dict[str, Any]:
+        out = tmp_path / name
+        code, _o, err = cli("plan", str(audit), "--out", str(out), "--json")
+        assert code == 0, err
+        doc: dict[str, Any] = json.loads(out.read_text())
+        return doc
+
+    def spy(action: Action, subtree: Sequence[safety.SubtreeNode], reader: safety.TreeReader) -> str | None:
+        seen.append((action.path, [n.path for n in subtree]))
+        assert not reader.exists("config", "/admin/partitioned-topics/t/ns/persistent/gone")
+        return real(action, subtree, reader) or "refused by the spy rule"
+
+    assert [a["path"] for a in plan("real.json")["actions"]] == [gone]  # the real rule: a leak
+    monkeypatch.setattr(safety, "prove_leak", spy)
+    doc = plan("spy.json")
+    assert doc["actions"] == [] and seen == [(gone, [gone])]
+    (np_,) = doc["not_planned"]
+    assert np_["reason_code"] == "contradicted-by-snapshot" and np_["reason"] == "refused by the spy rule"
 
 
 def test_the_planner_plans_no_delete_of_a_live_non_persistent_topic_s_schema(

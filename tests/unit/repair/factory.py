@@ -10,6 +10,7 @@ from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.repair.actions import ZnodeRef
 from pulsar_ops.repair.planner import LedgerFact, SnapshotFacts, SubtreeZnode
 from pulsar_ops.repair.rules import RuleParams
+from pulsar_ops.repair.snapshot_tree import SnapshotTree
 
 NOW = 1_700_000_000_000
 DAY = 86_400_000
@@ -106,4 +107,7 @@ def facts(**kw: Any) -> SnapshotFacts:
     kw.setdefault("watermark", 10**12)
     kw.setdefault("rules", RULES)
     kw.setdefault("now_ms", NOW)
+    # the whole (empty) tree is loaded: nothing outside the subtrees exists; every managed ledger in them is empty
+    kw.setdefault("leak_tree", SnapshotTree.build(()))
+    kw.setdefault("ml_listed", {z.znode.path: 0 for nodes in kw.get("subtrees", {}).values() for z in nodes})
     return SnapshotFacts(**kw)

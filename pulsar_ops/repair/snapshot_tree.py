@@ -1,0 +1,168 @@
+"""A :class:`pulsar_ops.repair.safety.TreeReader` over the snapshot, so the planner decides a leak subtree with
+:func:`pulsar_ops.repair.safety.prove_leak` itself (the rule apply re-runs on the live tree). Pure: the loader
+(``snapshot_facts``) fills it with only the znodes :func:`leak_reads` names for the leak roots.
+
+A read outside what was loaded, inside a scope the scraper could not read completely, or of a value the snapshot
+could not decode raises :class:`SnapshotUnknown`: an error is never evidence of absence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pulsar_ops.repair.safety import (
+    CONFIG,
+    LOCAL,
+    LOCAL_POLICIES,
+    MANAGED_LEDGERS,
+    OWNERSHIP,
+    POLICIES,
+    LeakShape,
+    schema_topic_witnesses,
+    within,
+)
+
+
+class SnapshotUnknown(Exception):
+    """The snapshot cannot answer a read (not loaded, incomplete scope, undecodable value)."""
+
+
+@dataclass(frozen=True)
+class LeakReads:
+    """What :func:`prove_leak` reads for a set of leak roots: exact znodes and directories whose children it
+    lists (each as ``(store, path)``)."""
+
+    exact: frozenset[tuple[str, str]] = frozenset()
+    parents: frozenset[tuple[str, str]] = frozenset()
+
+
+def _policies(ns: str) -> set[tuple[str, str]]:
+    out = {(CONFIG, f"{POLICIES}/{ns}")}
+    parts = ns.split("/")
+    if len(parts) == 3:
+        out.add((CONFIG, f"{POLICIES}/{parts[0]}/{parts[1]}"))
+    return out
+
+
+def leak_reads(shapes: Iterable[LeakShape]) -> LeakReads:
+    """The reads :func:`pulsar_ops.repair.safety.prove_leak` makes for these shapes, except the V1 namespaces of
+    a schema leak (``/managed-ledgers/<t>/<cluster>/<ns>/persistent``: :func:`v1_schema_parents`, once the
+    children of ``/managed-ledgers/<t>`` are known)."""
+    exact: set[tuple[str, str]] = set()
+    parents: set[tuple[str, str]] = set()
+    for s in shapes:
+        ns = s.namespace
+        if s.leak == "managed-ledgers-tenant":
+            exact.add((CONFIG, f"{POLICIES}/{s.tenant}"))
+        elif s.leak in ("managed-ledgers-namespace", "local-policies") and ns is not None:
+            exact |= _policies(ns)
+        elif s.leak == "partitioned-topic" and ns is not None:
+            parents.add((LOCAL, f"{MANAGED_LEDGERS}/{ns}/persistent"))
+        elif s.leak == "schema" and ns is not None and s.topic is not None:
+            parents.add((LOCAL, f"{MANAGED_LEDGERS}/{s.tenant}"))
+            parents.add((LOCAL, f"{MANAGED_LEDGERS}/{ns}/persistent"))
+            exact |= {(CONFIG, w) for w in schema_topic_witnesses(ns, s.topic)}
+        elif s.leak == "bundle-data" and ns is not None:
+            parents.add((LOCAL, f"{OWNERSHIP}/{ns}"))
+            exact |= {(CONFIG, f"{POLICIES}/{ns}"), (LOCAL, f"{LOCAL_POLICIES}/{ns}")}
+    exact |= parents  # children() of a missing directory is None: whether it exists is read too
+    return LeakReads(frozenset(exact), frozenset(parents))
+
+
+def v1_schema_parents(shapes: Iterable[LeakShape], tree: SnapshotTree) -> LeakReads:
+    """The V1 ``/managed-ledgers/<t>/<cluster>/<ns>/persistent`` directories a schema leak's proof lists."""
+    parents: set[tuple[str, str]] = set()
+    for s in shapes:
+        if s.leak != "schema" or s.namespace is None:
+            continue
+        t, ns = s.namespace.split("/")
+        for c in tree.children(LOCAL, f"{MANAGED_LEDGERS}/{t}") or ():
+            if c != ns:
+                parents.add((LOCAL, f"{MANAGED_LEDGERS}/{t}/{c}/{ns}/persistent"))
+    return LeakReads(frozenset(parents), frozenset(parents))
+
+
+@dataclass(frozen=True)
+class SnapshotTree:
+    """The loaded part of the snapshot's znodes table. ``nodes``: every loaded ``(store, path)``; ``values``: the
+    decoded value of the few znodes :func:`prove_leak` reads data of (namespace and local policies JSON);
+    ``undecodable``: znodes the scraper could not decode (code); ``incomplete``: ``(store, scope)`` the scraper
+    could not read completely; ``loaded``: what :func:`leak_reads` asked for (None: the whole tree is loaded)."""
+
+    nodes: frozenset[tuple[str, str]] = frozenset()
+    values: Mapping[tuple[str, str], bytes] = field(default_factory=dict)
+    undecodable: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    incomplete: frozenset[tuple[str, str]] = frozenset()
+    loaded: LeakReads | None = None
+    _children: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+
+    @staticmethod
+    def build(
+        nodes: Iterable[tuple[str, str]],
+        *,
+        values: Mapping[tuple[str, str], bytes] | None = None,
+        undecodable: Mapping[tuple[str, str], str] | None = None,
+        incomplete: Iterable[tuple[str, str]] = (),
+        loaded: LeakReads | None = None,
+    ) -> SnapshotTree:
+        ns = frozenset(nodes)
+        kids: dict[tuple[str, str], list[str]] = {}
+        for store, path in ns:
+            parent, _, name = path.rpartition("/")
+            kids.setdefault((store, parent or "/"), []).append(name)
+        return SnapshotTree(
+            nodes=ns,
+            values=dict(values or {}),
+            undecodable=dict(undecodable or {}),
+            incomplete=frozenset(incomplete),
+            loaded=loaded,
+            _children={k: tuple(sorted(v)) for k, v in kids.items()},
+        )
+
+    def merged(self, other: SnapshotTree) -> SnapshotTree:
+        lo = self.loaded
+        if lo is not None and other.loaded is not None:
+            lo = LeakReads(lo.exact | other.loaded.exact, lo.parents | other.loaded.parents)
+        return SnapshotTree.build(
+            self.nodes | other.nodes,
+            values={**self.values, **other.values},
+            undecodable={**self.undecodable, **other.undecodable},
+            incomplete=self.incomplete | other.incomplete,
+            loaded=lo,
+        )
+
+    def _known(self, store: str, path: str, *, listing: bool) -> None:
+        for s, scope in self.incomplete:
+            if s == store and within(path, scope):
+                raise SnapshotUnknown(f"the snapshot's scope {scope} ({store}) is incomplete: {path} is unknown")
+        if self.loaded is None:
+            return
+        if listing:
+            known = (store, path) in self.loaded.parents
+        else:  # a znode read exactly, or one of a directory whose children were read
+            known = (store, path) in self.loaded.exact or (store, path.rsplit("/", 1)[0]) in self.loaded.parents
+        if not known:
+            raise SnapshotUnknown(f"{path} ({store}) was not loaded from the snapshot")
+
+    def exists(self, store: str, path: str) -> bool:
+        self._known(store, path, listing=False)
+        return (store, path) in self.nodes
+
+    def children(self, store: str, path: str) -> list[str] | None:
+        self._known(store, path, listing=True)
+        if (store, path) not in self.nodes:
+            return None
+        return list(self._children.get((store, path), ()))
+
+    def data(self, store: str, path: str) -> bytes | None:
+        self._known(store, path, listing=False)
+        if (store, path) not in self.nodes:
+            return None
+        code = self.undecodable.get((store, path))
+        if code is not None:
+            raise SnapshotUnknown(f"the snapshot could not decode {path} ({code}); not evidence of absence")
+        value = self.values.get((store, path))
+        if value is None:
+            raise SnapshotUnknown(f"the snapshot does not hold the value of {path}")
+        return value
