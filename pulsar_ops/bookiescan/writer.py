@@ -9,7 +9,6 @@ streamed in row groups from numpy arrays (one Python object per log, not per pai
 from __future__ import annotations
 
 import functools
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pulsar_ops.bookiescan import schema
-from pulsar_ops.errors import SnapshotError
-from pulsar_ops.snapshot.arrow_schema import arrow_type
+from pulsar_ops.snapshot.arrow_schema import arrow_type, checked_arrays
+from pulsar_ops.snapshot.manifest import write_json_atomic
 
 ROW_GROUP = 1_000_000
 
@@ -117,16 +116,7 @@ class ScanWriter:
     def _write_rows(self, name: str) -> int:
         rows = self._rows[name]
         sch = arrow_schema(name)
-        if rows:
-            arrays = list(pa.RecordBatch.from_struct_array(pa.array(rows, type=pa.struct(list(sch)))).columns)
-        else:
-            arrays = [pa.array([], type=f.type) for f in sch]
-        for arr, fld in zip(arrays, sch, strict=True):
-            if not fld.nullable and arr.null_count:
-                raise SnapshotError(
-                    f"internal: {name}.{fld.name} is not nullable but {arr.null_count} row(s) are null",
-                    hint="this is a pulsar-ops bug; re-run with --debug and report it",
-                )
+        arrays = checked_arrays(name, rows, sch)
         final = self.out_dir / schema.table_file(name)
         pq.write_table(pa.Table.from_arrays(arrays, schema=sch), _tmp(final), compression="zstd")
         os.replace(_tmp(final), final)
@@ -145,19 +135,5 @@ class ScanWriter:
 
 
 def write_manifest(out_dir: Path, doc: dict[str, Any]) -> Path:
-    """Write ``manifest.json`` atomically (like ``snapshot.manifest.write_manifest``)."""
-    out_dir = Path(out_dir)
-    final = out_dir / schema.MANIFEST_NAME
-    tmp = _tmp(final)
-    data = json.dumps(doc, indent=2).encode("utf-8") + b"\n"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
-    dir_fd = os.open(out_dir, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return final
+    """Write ``manifest.json`` atomically (``snapshot.manifest.write_json_atomic``, as the snapshot's)."""
+    return write_json_atomic(Path(out_dir) / schema.MANIFEST_NAME, doc)

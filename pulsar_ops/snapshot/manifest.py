@@ -104,23 +104,28 @@ class Manifest:
         }
 
 
-def write_manifest(snapshot_dir: Path, manifest: Manifest) -> Path:
-    """Write ``manifest.json`` atomically: a reader sees either no manifest or the whole one."""
-    snapshot_dir = Path(snapshot_dir)
-    final = snapshot_dir / MANIFEST_NAME
-    tmp = snapshot_dir / f".{MANIFEST_NAME}.tmp-{os.getpid()}"
-    data = json.dumps(manifest.to_json(), indent=2, sort_keys=False).encode("utf-8") + b"\n"
+def write_json_atomic(final: Path, doc: Any) -> Path:
+    """Write ``doc`` as JSON to ``final`` atomically and durably (temp file, fsync, rename, fsync of the directory):
+    a reader sees either no file or the whole one. Used by the snapshot's and the bookie scan's manifests."""
+    final = Path(final)
+    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
+    data = json.dumps(doc, indent=2, sort_keys=False).encode("utf-8") + b"\n"
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, final)
-    dir_fd = os.open(snapshot_dir, os.O_RDONLY)
+    dir_fd = os.open(final.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
     return final
+
+
+def write_manifest(snapshot_dir: Path, manifest: Manifest) -> Path:
+    """Write ``manifest.json`` atomically: a reader sees either no manifest or the whole one."""
+    return write_json_atomic(Path(snapshot_dir) / MANIFEST_NAME, manifest.to_json())
 
 
 def read_manifest_json(path: Path) -> dict[str, Any]:

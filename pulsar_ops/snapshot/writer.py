@@ -16,9 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pulsar_ops.errors import SnapshotError
 from pulsar_ops.snapshot import schema
-from pulsar_ops.snapshot.arrow_schema import arrow_schema
+from pulsar_ops.snapshot.arrow_schema import arrow_schema, checked_arrays
 
 DEFAULT_BATCH_ROWS = 50_000
 TABLES_DIR = "tables"
@@ -31,11 +30,6 @@ DICTIONARY_COLUMNS = frozenset(
         "namespace", "cluster", "compression", "format", "subscription", "scope", "code",
     }
 )  # fmt: skip
-
-
-@functools.cache
-def _struct_type(table: str) -> pa.StructType:
-    return pa.struct(list(arrow_schema(table)))
 
 
 @functools.cache
@@ -131,19 +125,7 @@ class SnapshotWriter:
     def _flush(self, buf: _TableBuffer) -> None:
         rows, buf.rows = buf.rows, []
         sch = arrow_schema(buf.name)
-        if rows:
-            # One conversion of the row tuples as a struct array: no transposition through Python lists
-            # (measured ~30% faster than a pa.array per column on the znodes table).
-            batch = pa.RecordBatch.from_struct_array(pa.array(rows, type=_struct_type(buf.name)))
-            arrays = list(batch.columns)
-        else:
-            arrays = [pa.array([], type=field.type) for field in sch]
-        for arr, field in zip(arrays, sch, strict=True):
-            if not field.nullable and arr.null_count:
-                raise SnapshotError(
-                    f"internal: {buf.name}.{field.name} is not nullable but {arr.null_count} row(s) are null",
-                    hint="this is a pulsar-ops bug; re-run with --debug and report it",
-                )
+        arrays = checked_arrays(buf.name, rows, sch)
         tbl = pa.Table.from_arrays(arrays, schema=sch)
         d = self.table_dir(buf.name)
         d.mkdir(parents=True, exist_ok=True)
