@@ -195,12 +195,19 @@ def _bookie_dir_keys(roots: Iterable[Path]) -> set[tuple[int, int]]:
     """(st_dev, st_ino) of each bookie directory and the directories under it (a few levels, not following
     symlinks): a bind mount or symlink alias of any of them has the same pair."""
     keys: set[tuple[int, int]] = set()
+    starts: list[tuple[str, int]] = []
     for root in roots:
-        try:
-            keys.add(_stat_key(root))
-        except OSError:
-            continue
-        stack = [(str(root), 0)]
+        # the configured dir and the layout's own names, symlinks followed (a symlinked current/ is the bookie's)
+        for sub, depth in (("", 0), ("current", 1), ("current/ledgers", 2), ("current/locations", 2)):
+            path = os.path.join(root, sub) if sub else str(root)
+            try:
+                if os.path.isdir(path):
+                    keys.add(_stat_key(path))
+                    starts.append((path, depth))
+            except OSError:
+                continue
+    for start in starts:
+        stack = [start]
         while stack and len(keys) < DIR_WALK_MAX:
             path, depth = stack.pop()
             if depth >= 3:
