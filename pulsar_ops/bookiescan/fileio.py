@@ -134,7 +134,8 @@ class PageCache:
             vec = (ctypes.c_ubyte * pages)()
             if self._mincore(addr, span, vec) != 0:
                 return None
-            return (np.frombuffer(vec, dtype=np.uint8) & 1).astype(bool)
+            flags: npt.NDArray[np.uint8] = np.frombuffer(memoryview(vec).cast("B"), dtype=np.uint8)
+            return (flags & 1).astype(np.bool_)
         finally:
             self._munmap(addr, span)
 

@@ -40,10 +40,10 @@ def aggregate(ids: IntArray, sizes: IntArray) -> tuple[IntArray, IntArray]:
     return sid[starts], np.add.reduceat(ssz, starts)
 
 
-def _partition_of(ids: IntArray, level: int) -> npt.NDArray[np.int64]:
+def _partition_of(ids: IntArray, level: int) -> npt.NDArray[np.uint8]:
     h = ids.view(np.uint64) * _GOLDEN  # wraps modulo 2^64 (Fibonacci hashing)
     shift = np.uint64(64 - PARTITION_BITS * (level + 1))
-    return ((h >> shift) & np.uint64((1 << PARTITION_BITS) - 1)).astype(np.int64)
+    return ((h >> shift) & np.uint64((1 << PARTITION_BITS) - 1)).astype(np.uint8)
 
 
 class LedgerSums:
@@ -95,9 +95,9 @@ class LedgerSums:
         if into is None and not self._parts:
             self._parts = paths
         part = _partition_of(ids, level)
-        order = np.argsort(part, kind="stable")
+        order = np.argsort(part, kind="stable")  # uint8 keys: numpy's stable sort is a radix sort here
         part_sorted = part[order]
-        bounds = np.searchsorted(part_sorted, np.arange((1 << PARTITION_BITS) + 1))
+        bounds = np.searchsorted(part_sorted, np.arange((1 << PARTITION_BITS) + 1, dtype=np.int64))
         pairs = np.empty((ids.shape[0], 2), dtype=np.int64)
         pairs[:, 0] = ids[order]
         pairs[:, 1] = sizes[order]
@@ -105,7 +105,7 @@ class LedgerSums:
             lo, hi = int(bounds[i]), int(bounds[i + 1])
             if hi > lo:
                 with open(paths[i], "ab") as fh:
-                    fh.write(pairs[lo:hi].tobytes())
+                    pairs[lo:hi].tofile(fh)
         return paths
 
     # -- result

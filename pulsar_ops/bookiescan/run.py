@@ -421,6 +421,22 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
     out = Path(cfg.out)
     _prepare_out(out)
     writer = ScanWriter(out)
+    try:
+        return _scan_into(cfg, ledger_dirs, index_dirs, out, writer, started, t0)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def _scan_into(
+    cfg: ScanConfig,
+    ledger_dirs: list[Path],
+    index_dirs: list[Path],
+    out: Path,
+    writer: ScanWriter,
+    started: float,
+    t0: float,
+) -> dict[str, Any]:
     spill = Path(tempfile.mkdtemp(prefix=".spill-", dir=out))
     throttle = ByteThrottle(cfg.max_scan_mb_s)
     prog = ScanProgress()

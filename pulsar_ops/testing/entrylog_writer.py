@@ -306,8 +306,8 @@ def write_large_map_log(path: Path, log_id: int, pairs: int, *, entry_bytes: int
             arr["lid"] = INVALID_LID
             arr["eid"] = LEDGERS_MAP_ENTRY_ID
             arr["n"] = n
-            ids = np.arange(first_ledger + done, first_ledger + done + k * n, dtype=np.int64).reshape(k, n)
-            arr["pairs"][:, :, 0] = ids
+            grid = np.arange(first_ledger + done, first_ledger + done + k * n, dtype=np.int64).reshape(k, n)
+            arr["pairs"][:, :, 0] = grid
             arr["pairs"][:, :, 1] = entry_bytes
             fh.write(arr.tobytes())
             done += k * n

@@ -537,3 +537,15 @@ def test_pages_resident_before_stay_and_pages_brought_in_are_released(tmp_path: 
     assert _resident_pages(hot) == pages
     assert _resident_pages(cold) <= 1
     assert m["pages_released"] >= 4000
+
+
+def test_a_failed_scan_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = bookie(tmp_path / "b")
+
+    def broken(*_a: object, **_k: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(run, "read_local_index", broken)
+    with pytest.raises(RuntimeError):
+        scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert [p.name for p in (tmp_path / "scan").iterdir()] == []
