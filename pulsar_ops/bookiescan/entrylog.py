@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pulsar_ops.bookiescan.fileio import PageCache, Reader
+from pulsar_ops.bookiescan.fileio import FileMapping, PageCache, Reader
 from pulsar_ops.bookiescan.pairs import DEFAULT_LIMIT, LedgerSums, aggregate
 from pulsar_ops.bookiescan.schema import LOGGER_DEFAULT, LOGGER_DIRECT, READ_MAP, READ_SCAN
 
@@ -461,7 +461,24 @@ def read_entry_log(
     page cache are released afterwards. Per-ledger sums stay under ``sums_limit`` pairs in memory, spilling to
     ``spill_root`` beyond; the caller closes the result.
     """
-    meta = Reader(fd, throttle, cache)
+    if cache is None:
+        return _read_entry_log(fd, size, chunk, throttle, force_scan, None, None, spill_root, sums_limit)
+    with cache.mapped(fd, 0, size) as mapping:
+        return _read_entry_log(fd, size, chunk, throttle, force_scan, cache, mapping, spill_root, sums_limit)
+
+
+def _read_entry_log(
+    fd: int,
+    size: int,
+    chunk: int,
+    throttle: Throttle | None,
+    force_scan: bool,
+    cache: PageCache | None,
+    mapping: FileMapping | None,
+    spill_root: Path | None,
+    sums_limit: int,
+) -> LogRead:
+    meta = Reader(fd, throttle, cache, mapping)
     head = meta.pread(DIRECT_HEADER_SIZE, 0) if size > 0 else b""
     header = read_header(head)
     logger = LOGGER_DIRECT if header.direct else LOGGER_DEFAULT
@@ -493,7 +510,7 @@ def read_entry_log(
                 pages_released=meta.pages_released,
             )
     scan = scan_direct if header.direct else scan_default
-    body = Reader(fd, throttle, cache)
+    body = Reader(fd, throttle, cache, mapping)
     sums = LedgerSums(spill_root, sums_limit)
     try:
         got = scan(fd, size, chunk=chunk, reader=body, sums=sums)

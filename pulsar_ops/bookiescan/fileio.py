@@ -20,7 +20,7 @@ import ctypes.util
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -124,20 +124,46 @@ class PageCache:
         """One bool per page of ``[offset, offset + length)`` (from the page holding ``offset``); None if unknown."""
         if not self.ok or length <= 0:
             return None
+        with self.mapped(fd, offset, length) as m:
+            return m.resident(offset, length) if m is not None else None
+
+    @contextlib.contextmanager
+    def mapped(self, fd: int, offset: int, length: int) -> Iterator[FileMapping | None]:
+        """A ``PROT_READ`` mapping of ``[offset, offset + length)`` for ``mincore`` (one per file: a mapping costs
+        two system calls, a residency query one); None when it cannot be made."""
+        if not self.ok or length <= 0:
+            yield None
+            return
         start = offset - offset % PAGE
         span = offset + length - start
-        pages = (span + PAGE - 1) // PAGE
         addr = self._mmap(None, span, 1, 1, fd, start)  # PROT_READ, MAP_SHARED
         if addr is None or addr == ctypes.c_void_p(-1).value:
-            return None
+            yield None
+            return
         try:
-            vec = (ctypes.c_ubyte * pages)()
-            if self._mincore(addr, span, vec) != 0:
-                return None
-            flags: npt.NDArray[np.uint8] = np.frombuffer(memoryview(vec).cast("B"), dtype=np.uint8)
-            return (flags & 1).astype(np.bool_)
+            yield FileMapping(self, addr, start, span)
         finally:
             self._munmap(addr, span)
+
+
+class FileMapping:
+    def __init__(self, cache: PageCache, addr: int, start: int, span: int) -> None:
+        self.cache = cache
+        self.addr = addr
+        self.start = start
+        self.span = span
+
+    def resident(self, offset: int, length: int) -> npt.NDArray[np.bool_] | None:
+        lo = offset - offset % PAGE
+        hi = min(offset + length, self.start + self.span)
+        if lo < self.start or hi <= lo:
+            return None
+        pages = (hi - lo + PAGE - 1) // PAGE
+        vec = (ctypes.c_ubyte * pages)()
+        if self.cache._mincore(self.addr + (lo - self.start), hi - lo, vec) != 0:
+            return None
+        flags: npt.NDArray[np.uint8] = np.frombuffer(memoryview(vec).cast("B"), dtype=np.uint8)
+        return (flags & 1).astype(np.bool_)
 
 
 _CACHE: PageCache | None = None
@@ -167,10 +193,17 @@ def release_new_pages(fd: int, offset: int, before: npt.NDArray[np.bool_] | None
 class Reader:
     """``pread`` on one open log: throttled, counted, leaving the page cache as it found it."""
 
-    def __init__(self, fd: int, throttle: Throttle | None = None, cache: PageCache | None = None) -> None:
+    def __init__(
+        self,
+        fd: int,
+        throttle: Throttle | None = None,
+        cache: PageCache | None = None,
+        mapping: FileMapping | None = None,
+    ) -> None:
         self.fd = fd
         self.throttle = throttle
         self.cache = cache
+        self.mapping = mapping  # a mapping of the whole file: residency without a mapping per read
         self.bytes_read = 0
         self.pages_released = 0
 
@@ -178,7 +211,10 @@ class Reader:
         """Up to ``n`` bytes at ``offset`` (short only at the end of the file)."""
         if n <= 0:
             return b""
-        before = self.cache.resident(self.fd, offset, n) if self.cache is not None else None
+        if self.mapping is not None:
+            before = self.mapping.resident(offset, n)
+        else:
+            before = self.cache.resident(self.fd, offset, n) if self.cache is not None else None
         out = os.pread(self.fd, n, offset)
         if 0 < len(out) < n:
             parts = [out]
