@@ -359,6 +359,7 @@ def scan_default(
     pos = LOGFILE_HEADER_SIZE
     truncated = False
     rec = _REC
+    ids_append, sizes_append, left = recs.ids.append, recs.sizes.append, RECORD_BATCH
     while pos < size:
         if not w.load(pos, 12):  # "Short read for entry size": a cut record unless only zeros are left
             truncated = any(os.pread(fd, 12, pos))
@@ -374,8 +375,13 @@ def scan_default(
         if pos + length > size:  # "Short read for ledger entry from entryLog"
             truncated = True
             break
-        recs.add(lid, length + 4)
+        ids_append(lid)
+        sizes_append(length + 4)
         pos += length
+        left -= 1
+        if not left:  # hand a batch to LedgerSums (bounded memory), inline: this loop runs once per record
+            recs.flush()
+            ids_append, sizes_append, left = recs.ids.append, recs.sizes.append, RECORD_BATCH
     recs.flush()
     return _scanned(LOGGER_DEFAULT, out, w.bytes_read, truncated)
 
