@@ -21,10 +21,13 @@ import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from pulsar_ops.bookiescan.fileio import FileMapping, PageCache, Reader
+from pulsar_ops.bookiescan.pairs import DEFAULT_LIMIT, LedgerSums, aggregate
 from pulsar_ops.bookiescan.schema import LOGGER_DEFAULT, LOGGER_DIRECT, READ_MAP, READ_SCAN
 
 LOGFILE_HEADER_SIZE = 1024
@@ -54,6 +57,7 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 
 Throttle = Callable[[int], None]
 IntArray = npt.NDArray[np.int64]
+RECORD_BATCH = 65_536  # scanned records handed to LedgerSums at a time
 
 
 class MapInvalid(Exception):
@@ -73,42 +77,46 @@ class Header:
     direct: bool
 
 
-@dataclass(frozen=True)
+@dataclass
 class LogRead:
-    """The metadata of one log: per-ledger bytes (sorted by ledger id) and how it was obtained."""
+    """The metadata of one log: per-ledger bytes (``sums``, bounded memory) and how it was obtained.
+
+    The caller streams ``sums.chunks()`` and calls ``close()`` (removes any spill files); ``ledger_ids`` and
+    ``ledger_bytes`` materialise the whole result sorted by ledger id (tests, small logs)."""
 
     logger: str
     header_version: int | None
     read_via: str
     reason: str | None
-    ledger_ids: IntArray
-    ledger_bytes: IntArray
-    data_bytes: int
-    bytes_read: int  # bytes read from the file by the scan path (the throttled part)
+    sums: LedgerSums
+    bytes_read: int  # bytes read from the file by the scan path
     truncated: bool = False  # the scan stopped at a record cut short by the end of the file
     meta_bytes_read: int = 0  # bytes of header and ledgers map read
-    # (offset, length) ranges read, for dropping their pages afterwards; length 0 = to the end of the file
-    read_ranges: tuple[tuple[int, int], ...] = ((0, 0),)
+    pages_released: int = 0  # pages the read brought into the page cache and released again
 
     @property
     def ledgers(self) -> int:
-        return int(self.ledger_ids.shape[0])
+        return self.sums.ledgers
+
+    @property
+    def data_bytes(self) -> int:
+        return self.sums.total
+
+    @property
+    def ledger_ids(self) -> IntArray:
+        return self.sums.arrays()[0]
+
+    @property
+    def ledger_bytes(self) -> IntArray:
+        return self.sums.arrays()[1]
+
+    def close(self) -> None:
+        self.sums.close()
 
 
 def _pread(fd: int, n: int, offset: int) -> bytes:
-    """Read up to ``n`` bytes at ``offset`` (short only at the end of the file)."""
-    out = os.pread(fd, n, offset)
-    if len(out) == n or not out:
-        return out
-    parts = [out]
-    got = len(out)
-    while got < n:
-        more = os.pread(fd, n - got, offset + got)
-        if not more:
-            break
-        parts.append(more)
-        got += len(more)
-    return b"".join(parts)
+    """Read up to ``n`` bytes at ``offset`` (short only at the end of the file), outside any ``Reader``."""
+    return Reader(fd).pread(n, offset)
 
 
 def read_header(head: bytes) -> Header:
@@ -126,24 +134,19 @@ def read_header(head: bytes) -> Header:
     return Header(version, map_offset, count, head[:4] == b"BKLO", direct)
 
 
-def _aggregate(ids: IntArray, sizes: IntArray) -> tuple[IntArray, IntArray]:
-    """Sum sizes per ledger id (``ConcurrentLongLongHashMap.addAndGet``), sorted by ledger id."""
-    if ids.shape[0] == 0:
-        return _EMPTY, _EMPTY
-    order = np.argsort(ids, kind="stable")
-    sid = ids[order]
-    ssz = sizes[order]
-    if sid.shape[0] == 1 or bool(np.all(sid[1:] != sid[:-1])):
-        return sid, ssz
-    starts = np.flatnonzero(np.concatenate(([True], sid[1:] != sid[:-1])))
-    return sid[starts], np.add.reduceat(ssz, starts)
+_aggregate = aggregate
 
 
-def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray, int]:
-    """The ledgers map as (ledger ids, bytes, bytes read), or MapInvalid with upstream's reason for refusing it.
+def read_map(reader: Reader, size: int, header: Header, sums: LedgerSums) -> int:
+    """Add the ledgers map to ``sums`` and return the bytes read, or raise MapInvalid with the reason for refusing it.
 
     Default logger: ``DefaultEntryLogger.extractEntryLogMetadataFromIndex``. Direct logger: ``directentrylogger
-    .LogMetadata.read``. Batches are parsed with numpy over whole buffers, not per pair.
+    .LogMetadata.read``. Read in bounded windows (at most one batch of ``MAP_MAX_BATCH_READ`` bytes held), every
+    read throttled, batches parsed with numpy. Beyond upstream, a map no writer can produce is refused (then the
+    log is scanned, as for any map upstream refuses): a negative ledger id or size, a ledger listed twice (the
+    map is written from ``EntryLogMetadata``'s hash map, one pair per ledger: a repeat is a damaged map, and
+    upstream's ``addAndGet`` would double the ledger), or sizes adding up past the map's offset (every entry
+    lies between the header and the map).
     """
     direct = header.direct
     if header.version is None or size < LOGFILE_HEADER_SIZE:
@@ -159,15 +162,14 @@ def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray, in
     if header.map_offset < 0:  # FileChannel.read rejects a negative position; getEntryLogMetadata falls back
         raise MapInvalid("map-invalid:offset")
     offset = header.map_offset
-    # One read sized from the header's count (ledgers pairs + batch headers + the next length), more if needed.
+    data_cap = offset - LOGFILE_HEADER_SIZE  # the bytes every entry of the log fits in
+    # The first read sized from the header's count (pairs + batch headers + the next length), bounded.
     expected = max(header.ledgers_count, 0)
     want = expected * LEDGERS_MAP_ENTRY_SIZE + (expected // LEDGERS_MAP_MAX_BATCH_SIZE + 1) * 24 + 4
     base = offset
-    buf = _pread(fd, max(0, min(want, size - offset, MAP_FIRST_READ)), offset) if offset < size else b""
-    id_parts: list[IntArray] = []
-    size_parts: list[IntArray] = []
-
+    buf = reader.pread(max(0, min(want, size - offset, MAP_FIRST_READ)), offset) if offset < size else b""
     nread = len(buf)
+    total = 0
 
     def ensure(start: int, end: int) -> bool:
         """Make [start, end) readable in ``buf``; a new read starts at ``start`` (the batch being parsed)."""
@@ -176,7 +178,8 @@ def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray, in
             return True
         if end > size:
             return False
-        buf = _pread(fd, min(max(end - start, MAP_FIRST_READ), size - start), start)
+        buf = b""  # release the old window before reading the next
+        buf = reader.pread(min(max(end - start, MAP_FIRST_READ), size - start), start)
         base = start
         nread += len(buf)
         return end <= base + len(buf)
@@ -203,31 +206,48 @@ def read_map(fd: int, size: int, header: Header) -> tuple[IntArray, IntArray, in
             raise MapInvalid("map-invalid:batch-size")
         if n:
             pairs = np.frombuffer(buf, dtype=">i8", count=2 * n, offset=offset + 24 - base)
-            id_parts.append(pairs[0::2].astype(np.int64))
-            size_parts.append(pairs[1::2].astype(np.int64))
+            ids = pairs[0::2].astype(np.int64)
+            sizes = pairs[1::2].astype(np.int64)
+            if bool((ids < 0).any()):
+                raise MapInvalid("map-invalid:negative-ledger-id")
+            if bool((sizes < 0).any()):
+                raise MapInvalid("map-invalid:negative-size")
+            # a float sum first: the exact int64 sum cannot overflow once this one is within data_cap
+            if total + float(sizes.sum(dtype=np.float64)) > data_cap * (1 + 1e-9) + 1:
+                raise MapInvalid("map-invalid:sizes-past-map")
+            total += int(sizes.sum())
+            if total > data_cap:
+                raise MapInvalid("map-invalid:sizes-past-map")
+            sums.add(ids, sizes)
+            del pairs, ids, sizes
         offset += length + 4
-    ids = np.concatenate(id_parts) if id_parts else _EMPTY
-    sizes = np.concatenate(size_parts) if size_parts else _EMPTY
-    ids, sizes = _aggregate(ids, sizes)
+    buf = b""
+    sums.finish()
+    if sums.ledgers != sums.pairs_in:
+        raise MapInvalid("map-invalid:duplicate-ledger")
     if not direct:
-        if ids.shape[0] != header.ledgers_count:
+        if sums.ledgers != header.ledgers_count:
             raise MapInvalid("map-invalid:count")
         if header.ledgers_count == 0:  # "No ledgers map found ..., do scan to double confirm"
             raise MapInvalid("map-invalid:empty")
-    return ids, sizes, nread
+    return nread
 
 
 class _Window:
-    """A read window over the file: big chunked reads, throttled, with holes skipped by SEEK_DATA."""
+    """A read window over the file: big chunked reads (through a ``Reader``), holes skipped by SEEK_DATA."""
 
-    def __init__(self, fd: int, size: int, chunk: int, throttle: Throttle | None) -> None:
-        self.fd = fd
+    def __init__(self, reader: Reader, size: int, chunk: int) -> None:
+        self.reader = reader
+        self.fd = reader.fd
         self.size = size
         self.chunk = max(chunk, 64 * 1024)
-        self.throttle = throttle
         self.base = 0
         self.buf = b""
-        self.bytes_read = 0
+        self.arr: npt.NDArray[np.uint8] | None = None
+
+    @property
+    def bytes_read(self) -> int:
+        return self.reader.bytes_read
 
     def load(self, pos: int, need: int) -> bool:
         """Make ``[pos, pos + need)`` available in ``buf``; False when the file ends first."""
@@ -236,37 +256,55 @@ class _Window:
         if pos + need > self.size:
             return False
         n = min(max(self.chunk, need), self.size - pos)
-        if n > need:  # stop the read where a hole starts (sparse or pre-allocated files): next_nonzero skips it
+        if n > need:  # stop the read where a hole starts (sparse or pre-allocated files): next_positive skips it
             try:
                 hole = os.lseek(self.fd, pos, os.SEEK_HOLE)
             except OSError:
                 hole = self.size
             n = max(need, min(n, hole - pos))
-        data = _pread(self.fd, n, pos)
+        self.buf = b""
+        self.arr = None
+        data = self.reader.pread(n, pos)
         self.base, self.buf = pos, data
-        self.bytes_read += len(data)
-        if self.throttle is not None:
-            self.throttle(len(data))
         return pos + need <= pos + len(data)
 
-    def next_nonzero(self, pos: int) -> int:
-        """The first offset >= pos holding a non-zero byte, or ``size``. Holes are skipped with SEEK_DATA."""
-        while pos < self.size:
-            if not (self.base <= pos < self.base + len(self.buf)):
+    def next_positive(self, pos: int, need: int = 12) -> int:
+        """The first offset >= ``pos`` whose 4-byte big-endian length is > 0 and where ``need`` bytes remain, else
+        ``max(pos, size - need + 1)``. Linear time: damaged regions (lengths <= 0: zero runs, bytes >= 0x80) are
+        searched with numpy in growing steps, holes skipped with SEEK_DATA."""
+        last = self.size - need  # the last offset a record header can start at
+        while pos <= last:
+            if not (self.base <= pos and pos + 4 <= self.base + len(self.buf)):
                 try:
                     data_at = os.lseek(self.fd, pos, os.SEEK_DATA)
                 except OSError:  # ENXIO: only a hole is left (or SEEK_DATA unsupported: read on)
                     data_at = self.size if _only_hole_left(self.fd, pos) else pos
-                if data_at >= self.size:
-                    return self.size
-                pos = max(pos, data_at)
-                self.load(pos, 1)
-            view = self.buf[pos - self.base :]
-            stripped = view.lstrip(b"\x00")
-            if stripped:
-                return pos + len(view) - len(stripped)
-            pos = self.base + len(self.buf)
-        return self.size
+                if data_at > pos + 3:  # offsets before data_at - 3 read four zero bytes
+                    pos = data_at - 3
+                    if pos > last:
+                        break
+                if not self.load(pos, 4):
+                    break
+            if self.arr is None:
+                self.arr = np.frombuffer(self.buf, dtype=np.uint8)
+            b = self.arr
+            i = pos - self.base
+            end = min(len(self.buf) - 3, last - self.base + 1)  # offsets [i, end) have 4 bytes in buf
+            step = 64
+            while i < end:
+                j = min(end, i + step)
+                s = b[i : j + 3]
+                m = j - i
+                ok = (s[:m] < 0x80) & ((s[:m] | s[1 : m + 1] | s[2 : m + 2] | s[3 : m + 3]) != 0)
+                hit = int(np.argmax(ok))
+                if ok[hit]:
+                    return self.base + i + hit
+                i = j
+                step = min(step * 4, 1 << 20)
+            pos = self.base + max(end, pos - self.base)
+            if pos > last:
+                break
+        return max(pos, last + 1)
 
 
 def _only_hole_left(fd: int, pos: int) -> bool:
@@ -277,31 +315,58 @@ def _only_hole_left(fd: int, pos: int) -> bool:
     return False
 
 
-def scan_default(fd: int, size: int, *, chunk: int = DEFAULT_CHUNK, throttle: Throttle | None = None) -> LogRead:
+class _Records:
+    """Scanned (ledger id, L + 4) records, handed to ``LedgerSums`` in batches."""
+
+    def __init__(self, sums: LedgerSums) -> None:
+        self.sums = sums
+        self.ids: list[int] = []
+        self.sizes: list[int] = []
+
+    def add(self, lid: int, size: int) -> None:
+        self.ids.append(lid)
+        self.sizes.append(size)
+        if len(self.ids) >= RECORD_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.ids:
+            self.sums.add(np.asarray(self.ids, dtype=np.int64), np.asarray(self.sizes, dtype=np.int64))
+            self.ids, self.sizes = [], []
+
+
+def scan_default(
+    fd: int,
+    size: int,
+    *,
+    chunk: int = DEFAULT_CHUNK,
+    throttle: Throttle | None = None,
+    reader: Reader | None = None,
+    sums: LedgerSums | None = None,
+) -> LogRead:
     """``DefaultEntryLogger.scanEntryLog`` with ``extractEntryLogMetadataByScanning``'s scanner.
 
     From 1024: read the 4-byte length and the ledger id (a short read ends the scan); a length <= 0 is padding,
-    step one byte (runs of zero bytes are skipped at once: every position inside them reads length 0); ledger id
-    -1 (a map batch) or any negative id is skipped by its length without reading it; otherwise the entry is read
-    (a short read ends the scan: a record cut by the end of the file is not counted) and ``L + 4`` is counted.
+    step one byte (``if (entrySize <= 0) { pos++; continue; }``: the offsets of a damaged or zero region are
+    searched at once for the next positive length, in linear time); ledger id -1 (a map batch) or any negative
+    id is skipped by its length without reading it; otherwise the entry is read (a short read ends the scan: a
+    record cut by the end of the file is not counted) and ``L + 4`` is counted.
     """
-    w = _Window(fd, size, chunk, throttle)
-    ids: list[int] = []
-    sizes: list[int] = []
+    rd = reader if reader is not None else Reader(fd, throttle)
+    out = sums if sums is not None else LedgerSums()
+    recs = _Records(out)
+    w = _Window(rd, size, chunk)
     pos = LOGFILE_HEADER_SIZE
     truncated = False
     rec = _REC
+    ids_append, sizes_append, left = recs.ids.append, recs.sizes.append, RECORD_BATCH
     while pos < size:
         if not w.load(pos, 12):  # "Short read for entry size": a cut record unless only zeros are left
-            truncated = any(_pread(fd, 12, pos))
+            truncated = any(os.pread(fd, 12, pos))
             break
         length, lid = rec.unpack_from(w.buf, pos - w.base)
         if length <= 0:
-            if length == 0:
-                nz = w.next_nonzero(pos)
-                pos = max(pos + 1, nz - 3)
-            else:
-                pos += 1
+            pos = w.next_positive(pos + 1)
             continue
         pos += 4
         if lid < 0:  # INVALID_LID (map batch) or refused by accept(ledgerId >= 0): skip by length
@@ -310,13 +375,26 @@ def scan_default(fd: int, size: int, *, chunk: int = DEFAULT_CHUNK, throttle: Th
         if pos + length > size:  # "Short read for ledger entry from entryLog"
             truncated = True
             break
-        ids.append(lid)
-        sizes.append(length + 4)
+        ids_append(lid)
+        sizes_append(length + 4)
         pos += length
-    return _scanned(LOGGER_DEFAULT, ids, sizes, w.bytes_read, truncated)
+        left -= 1
+        if not left:  # hand a batch to LedgerSums (bounded memory), inline: this loop runs once per record
+            recs.flush()
+            ids_append, sizes_append, left = recs.ids.append, recs.sizes.append, RECORD_BATCH
+    recs.flush()
+    return _scanned(LOGGER_DEFAULT, out, w.bytes_read, truncated)
 
 
-def scan_direct(fd: int, size: int, *, chunk: int = DEFAULT_CHUNK, throttle: Throttle | None = None) -> LogRead:
+def scan_direct(
+    fd: int,
+    size: int,
+    *,
+    chunk: int = DEFAULT_CHUNK,
+    throttle: Throttle | None = None,
+    reader: Reader | None = None,
+    sums: LedgerSums | None = None,
+) -> LogRead:
     """``directentrylogger.LogReaderScan.scan`` with ``DirectEntryLogger.scanEntryLogMetadata``'s scanner.
 
     From 1024 (the header's dummy record skips to 4096): a negative length is padding, jump to the next 4 KiB
@@ -325,9 +403,10 @@ def scan_direct(fd: int, size: int, *, chunk: int = DEFAULT_CHUNK, throttle: Thr
     stops there and keeps what came before (``truncated``). A negative length exactly on a boundary (which
     upstream's ``nextAlignment`` would not move past) also ends the scan.
     """
-    w = _Window(fd, size, chunk, throttle)
-    ids: list[int] = []
-    sizes: list[int] = []
+    rd = reader if reader is not None else Reader(fd, throttle)
+    out = sums if sums is not None else LedgerSums()
+    recs = _Records(out)
+    w = _Window(rd, size, chunk)
     pos = LOGFILE_HEADER_SIZE
     truncated = False
     while pos < size:
@@ -350,22 +429,20 @@ def scan_direct(fd: int, size: int, *, chunk: int = DEFAULT_CHUNK, throttle: Thr
             break
         lid = _I64.unpack_from(w.buf, pos - w.base)[0]
         if lid >= 0:
-            ids.append(lid)
-            sizes.append(length + 4)
+            recs.add(lid, length + 4)
         pos += length
-    return _scanned(LOGGER_DIRECT, ids, sizes, w.bytes_read, truncated)
+    recs.flush()
+    return _scanned(LOGGER_DIRECT, out, w.bytes_read, truncated)
 
 
-def _scanned(logger: str, ids: list[int], sizes: list[int], bytes_read: int, truncated: bool) -> LogRead:
-    lid, lsz = _aggregate(np.asarray(ids, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
+def _scanned(logger: str, sums: LedgerSums, bytes_read: int, truncated: bool) -> LogRead:
+    sums.finish()
     return LogRead(
         logger=logger,
         header_version=None,
         read_via=READ_SCAN,
         reason=None,
-        ledger_ids=lid,
-        ledger_bytes=lsz,
-        data_bytes=int(lsz.sum()) if lsz.shape[0] else 0,
+        sums=sums,
         bytes_read=bytes_read,
         truncated=truncated,
     )
@@ -378,13 +455,37 @@ def read_entry_log(
     chunk: int = DEFAULT_CHUNK,
     throttle: Throttle | None = None,
     force_scan: bool = False,
+    cache: PageCache | None = None,
+    spill_root: Path | None = None,
+    sums_limit: int = DEFAULT_LIMIT,
 ) -> LogRead:
     """Read a log the way the bookie's GC does (``getEntryLogMetadata`` of either logger): the map, else a scan.
 
     ``reason`` says why a log was scanned (``no-map``, ``version-0``, ``short-file``, ``map-invalid:<why>``);
-    ``force_scan`` scans even when the map is valid (the bench's scanned path and the property tests).
+    ``force_scan`` scans even when the map is valid (the bench's scanned path and the property tests). Every read
+    (header, map, records) goes through one ``Reader``: throttled, and with ``cache`` the pages it brings into the
+    page cache are released afterwards. Per-ledger sums stay under ``sums_limit`` pairs in memory, spilling to
+    ``spill_root`` beyond; the caller closes the result.
     """
-    head = _pread(fd, DIRECT_HEADER_SIZE, 0) if size > 0 else b""
+    if cache is None:
+        return _read_entry_log(fd, size, chunk, throttle, force_scan, None, None, spill_root, sums_limit)
+    with cache.mapped(fd, 0, size) as mapping:
+        return _read_entry_log(fd, size, chunk, throttle, force_scan, cache, mapping, spill_root, sums_limit)
+
+
+def _read_entry_log(
+    fd: int,
+    size: int,
+    chunk: int,
+    throttle: Throttle | None,
+    force_scan: bool,
+    cache: PageCache | None,
+    mapping: FileMapping | None,
+    spill_root: Path | None,
+    sums_limit: int,
+) -> LogRead:
+    meta = Reader(fd, throttle, cache, mapping)
+    head = meta.pread(DIRECT_HEADER_SIZE, 0) if size > 0 else b""
     header = read_header(head)
     logger = LOGGER_DIRECT if header.direct else LOGGER_DEFAULT
     version = header.version if len(head) >= LOGFILE_HEADER_SIZE else None
@@ -394,25 +495,34 @@ def read_entry_log(
     elif force_scan:
         reason = "forced"
     else:
+        sums = LedgerSums(spill_root, sums_limit)
         try:
-            ids, sizes, nread = read_map(fd, size, header)
+            read_map(meta, size, header, sums)
         except MapInvalid as e:
+            sums.close()
             reason = e.reason
+        except BaseException:
+            sums.close()
+            raise
         else:
             return LogRead(
                 logger=logger,
                 header_version=version,
                 read_via=READ_MAP,
                 reason=None,
-                ledger_ids=ids,
-                ledger_bytes=sizes,
-                data_bytes=int(sizes.sum()) if sizes.shape[0] else 0,
+                sums=sums,
                 bytes_read=0,
-                meta_bytes_read=len(head) + nread,
-                read_ranges=((0, len(head)), (header.map_offset, nread)),
+                meta_bytes_read=meta.bytes_read,
+                pages_released=meta.pages_released,
             )
     scan = scan_direct if header.direct else scan_default
-    got = scan(fd, size, chunk=chunk, throttle=throttle)
+    body = Reader(fd, throttle, cache, mapping)
+    sums = LedgerSums(spill_root, sums_limit)
+    try:
+        got = scan(fd, size, chunk=chunk, reader=body, sums=sums)
+    except BaseException:
+        sums.close()
+        raise
     if got.truncated:
         reason = f"{reason}:truncated"
     return LogRead(
@@ -420,10 +530,9 @@ def read_entry_log(
         header_version=version,
         read_via=READ_SCAN,
         reason=reason,
-        ledger_ids=got.ledger_ids,
-        ledger_bytes=got.ledger_bytes,
-        data_bytes=got.data_bytes,
+        sums=sums,
         bytes_read=got.bytes_read,
         truncated=got.truncated,
         meta_bytes_read=len(head),
+        pages_released=meta.pages_released + body.pages_released,
     )

@@ -7,9 +7,14 @@ limbo = 5; the first three required).
 
 A live bookie holds the database lock, and even a read-only open writes into the database directory (RocksDB's
 info ``LOG``, the binding's ``rocksdict-config.json``). So the database is opened on a private copy in a scratch
-directory (bookie-storage.md §10): hard links of the immutable ``*.sst`` files (copies when the scratch directory
-is on another filesystem), copies of ``CURRENT``, ``MANIFEST-*``, ``OPTIONS-*`` and the WAL (``*.log``). A file
-that disappears while the copy is made (a RocksDB compaction of the live database) means a retry.
+directory (bookie-storage.md §10): copies (never hard links: a scan killed mid-way must leave nothing linked to
+the bookie's files, whose deleted SSTs would keep their space) of ``*.sst``, ``CURRENT``, ``MANIFEST-*``,
+``OPTIONS-*`` and the WAL (``*.log``). Each file is opened with ``fileio.open_regular`` (``O_NOFOLLOW``: a
+symlink, e.g. ``CURRENT`` pointing at ``/dev/zero``, is refused, as is anything not a regular file) and exactly
+the ``st_size`` its descriptor reported is copied; the copy is refused when it would not fit on the scratch
+filesystem. A file that disappears while the copy is made (a RocksDB compaction of the live database) means a
+retry. The iterator's status is checked after the last key (``Iterator::status()``): a corrupted block ends the
+iteration early, and a short index read as complete would be taken for the bookie's whole list.
 """
 
 from __future__ import annotations
@@ -17,15 +22,23 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pulsar_ops.bookiescan.fileio import NotRegular, file_kind, open_regular
 from pulsar_ops.bookiescan.schema import INDEX_ABSENT, INDEX_ERROR, INDEX_READ, INDEX_UNAVAILABLE
 
 _KEY = struct.Struct(">q")
 COPY_ATTEMPTS = 3
+COPY_CHUNK = 4 * 1024 * 1024
+FREE_SPACE_MARGIN = 64 * 1024 * 1024  # left free on the scratch filesystem after the copy
+
+
+class CopyRefused(Exception):
+    """The index directory holds something that must not be copied (not retried)."""
 
 
 @dataclass(frozen=True)
@@ -113,41 +126,96 @@ def decode_ledger_data(value: bytes) -> tuple[bool, bool, bool]:
     return exists, fenced, bool(limbo)
 
 
+def _wanted(name: str) -> bool:
+    return name.endswith((".sst", ".log")) or name == "CURRENT" or name.startswith(("MANIFEST-", "OPTIONS-"))
+
+
+def _copy_file(src: Path, dst: Path) -> None:
+    """Copy exactly the size the open descriptor reports, from a regular file only (``O_NOFOLLOW``)."""
+    try:
+        fd, st = open_regular(src)
+    except NotRegular as e:
+        raise CopyRefused(f"{src.name} is not a regular file ({e.kind})") from None
+    try:
+        remaining = st.st_size
+        offset = 0
+        with open(dst, "xb") as out:
+            while remaining > 0:
+                data = os.pread(fd, min(COPY_CHUNK, remaining), offset)
+                if not data:
+                    break
+                out.write(data)
+                offset += len(data)
+                remaining -= len(data)
+    finally:
+        os.close(fd)
+
+
 def _copy_db(src: Path, dst: Path) -> None:
     dst.mkdir(parents=True)
-    for name in sorted(os.listdir(src)):
-        s = src / name
-        if name.endswith(".sst"):
-            try:
-                os.link(s, dst / name)
-                continue
-            except OSError as e:
-                if e.errno not in (errno.EXDEV, errno.EPERM, errno.EROFS, errno.EACCES, errno.EMLINK):
-                    raise
-            shutil.copyfile(s, dst / name)
-        elif name == "CURRENT" or name.startswith(("MANIFEST-", "OPTIONS-")) or (name.endswith(".log")):
-            shutil.copyfile(s, dst / name)
+    names = [n for n in sorted(os.listdir(src)) if _wanted(n)]
+    total = 0
+    for name in names:
+        st = os.lstat(src / name)
+        if not stat.S_ISREG(st.st_mode):
+            raise CopyRefused(f"{name} is not a regular file ({file_kind(st.st_mode)})")
+        total += st.st_size
+    free = shutil.disk_usage(dst).free
+    if total + FREE_SPACE_MARGIN > free:
+        raise CopyRefused(f"the index copy needs {total:,} bytes, {free:,} free under --out")
+    for name in names:
+        _copy_file(src / name, dst / name)
 
 
 def _iterate(copy: Path) -> Iterator[tuple[bytes, bytes]]:
-    from rocksdict import AccessType, Options, Rdict
+    from rocksdict import AccessType, Options, Rdict, ReadOptions
 
     opts = Options(raw_mode=True)
+    opts.set_paranoid_checks(True)
     db = Rdict(str(copy), opts, access_type=AccessType.read_only())
     try:
-        for k, v in db.items():
+        ro = ReadOptions()
+        ro.set_verify_checksums(True)
+        it = db.iter(ro)
+        it.seek_to_first()
+        while it.valid():
+            k, v = it.key(), it.value()
             if isinstance(k, bytes) and isinstance(v, bytes):
                 yield k, v
+            it.next()
+        it.status()  # raises on a corrupted block or an I/O error that ended the iteration
+        del it
     finally:
         db.close()
+
+
+def _dir_problem(path: Path, what: str) -> str | None:
+    """Why ``path`` is not a usable directory (None when it is one)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        return f"{what} {path}: {errno.errorcode.get(e.errno or 0, str(e.errno))}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{what} {path} is not a directory ({file_kind(st.st_mode)})"
+    return None
 
 
 def read_local_index(index_dir: Path, scratch: Path) -> IndexRead:
     """Read ``<index_dir>/current/ledgers`` through a private copy under ``scratch`` (removed afterwards)."""
     db_dir = Path(index_dir) / "current" / "ledgers"
     label = str(index_dir)
-    if not db_dir.is_dir():
+    for path, what in ((Path(index_dir), "index dir"), (Path(index_dir) / "current", "index dir's")):
+        problem = _dir_problem(path, what)
+        if problem is not None:  # a missing or unreadable index dir is not an index without ledgers
+            return IndexRead(label, INDEX_ERROR, problem)
+    try:
+        st = os.lstat(db_dir)
+    except FileNotFoundError:
         return IndexRead(label, INDEX_ABSENT, f"no {db_dir}")
+    except OSError as e:
+        return IndexRead(label, INDEX_ERROR, f"{db_dir}: {errno.errorcode.get(e.errno or 0, str(e.errno))}")
+    if not stat.S_ISDIR(st.st_mode):
+        return IndexRead(label, INDEX_ERROR, f"{db_dir} is not a directory ({file_kind(st.st_mode)})")
     if binding() is None:
         return IndexRead(label, INDEX_UNAVAILABLE, "the RocksDB binding (rocksdict) is not installed")
     last_error = ""
@@ -170,6 +238,8 @@ def read_local_index(index_dir: Path, scratch: Path) -> IndexRead:
                     bad += 1
                     continue
                 rows.append(IndexRow(ledger_id, exists, fenced, limbo))
+        except CopyRefused as e:
+            return IndexRead(label, INDEX_ERROR, str(e))
         except FileNotFoundError as e:  # the live database compacted while we copied: try again
             last_error = f"file vanished while copying ({e.filename})"
             continue

@@ -1,28 +1,32 @@
 """`scan-bookie`: read every entry log and the local ledger index of one bookie into a scan directory.
 
-Read-only towards the bookie: files are opened ``O_RDONLY`` (with ``O_NOATIME`` when permitted), read with
-``pread``, and their pages dropped from the page cache afterwards (``posix_fadvise(DONTNEED)``) so the bookie's
-own cache is not evicted; the RocksDB index is opened on a private copy (``local_index``). Nothing is created,
-renamed or written under a ledger or index directory, and ``--out`` may not lie inside one.
+Read-only towards the bookie and bounded (``fileio``, ``pairs``): only regular files are opened (``O_RDONLY |
+O_NONBLOCK | O_NOFOLLOW``, ``O_NOATIME`` when permitted, checked with ``fstat`` on the descriptor), read with
+``pread`` through one throttle (maps and scans alike), and only the pages the scan brought into the page cache
+are released (``mincore`` before, ``posix_fadvise(DONTNEED)`` after): the bookie's cached pages stay. Per-ledger
+sums stay in bounded memory (spilled under ``--out`` beyond). The RocksDB index is opened on a private copy
+(``local_index``). Nothing is created, renamed or written under a ledger or index directory, and ``--out`` may
+not have one of them, by device and inode, among its ancestors (symlinks and bind mounts included).
 
 Logs are listed as upstream lists them (``DefaultEntryLogger``: names ending in ``.log``, id = hex before the
 first dot, ``fileName2LogId``; ``LedgerDirUtil.FILE_PATTERN`` / ``COMPACTED_FILE_PATTERN``;
 ``TransactionalEntryLogCompactor.COMPACTING_SUFFIX``). A log that disappears before or while it is read (GC
 deleted it) is skipped as ``vanished``: its bytes are gone from the disk. A read error skips the log and makes
-the scan incomplete.
+the scan incomplete; so does every other name that looks like a log and is not read (not a regular file, an id
+``Long.parseLong`` refuses, a second file for the same id: ``DefaultEntryLogger.findFile`` reads only
+``Long.toHexString(id) + ".log"``), and a directory that cannot be listed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
+import math
 import os
 import re
+import shutil
 import tempfile
-import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +34,9 @@ from typing import Any
 from pulsar_ops import __version__
 from pulsar_ops.bookiescan import schema
 from pulsar_ops.bookiescan.entrylog import DEFAULT_CHUNK, LogRead, read_entry_log
+from pulsar_ops.bookiescan.fileio import NotRegular, file_kind, open_regular, page_cache, read_small
 from pulsar_ops.bookiescan.local_index import IndexRead, binding, read_local_index
+from pulsar_ops.bookiescan.pairs import DEFAULT_LIMIT
 from pulsar_ops.bookiescan.writer import ScanWriter, write_manifest
 from pulsar_ops.errors import ConfigError
 
@@ -38,6 +44,9 @@ LOG_RE = re.compile(r"^([0-9a-fA-F]+)\.log$")
 COMPACTING_RE = re.compile(r"^([0-9a-fA-F]+)\.log\.compacting$")
 COMPACTED_RE = re.compile(r"^([0-9a-fA-F]+)\.log\.([0-9a-fA-F]+)\.compacted$")
 DEFAULT_MAX_SCAN_MB_S = 100.0
+MIN_MAX_SCAN_MB_S = 1.0  # the floor: below it a scan of one 1 GiB log would take more than 18 minutes
+MAX_LOG_ID = 2**63 - 1  # Long.parseLong(hex, 16) refuses more (fileName2LogId -> INVALID_LID)
+DIR_WALK_MAX = 10_000  # directories collected under the bookie's dirs for the --out ancestor check
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,7 @@ class ScanConfig:
     max_scan_mb_s: float = DEFAULT_MAX_SCAN_MB_S
     chunk: int = DEFAULT_CHUNK
     force_scan: bool = False  # scan every log even when its map is valid (bench, tests)
+    sums_limit: int = DEFAULT_LIMIT  # (ledger, bytes) pairs held in memory per log before spilling
     progress: Callable[[ScanProgress], None] | None = None
     # test hook: called with each log's path after it was opened and before it is read
     on_open: Callable[[Path], None] | None = field(default=None, repr=False)
@@ -98,64 +108,162 @@ class ByteThrottle:
             self.slept += wait
 
 
+def _errno_name(e: OSError) -> str:
+    return errno.errorcode.get(e.errno or 0, str(e.errno))
+
+
 def list_logs(ledger_dir: Path) -> tuple[list[LogFile], list[tuple[str, str]]]:
-    """Entry-log files under ``<ledger_dir>/current`` and the ``.log`` names that carry no hex id."""
+    """Entry-log files under ``<ledger_dir>/current`` and the log-like names that will not be read, with why.
+
+    Upstream lists by name (``DefaultEntryLogger.getEntryLogsSet``: every name ending in ``.log``); a name that is
+    not a regular file (``not-regular:<kind>``), whose id is not a hex ``long`` (``bad-name``, ``bad-id``), or a
+    second name for an id already present (``duplicate-id``: the bookie reads ``Long.toHexString(id) + ".log"``
+    only) is not read and is reported. OSError from listing the directory propagates (the caller reports it).
+    """
     cur = Path(ledger_dir) / "current"
     files: list[LogFile] = []
     bad: list[tuple[str, str]] = []
     label = str(ledger_dir)
     with os.scandir(cur) as it:
-        for ent in it:
-            name = ent.name
-            m = LOG_RE.match(name)
-            compacting = False
-            if m is None:
-                m = COMPACTING_RE.match(name) or COMPACTED_RE.match(name)
-                compacting = m is not None
-            if m is None:
-                if name.endswith(".log"):
-                    bad.append((f"current/{name}", "bad-name"))
-                continue
-            try:
-                if not ent.is_file(follow_symlinks=False):
-                    continue
-            except FileNotFoundError:
-                continue
-            files.append(LogFile(label, cur / name, f"current/{name}", int(m.group(1), 16), compacting))
+        entries = sorted(it, key=lambda e: e.name)
+    for ent in entries:
+        name = ent.name
+        rel = f"current/{name}"
+        m = LOG_RE.match(name)
+        compacting = False
+        if m is None:
+            m = COMPACTING_RE.match(name) or COMPACTED_RE.match(name)
+            compacting = m is not None
+        if m is None:
+            if name.endswith(".log"):
+                bad.append((rel, "bad-name"))
+            continue
+        log_id = int(m.group(1), 16)
+        if log_id > MAX_LOG_ID or any(int(g, 16) > MAX_LOG_ID for g in m.groups()[1:]):
+            bad.append((rel, "bad-id"))
+            continue
+        try:
+            st = ent.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            bad.append((rel, f"stat-error:{_errno_name(e)}"))
+            continue
+        kind = file_kind(st.st_mode)
+        if kind != "regular":
+            bad.append((rel, f"not-regular:{kind}"))
+            continue
+        files.append(LogFile(label, cur / name, rel, log_id, compacting))
+    # one file per id among plain logs: the canonical name (lower-case hex, no leading zeros) else the first
+    by_id: dict[int, list[LogFile]] = {}
+    for f in files:
+        if not f.compacting:
+            by_id.setdefault(f.log_id, []).append(f)
+    dropped: set[str] = set()
+    for log_id, same in by_id.items():
+        if len(same) < 2:
+            continue
+        canonical = f"current/{log_id:x}.log"
+        keep = next((f for f in same if f.rel == canonical), same[0])
+        for f in same:
+            if f is not keep:
+                dropped.add(f.rel)
+                bad.append((f.rel, "duplicate-id"))
+    files = [f for f in files if f.rel not in dropped]
     files.sort(key=lambda f: (f.log_id, f.rel))
+    bad.sort()
     return files, bad
 
 
 def read_last_id(ledger_dir: Path) -> int | None:
+    """``current/lastId`` (``DefaultEntryLogger.readLastLogId``: the first line, hex), read as a regular file of
+    at most 4 KiB; None when absent, not a regular file, unreadable or not a ``long``."""
     try:
-        text = (Path(ledger_dir) / "current" / "lastId").read_text(encoding="ascii").strip()
-        return int(text, 16)
-    except (OSError, ValueError, UnicodeDecodeError):
+        raw = read_small(Path(ledger_dir) / "current" / "lastId")
+        value = int(raw.decode("ascii").splitlines()[0].strip(), 16)
+    except (OSError, ValueError, UnicodeDecodeError, IndexError):
         return None
+    return value if 0 <= value <= MAX_LOG_ID else None
 
 
-def _open_ro(path: Path) -> int:
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-    noatime = getattr(os, "O_NOATIME", 0)
-    if noatime:
+def _stat_key(path: Path | str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def _bookie_dir_keys(roots: Iterable[Path]) -> set[tuple[int, int]]:
+    """(st_dev, st_ino) of each bookie directory and the directories under it (a few levels, not following
+    symlinks): a bind mount or symlink alias of any of them has the same pair."""
+    keys: set[tuple[int, int]] = set()
+    starts: list[tuple[str, int]] = []
+    for root in roots:
+        # the configured dir and the layout's own names, symlinks followed (a symlinked current/ is the bookie's)
+        for sub, depth in (("", 0), ("current", 1), ("current/ledgers", 2), ("current/locations", 2)):
+            path = os.path.join(root, sub) if sub else str(root)
+            try:
+                if os.path.isdir(path):
+                    keys.add(_stat_key(path))
+                    starts.append((path, depth))
+            except OSError:
+                continue
+    for start in starts:
+        stack = [start]
+        while stack and len(keys) < DIR_WALK_MAX:
+            path, depth = stack.pop()
+            if depth >= 3:
+                continue
+            try:
+                with os.scandir(path) as it:
+                    for ent in it:
+                        if ent.is_dir(follow_symlinks=False):
+                            st = ent.stat(follow_symlinks=False)
+                            keys.add((st.st_dev, st.st_ino))
+                            stack.append((ent.path, depth + 1))
+            except OSError:
+                continue
+    return keys
+
+
+def _out_ancestor_keys(out: Path) -> list[tuple[int, int]]:
+    """(st_dev, st_ino) of the nearest existing ancestor of ``out`` (itself included) and of every physical
+    (``..``) and lexical ancestor above it."""
+    q = Path(os.path.abspath(out))
+    while True:
         try:
-            return os.open(path, flags | noatime)
-        except PermissionError:  # O_NOATIME needs the file's owner or CAP_FOWNER
-            pass
-    return os.open(path, flags)
+            os.stat(q)
+            break
+        except FileNotFoundError:
+            if q.parent == q:
+                raise
+            q = q.parent
+    keys: list[tuple[int, int]] = []
+    cur = str(q)
+    for _ in range(256):
+        k = _stat_key(cur)
+        if k in keys:
+            break
+        keys.append(k)
+        cur = os.path.join(cur, "..")
+    for a in [q, *q.parents]:
+        k = _stat_key(a)
+        if k not in keys:
+            keys.append(k)
+    return keys
 
 
-# Pages the kernel may have read ahead past what was asked (its read-ahead window is 128 KiB by default).
-READAHEAD_MARGIN = 256 * 1024
+def _out_error(
+    msg: str, hint: str = "pass --out NEW_DIR on a writable filesystem outside the bookie's directories"
+) -> ConfigError:
+    return ConfigError(msg, code="scan-out-invalid", hint=hint)
 
 
-def _drop_cache(fd: int, ranges: tuple[tuple[int, int], ...] = ((0, 0),)) -> None:
-    """``posix_fadvise(DONTNEED)`` over what was read (the whole file for a scan; the header and the map, plus
-    a read-ahead margin, for a map read: dropping a whole 1 GiB file's range costs ~1 ms even when nothing of it
-    is cached)."""
-    with contextlib.suppress(OSError, AttributeError):
-        for offset, length in ranges:
-            os.posix_fadvise(fd, offset, length + READAHEAD_MARGIN if length else 0, os.POSIX_FADV_DONTNEED)
+def check_throttle(mb_s: float) -> None:
+    if not math.isfinite(mb_s) or mb_s < 0 or 0 < mb_s < MIN_MAX_SCAN_MB_S:
+        raise ConfigError(
+            f"--max-scan-mb-s {mb_s}: must be 0 (unlimited) or at least {MIN_MAX_SCAN_MB_S:g}",
+            code="scan-throttle-invalid",
+            hint=f"pass --max-scan-mb-s {DEFAULT_MAX_SCAN_MB_S:g} (the default), or 0 for no limit",
+        )
 
 
 def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
@@ -163,21 +271,35 @@ def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
         raise ConfigError("--ledger-dirs is empty", hint="pass the bookie's ledgerDirectories, comma-separated")
     if not cfg.bookie_id:
         raise ConfigError("--bookie-id is empty", hint="pass the bookie's id as in /ledgers/available (host:port)")
-    resolved = [Path(d).resolve() for d in cfg.ledger_dirs]
-    if len(set(resolved)) != len(resolved):
-        raise ConfigError(
-            "--ledger-dirs names a directory twice",
-            code="bookie-dir-invalid",
-            hint="pass each ledgerDirectories entry once",
-        )
+    check_throttle(cfg.max_scan_mb_s)
+    keys: list[tuple[int, int]] = []
     for d in cfg.ledger_dirs:
-        if not (Path(d) / "current").is_dir():
+        try:
+            st = os.stat(Path(d) / "current")
+            is_dir = os.path.isdir(Path(d) / "current")
+        except PermissionError:  # listing it will fail too: reported there, the scope partial
+            continue
+        except OSError as e:
+            raise ConfigError(
+                f"{d} has no readable current/ directory ({_errno_name(e)}): not a bookie ledger directory",
+                code="bookie-dir-invalid",
+                hint="pass the bookie's ledgerDirectories entries (scan-bookie looks under DIR/current), "
+                "e.g. --ledger-dirs /pulsar/data/bookkeeper/ledgers",
+            ) from None
+        if not is_dir:
             raise ConfigError(
                 f"{d} has no current/ directory: not a bookie ledger directory",
                 code="bookie-dir-invalid",
                 hint="pass the bookie's ledgerDirectories entries (scan-bookie looks under DIR/current), "
                 "e.g. --ledger-dirs /pulsar/data/bookkeeper/ledgers",
             )
+        keys.append((st.st_dev, st.st_ino))
+    if len(set(keys)) != len(keys):
+        raise ConfigError(
+            "--ledger-dirs names a directory twice",
+            code="bookie-dir-invalid",
+            hint="pass each ledgerDirectories entry once",
+        )
     index_dirs = list(cfg.index_dirs) if cfg.index_dirs else list(cfg.ledger_dirs)
     if len(index_dirs) != len(cfg.ledger_dirs):
         raise ConfigError(
@@ -185,69 +307,86 @@ def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
             code="bookie-dir-invalid",
             hint="DbLedgerStorage needs as many indexDirectories as ledgerDirectories; pass them in the same order",
         )
-    out = Path(cfg.out).resolve()
-    for d in [*cfg.ledger_dirs, *index_dirs]:
-        root = Path(d).resolve()
-        if out == root or root in out.parents:
-            raise ConfigError(
-                f"--out {cfg.out} is inside the scanned directory {d}",
-                hint="scan-bookie never writes into the bookie's directories: pass --out somewhere else",
-            )
-    if Path(cfg.out).exists() and any(Path(cfg.out).iterdir()):
-        raise ConfigError(f"--out {cfg.out} is not empty", hint="pass --out NEW_DIR, or remove the old scan")
+    _check_out(cfg.out, [*cfg.ledger_dirs, *index_dirs])
     return list(cfg.ledger_dirs), index_dirs
 
 
-class _Releaser:
-    """Drops the pages of each read log and closes it on one background thread: ``posix_fadvise(DONTNEED)``
-    drains the kernel's per-CPU page lists, ~0.1-0.2 ms a call, which would otherwise be most of a map read."""
+def _check_out(out: Path, bookie_dirs: list[Path]) -> None:
+    """Refuse ``--out`` when one of its ancestors IS (device and inode) a bookie directory, or it is not a usable
+    directory. String comparison of paths misses symlinked components and bind-mount aliases; inodes do not."""
+    bookie = _bookie_dir_keys(bookie_dirs)
+    try:
+        ancestors = _out_ancestor_keys(Path(out))
+    except OSError as e:
+        raise _out_error(f"--out {out}: {_errno_name(e)} ({e.strerror})") from None
+    hit = next((k for k in ancestors if k in bookie), None)
+    if hit is not None:
+        raise ConfigError(
+            f"--out {out} is inside the scanned directory tree (a bookie directory is among its ancestors)",
+            hint="scan-bookie never writes into the bookie's directories: pass --out somewhere else",
+        )
+    o = Path(out)
+    try:
+        st = os.lstat(o)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise _out_error(f"--out {out}: {_errno_name(e)} ({e.strerror})") from None
+    if not os.path.isdir(o):
+        raise _out_error(f"--out {out} exists and is not a directory ({file_kind(st.st_mode)})")
+    try:
+        nonempty = any(os.scandir(o))
+    except OSError as e:
+        raise _out_error(f"--out {out} cannot be listed: {_errno_name(e)}") from None
+    if nonempty:
+        raise ConfigError(f"--out {out} is not empty", hint="pass --out NEW_DIR, or remove the old scan")
 
-    MAX_PENDING = 64  # open descriptors waiting for the thread (stays far below the usual 1024 limit)
 
-    def __init__(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fadvise")
-        self._pending = threading.BoundedSemaphore(self.MAX_PENDING)
-
-    def _run(self, fd: int, ranges: tuple[tuple[int, int], ...]) -> None:
-        try:
-            _drop_cache(fd, ranges)
-        finally:
-            os.close(fd)
-            self._pending.release()
-
-    def release(self, fd: int, ranges: tuple[tuple[int, int], ...] = ((0, 0),)) -> None:
-        self._pending.acquire()
-        self._pool.submit(self._run, fd, ranges)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True)
+def _prepare_out(out: Path) -> None:
+    """Create ``--out`` and prove it writable before anything is read."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise _out_error(f"--out {out} cannot be written: {_errno_name(e)} ({e.strerror})") from None
 
 
 def _read_one(
-    lf: LogFile, cfg: ScanConfig, throttle: ByteThrottle, releaser: _Releaser
+    lf: LogFile, cfg: ScanConfig, throttle: ByteThrottle, spill: Path
 ) -> tuple[os.stat_result | None, LogRead | str]:
-    """(stat, read) or (stat or None, skip reason). The descriptor is handed to ``releaser`` (drop pages, close)."""
+    """(stat, read) or (stat or None, skip reason). Only a regular file is read (``open_regular``)."""
     try:
-        fd = _open_ro(lf.path)
+        fd, st = open_regular(lf.path)
     except FileNotFoundError:
         return None, "vanished"
+    except NotRegular as e:
+        return None, f"not-regular:{e.kind}"
     except OSError as e:
-        return None, f"open-error:{errno.errorcode.get(e.errno or 0, str(e.errno))}"
-    ranges: tuple[tuple[int, int], ...] = ((0, 0),)
+        return None, f"open-error:{_errno_name(e)}"
     try:
-        st = os.fstat(fd)
         if cfg.on_open is not None:
             cfg.on_open(lf.path)
         try:
-            got = read_entry_log(fd, st.st_size, chunk=cfg.chunk, throttle=throttle, force_scan=cfg.force_scan)
+            got = read_entry_log(
+                fd,
+                st.st_size,
+                chunk=cfg.chunk,
+                throttle=throttle,
+                force_scan=cfg.force_scan,
+                cache=page_cache(),
+                spill_root=spill,
+                sums_limit=cfg.sums_limit,
+            )
         except OSError as e:
-            return st, f"read-error:{errno.errorcode.get(e.errno or 0, str(e.errno))}"
-        ranges = got.read_ranges
+            return st, f"read-error:{_errno_name(e)}"
         if os.fstat(fd).st_nlink == 0:  # deleted by GC while we read it: its bytes are leaving the disk
+            got.close()
             return st, "vanished"
         return st, got
     finally:
-        releaser.release(fd, ranges)
+        os.close(fd)
 
 
 def _index_summary(reads: list[IndexRead]) -> tuple[dict[str, Any], bool]:
@@ -280,19 +419,39 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
     started = time.time()
     t0 = time.monotonic()
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    _prepare_out(out)
     writer = ScanWriter(out)
+    try:
+        return _scan_into(cfg, ledger_dirs, index_dirs, out, writer, started, t0)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def _scan_into(
+    cfg: ScanConfig,
+    ledger_dirs: list[Path],
+    index_dirs: list[Path],
+    out: Path,
+    writer: ScanWriter,
+    started: float,
+    t0: float,
+) -> dict[str, Any]:
+    spill = Path(tempfile.mkdtemp(prefix=".spill-", dir=out))
     throttle = ByteThrottle(cfg.max_scan_mb_s)
     prog = ScanProgress()
     listed: list[tuple[Path, list[LogFile], list[tuple[str, str]]]] = []
     for d in ledger_dirs:
-        files, bad = list_logs(d)
+        try:
+            files, bad = list_logs(d)
+        except OSError as e:  # unreadable, vanished or looping directory: this directory's scope is unknown
+            files, bad = [], [("current/", f"list-error:{_errno_name(e)}")]
         listed.append((d, files, bad))
         prog.logs_total += len(files)
     counts = {"map": 0, "scanned": 0, "skipped": 0}
     skipped: list[dict[str, str]] = []
     last_ids: dict[str, int | None] = {}
-    releaser = _Releaser()
+    pages_released = 0
     try:
         for d, files, bad in listed:
             label = str(d)
@@ -302,7 +461,7 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
                 counts["skipped"] += 1
             rows: list[list[Any]] = []
             for lf in files:
-                st, got = _read_one(lf, cfg, throttle, releaser)
+                st, got = _read_one(lf, cfg, throttle, spill)
                 mtime_ms = st.st_mtime_ns // 1_000_000 if st else 0
                 base = [cfg.bookie_id, label, lf.log_id, lf.rel, st.st_size if st else 0]
                 if isinstance(got, str):
@@ -311,14 +470,20 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
                     rows.append([*base, 0, mtime_ms, st.st_ino if st else 0, schema.LOGGER_DEFAULT, None,
                                  schema.READ_SKIPPED, got, 0, lf.compacting])  # fmt: skip
                 else:
-                    counts["map" if got.read_via == schema.READ_MAP else "scanned"] += 1
-                    if not lf.compacting:
-                        writer.add_pairs(cfg.bookie_id, label, lf.log_id, got.ledger_ids, got.ledger_bytes)
-                        prog.pairs += got.ledgers
-                    prog.bytes_scanned += got.bytes_read
-                    prog.bytes_meta += got.meta_bytes_read
-                    rows.append([*base, got.data_bytes, mtime_ms, st.st_ino if st else 0, got.logger,
-                                 got.header_version, got.read_via, got.reason, got.ledgers, lf.compacting])  # fmt: skip
+                    try:
+                        counts["map" if got.read_via == schema.READ_MAP else "scanned"] += 1
+                        if not lf.compacting:
+                            for ids, sizes in got.sums.chunks():
+                                writer.add_pairs(cfg.bookie_id, label, lf.log_id, ids, sizes)
+                            prog.pairs += got.ledgers
+                        prog.bytes_scanned += got.bytes_read
+                        prog.bytes_meta += got.meta_bytes_read
+                        pages_released += got.pages_released
+                        ino = st.st_ino if st else 0
+                        rows.append([*base, got.data_bytes, mtime_ms, ino, got.logger, got.header_version,
+                                     got.read_via, got.reason, got.ledgers, lf.compacting])  # fmt: skip
+                    finally:
+                        got.close()
                 prog.logs_done += 1
                 if cfg.progress is not None:
                     prog.seconds = time.monotonic() - t0
@@ -327,7 +492,7 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
             for row in rows:
                 writer.add_entry_log(tuple(row))
     finally:
-        releaser.close()
+        shutil.rmtree(spill, ignore_errors=True)
     # a log GC deleted is gone from the disk, not unknown: only the other skips make the scan partial
     errors = sum(1 for s in skipped if s["reason"] != "vanished")
     reads: list[IndexRead] = []
@@ -359,6 +524,7 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
         "bytes_scanned": prog.bytes_scanned,
         "bytes_read_headers_and_maps": prog.bytes_meta,
         "throttled_s": round(throttle.slept, 3),
+        "pages_released": pages_released,
     }
     write_manifest(out, manifest)
     return manifest

@@ -8,6 +8,7 @@ streamed in row groups from numpy arrays (one Python object per log, not per pai
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from pathlib import Path
@@ -121,6 +122,13 @@ class ScanWriter:
         pq.write_table(pa.Table.from_arrays(arrays, schema=sch), _tmp(final), compression="zstd")
         os.replace(_tmp(final), final)
         return len(rows)
+
+    def abort(self) -> None:
+        """Drop what was written (a failed scan leaves no temporary file behind)."""
+        self._pairs, self._pending = [], 0
+        with contextlib.suppress(Exception):  # best effort on the way out of a failure
+            self._pairs_writer.close()
+        _tmp(self._pairs_final).unlink(missing_ok=True)
 
     def close(self) -> dict[str, int]:
         self._flush_pairs()

@@ -191,6 +191,12 @@ def bench_scan_bookie(
     dense_mb: int = typer.Option(
         256, "--dense-mb", min=0, help="Size of one dense active log scanned record by record (0: skip)."
     ),
+    big_map_mb: int = typer.Option(
+        1024, "--big-map-mb", min=0, help="Size of one log's ledgers map, scanned in a child process (0: skip)."
+    ),
+    dense_small_mb: int = typer.Option(
+        1024, "--dense-small-mb", min=0, help="Size of one active log of 16-byte records, in a child (0: skip)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Write the figures as JSON to stdout."),
 ) -> None:
     """scan-bookie on a generated bookie: pairs/s, logs/s and MB/s by map and by scanning, peak RSS."""
@@ -199,7 +205,14 @@ def bench_scan_bookie(
 
     def _go(as_json: bool = as_json) -> None:
         doc = run(
-            logs=logs, ledgers=ledgers, ledgers_per_log=ledgers_per_log, log_mb=log_mb, dense_mb=dense_mb, info=info
+            logs=logs,
+            ledgers=ledgers,
+            ledgers_per_log=ledgers_per_log,
+            log_mb=log_mb,
+            dense_mb=dense_mb,
+            big_map_mb=big_map_mb,
+            dense_small_mb=dense_small_mb,
+            info=info,
         )
         m = doc["machine"]
         info(f"machine: {m['cpus']} cpu(s), load {m['load_1min']} (shared machine: figures are lower bounds)")
@@ -226,6 +239,20 @@ def bench_scan_bookie(
                 f"dense active log, scanned: {dense['log_mb']:,} MiB, {dense['entries']:,} entries of "
                 f"{dense['entry_bytes']:,} B in {dense['seconds']} s = {dense['mb_per_s']:,} MB/s "
                 f"({dense['entries_per_s']:,} entries/s; {dense['mb_per_cpu_s']:,} MB per CPU-s)"
+            )
+        big = doc["big_map"]
+        if big:
+            info(
+                f"big map ({big['map_mb']:,} MiB, {big['pairs']:,} pairs), scan-bookie child: {big['seconds']} s = "
+                f"{big['pairs_per_s']:,} pairs/s, peak RSS {big['peak_rss_mb']:,} MB"
+            )
+        small = doc["dense_small"]
+        if small:
+            info(
+                f"dense 16-byte records ({small['log_mb']:,} MiB, {small['entries']:,} entries, "
+                f"{small['ledgers']:,} ledgers), scan-bookie child: {small['seconds']} s = "
+                f"{small['entries_per_s']:,} entries/s, {small['mb_per_s']:,} MB/s, "
+                f"peak RSS {small['peak_rss_mb']:,} MB"
             )
         info(f"same pairs by map and by scan: {doc['same_pairs']}; peak RSS {doc['peak_rss_mb']:,} MB (ru_maxrss)")
         info("targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in doc["targets"].items()))

@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
             DEFAULT_MAX_SCAN_MB_S,
             "--max-scan-mb-s",
             min=0.0,
-            help="Read limit in MB/s for logs that must be scanned (no map); 0: unlimited. Maps are not limited.",
+            help="Read limit in MB/s for everything read from the logs (maps and scans); 0: unlimited, else >= 1.",
         ),
         json_out: bool = typer.Option(False, "--json", help="Print the manifest as JSON on stdout."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),

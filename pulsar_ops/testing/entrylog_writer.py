@@ -270,3 +270,71 @@ def write_ledger_index(index_dir: Path, rows: Iterable[LocalIndexRow]) -> None:
     cfg = db_dir / "rocksdict-config.json"
     if cfg.exists():
         cfg.unlink()
+
+
+def write_large_map_log(path: Path, log_id: int, pairs: int, *, entry_bytes: int = 100, first_ledger: int = 0) -> int:
+    """A default-logger log whose ledgers map lists ``pairs`` ledgers (``first_ledger`` on, ``entry_bytes`` each),
+    written with numpy in bounded memory. The data region before the map is a hole (sparse): the map is what is
+    measured. Returns the log's data bytes (what a map reader must sum)."""
+    import numpy as np
+
+    del log_id  # the id is the file name's
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    map_offset = LOGFILE_HEADER_SIZE + pairs * entry_bytes
+    with open(path, "wb") as fh:
+        fh.write(_header(1, map_offset, pairs, direct=False))
+        fh.seek(map_offset)
+        n = LEDGERS_MAP_MAX_BATCH_SIZE
+        full = np.dtype([("len", ">i4"), ("lid", ">i8"), ("eid", ">i8"), ("n", ">i4"), ("pairs", ">i8", (n, 2))])
+        per_write = 100  # batches (1M pairs) per write
+        done = 0
+        while done < pairs:
+            k = min(per_write, (pairs - done) // n)
+            if k == 0:  # the last, short batch
+                rest = pairs - done
+                ids = np.arange(first_ledger + done, first_ledger + done + rest, dtype=">i8")
+                flat = np.empty((rest, 2), dtype=">i8")
+                flat[:, 0] = ids
+                flat[:, 1] = entry_bytes
+                fh.write(struct.pack(">iqqi", 20 + 16 * rest, INVALID_LID, LEDGERS_MAP_ENTRY_ID, rest))
+                fh.write(flat.tobytes())
+                done += rest
+                break
+            arr = np.zeros(k, dtype=full)
+            arr["len"] = 20 + 16 * n
+            arr["lid"] = INVALID_LID
+            arr["eid"] = LEDGERS_MAP_ENTRY_ID
+            arr["n"] = n
+            grid = np.arange(first_ledger + done, first_ledger + done + k * n, dtype=np.int64).reshape(k, n)
+            arr["pairs"][:, :, 0] = grid
+            arr["pairs"][:, :, 1] = entry_bytes
+            fh.write(arr.tobytes())
+            done += k * n
+    return pairs * entry_bytes
+
+
+def write_dense_log(path: Path, size: int, *, record_bytes: int = 16, ledgers: int = 100) -> dict[int, int]:
+    """An active default-logger log (no map) of ``size`` bytes packed with ``record_bytes``-byte records
+    (``L = record_bytes - 4``: the ledger id and ``L - 8`` more bytes), ledger ``i % ledgers`` for record ``i``,
+    written with numpy in bounded memory. Returns the bytes per ledger a scan must find (``L + 4`` per entry)."""
+    import numpy as np
+
+    if record_bytes < 12:
+        raise ValueError("a record needs its length and ledger id (12 bytes)")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = max(0, (size - LOGFILE_HEADER_SIZE) // record_bytes)
+    dt = np.dtype([("len", ">i4"), ("lid", ">i8"), ("rest", f"V{record_bytes - 12}")] if record_bytes > 12 else
+                  [("len", ">i4"), ("lid", ">i8")])  # fmt: skip
+    with open(path, "wb") as fh:
+        fh.write(_header(1, 0, 0, direct=False))
+        step = 1 << 20
+        for lo in range(0, count, step):
+            hi = min(count, lo + step)
+            arr = np.zeros(hi - lo, dtype=dt)
+            arr["len"] = record_bytes - 4
+            arr["lid"] = np.arange(lo, hi, dtype=np.int64) % ledgers
+            fh.write(arr.tobytes())
+    per, extra = divmod(count, ledgers)
+    return {lid: (per + (1 if lid < extra else 0)) * record_bytes for lid in range(min(ledgers, count))}

@@ -25,6 +25,10 @@ def test_bench_scan_bookie_reports_both_paths() -> None:
             "2",
             "--dense-mb",
             "1",
+            "--big-map-mb",
+            "1",
+            "--dense-small-mb",
+            "1",
             "--json",
         ],
     )
@@ -47,6 +51,15 @@ def test_bench_scan_bookie_reports_both_paths() -> None:
     dense = doc["dense_scan"]
     assert dense["read_via"] == {"map": 0, "scanned": 1, "skipped": 0} and dense["entries"] == (1 << 20) // 1028
     assert {"mb_per_s", "entries_per_s", "mb_per_cpu_s", "seconds"} <= set(dense)
-    assert set(doc["targets"]) == {"map path >= 1,000,000 pairs/s", "peak RSS < 500 MB"}
+    big, small = doc["big_map"], doc["dense_small"]
+    assert big["pairs"] == (1 << 20) // 16 and big["read_via"]["map"] == 1 and big["peak_rss_mb"] > 0
+    assert small["entries"] == ((1 << 20) - 1024) // 16 and small["read_via"]["scanned"] == 1
+    assert small["peak_rss_mb"] > 0 and small["ledgers"] == min(small["entries"], 1_000_000)
+    assert set(doc["targets"]) == {
+        "map path >= 1,000,000 pairs/s",
+        "peak RSS < 500 MB",
+        "big map: scan-bookie peak RSS < 500 MB",
+        "dense small-record log: scan-bookie peak RSS < 500 MB",
+    }
     for word in ("pairs/s", "logs/s", "MB/s", "peak RSS", "pairs/cpu-s"):
         assert word in r.stderr

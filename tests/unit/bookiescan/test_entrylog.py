@@ -157,8 +157,9 @@ def test_map_past_end_of_file_falls_back(tmp_path: Path) -> None:
     check(r, truth)
 
 
-def test_duplicate_pairs_are_summed(tmp_path: Path) -> None:
-    """EntryLogMetadata.addLedgerSize adds into the map: a ledger listed twice sums; the count is of ledgers."""
+def test_duplicate_pairs_make_the_map_impossible(tmp_path: Path) -> None:
+    """The map is written from EntryLogMetadata's hash map (one pair per ledger): a ledger listed twice is a
+    damaged map (upstream's addAndGet would double it), so the log is scanned and its records counted."""
     p = entry_log_path(tmp_path, 1)
     truth = write_entry_log(p, 1, ENTRIES)
     # rewrite the map: one batch with ledger 1 twice
@@ -167,7 +168,8 @@ def test_duplicate_pairs_are_summed(tmp_path: Path) -> None:
     patch(p, truth.map_offset, batch + b"\0\0\0\0")
     patch(p, 16, struct.pack(">i", 3))
     r = read(p)
-    assert r.read_via == "map" and as_dict(r) == {1: 15, 2: 20, 7: 1} and r.data_bytes == 36
+    assert (r.read_via, r.reason) == ("scan", "map-invalid:duplicate-ledger")
+    check(r, truth)
 
 
 def test_version_0_is_scanned(tmp_path: Path) -> None:

@@ -195,7 +195,7 @@ def test_throttle_limits_the_average_rate() -> None:
 
 
 def test_scanned_logs_are_throttled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--max-scan-mb-s bounds the scanned path (GC's own scans go through a throttle too); maps are not throttled."""
+    """--max-scan-mb-s bounds the scanned path (GC's own scans go through a throttle too), maps included."""
     d = tmp_path / "ledgers"
     write_entry_log(entry_log_path(d, 1), 1, [(i, 0, 20_000) for i in range(150)], with_map=False)  # ~3 MB
     write_entry_log(entry_log_path(d, 2), 2, [(i, 0, 20_000) for i in range(150)])

@@ -41,3 +41,20 @@ def test_failure_exits_3_with_code_and_hint(tmp_path: Path) -> None:
     assert r.exit_code == 3
     assert "bookie-dir-invalid" in r.stderr and "hint" in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_bad_throttle_and_bad_out_exit_3_with_their_codes(tmp_path: Path) -> None:
+    """--max-scan-mb-s below the floor (a scan that would never end) and --out being a file are clear errors
+    with a code, not a hang or an internal error; a log id past 2^63 only makes the scan partial (exit 1)."""
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(1, 0, 5)])
+    base = ["scan-bookie", "--ledger-dirs", str(d), "--bookie-id", "b:1", "-q"]
+    r = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "o"), "--max-scan-mb-s", "1e-9"])
+    assert r.exit_code == 3 and "scan-throttle-invalid" in r.stderr and "hint" in r.stderr
+    f = tmp_path / "file"
+    f.write_text("x")
+    r = CliRunner().invoke(app, [*base, "--out", str(f)])
+    assert r.exit_code == 3 and "scan-out-invalid" in r.stderr
+    write_entry_log(d / "current" / "ffffffffffffffff.log", 0, [(2, 0, 5)])
+    r = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "o2")])
+    assert r.exit_code == 1 and "bad-id" in r.stderr and (tmp_path / "o2" / "manifest.json").exists()

@@ -1,0 +1,551 @@
+"""`scan-bookie` against hostile layouts (issue 36): each test builds the layout, scans it, and checks the scan
+is bounded, partial rather than failed, and that the bookie's directories are unchanged (digest of the tree)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pulsar_ops.bench.scan_bookie import run_cli_peak
+from pulsar_ops.bookiescan import entrylog, local_index, run
+from pulsar_ops.bookiescan.entrylog import read_entry_log, scan_default
+from pulsar_ops.bookiescan.fileio import page_cache, read_small
+from pulsar_ops.bookiescan.pairs import LedgerSums, aggregate
+from pulsar_ops.bookiescan.run import ScanConfig, scan
+from pulsar_ops.errors import ConfigError
+from pulsar_ops.testing.entrylog_writer import (
+    LocalIndexRow,
+    entry_log_path,
+    write_dense_log,
+    write_entry_log,
+    write_large_map_log,
+    write_last_id,
+    write_ledger_index,
+)
+from tests.unit.bookiescan.test_scan import tree_state
+
+ENTRIES = [(1, 0, b"abc"), (2, 0, 10), (1, 1, 5), (7, 0, b"x" * 100)]
+TRUTH = {1: 16 + 3 + 4 + 16 + 5 + 4, 2: 16 + 10 + 4, 7: 16 + 100 + 4}
+
+
+def bookie(root: Path) -> Path:
+    d = root / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, ENTRIES)
+    write_last_id(d, 1)
+    return d
+
+
+def pairs_of(out: Path) -> dict[tuple[int, int], int]:
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(out / "entry_log_ledgers.parquet").to_pylist()
+    return {(r["log_id"], r["ledger_id"]): r["bytes"] for r in t}
+
+
+def skipped(m: dict[str, object]) -> dict[str, str]:
+    return {s["file"]: s["reason"] for s in m["skipped"]}  # type: ignore[attr-defined]
+
+
+def patch(path: Path, offset: int, data: bytes) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(data)
+
+
+# --- memory: peak RSS of a scan-bookie process ---------------------------------------------------------------
+
+
+def _scan_rss(ledger_dir: Path, out: Path) -> tuple[int, float]:
+    """Run scan-bookie in a child process; (exit code, its peak RSS in MB: VmHWM of the child's own image)."""
+    args = ["scan-bookie", "--ledger-dirs", str(ledger_dir), "--bookie-id", "b:1", "--out", str(out),
+            "--max-scan-mb-s", "0", "-q"]  # fmt: skip
+    code, _, rss, err = run_cli_peak(args, out.parent)
+    assert code in (0, 1), err
+    assert rss > 0
+    return code, rss
+
+
+@pytest.mark.slow
+def test_peak_rss_is_bounded_for_a_big_map_and_a_dense_small_record_log(tmp_path: Path) -> None:
+    """A 256 MiB ledgers map (16.7M pairs; it peaked at 1.17 GB when read whole) and a 128 MiB active log of
+    16-byte records (8.4M entries; ~850 MB when every record was kept): under 500 MB, every pair written."""
+    d = tmp_path / "ledgers"
+    pairs = (256 << 20) // 16
+    map_bytes = write_large_map_log(entry_log_path(d, 1), 1, pairs, entry_bytes=20)
+    dense = write_dense_log(entry_log_path(d, 2), 128 << 20, record_bytes=16, ledgers=50_000)
+    before = tree_state(d)
+    code, rss = _scan_rss(d, tmp_path / "scan")
+    assert code == 0
+    assert rss < 500, f"peak RSS {rss:.0f} MB"
+    import json
+
+    m = json.loads((tmp_path / "scan" / "manifest.json").read_text())
+    assert m["tables"]["entry_log_ledgers"] == pairs + len(dense)
+    assert m["logs"] == {"map": 1, "scanned": 1, "skipped": 0}
+    import pyarrow.parquet as pq
+
+    logs = {r["log_id"]: r for r in pq.read_table(tmp_path / "scan" / "entry_logs.parquet").to_pylist()}
+    assert logs[1]["data_bytes"] == map_bytes and logs[2]["data_bytes"] == sum(dense.values())
+    assert tree_state(d) == before
+    assert not [p for p in (tmp_path / "scan").iterdir() if p.name.startswith(".")]  # no spill or tmp left
+
+
+@pytest.mark.parametrize("limit", [1024, 5000])
+def test_ledger_sums_spill_gives_the_in_memory_result(tmp_path: Path, limit: int) -> None:
+    """LedgerSums over its memory limit spills to partitions and re-partitions; the sums are those of a sort."""
+    rng = np.random.default_rng(7)
+    ids = rng.integers(-(2**62), 2**62, 40_000, dtype=np.int64)
+    ids = np.concatenate([ids, ids[:9_000], rng.integers(0, 300, 20_000, dtype=np.int64)])
+    sizes = rng.integers(0, 1000, ids.shape[0], dtype=np.int64)
+    s = LedgerSums(tmp_path / "spill", limit=limit)
+    for lo in range(0, ids.shape[0], 700):
+        s.add(ids[lo : lo + 700], sizes[lo : lo + 700])
+    s.finish()
+    assert s.spilled
+    assert all(c[0].shape[0] <= 1000 for c in s.chunks(1000))
+    want_ids, want_sizes = aggregate(ids, sizes)
+    got_ids, got_sizes = s.arrays()
+    assert np.array_equal(got_ids, want_ids) and np.array_equal(got_sizes, want_sizes)
+    assert (s.pairs_in, s.ledgers, s.total) == (ids.shape[0], want_ids.shape[0], int(sizes.sum()))
+    s.close()
+    assert not list((tmp_path / "spill").iterdir())
+
+
+def test_a_big_map_is_read_in_bounded_pieces(tmp_path: Path) -> None:
+    """With a small in-memory limit the map spills, and the pairs written are exactly the map's."""
+    d = tmp_path / "ledgers"
+    total = write_large_map_log(entry_log_path(d, 1), 1, 30_017, entry_bytes=33)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan", sums_limit=1024))
+    got = pairs_of(tmp_path / "scan")
+    assert m["complete"] and m["logs"]["map"] == 1
+    assert got == {(1, i): 33 for i in range(30_017)} and sum(got.values()) == total
+
+
+def test_last_id_is_read_bounded_and_only_from_a_regular_file(tmp_path: Path) -> None:
+    """lastId as a FIFO (an open or read would block), a symlink to /dev/zero (a whole read never ends) and a
+    sparse 1 GiB file: the scan completes, the id is unknown (null), nothing was read past 4 KiB."""
+    for name, make in (
+        ("fifo", lambda p: os.mkfifo(p)),
+        ("zero", lambda p: os.symlink("/dev/zero", p)),
+        ("huge", lambda p: os.truncate(p, 1 << 30) if p.write_text("1a" + "0" * 5000) else None),
+    ):
+        d = bookie(tmp_path / name)
+        (d / "current" / "lastId").unlink()
+        make(d / "current" / "lastId")
+        before = tree_state(d) if name == "huge" else None
+        m = scan(ScanConfig([d], "b:1", tmp_path / f"scan-{name}"))
+        assert m["complete"] and m["last_ids"] == {str(d): None}, name
+        if before is not None:
+            assert tree_state(d) == before
+    assert len(read_small(tmp_path / "huge" / "ledgers" / "current" / "lastId")) == 4096
+
+
+# --- index --------------------------------------------------------------------------------------------------
+
+
+def _index_bookie(root: Path, rows: int) -> Path:
+    d = bookie(root)
+    write_ledger_index(d, [LocalIndexRow(i, fenced=i % 3 == 0) for i in range(rows)])
+    return d
+
+
+def test_a_corrupted_sst_makes_the_index_error_not_a_short_read(tmp_path: Path) -> None:
+    """64 bytes overwritten in the middle of the SST: the iterator stops early with an error status
+    (Iterator::status), so the index is `error` and the scan partial, never `read` with fewer rows."""
+    d = _index_bookie(tmp_path / "b", 20_000)
+    ssts = sorted((d / "current" / "ledgers").glob("*.sst"))
+    assert ssts
+    sst = max(ssts, key=lambda p: p.stat().st_size)
+    patch(sst, sst.stat().st_size // 2, b"\xa5" * 64)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert m["index"]["status"] == "error" and not m["complete"], m["index"]
+
+
+def test_index_copy_never_follows_links_nor_hard_links_the_bookies_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the index is read, every file of the copy is a private copy (st_nlink 1, another inode) and the
+    bookie's SSTs keep st_nlink 1: a scan killed there leaves nothing linked to them. A `CURRENT` symlinked to
+    /dev/zero is refused (index `error`), not copied until the disk is full."""
+    d = _index_bookie(tmp_path / "b", 100)
+    db = d / "current" / "ledgers"
+    src_inodes = {p.stat().st_ino for p in db.iterdir()}
+    seen: list[tuple[int, int]] = []
+    real = local_index._iterate
+
+    def spying(copy: Path) -> Iterator[tuple[bytes, bytes]]:
+        for p in copy.iterdir():
+            seen.append((p.stat().st_nlink, p.stat().st_ino))
+        assert all(p.stat().st_nlink == 1 for p in db.iterdir())
+        return real(copy)
+
+    monkeypatch.setattr(local_index, "_iterate", spying)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert m["index"]["status"] == "read" and m["tables"]["local_index"] == 100
+    assert seen and all(n == 1 and ino not in src_inodes for n, ino in seen)
+
+    d2 = _index_bookie(tmp_path / "c", 10)
+    cur = d2 / "current" / "ledgers" / "CURRENT"
+    cur.unlink()
+    os.symlink("/dev/zero", cur)
+    before = tree_state(d2)
+    m2 = scan(ScanConfig([d2], "b:1", tmp_path / "scan2"))
+    assert m2["index"]["status"] == "error" and "symlink" in m2["index"]["reason"] and not m2["complete"]
+    assert tree_state(d2) == before
+
+
+def test_missing_index_dir_or_a_file_as_ledgers_is_an_error_not_absent(tmp_path: Path) -> None:
+    d = bookie(tmp_path / "b")
+    m = scan(ScanConfig([d], "b:1", tmp_path / "s1", index_dirs=[tmp_path / "no-such-index"]))
+    assert m["index"]["status"] == "error" and not m["complete"]
+    (d / "current" / "ledgers").write_bytes(b"not a database")
+    m = scan(ScanConfig([d], "b:1", tmp_path / "s2"))
+    assert m["index"]["status"] == "error" and not m["complete"]
+    e = tmp_path / "e"
+    (e / "current").mkdir(parents=True)  # an index dir without a ledgers database: absent, complete
+    m = scan(ScanConfig([d], "b:1", tmp_path / "s3", index_dirs=[e]))
+    assert m["index"]["status"] == "absent"
+
+
+def test_an_unreadable_index_parent_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _index_bookie(tmp_path / "b", 5)
+    real = os.listdir
+
+    def denied(path: object) -> list[str]:
+        if str(path).endswith("current/ledgers"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local_index.os, "listdir", denied)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert m["index"]["status"] == "error" and not m["complete"] and m["logs"]["map"] == 1
+
+
+# --- --out ----------------------------------------------------------------------------------------------------
+
+
+def test_out_through_a_symlinked_current_or_a_symlink_alias_is_refused(tmp_path: Path) -> None:
+    real_cur = tmp_path / "disk" / "cur"
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(tmp_path / "tmpd", 1), 1, ENTRIES)
+    real_cur.parent.mkdir()
+    os.rename(tmp_path / "tmpd" / "current", real_cur)
+    d.mkdir()
+    os.symlink(real_cur, d / "current")  # ledgers/current -> disk/cur
+    alias = tmp_path / "alias"
+    os.symlink(d, alias)
+    before = tree_state(real_cur)
+    for out in (real_cur / "x", d / "current" / "x", alias / "current" / "y" / "z", alias / "q"):
+        with pytest.raises(ConfigError, match="inside the scanned directory"):
+            scan(ScanConfig([d], "b:1", out))
+    assert tree_state(real_cur) == before
+    assert scan(ScanConfig([d], "b:1", tmp_path / "elsewhere"))["complete"]
+
+
+def test_out_through_a_bind_mount_alias_is_refused(tmp_path: Path) -> None:
+    d = bookie(tmp_path / "b")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "--bind", str(d / "current"), str(mnt)], capture_output=True).returncode != 0:
+        pytest.skip("bind mounts are not permitted here")
+    try:
+        before = tree_state(d)
+        with pytest.raises(ConfigError, match="inside the scanned directory"):
+            scan(ScanConfig([d], "b:1", mnt / "scan"))
+        assert tree_state(d) == before
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_out_a_file_unwritable_or_looping_is_a_clear_error(tmp_path: Path) -> None:
+    d = bookie(tmp_path / "b")
+    f = tmp_path / "afile"
+    f.write_text("x")
+    for out in (f, f / "sub", Path("/proc/self/scan-out")):
+        with pytest.raises(ConfigError) as e:
+            scan(ScanConfig([d], "b:1", out))
+        assert e.value.code == "scan-out-invalid", out
+    os.symlink(tmp_path / "loop2", tmp_path / "loop1")
+    os.symlink(tmp_path / "loop1", tmp_path / "loop2")
+    with pytest.raises(ConfigError) as e:
+        scan(ScanConfig([d], "b:1", tmp_path / "loop1" / "x"))
+    assert e.value.code == "scan-out-invalid"
+
+
+def test_a_ledger_dir_through_a_symlink_loop_is_bookie_dir_invalid(tmp_path: Path) -> None:
+    os.symlink(tmp_path / "l2", tmp_path / "l1")
+    os.symlink(tmp_path / "l1", tmp_path / "l2")
+    with pytest.raises(ConfigError) as e:
+        scan(ScanConfig([tmp_path / "l1"], "b:1", tmp_path / "scan"))
+    assert e.value.code == "bookie-dir-invalid"
+
+
+# --- throttle -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [1e-9, 0.5, -1.0, float("nan"), float("inf")])
+def test_throttle_has_a_floor(tmp_path: Path, value: float) -> None:
+    d = bookie(tmp_path / "b")
+    with pytest.raises(ConfigError) as e:
+        scan(ScanConfig([d], "b:1", tmp_path / "scan", max_scan_mb_s=value))
+    assert e.value.code == "scan-throttle-invalid"
+    assert not (tmp_path / "scan").exists()
+
+
+def test_maps_are_throttled_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tmp_path / "ledgers"
+    write_large_map_log(entry_log_path(d, 1), 1, 200_000)  # a 3.2 MB map
+    taken: list[int] = []
+
+    class Recording(run.ByteThrottle):
+        def __call__(self, n: int) -> None:
+            taken.append(n)
+
+    monkeypatch.setattr(run, "ByteThrottle", Recording)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan", max_scan_mb_s=1.0))
+    assert m["logs"]["map"] == 1 and m["bytes_scanned"] == 0
+    assert sum(taken) == m["bytes_read_headers_and_maps"] >= 200_000 * 16
+
+
+# --- names that look like logs and are not read ---------------------------------------------------------------
+
+
+def test_every_log_like_name_not_read_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    d = bookie(tmp_path / "b")
+    cur = d / "current"
+    outside = tmp_path / "outside.bin"
+    write_entry_log(outside, 9, ENTRIES)
+    os.mkfifo(cur / "1a.log")
+    (cur / "2b.log").mkdir()
+    os.symlink(outside, cur / "3c.log")
+    write_entry_log(cur / "4.log", 4, [(40, 0, 5)])
+    write_entry_log(cur / "04.log", 4, [(41, 0, 5)])  # same id: the bookie reads Long.toHexString(4) + ".log"
+    write_entry_log(cur / "8000000000000000.log", 2**63, [(50, 0, 5)])  # Long.parseLong refuses it
+    write_entry_log(cur / "zz.log", 0, [(51, 0, 5)])
+    before = tree_state(d)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert skipped(m) == {
+        "current/1a.log": "not-regular:fifo",
+        "current/2b.log": "not-regular:directory",
+        "current/3c.log": "not-regular:symlink",
+        "current/04.log": "duplicate-id",
+        "current/8000000000000000.log": "bad-id",
+        "current/zz.log": "bad-name",
+    }
+    assert not m["complete"] and m["logs"]["map"] == 2
+    assert {k: v for k, v in pairs_of(tmp_path / "scan").items() if k[0] == 4} == {(4, 40): 25}
+    assert tree_state(d) == before
+    assert not [p for p in (tmp_path / "scan").iterdir() if ".tmp" in p.name]
+
+
+def test_a_log_replaced_by_a_fifo_after_listing_is_not_opened_blocking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check is on the open descriptor (O_NONBLOCK, fstat): a name swapped for a FIFO between the listing and
+    the open is skipped, not read (a blocking read would hang the scan)."""
+    d = bookie(tmp_path / "b")
+    real = run.list_logs
+
+    def swapped(ledger_dir: Path) -> tuple[list[run.LogFile], list[tuple[str, str]]]:
+        files, bad = real(ledger_dir)
+        p = Path(ledger_dir) / "current" / "1.log"
+        p.unlink()
+        os.mkfifo(p)
+        return files, bad
+
+    monkeypatch.setattr(run, "list_logs", swapped)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert skipped(m) == {"current/1.log": "not-regular:fifo"} and not m["complete"]
+
+
+def test_an_unlistable_ledger_dir_makes_the_scan_partial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d0 = bookie(tmp_path / "b0")
+    d1 = bookie(tmp_path / "b1")
+    real = os.scandir
+
+    def denied(path: object = ".") -> object:
+        if str(path) == str(d1 / "current"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(run.os, "scandir", denied)
+    m = scan(ScanConfig([d0, d1], "b:1", tmp_path / "scan"))
+    assert not m["complete"] and m["logs"]["map"] == 1
+    assert m["skipped"] == [{"ledger_dir": str(d1), "file": "current/", "reason": "list-error:EACCES"}]
+
+
+# --- impossible maps --------------------------------------------------------------------------------------------
+
+
+def _rewrite_map(path: Path, map_offset: int, pairs: list[tuple[int, int]], count: int) -> None:
+    batch = struct.pack(">iqqi", 20 + 16 * len(pairs), -1, -2, len(pairs))
+    batch += b"".join(struct.pack(">qq", *x) for x in pairs)
+    with open(path, "r+b") as fh:
+        fh.truncate(map_offset)
+        fh.seek(map_offset)
+        fh.write(batch)
+    patch(path, 16, struct.pack(">i", count))
+
+
+@pytest.mark.parametrize(
+    ("pairs", "reason"),
+    [
+        ([(1, 31), (2, -100), (7, 120)], "map-invalid:negative-size"),
+        ([(1, 31), (-1, 30), (7, 120)], "map-invalid:negative-ledger-id"),
+        ([(1, 10), (2, 10), (7, 10), (1, 10), (2, 10), (7, 10)], "map-invalid:duplicate-ledger"),
+        ([(1, 31), (2, 30), (7, 10**12)], "map-invalid:sizes-past-map"),
+        ([(1, 2**62), (2, 2**62), (7, 2**62)], "map-invalid:sizes-past-map"),
+    ],
+)
+def test_impossible_maps_fall_back_to_a_scan(tmp_path: Path, pairs: list[tuple[int, int]], reason: str) -> None:
+    p = entry_log_path(tmp_path, 1)
+    truth = write_entry_log(p, 1, ENTRIES)
+    _rewrite_map(p, truth.map_offset, pairs, 3)
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        r = read_entry_log(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    assert (r.read_via, r.reason) == ("scan", reason)
+    assert dict(zip(r.ledger_ids.tolist(), r.ledger_bytes.tolist(), strict=True)) == truth.bytes_per_ledger
+
+
+# --- damaged regions --------------------------------------------------------------------------------------------
+
+
+def _reference_scan(data: bytes) -> dict[int, int]:
+    """DefaultEntryLogger.scanEntryLog byte by byte, as upstream loops (the slow reference)."""
+    pos, out = 1024, {}
+    while pos + 12 <= len(data):
+        length, lid = struct.unpack_from(">iq", data, pos)
+        if length <= 0:
+            pos += 1
+            continue
+        pos += 4
+        if lid < 0:
+            pos += length
+            continue
+        if pos + length > len(data):
+            break
+        out[lid] = out.get(lid, 0) + length + 4
+        pos += length
+    return out
+
+
+def _scan_bytes(tmp_path: Path, data: bytes, chunk: int = 64 * 1024) -> dict[int, int]:
+    p = tmp_path / "x.log"
+    p.write_bytes(data)
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        r = scan_default(fd, len(data), chunk=chunk)
+    finally:
+        os.close(fd)
+    return dict(zip(r.ledger_ids.tolist(), r.ledger_bytes.tolist(), strict=True))
+
+
+_piece = st.one_of(
+    st.binary(min_size=1, max_size=40),
+    st.builds(lambda n: b"\0" * n, st.integers(1, 9000)),
+    st.builds(lambda n: b"\xff" * n, st.integers(1, 9000)),
+    st.builds(lambda lid, n: struct.pack(">iq", 8 + n, lid) + b"\x07" * n, st.integers(0, 5), st.integers(0, 30)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(_piece, max_size=25))
+def test_damaged_regions_are_searched_as_upstream_steps_them(tmp_path: Path, pieces: list[bytes]) -> None:
+    """Zero runs, bytes reading as negative lengths and random damage between records: the numpy search finds
+    exactly the records upstream's one-byte steps find (small chunks, so searches cross window edges)."""
+    data = b"\0" * 1024 + b"".join(pieces)
+    assert _scan_bytes(tmp_path, data, chunk=1) == _reference_scan(data)
+
+
+class _Counting:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.real = entrylog._REC
+
+    def unpack_from(self, buf: bytes, offset: int = 0) -> tuple[int, int]:
+        self.calls += 1
+        return self.real.unpack_from(buf, offset)  # type: ignore[return-value]
+
+
+def test_damaged_regions_cost_no_step_per_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """8 MiB reading as negative lengths, then 8 MiB of zeros with an island (one 0x80 byte) every 512 bytes,
+    then a record: the record is found with a few decodes per island, not one per damaged byte (16 million
+    decodes and minutes before). Each island reads as a length of 128 three bytes before it (00 00 00 80), a
+    record of ledger 0, exactly as upstream's one-byte steps read it (the property test above pins that)."""
+    islands = bytearray(8 << 20)
+    islands[::512] = b"\x80" * len(islands[::512])
+    rec = struct.pack(">iq", 8 + 10, 42) + b"\x01" * 10
+    data = b"\0" * 1024 + b"\xff" * (8 << 20) + bytes(islands) + rec
+    counter = _Counting()
+    monkeypatch.setattr(entrylog, "_REC", counter)
+    got = _scan_bytes(tmp_path, data, chunk=1 << 20)
+    assert got[42] == 22
+    assert counter.calls < 50_000, counter.calls  # two per island (16,384 islands), not one per byte (16M)
+
+
+# --- page cache -------------------------------------------------------------------------------------------------
+
+
+def _resident_pages(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = page_cache().resident(fd, 0, os.fstat(fd).st_size)
+        assert got is not None
+        return int(got.sum())
+    finally:
+        os.close(fd)
+
+
+def _drop(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def test_pages_resident_before_stay_and_pages_brought_in_are_released(tmp_path: Path) -> None:
+    """A 16 MiB active log (scanned) made resident before the scan is still resident after; a second one, not
+    resident before, has no page resident after (the scan released what it brought in)."""
+    if not page_cache().ok:
+        pytest.skip("mincore is not available")
+    d = tmp_path / "ledgers"
+    write_dense_log(entry_log_path(d, 1), 16 << 20, record_bytes=4096)
+    write_dense_log(entry_log_path(d, 2), 16 << 20, record_bytes=4096)
+    hot, cold = entry_log_path(d, 1), entry_log_path(d, 2)
+    _drop(hot)
+    _drop(cold)
+    if _resident_pages(cold) > 16:
+        pytest.skip("this filesystem keeps pages DONTNEED asks to drop")
+    hot.read_bytes()
+    pages = _resident_pages(hot)
+    assert pages == (16 << 20) // 4096 or pages >= 4000
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert m["logs"]["scanned"] == 2
+    assert _resident_pages(hot) == pages
+    assert _resident_pages(cold) <= 1
+    assert m["pages_released"] >= 4000
+
+
+def test_a_failed_scan_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = bookie(tmp_path / "b")
+
+    def broken(*_a: object, **_k: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(run, "read_local_index", broken)
+    with pytest.raises(RuntimeError):
+        scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert [p.name for p in (tmp_path / "scan").iterdir()] == []
