@@ -65,9 +65,23 @@ def plot_gc(doc: dict[str, Any], path: Path) -> None:
 
 
 def plot_cache(doc: dict[str, Any], path: Path) -> None:
+    """Hit rate per second per strategy; with a scenario's published figures, also model against published."""
     _check(path)
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    published = doc.get("published")
+    if published:
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [2, 1]})
+        names = list(doc["policies"])
+        pos = list(range(len(names)))
+        ax2.bar([x - 0.2 for x in pos], [doc["hit_rate"][n] * 100 for n in names], width=0.4, label="model")
+        ax2.bar([x + 0.2 for x in pos], [published[n] * 100 for n in names], width=0.4, label="published")
+        ax2.set_xticks(pos, names, rotation=20)
+        ax2.set_ylim(0, 100)
+        ax2.set_ylabel("hit rate (%)")
+        ax2.set_title("Rolling restart: model vs PR #24623")
+        ax2.legend(fontsize="small")
+    else:
+        fig, ax = plt.subplots(figsize=(9, 4.5))
     for policy, r in doc["policies"].items():
         xs = [p["t_s"] for p in r["per_second"]]
         ax.plot(xs, [p["hit_rate"] * 100 for p in r["per_second"]], label=f"{policy} ({r['hit_rate']:.1%})")
