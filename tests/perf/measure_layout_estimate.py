@@ -63,7 +63,15 @@ def _times(rng: np.random.Generator, n: int, start: float, end: float) -> np.nda
 
 
 def generate(
-    facts: Sequence[LedgerFacts], root: Path, *, now_ms: int, scale: int, limit: int, seed: int
+    facts: Sequence[LedgerFacts],
+    root: Path,
+    *,
+    now_ms: int,
+    scale: int,
+    limit: int,
+    seed: int,
+    unknown_span_ms: float | None = None,
+    uniform_arrivals: bool = False,
 ) -> dict[str, int]:
     """Write every bookie's ledger directory; returns bookie -> true bytes (unscaled) written to it."""
     rng = np.random.default_rng(seed)
@@ -80,6 +88,8 @@ def generate(
             end = float(now_ms)
         elif f.closed_ms:
             end = float(f.closed_ms)
+        elif unknown_span_ms is not None:  # diagnosis: the estimator's own assumption
+            end = f.ctime_ms + unknown_span_ms
         else:
             end = f.ctime_ms + rng.uniform(10 * 60_000, 8 * 3_600_000)
         end = max(min(end, float(now_ms)), f.ctime_ms + 1.0)
@@ -99,7 +109,10 @@ def generate(
             if size < 20:
                 n_rec = max(1, int(scaled // 20))
                 size = max(scaled / n_rec, 20.0)
-            ts = _times(rng, n_rec, float(f.ctime_ms), end)
+            if uniform_arrivals:  # diagnosis: a constant rate, as the estimator assumes
+                ts = np.sort(rng.uniform(float(f.ctime_ms), end, n_rec))
+            else:
+                ts = _times(rng, n_rec, float(f.ctime_ms), end)
             recs = per_bookie.setdefault(bk, [])
             acc = 0.0
             written = 0
@@ -171,6 +184,13 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the generated bookie directories and scans")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--seed-topics", type=int, default=0, help="seed and scrape this many topics into --demo first")
+    ap.add_argument(
+        "--unknown-span-min",
+        type=float,
+        default=None,
+        help="diagnosis: write CLOSED ledgers without a close time for exactly this long (the estimator's 240)",
+    )
+    ap.add_argument("--uniform-arrivals", action="store_true", help="diagnosis: constant rate instead of diurnal")
     args = ap.parse_args()
     if args.seed_topics:
         t = time.monotonic()
@@ -190,7 +210,14 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     t0 = time.monotonic()
     true_bytes = generate(
-        facts, work / "bookies", now_ms=now_ms, scale=args.scale, limit=args.log_size_limit, seed=args.seed
+        facts,
+        work / "bookies",
+        now_ms=now_ms,
+        scale=args.scale,
+        limit=args.log_size_limit,
+        seed=args.seed,
+        unknown_span_ms=None if args.unknown_span_min is None else args.unknown_span_min * 60_000,
+        uniform_arrivals=args.uniform_arrivals,
     )
     t1 = time.monotonic()
     scan_dirs = []
