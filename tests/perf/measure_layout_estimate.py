@@ -191,6 +191,7 @@ def main() -> None:
         help="diagnosis: write CLOSED ledgers without a close time for exactly this long (the estimator's 240)",
     )
     ap.add_argument("--uniform-arrivals", action="store_true", help="diagnosis: constant rate instead of diurnal")
+    ap.add_argument("--plot", type=Path, default=None, help="draw the per-bookie errors (.png/.svg)")
     args = ap.parse_args()
     if args.seed_topics:
         t = time.monotonic()
@@ -282,6 +283,10 @@ def main() -> None:
         "reclaim_meas_total": sum(r["reclaim_meas"] for r in rows),
     }
     print(json.dumps(summary))
+    if args.plot is not None:
+        from pulsar_ops.model.plot import plot_layout_error
+
+        plot_layout_error(rows, args.plot, f"Layout estimate vs generated bookie directories ({len(facts):,} ledgers)")
     if args.json is not None:
         args.json.write_text(json.dumps({"rows": rows, "summary": summary, "args": vars(args)}, default=str, indent=1))
     if not args.keep:

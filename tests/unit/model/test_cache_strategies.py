@@ -216,3 +216,27 @@ def test_rolling_restart_small_is_deterministic_and_pip430_leads() -> None:
     assert set(a["published"]) == set(PUBLISHED_HIT_RATE)
     c = compare_restart(dataclasses.replace(sc, seed=7), ("legacy",))
     assert c["policies"]["legacy"]["consumed"] > 0
+
+
+def test_layout_error_plot(tmp_path: Any) -> None:
+    from pulsar_ops.model.plot import plot_gc, plot_layout_error
+
+    rows = [
+        {"bookie": "b1", "reclaim_err": 0.03, "garbage_est": 105, "garbage_meas": 100, "bytes_err": 0.001},
+        {"bookie": "b2", "reclaim_err": None, "garbage_est": 0, "garbage_meas": 0, "bytes_err": -0.002},
+    ]
+    png = tmp_path / "err.png"
+    plot_layout_error(rows, png, "t")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    doc = {
+        "start_ms": 0,
+        "horizon_ms": 3_600_000,
+        "bookies": {"b1": {"used_bytes_before": 10**9, "timeline": []}},
+        "total": {"timeline": []},
+        "estimate_vs_measured": {
+            "b1": {k: {"error": 0.1} for k in ("predicted_reclaim", "garbage_bytes", "total_bytes")}
+        },
+    }
+    svg = tmp_path / "gc.svg"
+    plot_gc(doc, svg)
+    assert "estimate error" in svg.read_text()
