@@ -240,3 +240,28 @@ def test_layout_error_plot(tmp_path: Any) -> None:
     svg = tmp_path / "gc.svg"
     plot_gc(doc, svg)
     assert "estimate error" in svg.read_text()
+
+
+# -- layout estimate: entries per ensemble segment ---------------------------------------------------------------
+
+
+def test_estimate_places_each_segments_entries_on_its_ensemble() -> None:
+    from pulsar_ops.model.facts import LedgerFacts
+    from pulsar_ops.model.layout import ENTRY_OVERHEAD_BYTES, estimate_layout, placements
+    from pulsar_ops.repair.snapshot_facts import _segments
+
+    segs = _segments('{"0": ["a", "b", "c"], "600": ["a", "b", "d"]}')
+    assert segs == ((0, ("a", "b", "c")), (600, ("a", "b", "d")))
+    assert _segments("not json") is None and _segments(None) is None
+    f = LedgerFacts(1, 1000 * 960, ("a", "b", "c", "d"), 3, 2, 0, "CLOSED", closed_ms=1000, entries=1000, segments=segs)
+    per_entry = 960 + ENTRY_OVERHEAD_BYTES
+    got = {bk: (s, e, round(b)) for bk, s, e, b in placements(f, 0.0, 1000.0)}
+    # 600 entries x 2 copies over a, b, c during the first 60 % of the span; 400 x 2 over a, b, d after
+    assert got["c"] == (0.0, 600.0, round(600 * per_entry * 2 / 3))
+    assert got["d"] == (600.0, 1000.0, round(400 * per_entry * 2 / 3))
+    lay = estimate_layout([f], {}, now_ms=2000, log_size_limit=1 << 30)
+    by = {b: int(lay.bookies[b].totals.sum()) for b in lay.bookies}
+    assert by["a"] == by["b"] == round(1000 * per_entry * 2 / 3)
+    assert by["c"] == round(600 * per_entry * 2 / 3) and by["d"] == round(400 * per_entry * 2 / 3)
+    one = LedgerFacts(2, 9000, ("a", "b", "c", "d"), 3, 2, 0, "CLOSED", closed_ms=1000)  # no segments: even spread
+    assert {bk for bk, *_ in placements(one, 0.0, 1000.0)} == {"a", "b", "c", "d"}
