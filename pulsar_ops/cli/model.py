@@ -282,8 +282,7 @@ def cache_cmd(
 
         if scenario != "rolling-restart":
             raise ModelError(f"--scenario {scenario!r} is unknown", hint="the one scenario is rolling-restart")
-        sc = RestartScenario()
-        sc = dataclasses.replace(sc, config=dataclasses.replace(sc.config, **overrides))
+        sc = RestartScenario(settings=tuple(sorted(overrides.items())))
         doc = compare_restart(sc, policies)
         info("rolling restart (BrokerEntryCacheRollingRestartTest setup): hit rate, model vs published (PR #24623)")
         for name, r in doc["policies"].items():

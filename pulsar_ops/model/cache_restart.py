@@ -79,6 +79,8 @@ class RestartScenario:
     throttle_ms: float = 100.0
     backlogged_threshold_check_ms: float = 60_000.0  # periodic checkBackloggedCursors (assumption)
     config: CacheConfig = field(default_factory=CacheConfig)
+    # settings given explicitly (``--min-backlog-cursors`` ...): applied over each configuration's own
+    settings: tuple[tuple[str, Any], ...] = ()
 
     def validate(self) -> RestartScenario:
         checks = [
@@ -219,7 +221,7 @@ class _Run:
     def __init__(self, sc: RestartScenario, policy: str) -> None:
         self.sc = sc
         self.policy = policy
-        self.cfg = policy_config(policy, sc.config)
+        self.cfg = dataclasses.replace(policy_config(policy, sc.config), **dict(sc.settings))
         self.res = RestartResult(policy)
         self.rng = np.random.default_rng(sc.seed)
         self.brokers = [_Broker(sc, policy, self.cfg) for _ in range(sc.brokers)]

@@ -158,6 +158,11 @@ def test_policy_configs_follow_the_test_configurers() -> None:
     assert not md.expected_read_count and not md.extend_ttl_on_access
 
 
+def test_explicit_settings_override_the_configurations_own() -> None:
+    run = _Run(tiny(settings=(("max_backlog_between_cursors_for_caching", 5),)), "backlog")
+    assert run.cfg.max_backlog_between_cursors_for_caching == 5 and run.cfg.min_backlog_entries_for_caching == 1
+
+
 def test_restart_moves_the_topics_with_an_empty_cache_and_rewinds_to_mark_delete() -> None:
     run = _Run(tiny(move_ms=200.0), "legacy")
     for p in range(2):
