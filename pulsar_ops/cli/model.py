@@ -211,29 +211,98 @@ def _measured_human(doc: dict[str, Any]) -> None:
         info(line)
 
 
-@app.command("cache")
+_CACHE_HELP = """Simulate the broker entry cache under each strategy on a workload.
+
+Strategies (--policy): legacy (per-topic caches, the default before PIP-430), pip430 (global removal queue,
+expected reads), mark-delete (legacy with cacheEvictionByMarkDeletedPosition=true), backlog (legacy with the
+#12258 managedLedgerMinimumBacklog*/MaxBacklogBetweenCursorsForCaching settings); all; both = legacy + pip430.
+
+--workload F.json: a workload (keys: pulsar_ops/model/cache_workload.py, all optional), or
+--scenario rolling-restart: the PIP-430 rolling-restart experiment (BrokerEntryCacheRollingRestartTest: 2 brokers
+restarted 3 times in 30 s, 10 partitions, 50,000 msg/s, 10 Shared subscriptions, 250 MB cache, 8 KB entries),
+printed next to the published hit rates (PR #24623).
+"""
+
+
+@app.command("cache", help=_CACHE_HELP)
 @guarded
 def cache_cmd(
-    workload: Path = typer.Option(
-        ..., "--workload", help="Workload JSON (keys: see pulsar_ops/model/cache_workload.py; all optional)."
+    workload: Path | None = typer.Option(
+        None, "--workload", help="Workload JSON (keys: see pulsar_ops/model/cache_workload.py; all optional)."
     ),
-    policy: str = typer.Option("both", "--policy", help="legacy | pip430 | both"),
+    scenario: str | None = typer.Option(None, "--scenario", help="rolling-restart: the PIP-430 experiment."),
+    policy: str = typer.Option("both", "--policy", help="legacy | pip430 | mark-delete | backlog | all | both"),
+    min_backlog_cursors: int | None = typer.Option(
+        None, "--min-backlog-cursors", help="managedLedgerMinimumBacklogCursorsForCaching (backlog policy)."
+    ),
+    min_backlog_entries: int | None = typer.Option(
+        None, "--min-backlog-entries", help="managedLedgerMinimumBacklogEntriesForCaching (backlog policy)."
+    ),
+    max_backlog_between: int | None = typer.Option(
+        None, "--max-backlog-between", help="managedLedgerMaxBacklogBetweenCursorsForCaching (backlog policy)."
+    ),
+    backlog_check_ms: float | None = typer.Option(
+        None, "--backlog-check-ms", help="How often the model runs checkCursorsToCacheEntries (backlog policy)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Write the JSON document to stdout."),
     plot: Path | None = typer.Option(None, "--plot", help="Draw hit rate per policy over time (.png/.svg)."),
 ) -> None:
-    """Simulate the broker entry cache (legacy per-topic caches vs PIP-430) on a workload."""
+    import dataclasses
+
     from pulsar_ops.model.cache import POLICIES, compare
     from pulsar_ops.model.cache_workload import workload_from_json
 
-    if policy not in (*POLICIES, "both"):
-        raise ModelError(f"--policy {policy!r} is not one of legacy, pip430, both", hint="e.g. --policy both")
-    w = workload_from_json(_load_json(workload, "workload"))
-    doc = compare(w, POLICIES if policy == "both" else (policy,))
-    for name, r in doc["policies"].items():
-        info(
-            f"{name:7s} hit rate {r['hit_rate']:.1%}  BookKeeper reads {r['bookkeeper_reads_per_s']:.0f}/s  "
-            f"evicted {r['evicted_bytes']}  {r['operations_per_second'] or 0:,.0f} simulated ops/s"
+    names = {"both": ("legacy", "pip430"), "all": POLICIES}
+    if policy not in (*POLICIES, *names):
+        raise ModelError(
+            f"--policy {policy!r} is not one of {', '.join((*POLICIES, *names))}", hint="e.g. --policy all"
         )
+    policies = names.get(policy, (policy,))
+    if (workload is None) == (scenario is None):
+        raise ModelError(
+            "give exactly one of --workload FILE.json and --scenario rolling-restart",
+            hint="e.g. pulsar-ops model cache --scenario rolling-restart --policy all",
+        )
+    overrides: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("min_backlog_cursors_for_caching", min_backlog_cursors),
+            ("min_backlog_entries_for_caching", min_backlog_entries),
+            ("max_backlog_between_cursors_for_caching", max_backlog_between),
+            ("backlog_check_ms", backlog_check_ms),
+        )
+        if v is not None
+    }
+    if any(v < 0 for v in overrides.values()) or overrides.get("backlog_check_ms", 1) <= 0:
+        raise ModelError(
+            "the backlog settings must be >= 0 (--backlog-check-ms > 0)", hint="e.g. --min-backlog-cursors 1"
+        )
+    if scenario is not None:
+        from pulsar_ops.model.cache_restart import RestartScenario, compare_restart
+
+        if scenario != "rolling-restart":
+            raise ModelError(f"--scenario {scenario!r} is unknown", hint="the one scenario is rolling-restart")
+        sc = RestartScenario(settings=tuple(sorted(overrides.items())))
+        doc = compare_restart(sc, policies)
+        info("rolling restart (BrokerEntryCacheRollingRestartTest setup): hit rate, model vs published (PR #24623)")
+        for name, r in doc["policies"].items():
+            pub = r["published_hit_rate"]
+            info(
+                f"  {name:12s} model {r['hit_rate']:7.2%}  published {pub:7.2%}  "
+                f"({100 * (r['hit_rate'] - pub):+.2f} points; {doc['published_names'][name]})  "
+                f"BookKeeper entries {r['bk_read_entries']:,} of {r['consumed']:,} consumed"
+            )
+        info(f"  order: model {' > '.join(doc['model_order'])}; published {' > '.join(doc['published_order'])}")
+    else:
+        assert workload is not None
+        w = workload_from_json(_load_json(workload, "workload"))
+        w = dataclasses.replace(w, config=dataclasses.replace(w.config, **overrides)).validate()
+        doc = compare(w, policies)
+        for name, r in doc["policies"].items():
+            info(
+                f"{name:12s} hit rate {r['hit_rate']:.1%}  BookKeeper reads {r['bookkeeper_reads_per_s']:.0f}/s  "
+                f"evicted {r['evicted_bytes']}  {r['operations_per_second'] or 0:,.0f} simulated ops/s"
+            )
     if plot is not None:
         from pulsar_ops.model.plot import plot_cache
 

@@ -14,7 +14,16 @@ Legacy (before PIP-430):
     removed from the lowest position while their timestamp is at or before now - TTL, stopping at the first
     fresh one (so out-of-order inserts shield stale entries behind them);
   * producer adds are cached while the topic has an active cursor (backlog <= managedLedgerCursorBackloggedThreshold
-    entries); storage reads are cached for active cursors only.
+    entries; OpAddEntry -> ManagedLedgerImpl.hasActiveCursors); storage reads are not cached
+    (ManagedLedgerImpl.asyncReadEntry passes ``cursor.isCacheReadEntry()``, false by default; apache/pulsar#23900).
+Two variants of the legacy design, each a broker setting (apache/pulsar managed-ledger ManagedLedgerImpl,
+ManagedCursorImpl):
+  * ``mark-delete`` (``cacheEvictionByMarkDeletedPosition=true``, #14985): active cursors are ordered by their
+    mark-delete position instead of their read position, so the invalidation keeps entries up to the slowest
+    active cursor's mark-delete position (``ack_lag_ms`` behind its read position here);
+  * ``backlog`` (#12258: ``managedLedgerMinimumBacklogCursorsForCaching``, ``...MinimumBacklogEntriesForCaching``,
+    ``...MaxBacklogBetweenCursorsForCaching``): every ``backlog_check_ms`` ``checkCursorsToCacheEntries`` sets
+    each cursor's ``cacheReadEntry``; storage reads by such a cursor are cached.
 PIP-430:
   * one insertion-ordered queue for the broker; inserts are never refused;
   * time pass: head entries older than now - TTL are REQUEUEd (timestamp := now, accessed := false,
@@ -45,7 +54,8 @@ import numpy as np
 
 from pulsar_ops.model.cache_workload import CacheWorkload
 
-POLICIES = ("legacy", "pip430")
+POLICIES = ("legacy", "pip430", "mark-delete", "backlog")
+LEGACY_FAMILY = ("legacy", "mark-delete", "backlog")
 TAILING, CATCHUP, KEY_SHARED = 0, 1, 2
 CAUSES = ("ttl", "size", "invalidation", "unload")
 
@@ -122,7 +132,10 @@ class _Sim:
     def __init__(self, w: CacheWorkload, policy: str) -> None:
         self.w = w
         self.cfg = w.config
-        self.legacy = policy == "legacy"
+        self.policy = policy
+        self.legacy = policy in LEGACY_FAMILY
+        self.by_mark_delete = policy == "mark-delete"
+        self.backlog_caching = policy == "backlog" and w.config.min_backlog_cursors_for_caching >= 1
         self.res = CacheResult(policy, w.block_entries, w.entry_size, w.duration_s)
         self.rng = np.random.default_rng(w.seed)
         n_topics = w.topics
@@ -150,6 +163,8 @@ class _Sim:
         self.lag_blk = self.rate_blk * w.tail_lag_ms / 1000.0
         self.ack_lag_blk = self.rate_blk * w.ack_lag_ms / 1000.0
         self.load_ms = np.zeros(n_topics)
+        # ManagedCursorImpl.cacheReadEntry (false until checkCursorsToCacheEntries sets it; #12258)
+        self.cache_read = np.zeros(len(self.cur_topic), dtype=np.bool_)
         self.replays: list[tuple[float, int, int, int]] = []
         # legacy structures
         self.heaps: list[list[int]] = [[] for _ in range(n_topics)]
@@ -242,7 +257,9 @@ class _Sim:
             return
         self.res.misses += be
         if self.legacy:
-            if active:
+            # ManagedLedgerImpl.asyncReadEntry passes opReadEntry.cursor.isCacheReadEntry() as shouldCacheEntry:
+            # false unless the #12258 check enabled it for this cursor (reads are otherwise never cached, #23900)
+            if self.backlog_caching and self.cache_read[c]:
                 self._insert(k, b, now, 0)
         else:
             before = 1
@@ -297,9 +314,10 @@ class _Sim:
             self._legacy_size_eviction(self.pending_free)
             self.pending_free = -1
         self.res.topic_visits += n_topics
-        # invalidate behind the slowest active cursor
+        # invalidate behind the slowest active cursor: its read position, or with cacheEvictionByMarkDeletedPosition
+        # (#14985) its mark-delete position (ManagedLedgerImpl.invalidateEntriesUpToSlowestReaderPosition)
         slow = np.full(n_topics, np.inf)
-        np.minimum.at(slow, self.cur_topic[active], np.floor(self.pos[active]))
+        np.minimum.at(slow, self.cur_topic[active], np.floor(self._eviction_positions()[active]))
         # topics without an active cursor keep everything (nothing to invalidate up to)
         head_blk = np.asarray(self.head_blk)
         for k in np.flatnonzero((head_blk < slow) & np.isfinite(slow)).tolist():
@@ -316,6 +334,36 @@ class _Sim:
                 self.res.examined += 1
                 self._legacy_pop(k, "ttl")
             self.res.examined += 1 if heap else 0
+
+    def _eviction_positions(self) -> np.ndarray[Any, Any]:
+        """Per cursor, the position the legacy family invalidates up to (exclusive)."""
+        if self.by_mark_delete:
+            return np.asarray(np.maximum(0.0, self.pos - self.ack_lag_blk[self.cur_topic]))
+        return self.pos
+
+    def check_cursors_to_cache_entries(self) -> None:
+        """ManagedLedgerImpl.checkCursorsToCacheEntries (#12258), per topic over its durable cursors.
+
+        A cursor's backlog is its entries not yet consumed (ManagedCursorImpl.getNumberOfEntries: read position to
+        the end). A cursor with backlog >= minimumBacklogEntriesForCaching counts the other cursors whose backlog
+        differs from its own by at most maxBacklogBetweenCursorsForCaching; reads are cached for it
+        (setCacheReadEntry) when that count reaches minimumBacklogCursorsForCaching. Below the entries minimum the
+        count stays 0. With minimumBacklogCursorsForCaching < 1 the check returns at once (feature off).
+        """
+        cfg = self.cfg
+        if cfg.min_backlog_cursors_for_caching < 1:
+            return
+        backlog = (self.published[self.cur_topic] - self.pos) * self.w.block_entries
+        for cursors in self.topic_cursors:
+            for c in cursors:
+                n = 0
+                if backlog[c] >= cfg.min_backlog_entries_for_caching:
+                    n = sum(
+                        1
+                        for o in cursors
+                        if o != c and abs(backlog[c] - backlog[o]) <= cfg.max_backlog_between_cursors_for_caching
+                    )
+                self.cache_read[c] = n >= cfg.min_backlog_cursors_for_caching
 
     def _legacy_size_eviction(self, size_to_free: int) -> None:
         sizes = np.asarray(self.topic_bytes, dtype=np.int64)
@@ -391,6 +439,7 @@ class _Sim:
         n_ticks = math.ceil(w.duration_s * 1000.0 / w.tick_ms)
         restart_ticks = {int(s * 1000.0 / w.tick_ms) for s in w.restarts_at_s}
         ticks_per_s = max(1, round(1000.0 / w.tick_ms))
+        check_every = max(1, round(self.cfg.backlog_check_ms / w.tick_ms))
         last_h = last_m = 0
         for tick in range(n_ticks):
             now = tick * w.tick_ms
@@ -402,6 +451,8 @@ class _Sim:
                     self._unload(int(self.rng.integers(w.topics)), now)
             self.published += self.rate_blk * dt_s
             active = self._active_mask()
+            if self.backlog_caching and tick % check_every == 0:
+                self.check_cursors_to_cache_entries()
             active_count = np.bincount(self.cur_topic[active], minlength=w.topics)
             self._producer_inserts(now, active_count)
             self._reads(now, dt_s, active)

@@ -10,7 +10,9 @@ Contract (every key optional; defaults in brackets)::
      "reloads_per_s": 0.0, "ack_lag_ms": 2000, "restarts_at_s": [], "cache_mb": 64,
      "config": {"ttl_ms": 1000, "watermark": 0.9, "trigger": 0.98, "max_requeue": 5,
                 "extend_ttl_on_access": true, "continue_caching_ms": 2000, "backlogged_threshold_entries": 1000,
-                "expected_read_count": true}}
+                "expected_read_count": true, "min_backlog_cursors_for_caching": 1,
+                "min_backlog_entries_for_caching": 1000, "max_backlog_between_cursors_for_caching": 1000,
+                "backlog_check_ms": 1000}}
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ class CacheConfig:
     continue_caching_ms: float = 2000.0  # ...ContinueCachingAddedEntriesAfterLastActiveCursorLeavesMillis
     backlogged_threshold_entries: int = 1000  # managedLedgerCursorBackloggedThreshold (legacy "active" cursor)
     expected_read_count: bool = True  # cacheEvictionByExpectedReadCount
+    # #12258 backlog caching (policy "backlog"): managedLedgerMinimumBacklogCursorsForCaching (upstream default 0 =
+    # off; the policy needs >= 1), ...MinimumBacklogEntriesForCaching, ...MaxBacklogBetweenCursorsForCaching
+    min_backlog_cursors_for_caching: int = 1
+    min_backlog_entries_for_caching: int = 1000
+    max_backlog_between_cursors_for_caching: int = 1000
+    backlog_check_ms: float = 1000.0  # period of checkCursorsToCacheEntries in the model (an assumption, see README)
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,12 @@ class CacheWorkload:
             (self.cache_mb >= 0, "cache_mb must be >= 0"),
             (0 < self.config.watermark < self.config.trigger <= 1, "need 0 < watermark < trigger <= 1"),
             (self.config.ttl_ms > 0 and self.config.max_requeue >= 0, "ttl_ms > 0 and max_requeue >= 0"),
+            (self.config.backlog_check_ms > 0, "backlog_check_ms must be > 0"),
+            (
+                min(self.config.min_backlog_entries_for_caching, self.config.max_backlog_between_cursors_for_caching)
+                >= 0,
+                "backlog caching settings must be >= 0",
+            ),
         ]
         for ok, msg in checks:
             if not ok:

@@ -11,7 +11,8 @@ class LedgerFacts:
 
     ``closed_ms`` (the managed ledger's close ``timestamp_ms``) and ``entries`` (``last_entry_id + 1``) are
     optional refinements for the layout estimator: without ``closed_ms`` a CLOSED ledger is assumed to have been
-    written for ``ledger_span_ms`` after its ctime; without ``entries`` the per-entry on-disk overhead is left out.
+    written for ``ledger_span_ms`` after its ctime; without ``entries`` the per-entry on-disk overhead is left out,
+    and so is the placement per ensemble (``segments``).
     """
 
     ledger_id: int
@@ -23,6 +24,10 @@ class LedgerFacts:
     state: str
     closed_ms: int | None = None
     entries: int | None = None
+    # The ensembles (LedgerMetadata segments): (first entry id, bookies) in entry order. With more than one and
+    # ``entries`` known, the layout estimator places each segment's entries on that segment's ensemble
+    # (BookKeeper writes entry e to the ensemble of the last segment starting at or before e).
+    segments: tuple[tuple[int, tuple[str, ...]], ...] | None = None
 
     @property
     def is_open(self) -> bool:

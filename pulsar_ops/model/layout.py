@@ -8,7 +8,8 @@ This keeps the estimator O(ledgers + logs) even when every log interleaves thous
 Estimator (reference/bookie-storage.md §2.1, §4): with ``entryLogPerLedgerEnabled=false`` all ledgers a bookie
 stores are interleaved in one active log, rolled at ``logSizeLimit``. Each ledger's per-bookie bytes
 (``length x copies / len(bookies)``, ``copies = min(write_quorum, len(bookies))``, plus 40 B per entry for the
-length prefix, the 32-byte entry header and a CRC32C digest when ``entries`` is known) are written at a constant
+length prefix, the 32-byte entry header and a CRC32C digest when ``entries`` is known; per ensemble when the
+ledger had several, see ``placements``) are written at a constant
 rate from ``ctime_ms`` to its close time (``closed_ms``; else ``ctime + ledger_span_ms``; ``now`` while open).
 The bookie's cumulative write curve W(t) is piecewise linear; log k holds the bytes written while W crosses
 [k·L, (k+1)·L), and each deletion group's share of log k is that group's own cumulative curve over the same
@@ -167,6 +168,36 @@ def per_bookie_bytes(f: LedgerFacts) -> float:
     return body * copies / nb
 
 
+def placements(f: LedgerFacts, start: float, end: float) -> list[tuple[str, float, float, float]]:
+    """(bookie, write start, write end, bytes) of one ledger over ``[start, end]``.
+
+    One ensemble (or unknown segments / entries): every bookie named holds ``per_bookie_bytes`` over the whole
+    span. Several ensembles (LedgerMetadata segments, entry counts known): BookKeeper writes entry e to the
+    ensemble of the last segment starting at or before e (a replaced bookie keeps only the entries before the
+    change, its replacement only those after), write_quorum copies striped round-robin over that ensemble, so each
+    segment's bookies hold ``entries_in_segment x (length / entries + 40) x write_quorum / ensemble`` written
+    during the segment's share of the span (constant rate).
+    """
+    segs = f.segments
+    entries = f.entries
+    if not segs or len(segs) < 2 or not entries or entries <= 0:
+        per = per_bookie_bytes(f)
+        return [(bk, start, end, per) for bk in f.bookies] if per > 0 else []
+    per_entry = max(f.length, 0) / entries + ENTRY_OVERHEAD_BYTES
+    out: list[tuple[str, float, float, float]] = []
+    for i, (first, members) in enumerate(segs):
+        lo = min(max(first, 0), entries)
+        hi = min(segs[i + 1][0], entries) if i + 1 < len(segs) else entries
+        if hi <= lo or not members:
+            continue
+        copies = min(max(f.write_quorum, 1), len(members))
+        s = start + (end - start) * lo / entries
+        e = start + (end - start) * hi / entries
+        per = (hi - lo) * per_entry * copies / len(members)
+        out.extend((bk, s, max(e, s + 1.0), per) for bk in members)
+    return out
+
+
 def _span(f: LedgerFacts, now_ms: int, span_ms: int) -> tuple[float, float]:
     start = float(f.ctime_ms)
     if f.is_open:
@@ -200,16 +231,15 @@ def estimate_layout(
     rows_g: list[int] = []
     rows_open: list[bool] = []
     for f in ledgers:
-        per = per_bookie_bytes(f)
-        if per <= 0:
-            continue
         s, e = _span(f, now_ms, ledger_span_ms)
         g = group_of.get(f.ledger_id, -1)
-        for bk in f.bookies:
+        for bk, ps, pe, per in placements(f, s, e):
+            if per <= 0:
+                continue
             bi = bookie_index.setdefault(bk, len(bookie_index))
             rows_b.append(bi)
-            rows_s.append(s)
-            rows_e.append(e)
+            rows_s.append(ps)
+            rows_e.append(pe)
             rows_bytes.append(per)
             rows_g.append(g)
             rows_open.append(f.is_open)

@@ -25,10 +25,18 @@ def _check(path: Path) -> None:
 
 
 def plot_gc(doc: dict[str, Any], path: Path) -> None:
-    """Disk usage (entry logs) per bookie over time, and cumulative bytes reclaimed by kind."""
+    """Disk usage (entry logs) per bookie over time, and cumulative bytes reclaimed by kind; with measured layouts
+    (``estimate_vs_measured``) also the metadata-only estimate's error per bookie."""
     _check(path)
     plt = _pyplot()
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    acc = doc.get("estimate_vs_measured") or {}
+    if acc:
+        fig = plt.figure(figsize=(9, 10))
+        ax1 = fig.add_subplot(3, 1, 1)
+        ax2 = fig.add_subplot(3, 1, 2, sharex=ax1)
+        plot_estimate_error(fig.add_subplot(3, 1, 3), acc)
+    else:
+        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
     start = doc.get("start_ms", 0)
     horizon_h = (doc.get("horizon_ms", start) - start) / 3_600_000
     for bid, b in doc["bookies"].items():
@@ -64,10 +72,64 @@ def plot_gc(doc: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_cache(doc: dict[str, Any], path: Path) -> None:
+def plot_estimate_error(ax: Any, accuracy: dict[str, Any]) -> None:
+    """Per bookie: the estimate's relative error on predicted reclaim, garbage and total bytes (bars, %)."""
+    names = sorted(accuracy)
+    pos = list(range(len(names)))
+    for i, (key, label) in enumerate(
+        (("predicted_reclaim", "predicted reclaim"), ("garbage_bytes", "garbage"), ("total_bytes", "total bytes"))
+    ):
+        vals = [(accuracy[n][key]["error"] or 0.0) * 100 for n in names]
+        ax.bar([x + (i - 1) * 0.27 for x in pos], vals, width=0.27, label=label)
+    ax.axhline(5, linestyle=":", linewidth=0.8, color="grey")
+    ax.axhline(-5, linestyle=":", linewidth=0.8, color="grey")
+    ax.axhline(0, linewidth=0.6, color="black")
+    ax.set_xticks(pos, names, rotation=20, fontsize="small")
+    ax.set_ylabel("estimate error (%)")
+    ax.set_title("Metadata-only layout estimate vs measured layout, per bookie")
+    ax.legend(fontsize="small")
+
+
+def plot_layout_error(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    """``tests/perf/measure_layout_estimate.py --plot``: per-bookie error of the estimate (one figure)."""
     _check(path)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 4.5))
+    acc = {
+        r["bookie"]: {
+            "predicted_reclaim": {"error": r["reclaim_err"]},
+            "garbage_bytes": {
+                "error": (r["garbage_est"] - r["garbage_meas"]) / r["garbage_meas"] if r["garbage_meas"] else 0.0
+            },
+            "total_bytes": {"error": r["bytes_err"]},
+        }
+        for r in rows
+    }
+    plot_estimate_error(ax, acc)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_cache(doc: dict[str, Any], path: Path) -> None:
+    """Hit rate per second per strategy; with a scenario's published figures, also model against published."""
+    _check(path)
+    plt = _pyplot()
+    published = doc.get("published")
+    if published:
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [2, 1]})
+        names = list(doc["policies"])
+        pos = list(range(len(names)))
+        ax2.bar([x - 0.2 for x in pos], [doc["hit_rate"][n] * 100 for n in names], width=0.4, label="model")
+        ax2.bar([x + 0.2 for x in pos], [published[n] * 100 for n in names], width=0.4, label="published")
+        ax2.set_xticks(pos, names, rotation=20)
+        ax2.set_ylim(0, 100)
+        ax2.set_ylabel("hit rate (%)")
+        ax2.set_title("Rolling restart: model vs PR #24623")
+        ax2.legend(fontsize="small")
+    else:
+        fig, ax = plt.subplots(figsize=(9, 4.5))
     for policy, r in doc["policies"].items():
         xs = [p["t_s"] for p in r["per_second"]]
         ax.plot(xs, [p["hit_rate"] * 100 for p in r["per_second"]], label=f"{policy} ({r['hit_rate']:.1%})")

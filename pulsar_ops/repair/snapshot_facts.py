@@ -6,6 +6,7 @@ impact model needs whole.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -123,8 +124,21 @@ _BK_COLUMNS = (
     "state",
     "last_entry_id",
     "znode_ctime_ms",
+    "ensembles_json",
     *(c for c, _ in _IDENTITY_COLUMNS),
 )
+
+
+def _segments(raw: Any) -> tuple[tuple[int, tuple[str, ...]], ...] | None:
+    """``ensembles_json`` ({firstEntryId: [bookie, ...]}) -> segments in entry order; None when unreadable."""
+    if not raw:
+        return None
+    try:
+        doc = json.loads(raw)
+        segs = sorted((int(k), tuple(str(b) for b in v)) for k, v in doc.items())
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return tuple(segs) or None
 
 
 def _close_times(snap: Snapshot) -> dict[int, int]:
@@ -181,6 +195,7 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFact
                 state=str(cols["state"][i]),
                 closed_ms=closed.get(lid),
                 entries=last_entry + 1 if last_entry >= 0 else None,
+                segments=_segments(cols["ensembles_json"][i]),
             )
         )
     return facts, rows

@@ -7,7 +7,10 @@ measured layout (``model.scan_layout``). Prints, per bookie, the estimate next t
 
 How the directories are written (the ground truth), deliberately *not* the estimator's own assumptions:
 * each ledger's entries are striped over its ensemble as BookKeeper's RoundRobinDistributionSchedule does (entry
-  e goes to the write_quorum bookies from position e mod ensemble_size), not spread evenly;
+  e goes to the write_quorum bookies from position e mod ensemble_size), not spread evenly; a ledger with several
+  ensembles (an ensemble change) writes each segment's entries to that segment's ensemble (the estimator does
+  the same since 2026-11-28: it used to spread them over every bookie named, and this generator to put them all
+  on the first ensemble: ``--first-ensemble-only``);
 * entries arrive with a diurnal rate (1 + 0.8 sin(2 pi t / 1 day), a random phase per topic) between the ledger's
   creation and its close, not at a constant rate; a CLOSED ledger without a close time in the snapshot was
   written for a random 10 min to 8 h (the estimator assumes 4 h); an OPEN ledger is written until now;
@@ -63,7 +66,16 @@ def _times(rng: np.random.Generator, n: int, start: float, end: float) -> np.nda
 
 
 def generate(
-    facts: Sequence[LedgerFacts], root: Path, *, now_ms: int, scale: int, limit: int, seed: int
+    facts: Sequence[LedgerFacts],
+    root: Path,
+    *,
+    now_ms: int,
+    scale: int,
+    limit: int,
+    seed: int,
+    unknown_span_ms: float | None = None,
+    uniform_arrivals: bool = False,
+    legacy_placement: bool = False,
 ) -> dict[str, int]:
     """Write every bookie's ledger directory; returns bookie -> true bytes (unscaled) written to it."""
     rng = np.random.default_rng(seed)
@@ -74,23 +86,39 @@ def generate(
         if entries <= 0 or not f.bookies:
             continue
         ens = list(f.bookies)[: max(f.ensemble_size, 1)]
-        wq = min(max(f.write_quorum, 1), len(ens))
         payload = f.length / entries
         if f.is_open:
             end = float(now_ms)
         elif f.closed_ms:
             end = float(f.closed_ms)
+        elif unknown_span_ms is not None:  # diagnosis: the estimator's own assumption
+            end = f.ctime_ms + unknown_span_ms
         else:
             end = f.ctime_ms + rng.uniform(10 * 60_000, 8 * 3_600_000)
         end = max(min(end, float(now_ms)), f.ctime_ms + 1.0)
-        # entries per bookie under round-robin striping: bookie at position p gets entries e with
-        # (p - e) mod E < wq
-        E = len(ens)
-        for p, bk in enumerate(ens):
-            count = sum(1 for r in range(E) if (p - r) % E < wq) * (entries // E)
-            count += sum(1 for r in range(entries % E) if (p - r) % E < wq)
-            if count == 0:
+        # entries per bookie under round-robin striping: bookie at position p of a segment's ensemble gets the
+        # segment's entries e with (p - e) mod E < wq; a ledger with several ensembles (segments) writes entry e
+        # to the last segment starting at or before e
+        segs = [(0, tuple(ens))]
+        if f.segments and len(f.segments) > 1 and not legacy_placement:
+            segs = [(max(0, first), tuple(m)) for first, m in f.segments]
+        pieces: list[tuple[str, int, float, float]] = []  # bookie, entries, start, end
+        for si, (first, members) in enumerate(segs):
+            lo = min(first, entries)
+            hi = min(segs[si + 1][0], entries) if si + 1 < len(segs) else entries
+            n = hi - lo
+            E = len(members)
+            if n <= 0 or E == 0:
                 continue
+            wq_s = min(max(f.write_quorum, 1), E)
+            s0 = f.ctime_ms + (end - f.ctime_ms) * lo / entries
+            s1 = max(f.ctime_ms + (end - f.ctime_ms) * hi / entries, s0 + 1.0)
+            for p, bk in enumerate(members):
+                count = sum(1 for r in range(E) if (p - r - lo) % E < wq_s) * (n // E)
+                count += sum(1 for r in range(n % E) if (p - r - lo) % E < wq_s)
+                if count:
+                    pieces.append((bk, count, s0, s1))
+        for bk, count, s0, s1 in pieces:
             real = count * (payload + ENTRY_OVERHEAD_BYTES)
             true_bytes[bk] = true_bytes.get(bk, 0) + round(real)
             scaled = real / scale
@@ -99,7 +127,8 @@ def generate(
             if size < 20:
                 n_rec = max(1, int(scaled // 20))
                 size = max(scaled / n_rec, 20.0)
-            ts = _times(rng, n_rec, float(f.ctime_ms), end)
+            # diagnosis (--uniform-arrivals): a constant rate, as the estimator assumes
+            ts = np.sort(rng.uniform(s0, s1, n_rec)) if uniform_arrivals else _times(rng, n_rec, s0, s1)
             recs = per_bookie.setdefault(bk, [])
             acc = 0.0
             written = 0
@@ -171,6 +200,19 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the generated bookie directories and scans")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--seed-topics", type=int, default=0, help="seed and scrape this many topics into --demo first")
+    ap.add_argument(
+        "--unknown-span-min",
+        type=float,
+        default=None,
+        help="diagnosis: write CLOSED ledgers without a close time for exactly this long (the estimator's 240)",
+    )
+    ap.add_argument("--uniform-arrivals", action="store_true", help="diagnosis: constant rate instead of diurnal")
+    ap.add_argument(
+        "--first-ensemble-only",
+        action="store_true",
+        help="the generator before 2026-11-28: every entry on the first ensemble, whatever the segments say",
+    )
+    ap.add_argument("--plot", type=Path, default=None, help="draw the per-bookie errors (.png/.svg)")
     args = ap.parse_args()
     if args.seed_topics:
         t = time.monotonic()
@@ -190,7 +232,15 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     t0 = time.monotonic()
     true_bytes = generate(
-        facts, work / "bookies", now_ms=now_ms, scale=args.scale, limit=args.log_size_limit, seed=args.seed
+        facts,
+        work / "bookies",
+        now_ms=now_ms,
+        scale=args.scale,
+        limit=args.log_size_limit,
+        seed=args.seed,
+        unknown_span_ms=None if args.unknown_span_min is None else args.unknown_span_min * 60_000,
+        uniform_arrivals=args.uniform_arrivals,
+        legacy_placement=args.first_ensemble_only,
     )
     t1 = time.monotonic()
     scan_dirs = []
@@ -255,6 +305,10 @@ def main() -> None:
         "reclaim_meas_total": sum(r["reclaim_meas"] for r in rows),
     }
     print(json.dumps(summary))
+    if args.plot is not None:
+        from pulsar_ops.model.plot import plot_layout_error
+
+        plot_layout_error(rows, args.plot, f"Layout estimate vs generated bookie directories ({len(facts):,} ledgers)")
     if args.json is not None:
         args.json.write_text(json.dumps({"rows": rows, "summary": summary, "args": vars(args)}, default=str, indent=1))
     if not args.keep:

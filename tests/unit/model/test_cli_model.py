@@ -288,3 +288,31 @@ def test_gc_with_a_bookie_scan_uses_the_measured_layout_and_says_so(tmp_path: Pa
     assert "bk-1:3181: measured, 2 logs in 1 dir(s)" in r.stderr and "estimate vs measured" in r.stderr
     r = invoke("model", "gc", "--layout", str(tmp_path / "x.json"), "--bookie-scan", str(out))
     assert r.exit_code == 3 and "--bookie-scan needs --snapshot" in r.stderr
+
+
+def test_cache_needs_one_of_workload_and_scenario(tmp_path: Path) -> None:
+    wl = str(write(tmp_path, "w.json", WORKLOAD))
+    bad = invoke("model", "cache", "--policy", "all")
+    assert bad.exit_code == 3 and "exactly one of --workload" in bad.stderr
+    bad = invoke("model", "cache", "--workload", wl, "--scenario", "rolling-restart")
+    assert bad.exit_code == 3 and "exactly one of --workload" in bad.stderr
+    bad = invoke("model", "cache", "--scenario", "black-friday")
+    assert bad.exit_code == 3 and "unknown" in bad.stderr
+    bad = invoke("model", "cache", "--workload", wl, "--min-backlog-cursors", "-1")
+    assert bad.exit_code == 3
+    r = invoke("model", "cache", "--workload", wl, "--policy", "all", "--min-backlog-entries", "1", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert set(doc["hit_rate"]) == {"legacy", "pip430", "mark-delete", "backlog"}
+    assert doc["workload"]["config"]["min_backlog_entries_for_caching"] == 1
+
+
+@pytest.mark.slow
+def test_cache_rolling_restart_scenario_prints_model_next_to_published(tmp_path: Path) -> None:
+    png = tmp_path / "rr.png"
+    r = invoke("model", "cache", "--scenario", "rolling-restart", "--policy", "pip430", "--json", "--plot", str(png))
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["published"] == {"pip430": 0.984} and "98.40%" in r.stderr
+    assert doc["policies"]["pip430"]["restarts"] == 3 and doc["policies"]["pip430"]["topic_moves"] == 25
+    assert png.read_bytes()[:4] == b"\x89PNG"
