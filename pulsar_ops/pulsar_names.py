@@ -17,6 +17,7 @@ Pure: stdlib and ``pulsar_ops.formats`` only.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Literal
 
@@ -137,12 +138,26 @@ R_SLA_MONITOR = "SLA-monitor namespace sla-monitor/<cluster>/<broker> (Namespace
 R_EVENTS = "Pulsar events system topic (SystemTopicNames.EVENTS_TOPIC_NAMES: topic policies, transaction buffer)"
 R_PENDING_ACK = "transaction pending-ack store (SystemTopicNames.PENDING_ACK_STORE_SUFFIX)"
 R_FUNCTIONS = "functions worker topic of public/functions (WorkerConfig defaults)"
+R_SYSTEM_TENANT = "Pulsar system tenant pulsar (NamespaceName.SYSTEM_NAMESPACE, initialize-cluster-metadata)"
+R_SLA_TENANT = "SLA-monitor tenant (NamespaceService.SLA_NAMESPACE_PROPERTY)"
+R_ELM_PATH = "extensible load manager state (ExtensibleLoadManagerImpl, ServiceUnitStateMetadataStoreTableViewImpl)"
 R_RESERVED = "local name starts with __, the prefix of the topics Pulsar names for itself (SystemTopicNames)"
 
 _NAMESPACE_RULES: tuple[tuple[str, str], ...] = (  # (anchored regex, reason), first match
     (_HEARTBEAT_V1, R_HEARTBEAT_V1),
     (_HEARTBEAT_V2, R_HEARTBEAT_V2),
     (_SLA_MONITOR, R_SLA_MONITOR),
+)
+# the roots under which a path names a tenant / namespace / topic (pulsar_ops.scrape.classify, the walk's roots)
+_NAMED_ROOTS: tuple[str, ...] = (
+    "/managed-ledgers",
+    "/admin/policies",
+    "/admin/local-policies",
+    "/admin/partitioned-topics",
+    "/admin/topic-policies",
+    "/schemas",
+    "/namespace",
+    "/loadbalance/bundle-data",
 )
 _NAMESPACE_RES = tuple((re.compile(p), r) for p, r in _NAMESPACE_RULES)
 _PARTITION_TAIL = re.compile(r"-partition-[0-9]+$")
@@ -161,6 +176,69 @@ def system_namespace_reason(namespace: str) -> str | None:
         if rx.match(namespace):  # anchored ^...$, like Matcher.matches() for names without line breaks
             return reason
     return None
+
+
+def is_heartbeat_namespace(namespace: str) -> bool:
+    """A broker heartbeat or SLA-monitor namespace (NamespaceService patterns): brokers own it without namespace
+    policies, so its metadata never has the owner a user namespace has."""
+    return any(rx.match(namespace) for rx, _ in _NAMESPACE_RES)
+
+
+def system_tenant_reason(tenant: str) -> str | None:
+    """Why a whole tenant is Pulsar's own: ``pulsar`` (NamespaceName.SYSTEM_NAMESPACE's tenant, created by
+    initialize-cluster-metadata, and the tenant of the heartbeat namespaces) and ``sla-monitor``
+    (NamespaceService.SLA_NAMESPACE_PROPERTY)."""
+    if tenant == SYSTEM_TENANT:
+        return R_SYSTEM_TENANT
+    if tenant == SLA_MONITOR_TENANT:
+        return R_SLA_TENANT
+    return None
+
+
+def system_path_reason(path: str) -> str | None:
+    """Why a metadata-store path names Pulsar's own tenant, namespace or topic (or something below one), else
+    None: a managed-ledger tenant/namespace/topic/cursor, a partitioned-topic node, a schema, bundle data, local
+    policies, topic policies or ownership of a system name; the extensible load manager's znodes. Topic names in
+    paths are decoded (``Codec.encode``); an undecodable one is judged by its namespace only."""
+    if path == ELM_LEADER_PATH or path.startswith((ELM_LEADER_PATH + "/", SERVICE_UNIT_STATE_ROOT + "/")):
+        return R_ELM_PATH
+    if path == SERVICE_UNIT_STATE_ROOT:
+        return R_ELM_PATH
+    for root in _NAMED_ROOTS:
+        if path.startswith(root + "/"):
+            return _segments_reason([p for p in path[len(root) + 1 :].split("/")])
+    return None
+
+
+def _segments_reason(seg: list[str]) -> str | None:
+    if not seg or not seg[0]:
+        return None
+    if len(seg) == 1:
+        return system_tenant_reason(seg[0])
+    if seg[0] in ("global", "local") and len(seg) >= 3:  # /admin/topic-policies/<scope>/...
+        seg = seg[1:]
+    domains = ("persistent", "non-persistent")
+    for n in (2, 3):  # V2 tenant/ns, V1 property/cluster/ns
+        if len(seg) < n:
+            continue
+        ns = "/".join(seg[:n])
+        reason = system_namespace_reason(ns)
+        if reason is not None:
+            return reason
+        rest = seg[n:]
+        if len(rest) >= 2 and rest[0] in domains:
+            local = _decode_or_none(rest[1])
+            reason = system_topic_reason(ns, local) if local is not None else None
+            if reason is not None:
+                return reason
+    return None
+
+
+def _decode_or_none(encoded: str) -> str | None:
+    try:
+        return decode(encoded)
+    except DecodeError:
+        return None
 
 
 def _strip_partition(local_name: str) -> str:
@@ -268,6 +346,59 @@ def is_elm_class(class_name: str | None) -> bool:
     return class_name is not None and class_name in ELM_CLASS_NAMES
 
 
+LoadManagerKind = Literal["modular", "extensible", "mixed", "none", "unknown"]
+
+
+def registration_class(data: bytes | None) -> str | None:
+    """The ``loadManagerClassName`` a broker registration names (BrokerLookupData of the extensible load manager),
+    ``""`` for a registration without one (LocalBrokerData of the modular load manager), None when the data is
+    not a JSON object (unknown)."""
+    if data is None:
+        return None
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    cls = doc.get("loadManagerClassName")
+    return cls if isinstance(cls, str) else ""
+
+
+def load_manager_kind(registrations: dict[str, str | None], extension_leader: bool) -> LoadManagerKind:
+    """Which load manager keeps bundle ownership, from the registrations' classes (:func:`registration_class`
+    of each ``/loadbalance/brokers/<id>``) and whether ``/loadbalance/extension/leader`` exists.
+
+    ``modular``: every registration is a LocalBrokerData (ownership in ``/namespace`` znodes); ``extensible``:
+    every one names the extensible load manager; ``mixed``: both (a migration, or a leftover ELM leader);
+    ``none``: no registration and no ELM leader (no broker is up: nothing is loaded); ``unknown``: a registration
+    that does not decode, or names another class."""
+    classes = set(registrations.values())
+    if None in classes:
+        return "unknown"
+    elm = {c for c in classes if c is not None and is_elm_class(c)}
+    modular = {c for c in classes if c == ""}
+    other = classes - elm - modular
+    if other:
+        return "unknown"
+    if elm and modular:
+        return "mixed"
+    if elm:
+        return "extensible"
+    if modular:
+        return "mixed" if extension_leader else "modular"
+    return "extensible" if extension_leader else "none"
+
+
+def ownership_in_zk(load_manager: dict[str, object] | None) -> bool:
+    """Whether a snapshot's ``/namespace`` ownership znodes are the whole truth about bundle ownership, from its
+    manifest's ``load_manager`` (absent: a snapshot from before it was recorded, read as the modular load
+    manager as those versions did). Only ``modular`` and ``none`` say yes."""
+    if not load_manager:
+        return True
+    return load_manager.get("kind") in ("modular", "none")
+
+
 # --- SQL renderers ----------------------------------------------------------------------------------------------
 
 
@@ -285,6 +416,19 @@ def system_namespace_reason_sql(ns: str) -> str:
     whens = [f"WHEN {ns} = {_q(SYSTEM_NAMESPACE)} THEN {_q(R_SYSTEM_NAMESPACE)}"]
     whens += [f"WHEN regexp_extract({ns}, {_q(p)}, 0) <> '' THEN {_q(r)}" for p, r in _NAMESPACE_RULES]
     return "(CASE " + " ".join(whens) + " END)"
+
+
+def heartbeat_namespace_sql(ns: str) -> str:
+    """:func:`is_heartbeat_namespace` as a SQL boolean."""
+    return "(" + " OR ".join(f"regexp_extract({ns}, {_q(p)}, 0) <> ''" for p, _ in _NAMESPACE_RULES) + ")"
+
+
+def system_tenant_reason_sql(tenant: str) -> str:
+    """:func:`system_tenant_reason` as a SQL CASE."""
+    return (
+        f"(CASE WHEN {tenant} = {_q(SYSTEM_TENANT)} THEN {_q(R_SYSTEM_TENANT)}"
+        f" WHEN {tenant} = {_q(SLA_MONITOR_TENANT)} THEN {_q(R_SLA_TENANT)} END)"
+    )
 
 
 def system_topic_reason_sql(ns: str, local: str) -> str:

@@ -48,11 +48,13 @@ _RULE = re.compile(r"\$\{(trim_candidate|retention_expired|at_first_trim)((?::[A
 _NAMES_MACROS = {
     "system_topic_reason": 2,
     "system_namespace_reason": 1,
+    "system_tenant_reason": 1,
+    "heartbeat_namespace": 1,
     "system_cursor_reason": 1,
     "transaction_store_kind": 2,
 }
 _NAMES = re.compile(
-    r"\$\{(system_topic_reason|system_namespace_reason|system_cursor_reason|transaction_store_kind)"
+    r"\$\{(system_topic_reason|system_namespace_reason|system_tenant_reason|heartbeat_namespace|system_cursor_reason|transaction_store_kind)"
     r"((?::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)+)\}"
 )
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -74,9 +76,10 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     the first-trim rule of :mod:`pulsar_ops.repair.rules` (expired-retention-unloaded), the one definition the
     planner and apply call directly.
 
-    ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_cursor_reason:NAME}``,
-    ``${transaction_store_kind:NS:LOCAL}`` (each argument ``COLUMN`` or ``ALIAS.COLUMN``) -> the CASE of the same
-    name in :mod:`pulsar_ops.pulsar_names`, the one registry of what Pulsar creates for itself."""
+    ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_tenant_reason:T}``,
+    ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``
+    (each argument ``COLUMN`` or ``ALIAS.COLUMN``) -> the SQL of the same name in :mod:`pulsar_ops.pulsar_names`,
+    the one registry of what Pulsar creates for itself."""
     from pulsar_ops.formats.ascii_case import ascii_lower_sql
     from pulsar_ops.formats.ledger_kind import ledger_kind_sql
 
@@ -114,6 +117,10 @@ def _names_sql(m: re.Match[str]) -> str:
         return pulsar_names.system_topic_reason_sql(args[0], args[1])
     if name == "system_namespace_reason":
         return pulsar_names.system_namespace_reason_sql(args[0])
+    if name == "heartbeat_namespace":
+        return pulsar_names.heartbeat_namespace_sql(args[0])
+    if name == "system_tenant_reason":
+        return pulsar_names.system_tenant_reason_sql(args[0])
     if name == "system_cursor_reason":
         return pulsar_names.system_cursor_reason_sql(args[0])
     return pulsar_names.transaction_store_kind_sql(args[0], args[1])
