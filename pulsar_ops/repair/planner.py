@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
@@ -652,7 +653,7 @@ def _subscription_action(f: Finding, facts: SnapshotFacts) -> Action:
         raise _Skip("missing-in-snapshot", f"cursor {f.path} is not in the snapshot's cursors/znodes tables")
     if c.subscription != f.subscription:
         raise _Skip("path-mismatch", f"{f.path} is subscription {c.subscription!r}, not {f.subscription!r}")
-    if c.is_system or names.is_system_cursor(c.subscription):
+    if c.is_system or pulsar_names.is_system_cursor(c.subscription):
         raise _Skip("kind-not-plannable", f"{c.subscription!r} is a system cursor; it is never deleted")
     # the one rule apply also calls (on the cursor znode re-read at mark and before the broker call)
     why = subscription_rule(

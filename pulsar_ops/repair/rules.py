@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pulsar_ops.formats.ledger_kind import ledger_kind
-from pulsar_ops.formats.names import is_system_cursor
+from pulsar_ops.pulsar_names import is_system_cursor
 
 # The kinds of orphan ledger a plan may delete (the audit reports the others, never plans them).
 PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
