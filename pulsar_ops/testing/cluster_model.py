@@ -813,9 +813,9 @@ class ClusterModel:
                 "ledger_ids": list(trim.ledger_ids),
                 "after_retention_ledger_ids": list(trim.after_retention),
             }
+            # __change_events holds topic policies: the effective retention is unknown to a metadata-only audit
+            entry["retention_unknown"] = ns.topic_policies
             if ns.topic_policies:
-                # __change_events holds topic policies: the effective retention is unknown to a metadata-only audit
-                entry["retention_unknown"] = True
                 self.retention_unknown.append(
                     {"topic": name, "namespace": ns.name, "topic_policy": self.topic_policies.get(name)}
                 )
@@ -979,6 +979,8 @@ class ClusterModel:
             "ttl-expires-delayed": sorted(self.ttl, key=lambda x: (x["namespace"], x["topic"] or "")),
             "scrape-incomplete": [{"path": p} for p in sorted(self.incomplete_scopes)],
             "undecodable-znode": [{"path": p} for p in sorted(self.undecodable)],
+            # Pulsar's own metadata whose owner looks gone: the seeded cluster writes none (pulsar_owned is whole)
+            "system-metadata": [],
         }
         counts: dict[str, int] = {k: len(v) for k, v in expected.items()}
         counts.update(sorted(self.counts.items()))

@@ -38,7 +38,8 @@ from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
 from pulsar_ops.zkconn import close, connect, connected
 from tests.zk.several_brokers import scrape_brokers
 
-pytestmark = [pytest.mark.zk, pytest.mark.spark, pytest.mark.slow]
+# the module fixtures audit four snapshots before the first test runs: its budget covers them on a busy machine
+pytestmark = [pytest.mark.zk, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 AHEAD_MS = 25 * 3_600_000
 FULL = ["--include", "expired-retention-unloaded", "--offline-trim", "--include", "inactive-subscription"]
