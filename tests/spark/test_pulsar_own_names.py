@@ -90,6 +90,7 @@ def _topics(fs: list[Finding]) -> set[str]:
 def test_nothing_of_pulsar_is_a_leak_or_idle_or_unloaded(modular: AuditResult) -> None:
     leaks = of(modular, "znode-leak")
     assert not [f for f in leaks if "pulsar" in (f.path or "").split("/")], leaks
+    assert modular.audit["ownership"]["unknown_scope"] is False
     unloaded = _topics(of(modular, "expired-retention-unloaded"))
     assert unloaded == {"persistent://t/pol/kept-by-topic-policy", "persistent://t/plain/old"}
     idle = {(f.topic, f.subscription) for f in of(modular, "inactive-subscription")}
@@ -112,6 +113,7 @@ def test_topic_level_retention_is_unknown_where_change_events_exists(modular: Au
 
 def test_extensible_load_manager_ownership_is_unknown_without_every_listing(elm: AuditResult) -> None:
     assert of(elm, "expired-retention-unloaded") == []
+    assert elm.audit["ownership"] == {"load_manager": "extensible", "in_zookeeper": False, "unknown_scope": True}
 
 
 def test_extensible_load_manager_with_every_listing(spark: Any, tmp_path: Path) -> None:
