@@ -206,7 +206,10 @@ def system_path_reason(path: str) -> str | None:
         return R_ELM_PATH
     for root in _NAMED_ROOTS:
         if path.startswith(root + "/"):
-            return _segments_reason([p for p in path[len(root) + 1 :].split("/")])
+            seg = path[len(root) + 1 :].split("/")
+            if root == "/schemas" and len(seg) == 3:  # /schemas/<tenant>/<ns>/<encoded base name>: no domain
+                seg = [seg[0], seg[1], "persistent", seg[2]]
+            return _segments_reason(seg)
     return None
 
 

@@ -115,12 +115,40 @@ _CURSOR = st.lists(
 @settings(max_examples=150, deadline=None)
 @given(rows=st.lists(st.tuples(_NAME, _NAME, _CURSOR), min_size=1, max_size=25))
 def test_python_and_sql_agree(rows: list[tuple[str, str, str]]) -> None:
+    _agree(rows)
+
+
+CURATED = [
+    ("t/ns", "__change_events-partition-12", "pulsar.repl.x"),
+    ("t/ns", "__change_events-partition-", "pulsar.repl"),
+    ("t/ns", "__transaction_buffer_snapshot_indexes-partition-3", "__compaction"),
+    ("pulsar/system", "__transaction_log_012", "transaction.subscription"),
+    ("pulsar/system", "__transaction_log_10", "x"),
+    ("pulsar/c1/10.0.0.1:8080", "healthcheck", "pulsar.dedup"),
+    ("pulsar/b.example:80", "x", "pulsar.dedup2"),
+    ("pulsar/b.example:80a", "x", ""),
+    ("sla-monitor/c/h:1", "x", "__pending_ack_state"),
+    ("sla-monitor/h:1", "x", "y"),
+    ("public/functions", "metadata-partition-0", "s"),
+    ("public/functions", "metadata2", "s"),
+    ("t/ns", "a-s__transaction_pending_ack", "s"),
+    ("t/ns", "_x", "s"),
+    ("pulsar", "sla-monitor", "s"),
+]
+
+
+def test_python_and_sql_agree_on_the_edges() -> None:
+    _agree(CURATED)
+
+
+def _agree(rows: list[tuple[str, str, str]]) -> None:
     con = duckdb.connect()
     con.execute("CREATE TABLE n (i INTEGER, ns VARCHAR, local_name VARCHAR, sub VARCHAR)")
     con.executemany("INSERT INTO n VALUES (?, ?, ?, ?)", [(i, *r) for i, r in enumerate(rows)])
     sql = expand_macros(
         "SELECT i, ${system_namespace_reason:n.ns}, ${system_topic_reason:n.ns:n.local_name},"
-        " ${system_cursor_reason:n.sub}, ${transaction_store_kind:n.ns:n.local_name} FROM n"
+        " ${system_cursor_reason:n.sub}, ${transaction_store_kind:n.ns:n.local_name},"
+        " ${system_tenant_reason:n.local_name}, ${heartbeat_namespace:n.ns} FROM n"
     )
     got = {r[0]: r[1:] for r in con.execute(sql).fetchall()}
     for i, (ns, local, sub) in enumerate(rows):
@@ -130,6 +158,8 @@ def test_python_and_sql_agree(rows: list[tuple[str, str, str]]) -> None:
             pn.system_topic_reason(ns, local),
             plain_cursor,
             pn.transaction_store_kind(ns, local),
+            pn.system_tenant_reason(local),
+            pn.is_heartbeat_namespace(ns),
         )
         assert got[i] == want, (ns, local, sub)
 
@@ -139,3 +169,50 @@ def test_macros_need_their_arguments() -> None:
 
     with pytest.raises(AuditError):
         expand_macros("${system_topic_reason:a}")
+
+
+@pytest.mark.parametrize(
+    ("path", "system"),
+    [
+        ("/admin/partitioned-topics/pulsar/system/persistent/transaction_coordinator_assign", True),
+        ("/managed-ledgers/pulsar/system/persistent/__transaction_log_0", True),
+        ("/managed-ledgers/pulsar", True),  # the system tenant
+        ("/managed-ledgers/t/ns/persistent/__change_events/reader-1", True),  # a cursor of a system topic
+        ("/managed-ledgers/t/ns/persistent/orders-s__transaction_pending_ack", True),
+        ("/schemas/t/ns/__change_events", True),
+        ("/loadbalance/bundle-data/pulsar/10.0.0.1:8080/0x00000000_0xffffffff", True),
+        ("/admin/topic-policies/local/t/ns/persistent/__change_events", True),
+        ("/loadbalance/extension/leader", True),
+        ("/service_unit_state/t/ns/0x00000000_0xffffffff", True),
+        ("/managed-ledgers/t/c/ns/persistent/__change_events", True),  # V1
+        ("/managed-ledgers/t/ns/persistent/orders", False),
+        ("/managed-ledgers/t/ns/persistent/orders/sub", False),
+        ("/admin/partitioned-topics/t/ns/persistent/orders", False),
+        ("/managed-ledgers/t", False),
+        ("/schemas/t/ns/bad%zz", False),
+        ("/ledgers/00/0000/L0001", False),
+    ],
+)
+def test_system_paths(path: str, system: bool) -> None:
+    assert (pn.system_path_reason(path) is not None) is system
+
+
+def test_load_manager_kind_from_the_registrations() -> None:
+    elm = b'{"webServiceUrl": "http://b:8080", "loadManagerClassName": "%s"}' % (
+        b"org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
+    )
+    modular = b'{"webServiceUrl": "http://b:8080", "cpu": {}}'
+    assert pn.registration_class(modular) == ""
+    assert pn.registration_class(b"not json") is None
+    assert pn.registration_class(None) is None
+    e, m = pn.registration_class(elm), pn.registration_class(modular)
+    assert pn.load_manager_kind({"a": m, "b": m}, False) == "modular"
+    assert pn.load_manager_kind({"a": e}, False) == "extensible"
+    assert pn.load_manager_kind({"a": e, "b": m}, False) == "mixed"
+    assert pn.load_manager_kind({"a": m}, True) == "mixed"  # an ELM leader beside modular registrations
+    assert pn.load_manager_kind({}, False) == "none"
+    assert pn.load_manager_kind({}, True) == "extensible"
+    assert pn.load_manager_kind({"a": None}, False) == "unknown"
+    assert pn.load_manager_kind({"a": "com.example.Other"}, False) == "unknown"
+    assert pn.ownership_in_zk({}) and pn.ownership_in_zk({"kind": "modular"}) and pn.ownership_in_zk({"kind": "none"})
+    assert not pn.ownership_in_zk({"kind": "extensible"}) and not pn.ownership_in_zk({"kind": "unknown"})
