@@ -120,6 +120,18 @@ ELM_CLASS_NAMES: frozenset[str] = frozenset(
         "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerWrapper",
     }
 )
+# The load managers that keep bundle ownership in /namespace znodes (NamespaceService's OwnershipCache). Since
+# PIP-192's migration support a modular broker's LocalBrokerData names its class too (ServiceLookupData
+# getLoadManagerClassName: RedirectManager.findRedirectLookupResultAsync compares every registration's class with
+# the configured loadManagerClassName, whose default is ModularLoadManagerImpl, ServiceConfiguration.java); older
+# brokers write no such field ("").
+MODULAR_CLASS_NAMES: frozenset[str] = frozenset(
+    {
+        "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
+        "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerWrapper",
+        "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl",
+    }
+)
 # pulsar-broker org/apache/pulsar/PulsarClusterMetadataSetup.java (initialize-cluster-metadata) writes, besides
 # the cluster, the tenants "public" and "pulsar", the namespaces "public/default" and "pulsar/system", and the
 # partitioned-topic metadata of TRANSACTION_COORDINATOR_ASSIGN with --initial-num-transaction-coordinators
@@ -380,7 +392,7 @@ def load_manager_kind(registrations: dict[str, str | None], extension_leader: bo
     if None in classes:
         return "unknown"
     elm = {c for c in classes if c is not None and is_elm_class(c)}
-    modular = {c for c in classes if c == ""}
+    modular = {c for c in classes if c == "" or c in MODULAR_CLASS_NAMES}
     other = classes - elm - modular
     if other:
         return "unknown"

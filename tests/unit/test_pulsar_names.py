@@ -211,6 +211,13 @@ def test_load_manager_kind_from_the_registrations() -> None:
     assert pn.load_manager_kind({"a": e, "b": m}, False) == "mixed"
     assert pn.load_manager_kind({"a": m}, True) == "mixed"  # an ELM leader beside modular registrations
     assert pn.load_manager_kind({}, False) == "none"
+    # a 3.x modular broker's LocalBrokerData names its class (RedirectManager compares it): still modular
+    named = pn.registration_class(
+        b'{"loadManagerClassName":"org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"}'
+    )
+    assert pn.load_manager_kind({"a": named, "b": m}, False) == "modular"
+    assert pn.load_manager_kind({"a": named, "b": e}, False) == "mixed"
+    assert pn.load_manager_kind({"a": "com.example.OtherLoadManager"}, False) == "unknown"
     assert pn.load_manager_kind({}, True) == "extensible"
     assert pn.load_manager_kind({"a": None}, False) == "unknown"
     assert pn.load_manager_kind({"a": "com.example.Other"}, False) == "unknown"
