@@ -120,12 +120,8 @@ ELM_CLASS_NAMES: frozenset[str] = frozenset(
         "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerWrapper",
     }
 )
-# The load managers that keep bundle ownership in /namespace znodes (NamespaceService's OwnershipCache). Since
-# PIP-192's migration support a modular broker's LocalBrokerData names its class too (ServiceLookupData
-# getLoadManagerClassName: RedirectManager.findRedirectLookupResultAsync compares every registration's class with
-# the configured loadManagerClassName, whose default is ModularLoadManagerImpl, ServiceConfiguration.java); older
-# brokers write no such field ("").
-MODULAR_CLASS_NAMES: frozenset[str] = frozenset(
+# the load managers that keep ownership in /namespace znodes (OwnershipCache), should a registration name one
+ZK_OWNERSHIP_CLASS_NAMES: frozenset[str] = frozenset(
     {
         "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
         "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerWrapper",
@@ -392,7 +388,7 @@ def load_manager_kind(registrations: dict[str, str | None], extension_leader: bo
     if None in classes:
         return "unknown"
     elm = {c for c in classes if c is not None and is_elm_class(c)}
-    modular = {c for c in classes if c == "" or c in MODULAR_CLASS_NAMES}
+    modular = {c for c in classes if c == "" or c in ZK_OWNERSHIP_CLASS_NAMES}
     other = classes - elm - modular
     if other:
         return "unknown"

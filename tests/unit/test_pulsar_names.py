@@ -221,5 +221,8 @@ def test_load_manager_kind_from_the_registrations() -> None:
     assert pn.load_manager_kind({}, True) == "extensible"
     assert pn.load_manager_kind({"a": None}, False) == "unknown"
     assert pn.load_manager_kind({"a": "com.example.Other"}, False) == "unknown"
+    assert pn.load_manager_kind({"a": "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"}, False) == (
+        "modular"
+    )
     assert pn.ownership_in_zk({}) and pn.ownership_in_zk({"kind": "modular"}) and pn.ownership_in_zk({"kind": "none"})
     assert not pn.ownership_in_zk({"kind": "extensible"}) and not pn.ownership_in_zk({"kind": "unknown"})
