@@ -206,11 +206,15 @@ def run_audit(
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}register")
         small = small_snapshot(row_counts(manifest)) if one_partition is None else one_partition  # local or cluster
         admin_scraped = bool(manifest.get("admin_scraped"))
+        from pulsar_ops.pulsar_names import ownership_in_zk
+
+        owned_in_zk = ownership_in_zk(manifest.get("load_manager"))
         etl.extract(
             session,
             snapshot_dir,
             resolved,
             admin_scraped=admin_scraped,
+            ownership_in_zk=owned_in_zk,
             sql_root=sql_root,
             one_partition=small,
             bookie_scans=scans,
@@ -260,6 +264,15 @@ def run_audit(
     recorded = {*conf, *product, *SQL_SIZING_KEYS, *RECORDED_JVM_KEYS, *etl.PLAN_CONF, *etl.ONE_PARTITION_CONF}
     audit["spark_conf"] = {k: conf_value(session, k) for k in sorted(recorded)}
     audit["coverage"] = coverage_summary(covered)
+    # whether a bundle without a /namespace ownership znode may be called unowned (docs/detections.md "Pulsar's own
+    # names"): under the extensible load manager it may not, and without every broker's listing the loaded state
+    # of those topics is an unknown scope: expired-retention-unloaded judges none of them
+    load_manager = manifest.get("load_manager") or {}
+    audit["ownership"] = {
+        "load_manager": load_manager.get("kind", "not recorded"),
+        "in_zookeeper": owned_in_zk,
+        "unknown_scope": not owned_in_zk and not bool(manifest.get("admin_scraped")),
+    }
     audit["storage"] = storage_summary(stored, storage_top_n) if stored is not None else None
     audit["bookie_scans"] = [s.summary() for s in scans]  # each bookie's scope, and what a partial one withheld
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}

@@ -76,6 +76,18 @@ def seed_command(
         help="Also write every bookie's ledger directories (entry logs, local index) here, consistent with the "
         "seeded metadata, with injected storage defects unless --defects none; DIR/bookies.json lists them.",
     ),
+    load_manager: str = typer.Option(
+        "modular",
+        "--load-manager",
+        help="modular (ModularLoadManagerImpl: ownership znodes under /namespace, default) | extensible "
+        "(ExtensibleLoadManagerImpl: BrokerLookupData registrations, /loadbalance/extension/leader, no /namespace).",
+    ),
+    service_unit_state: str = typer.Option(
+        "system-topic",
+        "--service-unit-state",
+        help="With --load-manager extensible, where bundle ownership lives: system-topic (upstream's default, "
+        "unreadable from ZooKeeper) | metadata-store (/service_unit_state/<tenant>/<ns>/<bundle>).",
+    ),
     zk_auth: str | None = ZK_AUTH,
     zk_auth_file: Path | None = ZK_AUTH_FILE,
     zk_sasl: str | None = ZK_SASL,
@@ -102,6 +114,8 @@ def seed_command(
         metadata_compression=metadata_compression,
         compression_threshold=compression_threshold,
         bookie_dirs=str(bookie_dirs) if bookie_dirs is not None else None,
+        load_manager=load_manager,
+        service_unit_state=service_unit_state,
     )
     security = security_from_flags(
         zk_auth=zk_auth,

@@ -313,8 +313,12 @@ def rule_problem(
             target.mtime_ms or None,
             inactive_after_ms=params.inactive_after_ms,
             now_ms=now,
+            cursor_path=a.path,
         )
     if a.kind == KIND_DELETE_SUBTREE:
+        own = R.system_subtree_rule(a.path)
+        if own is not None:
+            return own
         nodes = [SubtreeNode(t.path, t.data) for t in session.read_subtree(a.store, a.path) if t.exists]
         return prove_leak(a, nodes, _SessionReader(session))
     return None
@@ -347,9 +351,10 @@ def _back_up(
     got_target = with_acl.get(a.path)
     target = got_target.node if got_target is not None else None
     # A leak subtree's rule is its re-proof (prove_leak): at mark it is a forecast (``would-skip``, _forecast), the
-    # subtree is backed up either way, and delete re-proves it before any write.
+    # subtree is backed up either way, and delete re-proves it before any write. A path of Pulsar's own is refused
+    # here already (rules.system_subtree_rule: no re-proof can make it a leak).
     why_not = (
-        None
+        R.system_subtree_rule(a.path)
         if a.kind == KIND_DELETE_SUBTREE
         else rule_problem(session, plan, a, target, refs_index or (lambda: reference_index(session)))
     )

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
@@ -61,6 +62,8 @@ from pulsar_ops.repair.rules import (
     ledger_delete_rule,
     load_topic_rule,
     subscription_rule,
+    system_subtree_rule,
+    topic_policies_reason,
     trim_rule,
 )
 from pulsar_ops.repair.safety import (
@@ -170,6 +173,10 @@ class SnapshotFacts:
     now_ms: int = 0
     ledger_lists: Mapping[str, tuple[ListedLedger, ...]] = field(default_factory=dict)
     retention: Mapping[str, Retention | None] = field(default_factory=dict)
+    # Namespaces whose topic-level policies may live in __change_events, and why bundle ownership is not (all)
+    # in /namespace znodes (None: it is): the offline-trim conditions of pulsar_ops.repair.rules.trim_rule
+    policy_topic_namespaces: frozenset[str] = frozenset()
+    ownership_unknown: str | None = None
 
 
 # Detections whose repair is opt-in (`plan --include DETECTION`), and the action each becomes.
@@ -389,6 +396,9 @@ def _leak_disproved(f: Finding, root: str, nodes: Sequence[SubtreeZnode], facts:
     """What in the snapshot says this subtree is not leaked (None when nothing does): apply's own rule,
     :func:`pulsar_ops.repair.safety.prove_leak`, run on the snapshot (through :class:`SnapshotTree`). A read the
     snapshot cannot answer (not loaded, incomplete scope, undecodable) leaves the finding not planned."""
+    own = system_subtree_rule(root)  # the rule apply also calls, at mark and at delete
+    if own is not None:
+        raise _Skip("refused-by-rule", own)
     if facts.leak_tree is None:
         raise _Skip("not-plannable", "the snapshot's tree around the leak was not loaded; absence is not confirmed")
     subtree = []
@@ -623,7 +633,17 @@ def snapshot_topic(facts: SnapshotFacts, ml_path: str) -> TopicNow:
     if listed is None:
         return TopicNow((), (), None, problem=f"{ml_path}: its ledger list is not in the snapshot's facts")
     marks = tuple(c.mark_delete for c in facts.cursor_facts.values() if c.ml_path == ml_path)
-    return TopicNow(listed, marks, facts.retention.get(ml_path))
+    ml = names.ml_name_from_path(ml_path)
+    return TopicNow(
+        listed,
+        marks,
+        facts.retention.get(ml_path),
+        own=pulsar_names.system_topic_reason(ml.namespace, ml.local_name),
+        topic_policies_unknown=topic_policies_reason(ml.namespace)
+        if ml.namespace in facts.policy_topic_namespaces
+        else None,
+        ownership_unknown=facts.ownership_unknown,
+    )
 
 
 def trimmable_after_delete(c: CursorFact, facts: SnapshotFacts) -> tuple[int, bool]:
@@ -652,7 +672,7 @@ def _subscription_action(f: Finding, facts: SnapshotFacts) -> Action:
         raise _Skip("missing-in-snapshot", f"cursor {f.path} is not in the snapshot's cursors/znodes tables")
     if c.subscription != f.subscription:
         raise _Skip("path-mismatch", f"{f.path} is subscription {c.subscription!r}, not {f.subscription!r}")
-    if c.is_system or names.is_system_cursor(c.subscription):
+    if c.is_system or pulsar_names.is_system_cursor(c.subscription):
         raise _Skip("kind-not-plannable", f"{c.subscription!r} is a system cursor; it is never deleted")
     # the one rule apply also calls (on the cursor znode re-read at mark and before the broker call)
     why = subscription_rule(
@@ -661,6 +681,7 @@ def _subscription_action(f: Finding, facts: SnapshotFacts) -> Action:
         c.mtime_ms,
         inactive_after_ms=facts.rules.inactive_after_ms,
         now_ms=facts.now_ms,
+        cursor_path=c.znode.path,
     )
     if why is not None:
         raise _Skip("refused-by-rule", why)

@@ -15,14 +15,17 @@ delete-ledger-metadata :func:`ledger_delete_rule`: the ledger's own custom metad
 trim-unloaded         :func:`trim_rule`: the removed ledgers are the first-trim set :func:`first_trim_ids`
                       computes from the managed-ledger info, the cursors' mark-delete positions and the
                       resolved retention (:func:`resolve_retention`), or a subset of it; the list is never left
-                      empty
+                      empty; never a managed ledger of Pulsar's own, never where topic-level policies are unknown
+                      (``__change_events``) or bundle ownership is unknown (the extensible load manager)
 drop-missing-ledger   :func:`drop_missing_rule`: every dropped id is listed now and absent now (hierarchical and
                       flat metadata paths)
-delete-subscription   :func:`subscription_rule`: a user cursor (never a system one) idle for longer than the
-                      plan's inactive-after (``lastActive``, else the znode's mtime)
+delete-subscription   :func:`subscription_rule`: a user cursor (never a system one) of a user topic (never one of
+                      :mod:`pulsar_ops.pulsar_names`) idle for longer than the plan's inactive-after
+                      (``lastActive``, else the znode's mtime)
 load-topic            :func:`load_topic_rule`: the first-trim set is not empty and holds every ledger the action
                       predicts
-delete-subtree        :func:`pulsar_ops.repair.safety.prove_leak` (the leak table of :mod:`pulsar_ops.repair.safety`)
+delete-subtree        :func:`system_subtree_rule` (never Pulsar's own metadata), then
+                      :func:`pulsar_ops.repair.safety.prove_leak` (the leak table of :mod:`pulsar_ops.repair.safety`)
 ===================== ======================================================================================
 
 A fact that is unknown (a read that failed, a value that does not decode, a plan that does not record the
@@ -35,8 +38,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats.ledger_kind import ledger_kind
-from pulsar_ops.formats.names import is_system_cursor
+from pulsar_ops.formats.names import parse_ml_name
+from pulsar_ops.pulsar_names import (
+    NAMESPACE_EVENTS_LOCAL_NAME,
+    is_system_cursor,
+    system_path_reason,
+    system_topic_reason,
+)
 
 # The kinds of orphan ledger a plan may delete (the audit reports the others, never plans them).
 PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
@@ -123,6 +133,9 @@ def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> 
             f"ledger {lid} is {kind} by its own custom metadata (application={app!r}, component={component!r}); "
             f"only {', '.join(sorted(PLANNABLE_LEDGER_KINDS))} ledgers are ever deleted"
         )
+    own = _own_ledger(f.custom.get("pulsar/managed-ledger"))
+    if own is not None:
+        return f"ledger {lid} belongs to Pulsar's own managed ledger ({own}); it is never deleted"
     if min_age_ms is None:
         return "the plan records no min-age: re-plan from an audit that records its parameters"
     if f.ctime_ms is None or f.ctime_ms <= 0:
@@ -140,6 +153,17 @@ def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> 
     if f.referenced_by is not None:
         return f"ledger {lid} is referenced by {f.referenced_by}"
     return None
+
+
+def _own_ledger(ml_name: str | None) -> str | None:
+    """Why the managed ledger a ledger's custom metadata names is Pulsar's own (None: it is not, or unnamed)."""
+    if not ml_name:
+        return None
+    try:
+        ml = parse_ml_name(ml_name)
+    except DecodeError:
+        return None
+    return system_topic_reason(ml.namespace, ml.local_name)
 
 
 # --- retention: trim-unloaded and load-topic -----------------------------------------------------------------
@@ -297,6 +321,12 @@ class TopicNow:
     mark_deletes: tuple[tuple[int, int] | None, ...]  # one per cursor (None: the cursor has no position)
     retention: Retention | None
     problem: str | None = None
+    # Why the managed ledger is Pulsar's own (pulsar_ops.pulsar_names.system_topic_reason): no retention repair
+    own: str | None = None
+    # Why its topic-level policies are unknown (its namespace has __change_events): no offline trim
+    topic_policies_unknown: str | None = None
+    # Why bundle ownership is not (all) in /namespace znodes (the extensible load manager): no offline trim
+    ownership_unknown: str | None = None
 
     @property
     def slowest(self) -> tuple[int, int] | None:
@@ -308,6 +338,8 @@ class TopicNow:
 def _retention_problem(t: TopicNow) -> str | None:
     if t.problem is not None:
         return t.problem
+    if t.own is not None:
+        return f"the managed ledger is Pulsar's own ({t.own}); no action touches it"
     if t.retention is None:
         return "the topic's retention is unknown (the plan records no broker defaults); re-plan"
     return None
@@ -318,7 +350,7 @@ def trim_rule(t: TopicNow, removed: Sequence[int], now_ms: int) -> str | None:
     first-trim set or a subset of it, never leaving the list empty: upstream's trim
     (``ManagedLedgerImpl.internalTrimLedgers``) never removes the ledger being written to, and after a load that
     is a new ledger, so a trimmed list always holds one; an offline rewrite cannot create it."""
-    why = _retention_problem(t)
+    why = _retention_problem(t) or _offline_problem(t)
     if why is not None:
         return why
     assert t.retention is not None
@@ -338,6 +370,30 @@ def trim_rule(t: TopicNow, removed: Sequence[int], now_ms: int) -> str | None:
         )
     if len(set(removed)) >= len(listed):
         return "the rewrite would leave the ledger list empty; upstream's trim always keeps the current ledger"
+    return None
+
+
+def topic_policies_reason(namespace: str) -> str:
+    """The ``topic_policies_unknown`` fact of a topic in ``namespace`` when the namespace has ``__change_events``."""
+    return (
+        f"namespace {namespace} has {NAMESPACE_EVENTS_LOCAL_NAME}, where SystemTopicBasedTopicPoliciesService keeps "
+        "topic-level policies that no scrape reads"
+    )
+
+
+def _offline_problem(t: TopicNow) -> str | None:
+    """What an offline trim cannot know that a load would (a load lets the broker apply it): topic-level policies
+    kept outside ZooKeeper, and bundle ownership kept outside ZooKeeper."""
+    if t.topic_policies_unknown is not None:
+        return (
+            f"the topic-level retention is unknown ({t.topic_policies_unknown}); an offline trim could delete what a "
+            "topic policy retains: load the topic instead (its broker applies the real policy)"
+        )
+    if t.ownership_unknown is not None:
+        return (
+            f"bundle ownership is unknown ({t.ownership_unknown}); a broker may have the topic open: "
+            "load the topic instead"
+        )
     return None
 
 
@@ -390,12 +446,24 @@ def drop_missing_rule(dropped: Sequence[int], listed: Sequence[int] | None, pres
 
 
 def subscription_rule(
-    subscription: str, last_active_ms: int | None, mtime_ms: int | None, *, inactive_after_ms: int | None, now_ms: int
+    subscription: str,
+    last_active_ms: int | None,
+    mtime_ms: int | None,
+    *,
+    inactive_after_ms: int | None,
+    now_ms: int,
+    cursor_path: str | None = None,
 ) -> str | None:
-    """Why a subscription must not be deleted (None: it may): a user cursor idle for longer than inactive-after,
-    by its ``lastActive`` or else its znode's mtime (the audit's inactive-subscription rule)."""
+    """Why a subscription must not be deleted (None: it may): a user cursor of a user topic (``cursor_path``, the
+    cursor znode, names it) idle for longer than inactive-after, by its ``lastActive`` or else its znode's mtime
+    (the audit's inactive-subscription rule)."""
     if is_system_cursor(subscription):
         return f"{subscription!r} is a system cursor; it is never deleted"
+    if cursor_path is None:
+        return "the cursor's znode is not named: its topic is unknown"
+    own = system_path_reason(cursor_path)
+    if own is not None:
+        return f"{cursor_path} is a cursor of Pulsar's own ({own}); it is never deleted"
     if inactive_after_ms is None:
         return "the plan records no inactive-after: re-plan from an audit that records its parameters"
     active = last_active_ms if last_active_ms is not None else mtime_ms
@@ -406,4 +474,17 @@ def subscription_rule(
             f"subscription {subscription!r} was active {(now_ms - active) // 1000} s ago, within inactive-after "
             f"{inactive_after_ms // 1000} s"
         )
+    return None
+
+
+# --- delete-subtree ------------------------------------------------------------------------------------------
+
+
+def system_subtree_rule(path: str) -> str | None:
+    """Why a subtree may never be deleted as a leak: it is metadata of Pulsar's own tenants, namespaces or topics
+    (:func:`pulsar_ops.pulsar_names.system_path_reason`), e.g. the transaction coordinator assign topic's
+    partitioned metadata that initialize-cluster-metadata writes and whose partitions never get a managed ledger."""
+    own = system_path_reason(path)
+    if own is not None:
+        return f"{path} is Pulsar's own metadata ({own}); it is never a leak"
     return None

@@ -52,6 +52,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
@@ -293,7 +294,7 @@ def _subscription_problem(action: Action, paths: Sequence[str], ledgers_root: st
     enc = target[1]
     if enc is None or names.decode(enc, action.path) != call.subscription:
         return f"{action.path} is not the cursor znode of {call.subscription!r} on {call.topic}"
-    if names.is_system_cursor(call.subscription):
+    if pulsar_names.is_system_cursor(call.subscription):
         return f"{call.subscription!r} is a system cursor; it is never deleted"
     if not paths or paths[0] != action.path or len(paths) > 2:
         return "a delete-subscription action backs up its cursor znode (first) and at most its cursor ledger"

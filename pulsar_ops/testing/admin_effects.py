@@ -146,9 +146,14 @@ class Broker:
         url: str,
         ledgers_root: str = "/ledgers",
         serves_owned: bool = False,
+        extensible: bool = False,
     ) -> None:
         self.zk, self.config, self.now_ms, self.url, self.root = local, config, now_ms, url, ledgers_root
         self.serves_owned = serves_owned  # the demo's one broker: bundles owned by another session are its own
+        # the extensible load manager (PIP-192): ownership is the service-unit-state channel's (a system topic),
+        # never a /namespace znode; this broker keeps the bundles it owns in memory
+        self.extensible = extensible
+        self.elm_owned: set[tuple[str, str]] = set()
         self.loaded: dict[str, Loaded] = {}  # full topic name -> state
         self.consumers: dict[tuple[str, str], int] = {}  # (topic, subscription) -> connected consumers
         self.before_info_write: Callable[[str], None] | None = None  # test hook: runs before each CAS write
@@ -207,6 +212,9 @@ class Broker:
     def acquire(self, ml: MlName) -> tuple[str, dict[str, Any] | None]:
         """(bundle, None) once this broker owns the bundle, else (bundle, the other owner's data)."""
         bundle = self.bundle_of(ml)
+        if self.extensible:
+            self.elm_owned.add((ml.namespace, bundle))
+            return bundle, None
         path = f"/namespace/{ml.namespace}/{bundle}"
         try:
             self.zk.create(path, json.dumps(self.owner_data()).encode(), ephemeral=True, makepath=True)
@@ -416,6 +424,9 @@ class Broker:
             lt = self.load(ml, request_path)  # the broker loads a topic to unload it (getTopicIfExists)
             del self.loaded[ml.topic]
             if not any(o.bundle == lt.bundle and o.ml.namespace == ml.namespace for o in self.loaded.values()):
+                if self.extensible:
+                    self.elm_owned.discard((ml.namespace, lt.bundle))
+                    return
                 path = f"/namespace/{ml.namespace}/{lt.bundle}"
                 try:
                     if self.zk.get(path)[1].ephemeralOwner == self.zk.client_id[0]:

@@ -27,6 +27,11 @@ Several brokers: ``register=True`` registers the test broker as upstream's modul
 ``webServiceUrl`` (and ``webServiceUrlTls``, ``tls_url=``), the id being ``127.0.0.1:<port>``; start two servers
 over one ZooKeeper for two brokers, each owning the bundles it acquires.
 
+``load_manager="extensible"``: the broker runs upstream's extensible load manager (PIP-192): its registration is
+``BrokerLookupData`` (naming ``loadManagerClassName``), the bundles it owns are held in memory (the
+service-unit-state channel), never as ``/namespace`` znodes, and it loads
+``persistent://pulsar/system/loadbalancer-service-unit-state`` at start, so its topic listing shows it.
+
 Test controls: ``fail(method, path, status=..., times=...)`` (or ``endpoint=``; ``hang=`` seconds then close,
 ``close=True``, ``empty=True`` to answer ``status`` with an empty body (a broker's topic stats before their first
 update), ``after=True`` to answer so only after the effect ran), ``calls`` [(method, path, status)]
@@ -51,6 +56,7 @@ from kazoo.client import KazooClient
 
 from pulsar_ops.formats.names import decode
 from pulsar_ops.testing.admin_effects import AdminError, Broker, Loaded, topic_of
+from pulsar_ops.testing.model_upstream import BROKER_VERSION, EXTENSIBLE_CLASS
 from pulsar_ops.zkconn import close, connect
 
 _TOPIC = r"/admin/v2/persistent/([^/]+)/([^/]+)/([^/]+)"
@@ -177,12 +183,16 @@ class AdminServer:
         serves_owned: bool = False,
         register: bool = False,
         tls_url: str | None = None,
+        load_manager: str = "modular",
     ) -> None:
         self.zookeeper, self.config_zookeeper, self.token = zookeeper, config_zookeeper, token
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.ledgers_root, self.hang_seconds = ledgers_root, hang_seconds
         self.serves_owned = serves_owned  # answer for bundles another session owns (the demo's single broker)
         self.register, self.tls_url = register, tls_url
+        if load_manager not in ("modular", "extensible"):
+            raise ValueError(f"unknown load manager {load_manager!r}")
+        self.extensible = load_manager == "extensible"
         self.calls: list[Call] = []
         self._failures: list[_Failure] = []
         self._guard = threading.Lock()
@@ -215,11 +225,24 @@ class AdminServer:
         httpd.daemon_threads = True
         httpd.admin = self  # type: ignore[attr-defined]
         self._httpd = httpd
-        self._broker = Broker(local, config, self.now_ms, self.url, self.ledgers_root, self.serves_owned)
+        self._broker = Broker(
+            local, config, self.now_ms, self.url, self.ledgers_root, self.serves_owned, extensible=self.extensible
+        )
         threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         if self.register:
             local.create(f"/loadbalance/brokers/{self.broker_id}", self._registration(), ephemeral=True, makepath=True)
+        if self.extensible:
+            self._load_elm_system_topics()
         return self
+
+    def _load_elm_system_topics(self) -> None:
+        """An ELM broker opens the service-unit-state channel's topic (``ServiceUnitStateChannelImpl.TOPIC``,
+        ``persistent://pulsar/system/loadbalancer-service-unit-state``) at start: it is listed as loaded, as
+        upstream's ``broker-stats/topics`` lists it (when the seeded cluster has it)."""
+        ml = topic_of("pulsar", "system", "loadbalancer-service-unit-state")
+        if self.broker.zk.exists(f"/managed-ledgers/{ml.ml_name}") is not None:
+            with self.broker.lock:
+                self.broker.load(ml, "/")
 
     @property
     def broker_id(self) -> str:
@@ -228,6 +251,22 @@ class AdminServer:
 
     def _registration(self) -> bytes:
         native = self.broker.owner_data()["nativeUrl"]
+        if self.extensible:  # BrokerRegistryImpl: BrokerLookupData (model_upstream.lookup_data)
+            lookup = {
+                "webServiceUrl": self.url,
+                "webServiceUrlTls": self.tls_url,
+                "pulsarServiceUrl": native,
+                "pulsarServiceUrlTls": None,
+                "advertisedListeners": {},
+                "protocols": {},
+                "persistentTopicsEnabled": True,
+                "nonPersistentTopicsEnabled": True,
+                "loadManagerClassName": EXTENSIBLE_CLASS,
+                "startTimestamp": self.now_ms(),
+                "brokerVersion": BROKER_VERSION,
+                "properties": {},
+            }
+            return json.dumps(lookup).encode("utf-8")
         doc = {
             "webServiceUrl": self.url,
             "webServiceUrlTls": self.tls_url,

@@ -42,6 +42,7 @@ from pulsar_ops.formats.policies import namespace_policies_doc
 from pulsar_ops.formats.schema_locator import SchemaIndexEntry, SchemaLocator, encode_schema_locator
 from pulsar_ops.testing import model_payloads as pay
 from pulsar_ops.testing import model_rules as rules
+from pulsar_ops.testing import model_upstream as up
 from pulsar_ops.testing.model_ledgers import (
     ANCHOR_ID,
     BOOKIES,
@@ -108,6 +109,8 @@ class Namespace:
     has_policies: bool = True
     bundle_data: bool = True
     split: bool = False  # its first bundle was split; the policies do not show it (needs local_policies)
+    init: bool = False  # written by initialize-cluster-metadata: upstream's policies exactly, one cluster
+    topic_policies: bool = False  # its __change_events topic holds topic policies (their values unknown to an audit)
 
     @property
     def boundaries(self) -> list[str]:
@@ -201,6 +204,10 @@ class ClusterModel:
         self.anchor_ml = MlName("", "", "", False)
         self.live_tenants: list[str] = []
         self.emitted_topics: set[str] = set()
+        self.pulsar_owned: list[dict[str, Any]] = []  # what Pulsar writes for itself, with the upstream source
+        self.retention_unknown: list[dict[str, Any]] = []  # topics whose topic-level retention the audit cannot see
+        self.topic_policies: dict[str, dict[str, int]] = {}  # topic -> the topic-level retention really set
+        self.ownership_unknown: list[dict[str, Any]] = []  # ELM without a readable ownership table: never judged
 
     # ------------------------------------------------------------------ emission helpers
 
@@ -287,11 +294,19 @@ class ClusterModel:
             yield from self._dir(CONFIG, path)
         for c in (CLUSTER, REMOTE_CLUSTER):
             yield from self._json(CONFIG, f"/admin/clusters/{c}", pay.cluster_data(c), "cluster")
+        yield from self._initialize_cluster_metadata()
         eph = not self.o.persistent_ownership
-        for b in BROKERS:
-            yield from self._json(
-                LOCAL, f"/loadbalance/brokers/{b}:8080", pay.local_broker_data(b, []), "broker", eph=eph
-            )
+        if self.extensible:
+            for k, b in enumerate(BROKERS):
+                reg = up.lookup_data(b, self.ztime - (k + 1) * DAY_MS)
+                yield from self._json(LOCAL, f"/loadbalance/brokers/{b}:8080", reg, "broker", eph=eph)
+            leader = up.leader_broker(f"{BROKERS[0]}:8080", pay.broker_urls(BROKERS[0])["httpUrl"])
+            yield from self._json(LOCAL, up.ELM_LEADER_PATH, leader, "elm-leader", eph=eph)
+        else:
+            for b in BROKERS:
+                yield from self._json(
+                    LOCAL, f"/loadbalance/brokers/{b}:8080", pay.local_broker_data(b, []), "broker", eph=eph
+                )
         yield from self._dir(LOCAL, root, "bk-internal")
         yield from self._node(LOCAL, f"{root}/LAYOUT", pay.bk_layout(), kind="bk-internal", encoding="text")
         yield from self._node(
@@ -317,6 +332,48 @@ class ClusterModel:
         )
         yield from self._dir(LOCAL, f"{root}/underreplication/ledgers", "bk-internal")
         yield from self._dir(LOCAL, f"{root}/underreplication/locks", "bk-internal")
+
+    @property
+    def extensible(self) -> bool:
+        return self.o.load_manager == "extensible"
+
+    def _initialize_cluster_metadata(self) -> Iterator[ZNode]:
+        """What ``pulsar initialize-cluster-metadata`` writes besides BookKeeper's format (``model_upstream``):
+        ``/bookies``, the ``global`` cluster, the tenants ``public`` and ``pulsar``, the namespace
+        ``public/default`` (``pulsar/system`` comes with its topics, ``fixtures.system_namespace``) and the
+        transaction coordinators' partitioned-topic metadata (no partition ever gets a managed ledger)."""
+        yield from self._node(LOCAL, up.BOOKIE_INFO_ROOT, b"{}", kind="bookie-info", encoding="json", obj={})
+        yield from self._json(CONFIG, "/admin/clusters/global", up.global_cluster_data(), "cluster")
+        for tenant in up.INIT_TENANTS:
+            path = f"/admin/policies/{tenant}"
+            self._dirs.add((CONFIG, path))
+            self._count("tenants")
+            yield from self._json(CONFIG, path, up.init_tenant(CLUSTER), "tenant")
+        yield from self._namespace_meta(self.init_namespace(up.DEFAULT_NAMESPACE))
+        tc = pay.partitioned_topic(up.TRANSACTION_COORDINATORS)
+        self._count("partitioned_topics")
+        yield from self._json(CONFIG, up.TC_ASSIGN_PATH, tc, "partitioned-topic")
+        self.pulsar_owned.append(
+            {
+                "what": "initialize-cluster-metadata",
+                "paths": [
+                    up.BOOKIE_INFO_ROOT,
+                    "/admin/clusters/global",
+                    *(f"/admin/policies/{t}" for t in up.INIT_TENANTS),
+                    *(f"/admin/policies/{n}" for n in up.INIT_NAMESPACES),
+                    up.TC_ASSIGN_PATH,
+                ],
+                "source": up.SETUP_SOURCE,
+            }
+        )
+
+    @staticmethod
+    def init_namespace(name: str) -> Namespace:
+        """A namespace as ``PulsarClusterMetadataSetup.createNamespaceIfAbsent`` creates it: 16 bundles, no bundle
+        of it owned until a topic of it is looked up (``public/default`` has none here)."""
+        tenant = name.split("/")[0]
+        owned = name == up.SYSTEM_NAMESPACE
+        return Namespace(name, tenant, False, False, up.INIT_BUNDLES, owned=owned, bundle_data=owned, init=True)
 
     # ------------------------------------------------------------------ namespaces
 
@@ -365,7 +422,8 @@ class ClusterModel:
         """Policies, local policies, ownership and bundle data of a namespace (no topics)."""
         clusters = [CLUSTER, REMOTE_CLUSTER] if ns.replicated else [CLUSTER]
         if ns.has_policies:
-            yield from self._tenant(ns.tenant, [CLUSTER, REMOTE_CLUSTER])
+            if not ns.init:
+                yield from self._tenant(ns.tenant, [CLUSTER, REMOTE_CLUSTER])
             if ns.is_v1:
                 yield from self._dir(CONFIG, f"/admin/policies/{ns.name.rsplit('/', 1)[0]}", "policies-dir")
             policies = namespace_policies_doc(
@@ -384,7 +442,8 @@ class ClusterModel:
                 },
             )
             path = f"/admin/policies/{ns.name}"
-            policies = self._policies_as_written(path, policies, ns.max_delay_ms)
+            if not ns.init:
+                policies = self._policies_as_written(path, policies, ns.max_delay_ms)
             self._count("namespaces")
             yield from self._json(CONFIG, path, policies, "namespace")
             max_delay = (ns.max_delay_ms or 0) if ns.delayed else None
@@ -396,11 +455,19 @@ class ClusterModel:
             )
         ranges = pay.bundle_ranges(ns.bundles)
         eph = not self.o.persistent_ownership
-        if ns.owned:
+        if ns.owned and not self.extensible:
             for k, rg in enumerate(ranges):
                 owner = pay.broker_urls(BROKERS[(hash_int(ns.name) + k) % len(BROKERS)])
                 yield from self._json(LOCAL, f"/namespace/{ns.name}/{rg}", owner, "bundle-owner", eph=eph)
-        if ns.bundle_data:
+        elif ns.owned and self.o.service_unit_state == "metadata-store":
+            # ServiceUnitStateMetadataStoreTableViewImpl: persistent values under /service_unit_state/<bundle>
+            for k, rg in enumerate(ranges):
+                broker = f"{BROKERS[(hash_int(ns.name) + k) % len(BROKERS)]}:8080"
+                state = up.service_unit_state(broker, self.ztime - HOUR_MS)
+                yield from self._json(
+                    LOCAL, f"{up.SERVICE_UNIT_STATE_ROOT}/{ns.name}/{rg}", state, "service-unit-state"
+                )
+        if ns.bundle_data and not self.extensible:  # ELM keeps bundle load data in a (non-persistent) topic
             for k, rg in enumerate(ranges):
                 bd = pay.bundle_data(topics=5 + k, rate=float(10 + k))
                 yield from self._json(LOCAL, f"/loadbalance/bundle-data/{ns.name}/{rg}", bd, "bundle-data")
@@ -734,15 +801,28 @@ class ClusterModel:
             retention_time_minutes=rt,
             retention_size_mb=rs,
         )
-        trim = rules.expired_retention(facts, self.now, self.ztime)
+        # Pulsar opens its own managed ledgers (events topics, transaction stores, pulsar/system): never unloaded
+        trim = (
+            rules.Trim((), ())
+            if rules.is_system_topic(topic.ml)
+            else rules.expired_retention(facts, self.now, self.ztime)
+        )
         if trim.ledger_ids:
-            self.retention.append(
-                {
-                    "topic": name,
-                    "ledger_ids": list(trim.ledger_ids),
-                    "after_retention_ledger_ids": list(trim.after_retention),
-                }
-            )
+            entry: dict[str, Any] = {
+                "topic": name,
+                "ledger_ids": list(trim.ledger_ids),
+                "after_retention_ledger_ids": list(trim.after_retention),
+            }
+            # __change_events holds topic policies: the effective retention is unknown to a metadata-only audit
+            entry["retention_unknown"] = ns.topic_policies
+            if ns.topic_policies:
+                self.retention_unknown.append(
+                    {"topic": name, "namespace": ns.name, "topic_policy": self.topic_policies.get(name)}
+                )
+            if self.extensible and self.o.service_unit_state != "metadata-store":
+                self.ownership_unknown.append(entry)  # ELM: ownership lives in a system topic the audit cannot read
+            else:
+                self.retention.append(entry)
         self.ack.extend(rules.ack_holes(facts))
         in_ledgers = rules.ranges_in_ledgers(facts)
         if in_ledgers:
@@ -899,6 +979,8 @@ class ClusterModel:
             "ttl-expires-delayed": sorted(self.ttl, key=lambda x: (x["namespace"], x["topic"] or "")),
             "scrape-incomplete": [{"path": p} for p in sorted(self.incomplete_scopes)],
             "undecodable-znode": [{"path": p} for p in sorted(self.undecodable)],
+            # Pulsar's own metadata whose owner looks gone: the seeded cluster writes none (pulsar_owned is whole)
+            "system-metadata": [],
         }
         counts: dict[str, int] = {k: len(v) for k, v in expected.items()}
         counts.update(sorted(self.counts.items()))
@@ -916,8 +998,18 @@ class ClusterModel:
                 "inactive_after_ms": INACTIVE_AFTER_MS,
                 "broker": dict(BROKER_DEFAULTS),
                 "watermark": self.watermark,
+                "load_manager": self.o.load_manager,
+                "service_unit_state": self.o.service_unit_state,
             },
             "expected": expected,
+            # what Pulsar writes for itself (never a finding), each with the upstream file it follows
+            "pulsar_owned": self.pulsar_owned,
+            # unloaded topics whose effective retention is unknown (topic policies in __change_events,
+            # SystemTopicBasedTopicPoliciesService): reported, never trimmed offline; topic_policy = what is really set
+            "retention_unknown": sorted(self.retention_unknown, key=lambda x: x["topic"]),
+            # ELM with ownership in the service-unit-state system topic: a metadata-only audit cannot judge these
+            # (they would be expired-retention-unloaded were their bundles known to be unowned)
+            "ownership_unknown": sorted(self.ownership_unknown, key=lambda x: x["topic"]),
             "coverage": {"ack-ranges-in-cursor-ledgers": dict(sorted(self.ranges_in_ledgers.items()))},
             "counts": counts,
         }

@@ -16,6 +16,7 @@ from pulsar_ops.formats.cursor import ManagedCursorInfo, MessageRange
 from pulsar_ops.formats.managed_ledger import LedgerInfo, OffloadInfo
 from pulsar_ops.formats.names import encode, schema_id_for
 from pulsar_ops.testing import model_payloads as pay
+from pulsar_ops.testing import model_upstream as up
 from pulsar_ops.testing.model_ledgers import (
     BkSpec,
     bucket_custom,
@@ -375,6 +376,65 @@ def retention_namespaces(model: ClusterModel) -> Iterator[ZNode]:
             model._open(inf, t, rng, bk_entries=100, age=20 * DAY_MS)
             yield from model._emit(inf, t, rng)
 
+        yield from _transaction_stores(model, d, rng, per_ns)
+        yield from _topic_policies_namespace(model, ns_("idle-topic-policies", (60, -1), 4), rng, per_ns)
+
+
+def _transaction_stores(model: ClusterModel, ns: Namespace, rng: random.Random, per_ns: int) -> Iterator[ZNode]:
+    """Transaction stores in an unowned namespace, old enough to be past its retention: a pending-ack store per
+    ``cursor-mid-<k>`` topic's subscription (``MLPendingAckStore``: ``<topic>-<sub>__transaction_pending_ack`` with
+    its ``__pending_ack_state`` cursor) and the namespace's transaction-buffer snapshot topic
+    (``SystemTopicNames.TRANSACTION_BUFFER_SNAPSHOT``). Pulsar opens them itself: never an unloaded finding."""
+    from pulsar_ops.testing.cluster_model import Topic
+
+    stores = []
+    for k in range(per_ns):
+        p = Topic(model._ml(ns, f"cursor-mid-{k}-slow-sub__transaction_pending_ack"))
+        model._closed(ns, p, rng, [30 * DAY_MS, 20 * DAY_MS], version=3)
+        model._open(ns, p, rng)
+        p.cursors.append(model._system_cursor(p, "__pending_ack_state", rng, age=20 * DAY_MS))
+        yield from model._emit(ns, p, rng)
+        stores.append(p.ml.topic)
+    model.pulsar_owned.append(
+        {"what": "transaction-pending-ack-store", "topics": stores, "source": up.PENDING_ACK_SOURCE}
+    )
+    s = Topic(model._ml(ns, "__transaction_buffer_snapshot"))
+    model._closed(ns, s, rng, [30 * DAY_MS, 20 * DAY_MS], version=3)
+    model._open(ns, s, rng)
+    yield from model._emit(ns, s, rng)
+    model.pulsar_owned.append(
+        {"what": "transaction-buffer-snapshot", "topics": [s.ml.topic], "source": up.SYSTEM_TOPIC_NAMES_SOURCE}
+    )
+
+
+def _topic_policies_namespace(model: ClusterModel, ns: Namespace, rng: random.Random, per_ns: int) -> Iterator[ZNode]:
+    """An unowned namespace (retention 1 h) whose ``__change_events`` topic holds topic policies
+    (``SystemTopicBasedTopicPoliciesService``): ``kept-<k>`` has topic-level retention -1/-1 there, ``plain-<k>``
+    none; a metadata-only audit can tell neither apart, so both have an unknown effective retention and are never
+    trimmed offline (a load lets the broker apply the real policy)."""
+    from pulsar_ops.testing.cluster_model import Topic
+
+    ns.topic_policies = True
+    yield from model._namespace_meta(ns)
+    ev = Topic(model._ml(ns, "__change_events"))
+    model._closed(ns, ev, rng, [10 * DAY_MS], version=3, entries=2 * per_ns)
+    model._open(ns, ev, rng)
+    ev.cursors.append(model._compaction_cursor(ns, ev, rng, age=10 * DAY_MS))  # the events topic is compacted
+    yield from model._emit(ns, ev, rng)
+    model.pulsar_owned.append(
+        {"what": "topic-policies-events", "topics": [ev.ml.topic], "source": up.TOPIC_POLICIES_SOURCE}
+    )
+    for k in range(per_ns):
+        t = Topic(model._ml(ns, f"kept-{k}"))
+        model._closed(ns, t, rng, [40 * DAY_MS, 30 * DAY_MS, 20 * DAY_MS], version=3)
+        model._open(ns, t, rng)
+        model.topic_policies[t.ml.topic] = {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
+        yield from model._emit(ns, t, rng)
+        t = Topic(model._ml(ns, f"plain-{k}"))
+        model._closed(ns, t, rng, [30 * DAY_MS, 20 * DAY_MS], version=3)
+        model._open(ns, t, rng)
+        yield from model._emit(ns, t, rng)
+
 
 # ---------------------------------------------------------------------- TTL shorter than delayed delivery
 
@@ -442,19 +502,25 @@ def corrupt_namespace(model: ClusterModel) -> Iterator[ZNode]:
 
 
 def system_namespace(model: ClusterModel) -> Iterator[ZNode]:
-    from pulsar_ops.testing.cluster_model import Namespace, Topic
+    from pulsar_ops.testing.cluster_model import Topic
 
     rng = _rng(model, "system")
-    ns = Namespace("pulsar/system", "pulsar", False, False, 4)
+    ns = model.init_namespace(up.SYSTEM_NAMESPACE)  # created by initialize-cluster-metadata, 16 bundles
     yield from model._namespace_meta(ns)
-    for n in range(2):
+    logs = []
+    for n in range(2):  # coordinator logs of the coordinators started so far (TransactionCoordinatorID n)
         t = Topic(model._ml(ns, f"__transaction_log_{n}"))
         model._closed(ns, t, rng, [15 * DAY_MS], version=3)
         model._open(ns, t, rng)
         t.cursors.append(model._system_cursor(t, "transaction.subscription", rng, age=30 * DAY_MS))
         yield from model._emit(ns, t, rng)
-    t = Topic(model._ml(ns, "loadbalancer-service-unit-state"))
+        logs.append(t.ml.topic)
+    model.pulsar_owned.append({"what": "transaction-coordinator-log", "topics": logs, "source": up.MLTC_SOURCE})
+    t = Topic(model._ml(ns, up.SERVICE_UNIT_STATE_TOPIC))
     model._closed(ns, t, rng, [20 * DAY_MS, 10 * DAY_MS], version=3)
     model._open(ns, t, rng)
     t.cursors.append(model._user_cursor(ns, t, "lb-reader", rng, last_active_age=30 * DAY_MS))
+    if model.extensible:  # the channel's topic is compacted (ServiceUnitStateChannelImpl: compaction threshold)
+        t.cursors.append(model._compaction_cursor(ns, t, rng, age=30 * DAY_MS))
     yield from model._emit(ns, t, rng)
+    model.pulsar_owned.append({"what": "elm-service-unit-state-topic", "topics": [t.ml.topic], "source": up.ELM_SOURCE})

@@ -22,7 +22,7 @@ def _finding_key(f: Finding) -> Key:
         return (f.ledger_id,)
     if d == "dangling-ledger":
         return (f.ledger_id, f.path)
-    if d in ("znode-leak", "scrape-incomplete", "undecodable-znode"):
+    if d in ("znode-leak", "scrape-incomplete", "undecodable-znode", "system-metadata"):
         return (f.path,)
     if d == "expired-retention-unloaded":
         return (f.topic,)
@@ -42,7 +42,7 @@ def _truth_key(detection: str, e: Mapping[str, Any]) -> Key:
         return (e["ledger_id"],)
     if detection == "dangling-ledger":
         return (e["ledger_id"], e["path"])
-    if detection in ("znode-leak", "scrape-incomplete", "undecodable-znode"):
+    if detection in ("znode-leak", "scrape-incomplete", "undecodable-znode", "system-metadata"):
         return (e["path"],)
     if detection == "expired-retention-unloaded":
         return (e["topic"],)
@@ -70,6 +70,8 @@ def _ids(f: Finding) -> dict[str, Any]:
     return {
         "ledger_ids": sorted(int(x) for x in f.evidence.get("ledger_ids", [])),
         "after_retention_ledger_ids": sorted(int(x) for x in f.evidence.get("after_retention_ledger_ids", [])),
+        # topic policies in __change_events: the topic-level retention is unknown (docs/detections.md)
+        "retention_unknown": f.evidence.get("retention_source") == "topic-unknown",
     }
 
 

@@ -204,6 +204,8 @@ def test_load_trims_what_the_model_predicts_and_takes_the_bundle(
         f"persistent://acme/{ns}/{decode(enc)}"
         for ns in ("idle-default-0", "idle-week-0", "idle-infinite-0")
         for enc in zk.get_children(f"/managed-ledgers/acme/{ns}/persistent")
+        # Pulsar's own managed ledgers there (transaction stores) are opened by brokers, never loaded as topics
+        if not (decode(enc).startswith("__") or decode(enc).endswith("__transaction_pending_ack"))
     ]
     assert len(topics) >= 8 and any(" " in t for t in topics)
     trimmed_somewhere = 0

@@ -265,8 +265,15 @@ def test_per_topic_detections_name_the_fixtures() -> None:
     _, gt = _build()
     exp = gt["expected"]
     ret = {r["topic"].rsplit("/", 2)[1].rsplit("-", 1)[0]: r for r in exp["expired-retention-unloaded"]}
-    assert set(ret) == {"idle-default", "idle-week", "idle-size"}
-    topics = {r["topic"].rsplit("/", 1)[1] for r in exp["expired-retention-unloaded"]}
+    assert set(ret) == {"idle-default", "idle-week", "idle-size", "idle-topic-policies"}
+    # a namespace whose __change_events holds topic policies: its topics' retention is unknown (flagged, recorded)
+    unknown = {r["topic"] for r in exp["expired-retention-unloaded"] if r.get("retention_unknown")}
+    assert {t.rsplit("/", 1)[1] for t in unknown} == {"kept-0", "plain-0"}
+    assert {u["topic"] for u in gt["retention_unknown"]} == unknown
+    kept = next(u for u in gt["retention_unknown"] if u["topic"].endswith("/kept-0"))
+    assert kept["topic_policy"] == {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
+    known = [r for r in exp["expired-retention-unloaded"] if not r.get("retention_unknown")]
+    topics = {r["topic"].rsplit("/", 1)[1] for r in known}
     assert {
         "no-cursor-0",
         "never rolled 0",
@@ -276,10 +283,10 @@ def test_per_topic_detections_name_the_fixtures() -> None:
         "reloaded-0",
         "stale-current-0",
     } == topics
-    counts = sorted(len(r["ledger_ids"]) for r in exp["expired-retention-unloaded"])
+    counts = sorted(len(r["ledger_ids"]) for r in known)
     # sized-0 (4 x 5 MiB, 12 MiB quota): the broker trims one ledger, the one whose removal still leaves >= 12 MiB
     assert counts == [1, 2, 2, 2, 2, 3, 3]
-    later = {r["topic"].rsplit("/", 1)[1]: r["after_retention_ledger_ids"] for r in exp["expired-retention-unloaded"]}
+    later = {r["topic"].rsplit("/", 1)[1]: r["after_retention_ledger_ids"] for r in known}
     # retention 0 ("never rolled", default namespace): the re-stamped last ledger goes at the first trim
     assert later["never rolled 0"] == [] and later["reloaded-0"] == []
     stale = next(r for r in exp["expired-retention-unloaded"] if r["topic"].endswith("/stale-current-0"))
