@@ -65,6 +65,14 @@ class Manifest:
     # "published" (its registration's httpserver endpoint) | "bookie-url-port" (nothing published: its host with
     # --bookie-url's port) | "none" (not reachable: its scope is incomplete)}}.
     bookie_endpoints: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    # A scrape of a ZooKeeper data directory / snapshot file (`scrape --zk-data-dir`): its point in time, the
+    # local store's last replayed zxid and that transaction's time (ms since the epoch; null when no logged
+    # transaction reached the snapshot's zxid). Null for a live scrape (fuzzy: see zxid_range).
+    zxid: int | None = None
+    last_txn_time_ms: int | None = None
+    # Per store read from files: which snapshot, which fell back and why, the logs replayed, where the replay
+    # stopped early and why, the digest check (pulsar_ops.zkdata.datadir.DataDirState.to_json). Empty when live.
+    zk_data_dirs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def all_scopes_complete(self) -> bool:
