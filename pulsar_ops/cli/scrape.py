@@ -151,6 +151,7 @@ def _scrape_offline(
     zk_snapshot: Path | None,
     config_zk_data_dir: Path | None,
     zk_chroot: str | None,
+    zk_ensemble: str | None,
     ledgers_root: str,
     cluster: str | None,
     workers: int | None,
@@ -169,6 +170,7 @@ def _scrape_offline(
                 zk_snapshot=zk_snapshot,
                 config_zk_data_dir=config_zk_data_dir,
                 chroot=zk_chroot or "",
+                ensemble=zk_ensemble or "",
                 ledgers_root=ledgers_root,
                 cluster=cluster,
                 workers=workers,
@@ -275,6 +277,12 @@ def register(app: typer.Typer) -> None:
         config_zk_data_dir: Path | None = typer.Option(
             None, "--config-zk-data-dir", help="The configuration store's data directory, when it is another one."
         ),
+        zk_ensemble: str | None = typer.Option(
+            None,
+            "--zk-ensemble",
+            help="With --zk-data-dir: the ensemble (HOST:PORT,...) the directory belongs to. Recorded, never "
+            "contacted; `apply` checks it (without it apply refuses the plan: target-unverifiable).",
+        ),
     ) -> None:
         """Read ZooKeeper metadata (managed ledgers, ledgers, schemas, policies, bundles) into a snapshot."""
         if zk_data_dir is not None or zk_snapshot is not None or config_zk_data_dir is not None:
@@ -301,6 +309,7 @@ def register(app: typer.Typer) -> None:
                 zk_snapshot,
                 config_zk_data_dir,
                 zk_chroot,
+                zk_ensemble,
                 ledgers_root,
                 cluster,
                 workers,

@@ -49,6 +49,10 @@ class OfflineScrapeConfig:
     config_zk_data_dir: Path | None = None  # the configuration store's, when it is another ensemble
     chroot: str = ""  # the cluster's subtree (what a live scrape puts after --zookeeper HOST:PORT)
     config_chroot: str | None = None  # default: the same chroot
+    # the ensemble the data directory belongs to (HOST:PORT[,...]): recorded, never contacted, so that `apply`
+    # can check it is run against the ZooKeeper this snapshot describes ("" : apply refuses, target-unverifiable)
+    ensemble: str = ""
+    config_ensemble: str | None = None  # default: the same ensemble
     ledgers_root: str = "/ledgers"
     cluster: str | None = None
     max_znode_bytes: int = DEFAULT_MAX_ZNODE_BYTES
@@ -69,6 +73,20 @@ def _chroot(value: str | None, flag: str) -> str:
     if "//" in c:
         raise ConfigError(f"{flag} {value!r} is not a ZooKeeper path", hint=f"pass {flag} /pulsar")
     return c
+
+
+def _ensemble(value: str | None, flag: str) -> str:
+    if not value:
+        return ""
+    hosts = [h.strip() for h in value.split(",") if h.strip()]
+    for hp in hosts:
+        host, _, port = hp.rpartition(":")
+        if not host or not port.isdigit() or "/" in hp or "@" in hp:
+            raise ConfigError(
+                f"{flag}: {hp!r} is not HOST:PORT",
+                hint=f"pass {flag} zk1:2181,zk2:2181 (the chroot goes in --zk-chroot)",
+            )
+    return ",".join(hosts)
 
 
 def _read(cfg: OfflineScrapeConfig) -> tuple[DataDirState, DataDirState | None]:
@@ -109,6 +127,10 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     ledgers_root = _ledgers_root(cfg.ledgers_root)
     chroot = _chroot(cfg.chroot, "--zk-chroot")
     config_chroot = _chroot(cfg.config_chroot, "--config-zk-chroot") if cfg.config_chroot is not None else chroot
+    ensemble = _ensemble(cfg.ensemble, "--zk-ensemble")
+    config_ensemble = (
+        _ensemble(cfg.config_ensemble, "--config-zk-ensemble") if cfg.config_ensemble is not None else ensemble
+    )
     started_ms = _now_ms()
     t0 = time.monotonic()
     local_state, config_state = _read(cfg)
@@ -132,6 +154,7 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     try:
         walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
         walked = 0
+        max_mtime = 0
         for store in (CONFIG, LOCAL):  # the live scrape's order
             tree, root = trees[store]
             walk_sink.store = store
@@ -143,6 +166,8 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
             for r in roots:
                 for path, data, stat in tree.iter_subtree(root + r):
                     node(path[cut:] if cut else path, data, stat)
+                    if stat[3] > max_mtime:
+                        max_mtime = stat[3]
                     walked += 1
                     if cfg.progress is not None and walked % PROGRESS_EVERY == 0:
                         cfg.progress(ScrapeProgress(store, walked, sink.counters.errors, time.monotonic() - t0))
@@ -158,10 +183,16 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     layout = _data(local_tree[0], f"{local_tree[1]}{ledgers_root}/LAYOUT")
     identity["ledger_layout"] = layout_from_bytes(layout)
 
-    def describe(state: DataDirState, root: str) -> dict[str, str]:
-        return {"hosts": "", "chroot": root, "zk_data_dir": state.directory, "snapshot": state.snapshot}
+    def describe(state: DataDirState, root: str, hosts: str) -> dict[str, str]:
+        return {"hosts": hosts, "chroot": root, "zk_data_dir": state.directory, "snapshot": state.snapshot}
 
-    dirs = {LOCAL: {**local_state.to_json(), "chroot": chroot}}
+    # The snapshot's point in time is its clock: the audit ages things by finished_at_ms and the plan records
+    # it, so both are the time of the last replayed transaction (or, with none, the newest mtime read: earlier
+    # than the true point in time, so everything looks younger -- the safe side of every age margin), never the
+    # wall clock of this run (a week-old backup would make every ledger a week older than it was).
+    pit = local_state.last_txn_time_ms if local_state.last_txn_time_ms is not None else max_mtime or started_ms
+    read_at = {"read_started_at_ms": started_ms, "read_finished_at_ms": _now_ms(), "point_in_time_ms": pit}
+    dirs = {LOCAL: {**local_state.to_json(), "chroot": chroot, **read_at}}
     dirs[CONFIG] = {**config_state.to_json(), "chroot": config_chroot} if config_state is not None else dirs[LOCAL]
     manifest = finish_snapshot(
         out,
@@ -171,13 +202,14 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
         None,
         ledgers_root=ledgers_root,
         cluster_flag=cfg.cluster,
-        started_ms=started_ms,
+        started_ms=pit,
+        finished_ms=pit,
         t0=t0,
         stores={
-            LOCAL: describe(local_state, chroot),
-            CONFIG: describe(config_state, config_chroot)
+            LOCAL: describe(local_state, chroot, ensemble),
+            CONFIG: describe(config_state, config_chroot, config_ensemble)
             if config_state is not None
-            else describe(local_state, chroot),
+            else describe(local_state, chroot, config_ensemble),
         },
         multiread=False,
         server_versions={LOCAL: "data-dir", CONFIG: "data-dir"},

@@ -272,6 +272,7 @@ def finish_snapshot(
     zxid: int | None = None,
     last_txn_time_ms: int | None = None,
     zk_data_dirs: dict[str, dict[str, Any]] | None = None,
+    finished_ms: int | None = None,
 ) -> Manifest:
     """The end of every scrape, live or from a data directory: merge the decode workers' summaries, guard the
     missing roots, add the HTTP tables, write the scopes table, close the writer, and write the manifest last."""
@@ -315,7 +316,7 @@ def finish_snapshot(
         complete=not incomplete,
         finished=True,
         started_at_ms=started_ms,
-        finished_at_ms=_now_ms(),
+        finished_at_ms=finished_ms if finished_ms is not None else _now_ms(),
         zxid_range={
             s: {"min": sink.zxid[s][0], "max": sink.zxid[s][1]} if s in sink.zxid else {"min": None, "max": None}
             for s in (LOCAL, CONFIG)

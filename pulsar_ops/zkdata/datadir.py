@@ -15,8 +15,9 @@ Which files, as upstream's ``persistence/FileTxnSnapLog.restore`` picks them:
   during a multi is named after the multi's zxid while holding only part of it (ZOOKEEPER-3127; fixed in 3.6 by
   ``DataTree.processTxn`` updating ``lastProcessedZxid`` only after the whole multi).
 * A log that ends with a partial record (the server died while appending) ends there and the next log is read,
-  as ``FileTxnIterator.next`` does on EOF. A checksum mismatch, an undecodable record or a gap in the zxids of
-  one epoch stops the replay at the last complete transaction before it, and ``stop`` says where.
+  as ``FileTxnIterator.next`` does on EOF; in the last log that is where the replay stops. A checksum
+  mismatch, an undecodable record or a gap in the zxids of one epoch stops the replay at the last complete
+  transaction before it, and ``stop`` says where.
 """
 
 from __future__ import annotations
@@ -206,9 +207,9 @@ def _replay_logs(d: Path, state: DataDirState) -> None:
         start = max(start, z)
     tree = state.tree
     prev = snap_zxid
-    for z, p in logs:
-        if z < start:
-            continue
+    todo = [(z, p) for z, p in logs if z >= start]
+    for i, (_z, p) in enumerate(todo):
+        last = i == len(todo) - 1
         state.logs.append(p.name)
         buf = _read(p)
         try:
@@ -231,9 +232,9 @@ def _replay_logs(d: Path, state: DataDirState) -> None:
                 return
             tree.apply(rec.txn)
             prev = max(prev, z)
-        if end.reason == "partial":
+        if end.reason == "partial" and not last:
             state.partial_logs.append({"log": p.name, "offset": end.offset, "detail": end.detail, "zxid": prev})
-        elif not end.clean:
+        elif not end.clean:  # a partial record at the end of the last log is where the replay ends
             state.stop = {"log": p.name, "offset": end.offset, "reason": end.reason, "detail": end.detail, "zxid": prev}
             return
 
