@@ -160,7 +160,8 @@ def _close_session(r: JuteReader) -> Op:
         paths = tuple(r.string() for _ in range(r.vector_count()))
     except JuteError:
         paths = None
-    if paths is None or r.remaining() not in (0, 12):
+    # every path of a CloseSessionTxn is absolute (they are the session's ephemerals)
+    if paths is None or r.remaining() not in (0, 12) or not all(p.startswith("/") for p in paths):
         r.pos = start
         return Op(CLOSE_SESSION)
     return Op(CLOSE_SESSION, paths=paths)
