@@ -303,3 +303,62 @@ def test_manifest_round_trips_the_point_in_time(case: Case) -> None:
     assert again.zxid == m.zxid and again.last_txn_time_ms == m.last_txn_time_ms
     assert again.zk_data_dirs["local"]["snapshot"] == m.zk_data_dirs["local"]["snapshot"]
     assert case.live.manifest.zxid is None and case.live.manifest.zk_data_dirs == {}
+
+
+def _finding_keys(doc: dict[str, object]) -> list[tuple[object, ...]]:
+    fs = doc["findings"]
+    assert isinstance(fs, list)
+    keep = ("detection", "severity", "ledger_id", "topic", "subscription", "path", "namespace", "plannable", "bytes")
+    return sorted((tuple(f.get(k) for k in keep) for f in fs), key=repr)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_audit_plan_and_apply_from_the_offline_snapshot(case: Case, spark: object, tmp_path: Path) -> None:
+    """The same findings as the live snapshot's; a plan from it equals the live one's actions; apply says the
+    snapshot's age and, against the restarted server, marks every action (compare-and-set on the stats the data
+    directory recorded) after checking the ensemble recorded with --zk-ensemble."""
+    if case.version != "3.9":
+        pytest.skip("one version is enough")
+    from pulsar_ops.audit.runner import run_audit
+    from pulsar_ops.repair.apply_run import ApplyRequest, run_apply
+    from pulsar_ops.repair.plan_builder import build_plan
+    from pulsar_ops.repair.planner import PlanParams
+
+    copy = tmp_path / "server"
+    shutil.copytree(case.data_dir, copy / "data")
+    server = EmbeddedZooKeeper(data_dir=copy, heap_mb=256)
+    try:
+        server.start()
+        off = tmp_path / "offline"
+        scrape_data_dir(
+            OfflineScrapeConfig(out=off, zk_data_dir=case.data_dir, chroot=CHROOT, ensemble=server.hosts, workers=0)
+        )
+        a_live = run_audit(case.live.path, tmp_path / "a-live", spark=spark)  # type: ignore[arg-type]
+        a_off = run_audit(off, tmp_path / "a-off", spark=spark)  # type: ignore[arg-type]
+        assert a_live.findings and _finding_keys(a_live.document()) == _finding_keys(a_off.document())
+        p_live = build_plan(tmp_path / "a-live", tmp_path / "live.plan.json", PlanParams())
+        p_off = build_plan(tmp_path / "a-off", tmp_path / "off.plan.json", PlanParams())
+        assert p_off.plan.actions and [
+            (a.kind, a.to_json().get("path"), a.to_json().get("ledger_id")) for a in p_off.plan.actions
+        ] == [(a.kind, a.to_json().get("path"), a.to_json().get("ledger_id")) for a in p_live.plan.actions]
+        assert p_off.plan.snapshot["zxid"] == case.offline.manifest.zxid
+        said: list[str] = []
+        report = run_apply(
+            ApplyRequest(
+                plan_path=tmp_path / "off.plan.json",
+                zookeeper=server.hosts + CHROOT,
+                config_zookeeper=None,
+                phase="mark",
+                quarantine_ms=0,
+                apply=True,
+                yes=True,
+            ),
+            confirm=lambda q: None,
+            say=said.append,
+        )
+        assert any(" old (read from a ZooKeeper data directory at zxid " in line for line in said), said
+        counts = report.counts()
+        assert counts.get("marked", 0) + counts.get("committed", 0) == len(p_off.plan.actions), counts
+    finally:
+        server.cleanup()
