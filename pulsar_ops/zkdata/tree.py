@@ -61,7 +61,7 @@ def node_digest(path: str, data: bytes, stat: bytes) -> int:
         return 0
     if path == "/":
         path = ""
-    crc = zlib.crc32(path.encode("utf-8", "surrogateescape"))
+    crc = zlib.crc32(path.encode("utf-8", "surrogateescape"))  # (DataTree.load inlines this)
     crc = zlib.crc32(data, crc)
     # StatPersisted order czxid mzxid ctime mtime | version cversion aversion | owner | pzxid -> digest order
     # czxid mzxid pzxid ctime mtime version cversion aversion owner
@@ -142,12 +142,17 @@ class DataTree:
         digest = 0
         ephem = tree.ephemerals
         unpack_owner = struct.Struct(">q").unpack_from
+        crc32 = zlib.crc32
+        no_owner = bytes(8)
         for path, data, _acl, stat in nodes:
-            if with_digest:
-                digest += node_digest(path, data, stat)
-            owner = unpack_owner(stat, 44)[0]
-            if owner != 0 and owner != T.CONTAINER_OWNER:
-                ephem.setdefault(owner, set()).add(path)
+            if with_digest and not path.startswith(_DIGEST_EXCLUDED):  # node_digest, inlined (per znode)
+                digest += crc32(
+                    stat[0:16] + stat[52:60] + stat[16:52], crc32(data, crc32(path.encode("utf-8", "surrogateescape")))
+                )
+            if stat[44:52] != no_owner:
+                owner = unpack_owner(stat, 44)[0]
+                if owner != T.CONTAINER_OWNER:
+                    ephem.setdefault(owner, set()).add(path)
             if keep is not None and data and not keep(path):
                 data = b""
             node: Node = [data, stat, None]
