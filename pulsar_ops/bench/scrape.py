@@ -36,7 +36,6 @@ from pulsar_ops.testing.seeder import SeedOptions, seed_cluster
 from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
 
 Info = Callable[[str], None]
-OFFLINE_SNAP_COUNT = 2000
 
 
 def _machine() -> dict[str, Any]:
@@ -197,16 +196,14 @@ def run(
     heap_mb: int = 3072,
     info: Info = lambda _s: None,
     zk_data_dir: bool = False,
-    keep_data_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """``zk_data_dir``: after the live scrape, stop the server and scrape its data directory offline (the server
-    then snapshots every ``OFFLINE_SNAP_COUNT`` transactions, so the directory is a snapshot plus logs, as in
-    production). ``keep_data_dir``: keep the server's files there (reused by a later run with the same path)."""
+    """``zk_data_dir``: restart the server after seeding (ZooKeeper snapshots its tree when it starts:
+    ``ZooKeeperServer.loadData`` -> ``takeSnapshot``), so its data directory is a snapshot of the seeded tree plus
+    a log tail, as in production; after the live scrape, stop it and scrape that directory offline."""
     doc: dict[str, Any] = {"machine": _machine(), "topics": topics, "seed": seed}
-    snap_count = OFFLINE_SNAP_COUNT if zk_data_dir else 1_000_000
     with (
         tempfile.TemporaryDirectory(prefix="pulsar-ops-bench-") as tmp,
-        EmbeddedZooKeeper(data_dir=keep_data_dir or Path(tmp) / "zk", heap_mb=heap_mb, snap_count=snap_count) as zk,
+        EmbeddedZooKeeper(data_dir=Path(tmp) / "zk", heap_mb=heap_mb) as zk,
     ):
         doc["zookeeper_version"] = zk.version()
         client = zkconn.connect(zk.hosts, timeout=60)
@@ -220,6 +217,11 @@ def run(
             )
             doc["seed"] = {"znodes": res.znodes_written, "seconds": round(res.seconds, 2)}
             info(f"seeded {res.znodes_written:,} znodes in {res.seconds:.1f} s")
+            if zk_data_dir:
+                info("restarting the server (it snapshots the seeded tree as it starts)...")
+                zkconn.close(client)
+                zk.restart()
+                client = zkconn.connect(zk.hosts, timeout=60)
 
             roots = list(roots_for(CONFIG, "/ledgers", separate_config=False)) + list(
                 roots_for(LOCAL, "/ledgers", separate_config=False)
