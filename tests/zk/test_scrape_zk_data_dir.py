@@ -395,3 +395,20 @@ def test_audit_plan_and_apply_from_the_offline_snapshot(case: Case, spark: objec
         assert counts.get("marked", 0) + counts.get("committed", 0) == len(p_off.plan.actions), counts
     finally:
         server.cleanup()
+
+
+def test_a_missing_chroot_or_a_bad_ensemble_is_refused(case: Case, tmp_path: Path) -> None:
+    if case.version != "3.9":
+        pytest.skip("one version is enough")
+    runner = CliRunner()
+    base = ["scrape", "--zk-data-dir", str(case.data_dir), "--json"]
+    r = runner.invoke(app, [*base, "--zk-chroot", "/nope", "--out", str(tmp_path / "a")])
+    assert r.exit_code == 3 and "the chroot /nope does not exist" in r.output
+    r = runner.invoke(app, [*base, "--zk-chroot", CHROOT, "--zk-ensemble", "zk1:2181/x", "--out", str(tmp_path / "b")])
+    assert r.exit_code == 3 and "--zk-ensemble" in r.output
+    r = runner.invoke(
+        app, [*base, "--zk-chroot", CHROOT, "--zk-ensemble", "zk1:2181,zk2:2181", "--out", str(tmp_path / "c")]
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["stores"]["local"]["hosts"] == "zk1:2181,zk2:2181" and doc["stores"]["local"]["chroot"] == CHROOT
