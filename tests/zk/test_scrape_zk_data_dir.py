@@ -123,11 +123,11 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         now = int(time.time() * 1000) + 25 * 3_600_000
         res = seed_cluster(c, None, SeedOptions(topics=12, seed=5, now_ms=now, defects=frozenset(ALL_KINDS)))
         _traffic(c)
-        e = KazooClient(hosts=server.hosts + CHROOT)  # a session whose ephemeral goes with its closeSession
-        e.start(timeout=30)
-        e.create("/ledgers/available/gone-bookie:3181", b"", ephemeral=True)
-        e.stop()
-        e.close()
+        brief = KazooClient(hosts=server.hosts + CHROOT)  # a session whose ephemeral goes with its closeSession
+        brief.start(timeout=30)
+        brief.create("/ledgers/available/gone-bookie:3181", b"", ephemeral=True)
+        brief.stop()
+        brief.close()
         c.create(LAST, b"the last transaction")
         live = base / "live"
         scrape(ScrapeConfig(zookeeper=server.hosts + CHROOT, out=live, workers=0))
@@ -317,12 +317,13 @@ def _detections(snap: Snapshot, now_ms: int) -> dict[str, list[tuple[object, ...
     from pulsar_ops.audit.params import AuditParams
     from pulsar_ops.audit.sql_files import detect_files
     from pulsar_ops.bench import duckdb_sql
+    from pulsar_ops.findings import STORAGE_DETECTIONS
 
     params = AuditParams(now_ms=now_ms)
     con = duckdb_sql.connect(snap.path, params, admin_scraped=snap.manifest.admin_scraped)
     out: dict[str, list[tuple[object, ...]]] = {}
     for f in detect_files():
-        if f.name in duckdb_sql.STORAGE_DETECTIONS:
+        if f.name in STORAGE_DETECTIONS:
             continue
         try:
             out[f.name] = sorted((tuple(r) for r in con.execute(duckdb_sql.rewrite(f.text)).fetchall()), key=repr)
