@@ -12,6 +12,7 @@ dataLength). So the tables equal a live scrape of the same tree, and the manifes
 from __future__ import annotations
 
 import gc
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from pulsar_ops.scrape.run import (
 )
 from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.snapshot.manifest import Manifest
-from pulsar_ops.snapshot.writer import DEFAULT_BATCH_ROWS, SnapshotWriter
+from pulsar_ops.snapshot.writer import DEFAULT_BATCH_ROWS, TABLES_DIR, SnapshotWriter
 from pulsar_ops.zkdata.datadir import DataDirState, read_data_dir, read_snapshot_only
 from pulsar_ops.zkdata.tree import DataTree
 
@@ -133,23 +134,35 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     )
     started_ms = _now_ms()
     t0 = time.monotonic()
-    local_state, config_state = _read(cfg)
-    trees: dict[str, tuple[DataTree, str]] = {LOCAL: (local_state.tree, chroot)}
-    trees[CONFIG] = (config_state.tree, config_chroot) if config_state is not None else (local_state.tree, chroot)
-    separate = config_state is not None
-    for store, (tree, root) in trees.items():
-        if root and tree.get(root) is None:
-            raise ConfigError(
-                f"the chroot {root} does not exist in the {store} store's tree (zxid {tree.zxid:#x})",
-                hint="check --zk-chroot (the /chroot part of the cluster's --zookeeper HOST:PORT/chroot)",
-            )
-    cfg.timings["read"] = time.monotonic() - t0
-
-    t1 = time.monotonic()
+    # The decode workers start before the tree is loaded: a worker forked from a parent holding a large tree is
+    # charged that parent's size (ru_maxrss at fork) for nothing. A read failure then removes what was created.
+    existed = out.exists()
     writer = SnapshotWriter(out, batch_rows=cfg.batch_rows)
     sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ledgers_root, max_znode_bytes=cfg.max_znode_bytes))
     n_workers = _workers(cfg.workers)
     pool = PoolSink(sink, out, n_workers, batch_rows=cfg.batch_rows, chunk=cfg.decode_chunk) if n_workers else None
+    try:
+        if pool is not None:
+            pool.start()
+        local_state, config_state = _read(cfg)
+        trees: dict[str, tuple[DataTree, str]] = {LOCAL: (local_state.tree, chroot)}
+        trees[CONFIG] = (config_state.tree, config_chroot) if config_state is not None else (local_state.tree, chroot)
+        for store, (tree, root) in trees.items():
+            if root and tree.get(root) is None:
+                raise ConfigError(
+                    f"the chroot {root} does not exist in the {store} store's tree (zxid {tree.zxid:#x})",
+                    hint="check --zk-chroot (the /chroot part of the cluster's --zookeeper HOST:PORT/chroot)",
+                )
+    except BaseException:
+        if pool is not None:
+            pool.terminate()
+        # nothing is left behind: the same --out works once the directory is fixed
+        shutil.rmtree(out if not existed else out / TABLES_DIR, ignore_errors=True)
+        raise
+    separate = config_state is not None
+    cfg.timings["read"] = time.monotonic() - t0
+
+    t1 = time.monotonic()
     summaries: list[WorkerSummary] = []
     try:
         walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink

@@ -258,6 +258,7 @@ def test_an_empty_or_foreign_directory_is_a_clear_error(tmp_path: Path) -> None:
     r = runner.invoke(app, ["scrape", "--zk-data-dir", str(empty), "--out", str(tmp_path / "o1"), "--json"])
     assert r.exit_code == 3, r.output
     assert "zk-data-dir-unusable" in r.output and "version-2" in r.output
+    assert not (tmp_path / "o1").exists()  # nothing left behind
     (empty / "version-2").mkdir()
     r = runner.invoke(app, ["scrape", "--zk-data-dir", str(empty), "--out", str(tmp_path / "o2")])
     assert r.exit_code == 3 and "no snapshot" in r.output
@@ -429,6 +430,7 @@ def test_a_missing_chroot_or_a_bad_ensemble_is_refused(case: Case, tmp_path: Pat
     base = ["scrape", "--zk-data-dir", str(case.data_dir), "--json"]
     r = runner.invoke(app, [*base, "--zk-chroot", "/nope", "--out", str(tmp_path / "a")])
     assert r.exit_code == 3 and "the chroot /nope does not exist" in r.output
+    assert not (tmp_path / "a").exists()  # the decode workers were stopped and nothing is left behind
     r = runner.invoke(app, [*base, "--zk-chroot", CHROOT, "--zk-ensemble", "zk1:2181/x", "--out", str(tmp_path / "b")])
     assert r.exit_code == 3 and "--zk-ensemble" in r.output
     r = runner.invoke(
