@@ -189,3 +189,10 @@ class DecodeWorkerError(PulsarOpsError):
 
     code = "decode-worker-failed"
     default_hint = "re-run `pulsar-ops scrape` with --workers 0 (decode in-process) and --debug"
+
+
+class ZkDataDirError(PulsarOpsError):
+    """A ZooKeeper data directory (or snapshot file) that cannot be read into a snapshot."""
+
+    code = "zk-data-dir-unusable"
+    default_hint = "pass the server's dataDir (the directory holding version-2/), or --zk-snapshot FILE"

@@ -122,6 +122,53 @@ def _child_scrape(hosts: str, out: str, batch: int | None, workers: int | None) 
     }
 
 
+def _child_offline(data_dir: str, out: str, workers: int | None) -> dict[str, Any]:
+    """`scrape --zk-data-dir` of a stopped server's dataDir: stage times (read = files -> replayed tree, write =
+    the same decode/sink/Parquet path as the live scrape) and peak RSS, measured like the live child."""
+    from pulsar_ops.scrape.offline import OfflineScrapeConfig, scrape_data_dir
+    from pulsar_ops.scrape.run import _workers
+    from pulsar_ops.zkdata.datadir import describe_size
+
+    cpu0 = time.process_time()
+    t0 = time.monotonic()
+    cfg = OfflineScrapeConfig(out=Path(out), zk_data_dir=Path(data_dir), workers=workers)
+    m = scrape_data_dir(cfg)
+    seconds = time.monotonic() - t0
+    parent_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    n_workers = _workers(workers)
+    local = m.zk_data_dirs["local"]
+    return {
+        "znodes": m.row_counts["znodes"],
+        "seconds": round(seconds, 3),
+        "read_seconds": round(cfg.timings.get("read", 0.0), 3),
+        "write_seconds": round(cfg.timings.get("write", 0.0), 3),
+        "cpu_seconds": round(time.process_time() - cpu0, 3),
+        "workers": n_workers,
+        "parent_peak_rss_mb": round(parent_mb, 1),
+        "worker_peak_rss_mb": round(kids.ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(parent_mb + n_workers * kids.ru_maxrss / 1024, 1),
+        "data_dir_bytes": describe_size(Path(data_dir)),
+        "snapshot": local["snapshot"],
+        "replayed_txns": local["replayed_txns"],
+        "zxid": m.zxid,
+    }
+
+
+def run_offline_child(data_dir: Path, out: Path, workers: int | None = None) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "pulsar_ops.bench.scrape", "--child", "--zk-data-dir", str(data_dir)]
+    cmd += ["--out", str(out)] + (["--workers", str(workers)] if workers is not None else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise PulsarOpsError(
+            f"the offline scrape child process failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}",
+            hint="run `pulsar-ops scrape --zk-data-dir DIR` on the same directory with --debug",
+            code="bench-failed",
+        )
+    doc: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return doc
+
+
 def run_scrape_child(hosts: str, out: Path, batch: int | None, workers: int | None = None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "pulsar_ops.bench.scrape", "--child", "--hosts", hosts, "--out", str(out)]
     if batch:
@@ -148,7 +195,11 @@ def run(
     naive_max_seconds: float = 120.0,
     heap_mb: int = 3072,
     info: Info = lambda _s: None,
+    zk_data_dir: bool = False,
 ) -> dict[str, Any]:
+    """``zk_data_dir``: restart the server after seeding (ZooKeeper snapshots its tree when it starts:
+    ``ZooKeeperServer.loadData`` -> ``takeSnapshot``), so its data directory is a snapshot of the seeded tree plus
+    a log tail, as in production; after the live scrape, stop it and scrape that directory offline."""
     doc: dict[str, Any] = {"machine": _machine(), "topics": topics, "seed": seed}
     with (
         tempfile.TemporaryDirectory(prefix="pulsar-ops-bench-") as tmp,
@@ -166,6 +217,11 @@ def run(
             )
             doc["seed"] = {"znodes": res.znodes_written, "seconds": round(res.seconds, 2)}
             info(f"seeded {res.znodes_written:,} znodes in {res.seconds:.1f} s")
+            if zk_data_dir:
+                info("restarting the server (it snapshots the seeded tree as it starts)...")
+                zkconn.close(client)
+                zk.restart()
+                client = zkconn.connect(zk.hosts, timeout=60)
 
             roots = list(roots_for(CONFIG, "/ledgers", separate_config=False)) + list(
                 roots_for(LOCAL, "/ledgers", separate_config=False)
@@ -189,6 +245,14 @@ def run(
             }
         finally:
             zkconn.close(client)
+        if zk_data_dir:
+            assert zk.data_dir is not None
+            zk.stop()
+            info("scrape --zk-data-dir of the stopped server's data directory (child process)...")
+            off = run_offline_child(zk.data_dir / "data", Path(tmp) / "offline", workers)
+            off["znodes_per_s"] = round(off["znodes"] / off["seconds"]) if off["seconds"] else None
+            off["read_znodes_per_s"] = round(off["znodes"] / off["read_seconds"]) if off["read_seconds"] else None
+            doc["offline"] = off
     s, nv = doc["scraper"], doc["naive"]
     doc["ratio"] = round(s["znodes_per_s"] / nv["znodes_per_s"], 1) if nv["znodes_per_s"] else None
     doc["targets"] = {
@@ -196,18 +260,26 @@ def run(
         "ratio>=20": bool(doc["ratio"] and doc["ratio"] >= 20),
         "rss<1GB": s["peak_rss_mb"] < 1024,
     }
+    if "offline" in doc:
+        o = doc["offline"]
+        doc["targets"]["offline_znodes_per_s>=500000"] = bool(o["znodes_per_s"] and o["znodes_per_s"] >= 500_000)
+        doc["targets"]["offline_rss<1.5GB"] = o["peak_rss_mb"] < 1536
     return doc
 
 
 def _main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="internal: the scrape half of `pulsar-ops bench scrape`")
     p.add_argument("--child", action="store_true", required=True)
-    p.add_argument("--hosts", required=True)
+    p.add_argument("--hosts", default=None)
+    p.add_argument("--zk-data-dir", default=None)
     p.add_argument("--out", required=True)
     p.add_argument("--batch", type=int, default=None)
     p.add_argument("--workers", type=int, default=None)
     a = p.parse_args(argv)
-    print(json.dumps(_child_scrape(a.hosts, a.out, a.batch, a.workers)))
+    if a.zk_data_dir:
+        print(json.dumps(_child_offline(a.zk_data_dir, a.out, a.workers)))
+    else:
+        print(json.dumps(_child_scrape(a.hosts, a.out, a.batch, a.workers)))
     return 0
 
 

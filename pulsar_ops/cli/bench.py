@@ -63,6 +63,12 @@ def bench_scrape(
         120.0, "--naive-max-seconds", min=1.0, help="Stop the naive walk after this long (rate over what it read)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Write the figures as JSON to stdout."),
+    zk_data_dir: bool = typer.Option(
+        False,
+        "--zk-data-dir",
+        help="Then stop the server and `scrape --zk-data-dir` its data directory (a snapshot plus logs): figures "
+        "side by side with the live scrape.",
+    ),
 ) -> None:
     """Scraper (multiRead, pipelined) vs a naive synchronous kazoo walk of the same seeded tree; peak RSS."""
     from pulsar_ops.bench.scrape import run
@@ -70,7 +76,13 @@ def bench_scrape(
 
     def _go(as_json: bool = as_json) -> None:
         doc = run(
-            topics=topics, seed=seed, batch=batch, workers=workers, naive_max_seconds=naive_max_seconds, info=info
+            topics=topics,
+            seed=seed,
+            batch=batch,
+            workers=workers,
+            naive_max_seconds=naive_max_seconds,
+            info=info,
+            zk_data_dir=zk_data_dir,
         )
         m = doc["machine"]
         info(f"machine: {m['cpus']} cpu(s), load {m['load_1min']} (shared machine: figures are lower bounds)")
@@ -91,6 +103,18 @@ def bench_scrape(
         )
         sampled = "" if n["finished"] else " (stopped early: rate over the znodes read)"
         info(f"naive   : {n['znodes']:>9,} znodes in {n['seconds']:8.2f} s = {n['znodes_per_s']:>8,} znodes/s{sampled}")
+        o = doc.get("offline")
+        if o is not None:
+            info(
+                f"data dir: {o['znodes']:>9,} znodes in {o['seconds']:8.2f} s = {o['znodes_per_s']:>8,} znodes/s "
+                f"(read {o['read_seconds']:.2f} s = {o['read_znodes_per_s']:,} znodes/s: {o['snapshot']} + "
+                f"{o['replayed_txns']} txns, {o['data_dir_bytes'] / 2**20:,.0f} MB; tables {o['write_seconds']:.2f} s "
+                f"with {o['workers']} decode workers) vs live {s['seconds']:.2f} s"
+            )
+            info(
+                f"data dir peak RSS: {o['peak_rss_mb']:,.0f} MB (process {o['parent_peak_rss_mb']:,.0f} MB + "
+                f"{o['workers']} x largest worker {o['worker_peak_rss_mb']:,.0f} MB) vs live {s['peak_rss_mb']:,.0f} MB"
+            )
         info(
             f"ratio   : {doc['ratio']}x; targets: "
             + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in doc["targets"].items())

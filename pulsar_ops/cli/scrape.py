@@ -108,13 +108,94 @@ def render_summary(manifest: Manifest, out: Path) -> None:
     err_console.print(f"next: pulsar-ops audit {escape(str(out))} --out AUDIT_DIR")
 
 
+def render_point_in_time(manifest: Manifest) -> None:
+    """An offline scrape's point in time and how it was read (snapshot, fallbacks, logs, early stop)."""
+    for store, d in sorted(manifest.zk_data_dirs.items()):
+        when = d.get("last_txn_time_ms")
+        err_console.print(
+            f"  {store} store: {escape(str(d.get('directory')))} snapshot {escape(str(d.get('snapshot')))} "
+            f"+ {d.get('replayed_txns', 0)} txns from {len(d.get('logs') or [])} log(s): zxid {int(d['zxid']):#x}"
+            + (f", last txn at {_iso(int(when))}" if when is not None else ", no logged txn at or after it")
+        )
+        for fb in d.get("fallbacks") or []:
+            err_console.print(
+                f"  [bold yellow]warning[/]: newer snapshot {escape(fb['snapshot'])} skipped: {escape(fb['reason'])}"
+            )
+        stop = d.get("stopped_early")
+        if stop:
+            err_console.print(
+                f"  [bold yellow]warning[/]: replay stopped at zxid {int(stop['zxid']):#x}: {escape(stop['log'])} "
+                f"offset {stop['offset']} ({escape(stop['reason'])}: {escape(stop.get('detail') or '')})"
+            )
+        for part in d.get("partial_logs") or []:
+            err_console.print(
+                f"  note: {escape(part['log'])} ends with a partial record at offset {part['offset']} (read up to it)"
+            )
+        dig = d.get("digest")
+        if dig and dig.get("matched") is False:
+            err_console.print(
+                f"  [bold yellow]warning[/]: the snapshot's digest at zxid {int(dig['zxid']):#x} does not match the "
+                "tree (ZooKeeper reports the same as a digest mismatch)"
+            )
+
+
+def _iso(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+def _scrape_offline(
+    out: Path,
+    zk_data_dir: Path | None,
+    zk_snapshot: Path | None,
+    config_zk_data_dir: Path | None,
+    zk_chroot: str | None,
+    zk_ensemble: str | None,
+    ledgers_root: str,
+    cluster: str | None,
+    workers: int | None,
+    *,
+    quiet: bool,
+    json_out: bool,
+) -> None:
+    from pulsar_ops.scrape.offline import OfflineScrapeConfig, scrape_data_dir
+
+    progress = ProgressLine(not quiet, "reading the data directory...", _scrape_line)
+    try:
+        manifest = scrape_data_dir(
+            OfflineScrapeConfig(
+                out=out,
+                zk_data_dir=zk_data_dir,
+                zk_snapshot=zk_snapshot,
+                config_zk_data_dir=config_zk_data_dir,
+                chroot=zk_chroot or "",
+                ensemble=zk_ensemble or "",
+                ledgers_root=ledgers_root,
+                cluster=cluster,
+                workers=workers,
+                progress=progress,
+            )
+        )
+    finally:
+        progress.stop()
+    render_summary(manifest, out)
+    render_point_in_time(manifest)
+    if json_out:
+        emit_json(manifest.to_json())
+    if not manifest.complete or manifest.incomplete_scopes:
+        raise typer.Exit(EXIT_SCOPES_MISSING)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's command(s) to the root app."""
 
     @app.command("scrape")
     @guarded
     def scrape_cmd(
-        zookeeper: str = typer.Option(..., "--zookeeper", help="Local metadata store: HOST:PORT[,...][/chroot]."),
+        zookeeper: str = typer.Option(
+            None, "--zookeeper", help="Local metadata store: HOST:PORT[,...][/chroot] (or --zk-data-dir)."
+        ),
         out: Path = typer.Option(..., "--out", help="New snapshot directory (must not exist or be empty)."),
         config_zookeeper: str = typer.Option(
             None, "--config-zookeeper", help="Configuration store HOST:PORT[,...][/chroot] (default: --zookeeper)."
@@ -181,8 +262,66 @@ def register(app: typer.Typer) -> None:
         bookie_tls_key: Path | None = typer.Option(None, "--bookie-tls-key", help="Key (PEM) of --bookie-tls-cert."),
         json_out: bool = typer.Option(False, "--json", help="Print the manifest as JSON on stdout."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
+        zk_data_dir: Path | None = typer.Option(
+            None,
+            "--zk-data-dir",
+            help="Read a ZooKeeper data directory (dataDir, or a copy / backup of one) instead of --zookeeper: "
+            "the newest valid snapshot plus the transaction logs after it. Opens no connection.",
+        ),
+        zk_snapshot: Path | None = typer.Option(
+            None, "--zk-snapshot", help="Read one ZooKeeper snapshot file (snapshot.<zxid>[.gz|.snappy]), no logs."
+        ),
+        zk_chroot: str | None = typer.Option(
+            None, "--zk-chroot", help="With --zk-data-dir/--zk-snapshot: the cluster's chroot (e.g. /pulsar)."
+        ),
+        config_zk_data_dir: Path | None = typer.Option(
+            None, "--config-zk-data-dir", help="The configuration store's data directory, when it is another one."
+        ),
+        zk_ensemble: str | None = typer.Option(
+            None,
+            "--zk-ensemble",
+            help="With --zk-data-dir: the ensemble (HOST:PORT,...) the directory belongs to. Recorded, never "
+            "contacted; `apply` checks it (without it apply refuses the plan: target-unverifiable).",
+        ),
     ) -> None:
         """Read ZooKeeper metadata (managed ledgers, ledgers, schemas, policies, bundles) into a snapshot."""
+        if zk_data_dir is not None or zk_snapshot is not None or config_zk_data_dir is not None:
+            live = [
+                f
+                for f, v in (
+                    ("--zookeeper", zookeeper),
+                    ("--config-zookeeper", config_zookeeper),
+                    ("--admin-url", admin_url),
+                    ("--bookie-url", bookie_url),
+                    ("--client-conf", client_conf),
+                )
+                if v
+            ]
+            if live:
+                raise ConfigError(
+                    f"{', '.join(live)} cannot be combined with --zk-data-dir / --zk-snapshot (an offline scrape "
+                    "opens no connection: admin and bookie scopes stay unknown)",
+                    hint="pulsar-ops scrape --zk-data-dir DIR [--zk-chroot /pulsar] --out SNAPSHOT",
+                )
+            _scrape_offline(
+                out,
+                zk_data_dir,
+                zk_snapshot,
+                config_zk_data_dir,
+                zk_chroot,
+                zk_ensemble,
+                ledgers_root,
+                cluster,
+                workers,
+                quiet=quiet,
+                json_out=json_out,
+            )
+            return
+        if not zookeeper:
+            raise ConfigError(
+                "pass --zookeeper HOST:PORT[/chroot] (or --zk-data-dir DIR to read a data directory)",
+                hint="pulsar-ops scrape --zookeeper 127.0.0.1:2181 --out SNAPSHOT",
+            )
         security = security_from_flags(
             zk_auth=zk_auth,
             zk_auth_file=zk_auth_file,

@@ -112,6 +112,20 @@ def verify_target(session: ZkSession, target: Mapping[str, Any], hosts: str, con
         )
 
 
+def snapshot_age_line(snapshot: Mapping[str, Any], now_ms: int) -> str:
+    """How old the plan's snapshot is: apply re-derives every action from the live ensemble (compare-and-set on
+    the recorded stat), so an old snapshot only means more actions skipped, but the operator should know. A
+    snapshot read from a ZooKeeper data directory (`scrape --zk-data-dir`) is as old as its last transaction."""
+    at = snapshot.get("finished_at_ms")
+    sid = snapshot.get("id", "?")
+    if not isinstance(at, int):
+        return f"snapshot {sid}: its age is unknown (the plan records no time)"
+    age = human_duration(max(0, now_ms - at))
+    zxid = snapshot.get("zxid")
+    source = f" (read from a ZooKeeper data directory at zxid {zxid:#x})" if isinstance(zxid, int) else ""
+    return f"snapshot {sid} is {age} old{source}; every action is re-checked against the live ensemble"
+
+
 def resolve_paths(req: ApplyRequest, plan: Plan) -> tuple[Path, Path]:
     jpath = req.journal_path or J.default_journal_path(req.plan_path)
     check_file_target(jpath, "--journal", "journal-path-invalid")  # before reading or writing anything
@@ -135,6 +149,7 @@ def run_apply(
     actual_address(req.zookeeper, req.config_zookeeper)  # a malformed HOSTS[/chroot] is refused before anything
     jpath, bdir = resolve_paths(req, plan)
     now = J.now_ms()
+    say(snapshot_age_line(plan.snapshot, now))
     if not plan.actions:
         return _nothing_to_do(req, plan, jpath, bdir, say)
     if not req.apply:

@@ -269,6 +269,8 @@ def build_plan(
             "id": snap.manifest.snapshot_id,
             "path": str(snap.path.resolve()),
             "finished_at_ms": snap.manifest.finished_at_ms,
+            # a snapshot read from a ZooKeeper data directory: its zxid (finished_at_ms is its last txn's time)
+            **({"zxid": snap.manifest.zxid} if snap.manifest.zxid is not None else {}),
         },
         audit={"path": str(Path(audit_dir).resolve()), "findings": len(audit.findings)},
         target={

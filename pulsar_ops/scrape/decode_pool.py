@@ -170,6 +170,12 @@ class PoolSink:
             self.terminate()
             raise
 
+    def start(self) -> None:
+        """Start the workers now instead of with the first chunk (the offline scrape starts them before it loads
+        a large tree, so no worker is forked from a large parent)."""
+        if not self._procs:
+            self._start()
+
     @property
     def store(self) -> str:
         return self.parent.store

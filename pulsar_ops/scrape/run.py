@@ -236,10 +236,53 @@ def _scrape(config: ScrapeConfig) -> Manifest:
             zk.close(c)
         if pool is not None:
             pool.terminate()
+    return finish_snapshot(
+        out,
+        writer,
+        sink,
+        summaries,
+        config.extra,
+        ledgers_root=ledgers_root,
+        cluster_flag=config.cluster,
+        started_ms=started_ms,
+        t0=t0,
+        stores={LOCAL: local_t.describe(), CONFIG: config_t.describe()},
+        multiread=all(multiread_used.values()),
+        server_versions=versions,
+        zookeeper_servers=servers,
+        identity=identity,
+        load_manager=load_manager,
+    )
+
+
+def finish_snapshot(
+    out: Path,
+    writer: SnapshotWriter,
+    sink: SnapshotSink,
+    summaries: list[WorkerSummary],
+    extra_fn: Callable[[], ExtraTables] | None,
+    *,
+    ledgers_root: str,
+    cluster_flag: str | None,
+    started_ms: int,
+    t0: float,
+    stores: dict[str, dict[str, str]],
+    multiread: bool,
+    server_versions: dict[str, str],
+    zookeeper_servers: dict[str, dict[str, dict[str, Any]]],
+    identity: dict[str, Any],
+    zxid: int | None = None,
+    last_txn_time_ms: int | None = None,
+    zk_data_dirs: dict[str, dict[str, Any]] | None = None,
+    finished_ms: int | None = None,
+    load_manager: dict[str, Any],
+) -> Manifest:
+    """The end of every scrape, live or from a data directory: merge the decode workers' summaries, guard the
+    missing roots, add the HTTP tables, write the scopes table, close the writer, and write the manifest last."""
     merge_summaries(sink, summaries)
     _guard_missing_roots(sink, ledgers_root)
 
-    extra = config.extra() if config.extra is not None else ExtraTables()
+    extra = extra_fn() if extra_fn is not None else ExtraTables()
     for row in extra.loaded_topics:
         writer.add("loaded_topics", row)
     bookies = dict(sink.bookies)
@@ -270,18 +313,18 @@ def _scrape(config: ScrapeConfig) -> Manifest:
     )
     manifest = Manifest(
         snapshot_id=str(uuid.uuid4()),
-        cluster=_pick_cluster(config.cluster, sink.clusters),
+        cluster=_pick_cluster(cluster_flag, sink.clusters),
         tool_version=__version__,
         schema_version=schema.SCHEMA_VERSION,
         complete=not incomplete,
         finished=True,
         started_at_ms=started_ms,
-        finished_at_ms=_now_ms(),
+        finished_at_ms=finished_ms if finished_ms is not None else _now_ms(),
         zxid_range={
             s: {"min": sink.zxid[s][0], "max": sink.zxid[s][1]} if s in sink.zxid else {"min": None, "max": None}
             for s in (LOCAL, CONFIG)
         },
-        stores={LOCAL: local_t.describe(), CONFIG: config_t.describe()},
+        stores=stores,
         ledgers_root=ledgers_root,
         row_counts=row_counts,
         incomplete_scopes=incomplete,
@@ -289,12 +332,15 @@ def _scrape(config: ScrapeConfig) -> Manifest:
         admin_scraped=extra.admin_scraped,
         bookie_scraped=extra.bookie_scraped,
         bookie_endpoints={k: dict(v) for k, v in sorted(extra.bookie_endpoints.items())},
-        multiread=all(multiread_used.values()),
-        server_versions=versions,
-        zookeeper_servers=servers,
+        multiread=multiread,
+        server_versions=server_versions,
+        zookeeper_servers=zookeeper_servers,
         znodes_per_second=round(sink.counters.znodes / seconds, 1) if seconds > 0 else None,
         identity=identity,
         load_manager=load_manager,
+        zxid=zxid,
+        last_txn_time_ms=last_txn_time_ms,
+        zk_data_dirs=zk_data_dirs or {},
     )
     write_manifest(out, manifest)
     return manifest

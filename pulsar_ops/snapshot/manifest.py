@@ -71,6 +71,14 @@ class Manifest:
     # bool, "service_unit_state": bool (/service_unit_state exists), "error": null or why it could not be read}.
     # Empty: a snapshot from before it was recorded.
     load_manager: dict[str, Any] = field(default_factory=dict)
+    # A scrape of a ZooKeeper data directory / snapshot file (`scrape --zk-data-dir`): its point in time, the
+    # local store's last replayed zxid and that transaction's time (ms since the epoch; null when no logged
+    # transaction reached the snapshot's zxid). Null for a live scrape (fuzzy: see zxid_range).
+    zxid: int | None = None
+    last_txn_time_ms: int | None = None
+    # Per store read from files: which snapshot, which fell back and why, the logs replayed, where the replay
+    # stopped early and why, the digest check (pulsar_ops.zkdata.datadir.DataDirState.to_json). Empty when live.
+    zk_data_dirs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def all_scopes_complete(self) -> bool:

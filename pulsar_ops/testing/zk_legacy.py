@@ -6,6 +6,9 @@ standalone server needs (log4j 1.2, slf4j, audience-annotations, jline); its 2.4
 their source artifact no longer prepares metadata under a current pip, so ``pip download`` refuses them.
 ZooKeeper 3.4.14 runs on Java 17 (``ZooKeeperServerMain`` with the NIO connection factory). It has no opcode
 22: upstream ``OpCode.multiRead`` arrived in 3.6.0.
+
+The same way, pyspark 3.2.x (Spark 3.2 built against ZooKeeper 3.6.2) gives a 3.6.2 server (``legacy_jars_dir(
+"3.6.2")``): the first release with the snapshot digest and compressed snapshots, for the data-directory tests.
 """
 
 from __future__ import annotations
@@ -19,37 +22,47 @@ import tempfile
 from pathlib import Path
 
 LEGACY_VERSION = "3.4.14"
-_ARTIFACT = "pyspark==3.1.3"
 _MEMBER_DIR = "deps/jars/"
-_JARS = (
-    f"zookeeper-{LEGACY_VERSION}.jar",
-    "log4j-1.2.17.jar",
-    "slf4j-api-1.7.30.jar",
-    "slf4j-log4j12-1.7.30.jar",
-    "audience-annotations-0.5.0.jar",
-    "jline-2.14.6.jar",
-)
+_COMMON = ("log4j-1.2.17.jar", "slf4j-api-1.7.30.jar", "slf4j-log4j12-1.7.30.jar", "audience-annotations-0.5.0.jar")
+# release -> (the pyspark source artifact that bundles it, the server's jars in that artifact)
+RELEASES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "3.4.14": ("pyspark==3.1.3", ("zookeeper-3.4.14.jar", *_COMMON, "jline-2.14.6.jar")),
+    "3.6.2": (
+        "pyspark==3.2.4",
+        (
+            "zookeeper-3.6.2.jar",
+            "zookeeper-jute-3.6.2.jar",
+            *_COMMON,
+            "snappy-java-1.1.8.4.jar",
+            "netty-all-4.1.68.Final.jar",
+            "metrics-core-4.2.0.jar",
+            "commons-lang-2.6.jar",
+        ),
+    ),
+}
 
 
 class LegacyJarsUnavailable(RuntimeError):
     """The 3.4 jars are not cached and could not be fetched (no package index, no disk...)."""
 
 
-def cache_dir() -> Path:
+def cache_dir(version: str = LEGACY_VERSION) -> Path:
     base = os.environ.get("PULSAR_OPS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pulsar-ops")
-    return Path(base) / f"zookeeper-{LEGACY_VERSION}"
+    return Path(base) / f"zookeeper-{version}"
 
 
-def _cached(d: Path) -> bool:
-    return all((d / j).is_file() and (d / j).stat().st_size > 0 for j in _JARS)
+def _cached(d: Path, jars: tuple[str, ...]) -> bool:
+    return all((d / j).is_file() and (d / j).stat().st_size > 0 for j in jars)
 
 
-def legacy_jars_dir(*, timeout: float = 900.0) -> Path:
-    """The directory holding the ZooKeeper 3.4.14 server jars, fetching them on first use."""
-    d = cache_dir()
-    if _cached(d):
+def legacy_jars_dir(version: str = LEGACY_VERSION, *, timeout: float = 900.0) -> Path:
+    """The directory holding the server jars of ZooKeeper ``version`` (a key of RELEASES), fetching them on
+    first use."""
+    _ARTIFACT, _JARS = RELEASES[version]
+    d = cache_dir(version)
+    if _cached(d, _JARS):
         return d
-    with tempfile.TemporaryDirectory(prefix="pulsar-ops-zk34-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pulsar-ops-zkjars-") as tmp:
         cmd = [
             sys.executable,
             "-m",
@@ -87,7 +100,7 @@ def legacy_jars_dir(*, timeout: float = 900.0) -> Path:
                     assert src is not None
                     with src, open(staging / name, "wb") as out:
                         shutil.copyfileobj(src, out)
-        if not _cached(staging):
+        if not _cached(staging, _JARS):
             missing = [j for j in _JARS if not (staging / j).is_file()]
             raise LegacyJarsUnavailable(f"{archives[0].name} lacks {', '.join(missing)}")
         d.parent.mkdir(parents=True, exist_ok=True)

@@ -109,6 +109,11 @@ class EmbeddedZooKeeper:
     # another ZooKeeper release's jars (every *.jar of the directory), e.g. zk_legacy.legacy_jars_dir() for a
     # 3.4 server without multiRead; None: the jars of the installed pyspark
     jars_dir: Path | None = None
+    # transactions between snapshots (upstream snapCount; the server snapshots after snapCount/2 plus a random
+    # part of snapCount/2 -- ZooKeeperServer/SyncRequestProcessor), and extra -D system properties, e.g.
+    # {"zookeeper.snapshot.compression.method": "gz"} (read by SnapStream, 3.6+)
+    snap_count: int = 1000000
+    system_properties: dict[str, str] = field(default_factory=dict)
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _owns_dir: bool = field(default=False, init=False, repr=False)
 
@@ -146,7 +151,7 @@ class EmbeddedZooKeeper:
                     "admin.enableServer=false",
                     "4lw.commands.whitelist=srvr,stat,ruok,mntr,cons",
                     "autopurge.purgeInterval=0",
-                    "snapCount=1000000",
+                    f"snapCount={self.snap_count}",
                     *self._security_config(),
                     "",
                 ]
@@ -209,6 +214,7 @@ class EmbeddedZooKeeper:
             "-Dlog4j2.level=WARN",
             "-Dzookeeper.4lw.commands.whitelist=*",
             *self._jvm_security_flags(),
+            *(f"-D{k}={v}" for k, v in sorted(self.system_properties.items())),
             "-cp",
             classpath(jars) if self.jars_dir is None else str(jars / "*"),
             "org.apache.zookeeper.server.ZooKeeperServerMain",

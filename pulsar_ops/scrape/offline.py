@@ -1,0 +1,261 @@
+"""``scrape --zk-data-dir DIR`` / ``--zk-snapshot FILE``: the snapshot tables of a ZooKeeper data directory, a
+copy or a backup of one, without a connection to anything.
+
+The tree comes from ``pulsar_ops.zkdata`` (the newest valid snapshot, the logs replayed after it); it is then
+handed, znode by znode, to the *same* sink a live scrape uses (``SnapshotSink`` / the decode ``PoolSink``: the
+same extract, classify and Parquet writer), root by root in the order the live walk reads them, with the stat a
+client's ``getData`` would return (``DataNode.copyStat``: the client-visible cversion, numChildren,
+dataLength). So the tables equal a live scrape of the same tree, and the manifest adds the point in time:
+``zxid`` and ``last_txn_time_ms``. No kazoo, no sockets.
+"""
+
+from __future__ import annotations
+
+import gc
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops import pulsar_names as pn
+from pulsar_ops.errors import ConfigError
+from pulsar_ops.identity import instance_id_from_bytes, layout_from_bytes
+from pulsar_ops.scrape.classify import CLUSTERS, CONFIG, LOCAL, classify, roots_for
+from pulsar_ops.scrape.decode_pool import CHUNK as DECODE_CHUNK
+from pulsar_ops.scrape.decode_pool import PoolSink, WorkerSummary
+from pulsar_ops.scrape.extract import DEFAULT_MAX_ZNODE_BYTES, ExtractConfig
+from pulsar_ops.scrape.run import (
+    ScrapeProgress,
+    _check_out_dir,
+    _ledgers_root,
+    _now_ms,
+    _workers,
+    finish_snapshot,
+)
+from pulsar_ops.scrape.sink import SnapshotSink
+from pulsar_ops.snapshot.manifest import Manifest
+from pulsar_ops.snapshot.writer import DEFAULT_BATCH_ROWS, TABLES_DIR, SnapshotWriter
+from pulsar_ops.zkdata.datadir import DataDirState, read_data_dir, read_snapshot_only
+from pulsar_ops.zkdata.tree import DataTree
+
+PROGRESS_EVERY = 50_000
+
+
+@dataclass(frozen=True)
+class OfflineScrapeConfig:
+    out: Path
+    zk_data_dir: Path | None = None  # the local store's dataDir (or a copy / backup)
+    zk_snapshot: Path | None = None  # or one snapshot file, no logs
+    config_zk_data_dir: Path | None = None  # the configuration store's, when it is another ensemble
+    chroot: str = ""  # the cluster's subtree (what a live scrape puts after --zookeeper HOST:PORT)
+    config_chroot: str | None = None  # default: the same chroot
+    # the ensemble the data directory belongs to (HOST:PORT[,...]): recorded, never contacted, so that `apply`
+    # can check it is run against the ZooKeeper this snapshot describes ("" : apply refuses, target-unverifiable)
+    ensemble: str = ""
+    config_ensemble: str | None = None  # default: the same ensemble
+    ledgers_root: str = "/ledgers"
+    cluster: str | None = None
+    max_znode_bytes: int = DEFAULT_MAX_ZNODE_BYTES
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    workers: int | None = 0
+    decode_chunk: int = DECODE_CHUNK
+    progress: Callable[[ScrapeProgress], None] | None = None
+    # stage timings (seconds) filled in for the bench: "read" (files -> replayed tree), "write" (tables)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _chroot(value: str | None, flag: str) -> str:
+    if not value:
+        return ""
+    c = "/" + value.strip().strip("/")
+    if c == "/":
+        return ""
+    if "//" in c:
+        raise ConfigError(f"{flag} {value!r} is not a ZooKeeper path", hint=f"pass {flag} /pulsar")
+    return c
+
+
+def _ensemble(value: str | None, flag: str) -> str:
+    if not value:
+        return ""
+    hosts = [h.strip() for h in value.split(",") if h.strip()]
+    for hp in hosts:
+        host, _, port = hp.rpartition(":")
+        if not host or not port.isdigit() or "/" in hp or "@" in hp:
+            raise ConfigError(
+                f"{flag}: {hp!r} is not HOST:PORT",
+                hint=f"pass {flag} zk1:2181,zk2:2181 (the chroot goes in --zk-chroot)",
+            )
+    return ",".join(hosts)
+
+
+def _read(cfg: OfflineScrapeConfig) -> tuple[DataDirState, DataDirState | None]:
+    if (cfg.zk_data_dir is None) == (cfg.zk_snapshot is None):
+        raise ConfigError(
+            "pass exactly one of --zk-data-dir DIR and --zk-snapshot FILE",
+            hint="pulsar-ops scrape --zk-data-dir /var/lib/zookeeper --out SNAPSHOT",
+        )
+    if cfg.zk_data_dir is not None:
+        local = read_data_dir(cfg.zk_data_dir)
+    else:
+        assert cfg.zk_snapshot is not None
+        local = read_snapshot_only(cfg.zk_snapshot)
+    config = read_data_dir(cfg.config_zk_data_dir) if cfg.config_zk_data_dir is not None else None
+    return local, config
+
+
+def _data(tree: DataTree, path: str) -> bytes | None:
+    node = tree.get(path)
+    return None if node is None else bytes(node[0])
+
+
+def _load_manager(tree: DataTree, root: str) -> dict[str, Any]:
+    """The manifest's ``load_manager`` read from the replayed tree, as :func:`pulsar_ops.scrape.zk.read_load_manager`
+    reads it live: the registrations under ``/loadbalance/brokers`` (ephemeral znodes of sessions alive at the
+    snapshot's point in time), ``/loadbalance/extension/leader`` and ``/service_unit_state``. Without it an
+    extensible-load-manager cluster's snapshot would read as modular, and its absent ``/namespace`` ownership
+    znodes as unowned bundles."""
+    brokers = tree.get(f"{root}/loadbalance/brokers")
+    ids = sorted(brokers[2] or {}) if brokers is not None else []
+    regs = {b: pn.registration_class(_data(tree, f"{root}/loadbalance/brokers/{b}")) for b in ids}
+    leader = tree.get(root + pn.ELM_LEADER_PATH) is not None
+    sus = tree.get(root + pn.SERVICE_UNIT_STATE_ROOT) is not None
+    return {
+        "kind": pn.load_manager_kind(regs, leader or sus),
+        "registrations": regs,
+        "extension_leader": leader,
+        "service_unit_state": sus,
+        "error": None,
+    }
+
+
+def scrape_data_dir(cfg: OfflineScrapeConfig) -> Manifest:
+    """Read the data directory (or snapshot file) and write the snapshot; the manifest last. Like the live
+    scrape, the cyclic garbage collector is paused meanwhile."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _scrape(cfg)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
+    out = Path(cfg.out)
+    _check_out_dir(out)
+    ledgers_root = _ledgers_root(cfg.ledgers_root)
+    chroot = _chroot(cfg.chroot, "--zk-chroot")
+    config_chroot = _chroot(cfg.config_chroot, "--config-zk-chroot") if cfg.config_chroot is not None else chroot
+    ensemble = _ensemble(cfg.ensemble, "--zk-ensemble")
+    config_ensemble = (
+        _ensemble(cfg.config_ensemble, "--config-zk-ensemble") if cfg.config_ensemble is not None else ensemble
+    )
+    started_ms = _now_ms()
+    t0 = time.monotonic()
+    # The decode workers start before the tree is loaded: a worker forked from a parent holding a large tree is
+    # charged that parent's size (ru_maxrss at fork) for nothing. A read failure then removes what was created.
+    existed = out.exists()
+    writer = SnapshotWriter(out, batch_rows=cfg.batch_rows)
+    sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ledgers_root, max_znode_bytes=cfg.max_znode_bytes))
+    n_workers = _workers(cfg.workers)
+    pool = PoolSink(sink, out, n_workers, batch_rows=cfg.batch_rows, chunk=cfg.decode_chunk) if n_workers else None
+    try:
+        if pool is not None:
+            pool.start()
+        local_state, config_state = _read(cfg)
+        trees: dict[str, tuple[DataTree, str]] = {LOCAL: (local_state.tree, chroot)}
+        trees[CONFIG] = (config_state.tree, config_chroot) if config_state is not None else (local_state.tree, chroot)
+        for store, (tree, root) in trees.items():
+            if root and tree.get(root) is None:
+                raise ConfigError(
+                    f"the chroot {root} does not exist in the {store} store's tree (zxid {tree.zxid:#x})",
+                    hint="check --zk-chroot (the /chroot part of the cluster's --zookeeper HOST:PORT/chroot)",
+                )
+    except BaseException:
+        if pool is not None:
+            pool.terminate()
+        # nothing is left behind: the same --out works once the directory is fixed
+        shutil.rmtree(out if not existed else out / TABLES_DIR, ignore_errors=True)
+        raise
+    separate = config_state is not None
+    cfg.timings["read"] = time.monotonic() - t0
+
+    t1 = time.monotonic()
+    summaries: list[WorkerSummary] = []
+    try:
+        walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
+        walked = 0
+        max_mtime = 0
+        for store in (CONFIG, LOCAL):  # the live scrape's order
+            tree, root = trees[store]
+            walk_sink.store = store
+            roots = roots_for(store, ledgers_root, separate_config=separate)
+            for r in roots:
+                sink.ensure_scope(store, classify(r, ledgers_root).scope)
+            node = walk_sink.node
+            cut = len(root)
+            for r in roots:
+                for path, data, stat in tree.iter_subtree(root + r):
+                    node(path[cut:] if cut else path, data, stat)
+                    if stat[3] > max_mtime:
+                        max_mtime = stat[3]
+                    walked += 1
+                    if cfg.progress is not None and walked % PROGRESS_EVERY == 0:
+                        cfg.progress(ScrapeProgress(store, walked, sink.counters.errors, time.monotonic() - t0))
+        summaries = pool.close() if pool is not None else []
+    finally:
+        if pool is not None:
+            pool.terminate()
+    local_tree, config_tree = trees[LOCAL], trees[CONFIG]
+    identity: dict[str, Any] = {
+        "instance_id": instance_id_from_bytes(_data(local_tree[0], f"{local_tree[1]}{ledgers_root}/INSTANCEID")),
+        "clusters": sorted((config_tree[0].get(config_tree[1] + CLUSTERS) or [b"", b"", None])[2] or {}),
+    }
+    layout = _data(local_tree[0], f"{local_tree[1]}{ledgers_root}/LAYOUT")
+    identity["ledger_layout"] = layout_from_bytes(layout)
+
+    def describe(state: DataDirState, root: str, hosts: str) -> dict[str, str]:
+        return {"hosts": hosts, "chroot": root, "zk_data_dir": state.directory, "snapshot": state.snapshot}
+
+    # The snapshot's point in time is its clock: the audit ages things by finished_at_ms and the plan records
+    # it, so both are the time of the last replayed transaction (or, with none, the newest mtime read: earlier
+    # than the true point in time, so everything looks younger -- the safe side of every age margin), never the
+    # wall clock of this run (a week-old backup would make every ledger a week older than it was).
+    pit = local_state.last_txn_time_ms if local_state.last_txn_time_ms is not None else max_mtime or started_ms
+    read_at = {"read_started_at_ms": started_ms, "read_finished_at_ms": _now_ms(), "point_in_time_ms": pit}
+    dirs = {LOCAL: {**local_state.to_json(), "chroot": chroot, **read_at}}
+    dirs[CONFIG] = {**config_state.to_json(), "chroot": config_chroot} if config_state is not None else dirs[LOCAL]
+    manifest = finish_snapshot(
+        out,
+        writer,
+        sink,
+        summaries,
+        None,
+        ledgers_root=ledgers_root,
+        cluster_flag=cfg.cluster,
+        started_ms=pit,
+        finished_ms=pit,
+        t0=t0,
+        stores={
+            LOCAL: describe(local_state, chroot, ensemble),
+            CONFIG: describe(config_state, config_chroot, config_ensemble)
+            if config_state is not None
+            else describe(local_state, chroot, config_ensemble),
+        },
+        multiread=False,
+        server_versions={LOCAL: "data-dir", CONFIG: "data-dir"},
+        zookeeper_servers={},
+        identity=identity,
+        zxid=local_state.zxid,
+        last_txn_time_ms=local_state.last_txn_time_ms,
+        zk_data_dirs=dirs,
+        load_manager=_load_manager(*local_tree),
+    )
+    cfg.timings["write"] = time.monotonic() - t1
+    return manifest
+
+
+__all__ = ["OfflineScrapeConfig", "scrape_data_dir"]

@@ -1,0 +1,248 @@
+"""Read a ZooKeeper data directory (or a copy / backup of one) into a replayed ``DataTree``. File reads only:
+no network, no kazoo.
+
+Which files, as upstream's ``persistence/FileTxnSnapLog.restore`` picks them:
+
+* ``FileSnap.findNValidSnapshots`` / ``deserialize``: the snapshots (``snapshot.<hex zxid>[.gz|.snappy]``, zxid
+  from the name: ``Util.getZxidFromName``) newest first; the first one that passes ``SnapStream.isValidSnapshot``
+  and reads through its checksum(s) wins; a corrupt newest snapshot falls back to the previous one (upstream
+  logs "problem reading snap file" and tries the next). The fallback is recorded, never silent. Two snapshots
+  can carry the same zxid (e.g. one plain and one compressed after ``zookeeper.snapshot.compression.method``
+  changed): the one written last (file mtime, then name) is tried first.
+* ``FileTxnLog.getLogFiles(logDirList, snapshotZxid)``: the log whose starting zxid is the largest one <= the
+  snapshot's, and every later log. Records below the snapshot's zxid are skipped (``FileTxnIterator.init``).
+  The record *at* the snapshot's zxid is replayed too: the replay is idempotent, and a 3.4 snapshot taken
+  during a multi is named after the multi's zxid while holding only part of it (ZOOKEEPER-3127; fixed in 3.6 by
+  ``DataTree.processTxn`` updating ``lastProcessedZxid`` only after the whole multi).
+* A log that ends with a partial record (the server died while appending) ends there and the next log is read,
+  as ``FileTxnIterator.next`` does on EOF; in the last log that is where the replay stops. A checksum
+  mismatch, an undecodable record or a gap in the zxids of one epoch stops the replay at the last complete
+  transaction before it, and ``stop`` says where.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops.errors import ZkDataDirError
+from pulsar_ops.zkdata import snapshot as S
+from pulsar_ops.zkdata import txnlog as T
+from pulsar_ops.zkdata.tree import DataTree
+
+SNAP_PREFIX = "snapshot"  # FileSnap.SNAPSHOT_FILE_PREFIX
+LOG_PREFIX = "log"  # FileTxnLog.LOG_FILE_PREFIX
+VERSION_DIR = "version-2"  # FileTxnSnapLog.version + VERSION
+MAX_SNAPSHOTS_TRIED = 100  # FileSnap.deserialize: "we run through 100 snapshots (not all of them)"
+
+
+@dataclass
+class DataDirState:
+    """The replayed tree and how it was obtained (recorded in the snapshot manifest)."""
+
+    tree: DataTree
+    directory: str
+    snapshot: str
+    snapshot_zxid: int
+    compression: str
+    dbid: int
+    sessions: int
+    fallbacks: list[dict[str, str]] = field(default_factory=list)  # newer snapshots skipped, and why
+    logs: list[str] = field(default_factory=list)
+    stop: dict[str, Any] | None = None  # where and why the replay stopped early (None: every log read whole)
+    partial_logs: list[dict[str, Any]] = field(default_factory=list)  # logs ending with a partial record
+
+    @property
+    def zxid(self) -> int:
+        return self.tree.zxid
+
+    @property
+    def last_txn_time_ms(self) -> int | None:
+        return self.tree.stats.last_time_ms
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.tree
+        doc: dict[str, Any] = {
+            "directory": self.directory,
+            "snapshot": self.snapshot,
+            "snapshot_zxid": self.snapshot_zxid,
+            "snapshot_compression": self.compression or "none",
+            "dbid": self.dbid,
+            "sessions": self.sessions,
+            "fallbacks": self.fallbacks,
+            "logs": self.logs,
+            "replayed_txns": t.stats.applied,
+            "ignored_op_failures": t.stats.ignored_errors,
+            "failed_multis": t.stats.failed_multis,
+            "zxid": self.zxid,
+            "last_txn_time_ms": self.last_txn_time_ms,
+            "stopped_early": self.stop,
+            "partial_logs": self.partial_logs,
+        }
+        chk = t.pending_digest
+        doc["digest"] = (
+            None
+            if chk is None
+            else {"zxid": chk.zxid, "expected": chk.expected, "computed": chk.computed, "matched": chk.matched}
+        )
+        return doc
+
+
+def _files(d: Path, prefix: str) -> list[tuple[int, Path]]:
+    out = []
+    for p in d.iterdir():
+        z = S.zxid_from_name(p.name, prefix)
+        if z >= 0 and p.is_file():
+            out.append((z, p))
+    return out
+
+
+def locate(directory: Path) -> Path:
+    """The directory holding the snapshot and log files: ``DIR/version-2`` (a dataDir), or DIR itself."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise ZkDataDirError(f"{d} is not a directory")
+    v2 = d / VERSION_DIR
+    if v2.is_dir():
+        return v2
+    if _files(d, SNAP_PREFIX) or _files(d, LOG_PREFIX):
+        return d
+    raise ZkDataDirError(
+        f"{d} holds no ZooKeeper data: neither {VERSION_DIR}/ nor snapshot.* / log.* files",
+        hint="pass the server's dataDir (zoo.cfg dataDir=), the directory holding version-2/",
+    )
+
+
+def _read(p: Path) -> bytes:
+    try:
+        return p.read_bytes()
+    except OSError as e:
+        raise ZkDataDirError(f"cannot read {p}: {e.strerror or e}") from e
+
+
+def load_snapshot_file(p: Path) -> tuple[DataTree, S.SnapshotHeader, S.SnapshotTrailer, str]:
+    """One snapshot file into a tree (raises SnapshotCorrupt)."""
+    raw = _read(p)
+    comp = S.compression_of(p.name)
+    if not S.looks_valid(raw, comp):
+        raise S.SnapshotCorrupt("fails upstream's isValidSnapshot (no compression magic or no trailing '/')")
+    buf = S.decompress(raw, comp)
+    del raw
+    stream = S.SnapshotStream(buf)
+    header = stream.header()
+    # the digest is only computed when the file has one: a pass over the stream's tail first tells
+    tree = DataTree.load(stream.nodes(), with_digest=True)
+    trailer = stream.trailer()
+    snap_zxid = S.zxid_from_name(p.name, SNAP_PREFIX)
+    tree.zxid = snap_zxid
+    d = trailer.digest
+    # DataTree.deserializeZxidDigest: a zero zxid is "empty"; a digest older than the snapshot is not compared
+    if d is not None and d.zxid > 0 and d.zxid >= snap_zxid and d.version == 2:
+        tree.expect_digest(d.zxid, d.digest)
+    else:
+        tree.digest = None
+    return tree, header, trailer, comp
+
+
+def read_snapshot_only(path: Path) -> DataDirState:
+    """``--zk-snapshot FILE``: one snapshot, no logs (its point in time is the zxid in its name)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ZkDataDirError(f"{p} is not a file", hint="pass --zk-snapshot DIR/version-2/snapshot.<zxid>")
+    if S.zxid_from_name(p.name, SNAP_PREFIX) < 0:
+        raise ZkDataDirError(
+            f"{p.name} is not named snapshot.<hex zxid>[.gz|.snappy]",
+            hint="keep the file's name: its zxid and compression come from it (upstream Util.getZxidFromName)",
+        )
+    try:
+        tree, header, _trailer, comp = load_snapshot_file(p)
+    except S.SnapshotCorrupt as e:
+        raise ZkDataDirError(f"{p} is not a valid snapshot: {e}", hint="pass an older snapshot file") from None
+    return DataDirState(tree, str(p.parent), p.name, tree.zxid, comp, header.dbid, len(header.sessions))
+
+
+def _epoch(zxid: int) -> int:
+    return zxid >> 32
+
+
+def read_data_dir(directory: Path) -> DataDirState:
+    d = locate(directory)
+    snaps = _files(d, SNAP_PREFIX)
+    if not snaps:
+        raise ZkDataDirError(
+            f"{d} holds no snapshot.* file (an empty or never-started data directory)",
+            hint="pass the dataDir of a server that has run (it writes snapshot.0 when it first starts)",
+        )
+    snaps.sort(key=lambda zp: (zp[0], zp[1].stat().st_mtime_ns, zp[1].name), reverse=True)
+    fallbacks: list[dict[str, str]] = []
+    chosen = None
+    for _z, p in snaps[:MAX_SNAPSHOTS_TRIED]:
+        try:
+            chosen = (p, *load_snapshot_file(p))
+            break
+        except S.SnapshotCorrupt as e:
+            fallbacks.append({"snapshot": p.name, "reason": str(e)})
+    if chosen is None:
+        raise ZkDataDirError(
+            f"{d}: no valid snapshot ({len(fallbacks)} tried: "
+            + "; ".join(f"{f['snapshot']}: {f['reason']}" for f in fallbacks[:3])
+            + ")",
+            hint="restore the data directory from another server or an older backup",
+        )
+    p, tree, header, _trailer, comp = chosen
+    state = DataDirState(tree, str(d), p.name, tree.zxid, comp, header.dbid, len(header.sessions), fallbacks)
+    _replay_logs(d, state)
+    return state
+
+
+def _replay_logs(d: Path, state: DataDirState) -> None:
+    snap_zxid = state.snapshot_zxid
+    logs = sorted(_files(d, LOG_PREFIX))
+    start = 0
+    for z, _p in logs:  # FileTxnLog.getLogFiles
+        if z > snap_zxid:
+            break
+        start = max(start, z)
+    tree = state.tree
+    prev = snap_zxid
+    todo = [(z, p) for z, p in logs if z >= start]
+    for i, (_z, p) in enumerate(todo):
+        last = i == len(todo) - 1
+        state.logs.append(p.name)
+        buf = _read(p)
+        try:
+            records, end = T.read_log(buf, start_zxid=snap_zxid)
+        except T.TxnLogCorrupt as e:
+            state.stop = {"log": p.name, "offset": 0, "reason": "bad-header", "detail": str(e), "zxid": prev}
+            return
+        for rec in records:
+            z = rec.txn.zxid
+            if z <= prev and not (z == snap_zxid and tree.stats.applied == 0):
+                continue  # already applied (overlapping logs)
+            if z > prev + 1 and _epoch(z) == _epoch(prev) and prev != 0:
+                state.stop = {
+                    "log": p.name,
+                    "offset": rec.offset,
+                    "reason": "gap",
+                    "detail": f"zxid {prev + 1:#x}..{z - 1:#x} missing (a log file is missing?)",
+                    "zxid": prev,
+                }
+                return
+            tree.apply(rec.txn)
+            prev = max(prev, z)
+        if end.reason == "partial" and not last:
+            state.partial_logs.append({"log": p.name, "offset": end.offset, "detail": end.detail, "zxid": prev})
+        elif not end.clean:  # a partial record at the end of the last log is where the replay ends
+            state.stop = {"log": p.name, "offset": end.offset, "reason": end.reason, "detail": end.detail, "zxid": prev}
+            return
+
+
+def describe_size(directory: Path) -> int:
+    """Total bytes of the snapshot and log files (for the bench's report)."""
+    d = locate(directory)
+    return sum(os.path.getsize(p) for _z, p in _files(d, SNAP_PREFIX) + _files(d, LOG_PREFIX))
+
+
+__all__ = ["DataDirState", "load_snapshot_file", "locate", "read_data_dir", "read_snapshot_only"]
