@@ -261,7 +261,9 @@ def run_audit(
     audit["spark_conf"] = {k: conf_value(session, k) for k in sorted(recorded)}
     audit["coverage"] = coverage_summary(covered)
     audit["storage"] = storage_summary(stored, storage_top_n) if stored is not None else None
-    audit["bookie_scans"] = [s.summary() for s in scans]  # each bookie's scope, and what a partial one withheld
+    audit["bookie_scans"] = [
+        s.summary(snapshot_times[1]) for s in scans
+    ]  # each bookie's scope, and what a partial one withheld
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}
     audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step
     # and what the JVM spent it on (audit/jvm_metrics.py), over the steps after the session; its class-data archive
