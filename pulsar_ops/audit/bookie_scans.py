@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pulsar_ops.bookiescan import schema as scan_schema
+from pulsar_ops.bookiescan.bookie_conf import names_cover
 from pulsar_ops.errors import BookieScanError
 from pulsar_ops.snapshot.schema import Table
 
@@ -57,6 +58,7 @@ class ScanInfo:
     # scan left out (``manifest.bookie_config``); None: the scan was not checked against a configuration
     config_source: str | None = None
     dirs_not_scanned: tuple[str, ...] = ()
+    index_dirs: tuple[str, ...] = ()  # as scanned (manifest ``index_dirs``; empty in a manifest without them)
 
     @property
     def index_read(self) -> bool:
@@ -205,7 +207,46 @@ def read_scan(path: Path) -> ScanInfo:
         tables=tables,
         config_source=source,
         dirs_not_scanned=left_out,
+        index_dirs=_strings(doc.get("index_dirs"), dirs),
     )
+
+
+def _strings(value: Any, default: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return tuple(default)
+
+
+SCRAPED = "server_config (scraped)"
+
+
+def check_scraped_dirs(scans: Sequence[ScanInfo], bookie_dirs: Any) -> tuple[ScanInfo, ...]:
+    """Each scan's directories against its bookie's configured ones as the scrape read them (snapshot manifest
+    ``bookie_dirs``, from ``GET /api/v1/config/server_config``): a configured ledger or index directory no scanned
+    one is (``bookie_conf.names_cover``: compared as paths, a mount prefix allowed) is added to the scan's
+    ``dirs_not_scanned``, making its scope partial. A bookie without an entry (not scraped, or it did not answer)
+    is left as it is. The scan host's own check (``scan-bookie --bookie-config``, by device and inode) stands."""
+    if not isinstance(bookie_dirs, Mapping):
+        return tuple(scans)
+    out = []
+    for s in scans:
+        conf = bookie_dirs.get(s.bookie_id)
+        ledgers = conf.get("ledger_dirs") if isinstance(conf, Mapping) else None
+        if not isinstance(ledgers, list) or not all(isinstance(d, str) for d in ledgers):
+            out.append(s)
+            continue
+        index = conf.get("index_dirs") if isinstance(conf, Mapping) else None
+        index_names = index if isinstance(index, list) and all(isinstance(d, str) for d in index) else ledgers
+        missing = [
+            *names_cover(s.ledger_dirs, ledgers),
+            *[f"{d} (index)" for d in names_cover(s.index_dirs or s.ledger_dirs, index_names)],
+        ]
+        left = tuple(dict.fromkeys([*s.dirs_not_scanned, *missing]))
+        source = s.config_source if s.config_source is not None else SCRAPED
+        if missing and s.config_source is not None:
+            source = f"{s.config_source}; {SCRAPED}"
+        out.append(replace(s, config_source=source, dirs_not_scanned=left))
+    return tuple(out)
 
 
 def _config_check(doc: Any, path: Path) -> tuple[str | None, tuple[str, ...]]:

@@ -463,3 +463,40 @@ _TARGET_HINT = (
     "on a bookie host: pulsar-ops scan-bookie --bookie-config /pulsar/conf/bookkeeper.conf --out DIR; "
     "elsewhere: --ledger-dirs DIR[,DIR...] --bookie-id HOST:PORT"
 )
+
+
+def from_server_config(doc: Mapping[str, Any], source: str) -> BookieConf:
+    """The bookie HTTP API's ``GET /api/v1/config/server_config`` (``ConfigurationService``,
+    ``AbstractConfiguration.asJson``): every key set on the bookie, each value ``toString()`` of its property, so a
+    list (``ledgerDirectories=/a,/b``) reads ``[/a, /b]`` (``AbstractCollection.toString``) and one value reads as
+    itself."""
+    values: dict[str, tuple[str, ...]] = {}
+    for key, raw in doc.items():
+        text = str(raw).lower() if isinstance(raw, bool) else str(raw)
+        if text.startswith("[") and text.endswith("]"):
+            inner = text[1:-1]
+            values[str(key)] = tuple(x.strip() for x in inner.split(", ")) if inner else ()
+        else:
+            values[str(key)] = (text,)
+    return BookieConf(source, values)
+
+
+def scraped_dirs(conf: BookieConf) -> dict[str, list[str] | None]:
+    """The snapshot manifest's ``bookie_dirs[bookie]``: the configured names as the bookie reads them (ledger dirs
+    with their default; index dirs None when not set, i.e. the ledger dirs)."""
+    index = conf.index_dir_names()
+    return {"ledger_dirs": list(conf.ledger_dir_names()), "index_dirs": list(index) if index is not None else None}
+
+
+def names_cover(scanned: Sequence[str], configured: Sequence[str]) -> list[str]:
+    """The configured names no scanned name is, compared as paths away from the bookie host (the audit): equal
+    after normalisation, or the scanned one ends with it at a directory boundary (scanned through a mount prefix,
+    e.g. ``/proc/1/root/pulsar/data``; a relative configured name, relative to the bookie's working directory)."""
+    have = [os.path.normpath(s) for s in scanned]
+    out = []
+    for c in configured:
+        want = os.path.normpath(c)
+        tail = "/" + want.lstrip("/")
+        if not any(h == want or h.endswith(tail) for h in have):
+            out.append(c)
+    return out

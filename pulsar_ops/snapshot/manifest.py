@@ -65,6 +65,10 @@ class Manifest:
     # "published" (its registration's httpserver endpoint) | "bookie-url-port" (nothing published: its host with
     # --bookie-url's port) | "none" (not reachable: its scope is incomplete)}}.
     bookie_endpoints: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    # Each bookie's configured directories, from its GET /api/v1/config/server_config (bookie scrape only; a
+    # bookie that did not answer has no entry): {bookie_id: {"ledger_dirs": [names], "index_dirs": [names] or
+    # null (not set: the ledger dirs)}}. The audit checks each bookie scan's directories against them.
+    bookie_dirs: dict[str, dict[str, list[str] | None]] = field(default_factory=dict)
 
     @property
     def all_scopes_complete(self) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pulsar_ops.audit.bookie_scans import read_scan, read_scans
+from pulsar_ops.audit.bookie_scans import check_scraped_dirs, read_scan, read_scans
 from pulsar_ops.audit.params import bookie_settings, load_bookie_config
 from pulsar_ops.errors import BookieScanError, ConfigError
 from tests.spark.scan_builder import ScanBuilder
@@ -126,3 +126,22 @@ def test_scan_before_the_scrape_is_named(tmp_path: Path) -> None:
     info = read_scan(_scan(tmp_path))  # started at 1000
     assert info.summary(2000)["before_scrape"] and info.summary(2000)["not_claimed"] == ["unreclaimed-ledger-data"]
     assert not info.summary(1000)["before_scrape"] and not info.summary()["before_scrape"]
+
+
+def test_scans_checked_against_the_scraped_server_config(tmp_path: Path) -> None:
+    """The snapshot's bookie_dirs (server_config as scraped): a configured directory no scanned one is makes the
+    scope partial; a mount prefix is the same directory; a bookie without an entry is left unchecked."""
+    b1 = read_scan(_scan(tmp_path, "a", "b1:3181"))  # scanned /d
+    b2 = read_scan(_scan(tmp_path, "b", "b2:3181"))
+    b3 = read_scan(_scan(tmp_path, "c", "b3:3181"))
+    dirs = {
+        "b1:3181": {"ledger_dirs": ["/d", "/e"], "index_dirs": None},
+        "b2:3181": {"ledger_dirs": ["d"], "index_dirs": ["/d"]},  # relative: the working directory's
+    }
+    got = {s.bookie_id: s for s in check_scraped_dirs([b1, b2, b3], dirs)}
+    assert got["b1:3181"].dirs_not_scanned == ("/e", "/e (index)") and not got["b1:3181"].covers_bookie
+    assert got["b1:3181"].config_source == "server_config (scraped)"
+    assert "not scanned: /e" in got["b1:3181"].summary()["partial_reasons"][0]
+    assert got["b2:3181"].covers_bookie and got["b2:3181"].summary()["config_checked"]
+    assert got["b3:3181"] == b3 and not got["b3:3181"].summary()["config_checked"]
+    assert check_scraped_dirs([b1], None) == (b1,)

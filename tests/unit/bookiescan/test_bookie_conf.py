@@ -14,9 +14,12 @@ from pulsar_ops.bookiescan.bookie_conf import (
     Resolver,
     configured_dirs,
     derive_bookie_id,
+    from_server_config,
     load_bookie_conf,
+    names_cover,
     not_scanned,
     parse_properties,
+    scraped_dirs,
 )
 from pulsar_ops.errors import ConfigError
 
@@ -153,3 +156,23 @@ def test_not_scanned_compares_directories_not_names(tmp_path: Path) -> None:
     alias.symlink_to(a)
     assert not_scanned([a, b], [alias]) == [str(b)]  # the same directory by device and inode
     assert not_scanned([a, tmp_path / "gone"], [a, Path(str(tmp_path / "gone") + "/")]) == []
+
+
+def test_server_config_values_are_java_to_string() -> None:
+    c = from_server_config({"ledgerDirectories": "[/a, /b]", "useHostNameAsBookieID": True, "x": "[]"}, "http://b")
+    assert scraped_dirs(c) == {"ledger_dirs": ["/a", "/b"], "index_dirs": None}
+    assert c.boolean("useHostNameAsBookieID", False) and c.values["x"] == ()
+    assert scraped_dirs(from_server_config({"indexDirectories": "/i"}, "b")) == {
+        "ledger_dirs": ["/tmp/bk-data"],
+        "index_dirs": ["/i"],
+    }
+
+
+def test_names_cover_allows_a_mount_prefix_not_a_partial_name() -> None:
+    scanned = ["/proc/1/root/pulsar/data/l0/", "/pulsar/data/l1"]
+    assert names_cover(scanned, ["/pulsar/data/l0", "/pulsar/data/l1", "data/l1"]) == []
+    assert names_cover(scanned, ["/pulsar/data/l2", "/data/l0x", "ata/l1"]) == [
+        "/pulsar/data/l2",
+        "/data/l0x",
+        "ata/l1",
+    ]
