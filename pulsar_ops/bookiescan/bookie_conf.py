@@ -469,7 +469,8 @@ def from_server_config(doc: Mapping[str, Any], source: str) -> BookieConf:
     """The bookie HTTP API's ``GET /api/v1/config/server_config`` (``ConfigurationService``,
     ``AbstractConfiguration.asJson``): every key set on the bookie, each value ``toString()`` of its property, so a
     list (``ledgerDirectories=/a,/b``) reads ``[/a, /b]`` (``AbstractCollection.toString``) and one value reads as
-    itself."""
+    itself. A one-value string with commas (``/a,/b``) is split as the bookie splits a value set through this same
+    service (``setProperty`` with the ``,`` list delimiter)."""
     values: dict[str, tuple[str, ...]] = {}
     for key, raw in doc.items():
         text = str(raw).lower() if isinstance(raw, bool) else str(raw)
@@ -477,7 +478,7 @@ def from_server_config(doc: Mapping[str, Any], source: str) -> BookieConf:
             inner = text[1:-1]
             values[str(key)] = tuple(x.strip() for x in inner.split(", ")) if inner else ()
         else:
-            values[str(key)] = (text,)
+            values[str(key)] = tuple(_split_list(text))
     return BookieConf(source, values)
 
 

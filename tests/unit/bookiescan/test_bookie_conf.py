@@ -162,6 +162,7 @@ def test_server_config_values_are_java_to_string() -> None:
     c = from_server_config({"ledgerDirectories": "[/a, /b]", "useHostNameAsBookieID": True, "x": "[]"}, "http://b")
     assert scraped_dirs(c) == {"ledger_dirs": ["/a", "/b"], "index_dirs": None}
     assert c.boolean("useHostNameAsBookieID", False) and c.values["x"] == ()
+    assert from_server_config({"ledgerDirectories": "/a,/b"}, "b").ledger_dir_names() == ("/a", "/b")
     assert scraped_dirs(from_server_config({"indexDirectories": "/i"}, "b")) == {
         "ledger_dirs": ["/tmp/bk-data"],
         "index_dirs": ["/i"],
