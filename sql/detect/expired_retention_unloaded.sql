@@ -12,17 +12,23 @@
 -- When a load frees each ledger (ManagedLedgerImpl.initialize re-opens the last ledger and stamps it with the
 -- load time): the earlier ones at the first trim after the load; the last one at the first trim only when the
 -- retention time is 0 or the size rule takes it, else one retention period after the load.
-WITH admin AS (
+WITH scopes_seen AS (
+    -- one pass over the scopes (three scalar subqueries before: a job and a shuffle each)
+    SELECT
+        count_if(store = 'admin' AND scope LIKE 'broker-stats/topics/%') > 0 AS per_broker,
+        count_if(scope = '/namespace' AND complete) > 0 AND count_if(scope = '/namespace' AND NOT complete) = 0
+            AS namespace_complete
+    FROM stg_scopes
+),
+admin AS (
     -- all_answered: every broker listed its topics; per_broker: one admin scope row per broker's listing
     -- (http_sources.py); ownership_known: /namespace was read completely, so a missing ownership znode is absence,
     -- unless a broker lists a topic loaded in a bundle without one (ownership kept elsewhere, e.g. the extensible
     -- load manager's system topic, or taken after the walk): then a missing znode proves nothing either
-    SELECT
+    SELECT /*+ BROADCAST(f) */
         p.admin_scraped AS all_answered,
-        (SELECT count(*) FROM stg_scopes s WHERE s.store = 'admin' AND s.scope LIKE 'broker-stats/topics/%') > 0
-            AS per_broker,
-        (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND s.complete) > 0
-            AND (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND NOT s.complete) = 0
+        f.per_broker,
+        f.namespace_complete
             AND (
                 SELECT count(*)
                 FROM stg_loaded_topics lt
@@ -34,6 +40,7 @@ WITH admin AS (
             ) = 0
             AS ownership_known
     FROM params p
+    CROSS JOIN scopes_seen f
 ),
 answered AS (
     -- the brokers whose loaded-topic listing is complete, by id (host:port, as /admin/v2/brokers lists them)
