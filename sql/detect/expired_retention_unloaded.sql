@@ -13,11 +13,17 @@
 -- load time): the earlier ones at the first trim after the load; the last one at the first trim only when the
 -- retention time is 0 or the size rule takes it, else one retention period after the load.
 WITH scopes_seen AS (
-    -- one pass over the scopes (three scalar subqueries before: a job and a shuffle each)
+    -- one pass over the scopes (three scalar subqueries and a DISTINCT before: a job or a shuffle each).
+    -- answered: the brokers whose loaded-topic listing is complete, by id (host:port, as /admin/v2/brokers lists
+    -- them)
     SELECT
         count_if(store = 'admin' AND scope LIKE 'broker-stats/topics/%') > 0 AS per_broker,
         count_if(scope = '/namespace' AND complete) > 0 AND count_if(scope = '/namespace' AND NOT complete) = 0
-            AS namespace_complete
+            AS namespace_complete,
+        collect_set(
+            CASE WHEN store = 'admin' AND complete AND scope LIKE 'broker-stats/topics/%'
+                THEN regexp_extract(scope, '^broker-stats/topics/(.+)$', 1) END
+        ) AS answered
     FROM stg_scopes
 ),
 admin AS (
@@ -28,6 +34,7 @@ admin AS (
     SELECT /*+ BROADCAST(f) */
         p.admin_scraped AS all_answered,
         f.per_broker,
+        f.answered,
         f.namespace_complete
             AND (
                 SELECT count(*)
@@ -41,12 +48,6 @@ admin AS (
             AS ownership_known
     FROM params p
     CROSS JOIN scopes_seen f
-),
-answered AS (
-    -- the brokers whose loaded-topic listing is complete, by id (host:port, as /admin/v2/brokers lists them)
-    SELECT DISTINCT regexp_extract(scope, '^broker-stats/topics/(.+)$', 1) AS broker
-    FROM stg_scopes
-    WHERE store = 'admin' AND complete AND scope LIKE 'broker-stats/topics/%'
 ),
 bundled AS (
     SELECT /*+ BROADCAST(b) */ m.path, m.topic, m.base_topic, m.namespace, b.bundle_range, b.lower, b.upper
@@ -75,18 +76,20 @@ unknown_topic AS (
     SELECT topic FROM int_undecodable WHERE kind = 'topic-policies'
 ),
 unloaded AS (
-    SELECT /*+ BROADCAST(a, o, ab) */
+    SELECT /*+ BROADCAST(a, o) */
         t.*,
         o.namespace IS NOT NULL AS owned,
         nullif(o.owner_broker, '') AS owner_broker
     FROM bundled t
     CROSS JOIN admin a
     LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
-    LEFT JOIN answered ab ON ab.broker = o.owner_broker
     WHERE (
             (o.namespace IS NULL AND a.ownership_known)
             OR (
-                CASE WHEN o.namespace IS NOT NULL AND a.per_broker THEN ab.broker IS NOT NULL ELSE a.all_answered END
+                CASE
+                    WHEN o.namespace IS NOT NULL AND a.per_broker THEN array_contains(a.answered, o.owner_broker)
+                    ELSE a.all_answered
+                END
                 AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic)
             )
         )
