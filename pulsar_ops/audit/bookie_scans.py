@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pulsar_ops.bookiescan import schema as scan_schema
+from pulsar_ops.bookiescan.bookie_conf import names_cover
 from pulsar_ops.errors import BookieScanError
 from pulsar_ops.snapshot.schema import Table
 
@@ -53,26 +54,51 @@ class ScanInfo:
     ledger_dirs: tuple[str, ...]
     logs_skipped: int
     tables: Mapping[str, Path] = field(default_factory=dict)
+    # ``scan-bookie --bookie-config``: the configuration's file, and the ledger/index directories it names that the
+    # scan left out (``manifest.bookie_config``); None: the scan was not checked against a configuration
+    config_source: str | None = None
+    dirs_not_scanned: tuple[str, ...] = ()
+    index_dirs: tuple[str, ...] = ()  # as scanned (manifest ``index_dirs``; empty in a manifest without them)
 
     @property
     def index_read(self) -> bool:
         return self.index_status == "read"
+
+    @property
+    def covers_bookie(self) -> bool:
+        """Every log read, and no directory of the bookie's configuration left out: absence on it is evidence
+        (``complete`` of ``stg_scan_bookies``, which ledger-data-missing requires)."""
+        return self.complete and not self.dirs_not_scanned
 
     def partial_reasons(self) -> list[str]:
         """Why this bookie's scope is partial (empty: every log and its local index were read)."""
         out = []
         if not self.complete:
             out.append(f"scan incomplete ({self.logs_skipped} log(s) skipped for an error)")
+        if self.dirs_not_scanned:
+            out.append(
+                f"director(ies) of its configuration ({self.config_source}) not scanned: "
+                + ", ".join(self.dirs_not_scanned)
+            )
         if not self.index_read:
             out.append(f"local index {self.index_status}" + (f": {self.index_reason}" if self.index_reason else ""))
         return out
 
-    def summary(self) -> dict[str, Any]:
-        """``findings.json`` ``audit.bookie_scans[]``: the scan, and the claims its gaps withheld."""
+    def before_scrape(self, snapshot_finished_at_ms: int | None) -> bool:
+        """The scan started before the scrape finished: a ledger deleted in between is legitimately still on the
+        disk, so none of its ledgers is called unreclaimed (unreclaimed_ledger_data.sql's order rule)."""
+        return snapshot_finished_at_ms is not None and self.started_at_ms < snapshot_finished_at_ms
+
+    def summary(self, snapshot_finished_at_ms: int | None = None) -> dict[str, Any]:
+        """``findings.json`` ``audit.bookie_scans[]``: the scan, and the claims its gaps withheld.
+        ``snapshot_finished_at_ms``: when the audited scrape finished (a scan started before it is named)."""
         reasons = self.partial_reasons()
         withheld = []
         if reasons:
             withheld.append("ledger-data-missing")
+        before = self.before_scrape(snapshot_finished_at_ms)
+        if before:
+            withheld.append("unreclaimed-ledger-data")
         if not self.index_read:
             withheld.append("unreclaimed-ledger-data evidence.in_local_index (null)")
         return {
@@ -83,8 +109,11 @@ class ScanInfo:
             "started_at_ms": self.started_at_ms,
             "finished_at_ms": self.finished_at_ms,
             "ledger_dirs": list(self.ledger_dirs),
+            "config_checked": self.config_source is not None,
+            "dirs_not_scanned": list(self.dirs_not_scanned),
             "partial": bool(reasons),
             "partial_reasons": reasons,
+            "before_scrape": before,
             "not_claimed": withheld,
         }
 
@@ -164,6 +193,7 @@ def read_scan(path: Path) -> ScanInfo:
         if rows != expected:
             raise _bad(path, f"{target.name} has {rows} rows, its manifest says {expected}")
         tables[t.name] = target
+    source, left_out = _config_check(doc.get("bookie_config"), path)
     return ScanInfo(
         path=path,
         bookie_id=bookie,
@@ -175,7 +205,68 @@ def read_scan(path: Path) -> ScanInfo:
         ledger_dirs=tuple(dirs),
         logs_skipped=skipped,
         tables=tables,
+        config_source=source,
+        dirs_not_scanned=left_out,
+        index_dirs=_strings(doc.get("index_dirs"), dirs),
     )
+
+
+def _strings(value: Any, default: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return tuple(default)
+
+
+SCRAPED = "server_config (scraped)"
+
+
+def check_scraped_dirs(scans: Sequence[ScanInfo], bookie_dirs: Any) -> tuple[ScanInfo, ...]:
+    """Each scan's directories against its bookie's configured ones as the scrape read them (snapshot manifest
+    ``bookie_dirs``, from ``GET /api/v1/config/server_config``): a configured ledger or index directory no scanned
+    one is (``bookie_conf.names_cover``: compared as paths, a mount prefix allowed) is added to the scan's
+    ``dirs_not_scanned``, making its scope partial. A bookie without an entry (not scraped, or it did not answer)
+    is left as it is. The scan host's own check (``scan-bookie --bookie-config``, by device and inode) stands."""
+    if not isinstance(bookie_dirs, Mapping):
+        return tuple(scans)
+    out = []
+    for s in scans:
+        conf = bookie_dirs.get(s.bookie_id)
+        ledgers = conf.get("ledger_dirs") if isinstance(conf, Mapping) else None
+        if not isinstance(ledgers, list) or not all(isinstance(d, str) for d in ledgers):
+            out.append(s)
+            continue
+        index = conf.get("index_dirs") if isinstance(conf, Mapping) else None
+        index_names = index if isinstance(index, list) and all(isinstance(d, str) for d in index) else ledgers
+        missing = [
+            *names_cover(s.ledger_dirs, ledgers),
+            *[f"{d} (index)" for d in names_cover(s.index_dirs or s.ledger_dirs, index_names)],
+        ]
+        left = tuple(dict.fromkeys([*s.dirs_not_scanned, *missing]))
+        source = s.config_source if s.config_source is not None else SCRAPED
+        if missing and s.config_source is not None:
+            source = f"{s.config_source}; {SCRAPED}"
+        out.append(replace(s, config_source=source, dirs_not_scanned=left))
+    return tuple(out)
+
+
+def _config_check(doc: Any, path: Path) -> tuple[str | None, tuple[str, ...]]:
+    """``manifest.bookie_config``: (its source, the ledger then index directories it names and the scan left out);
+    (None, ()) when the scan was not checked against a configuration (absent or null)."""
+    if doc is None:
+        return None, ()
+    bad = _bad(path, "manifest.json bookie_config must be an object with source and not_scanned lists")
+    if not isinstance(doc, dict) or not isinstance(doc.get("source"), str):
+        raise bad
+    left = doc.get("not_scanned")
+    if not isinstance(left, dict):
+        raise bad
+    out: list[str] = []
+    for key, label in (("ledger_dirs", ""), ("index_dirs", " (index)")):
+        dirs = left.get(key)
+        if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+            raise bad
+        out += [d + label for d in dirs]
+    return doc["source"], tuple(out)
 
 
 def read_scans(paths: Sequence[Path]) -> tuple[ScanInfo, ...]:

@@ -176,7 +176,10 @@ def register_scans(
         else:
             cols = [(c.name, _SPARK_TYPES[c.type]) for c in t.columns]
             spark.sql(literal_sql(cols, [])).createOrReplaceTempView(f"src_scan_{t.name}")
-    rows = [(s.bookie_id, str(s.path), s.complete, s.index_status, s.started_at_ms, s.finished_at_ms) for s in scans]
+    # `complete`: every log read and no configured directory left out (ScanInfo.covers_bookie)
+    rows = [
+        (s.bookie_id, str(s.path), s.covers_bookie, s.index_status, s.started_at_ms, s.finished_at_ms) for s in scans
+    ]
     spark.sql(literal_sql(SCAN_BOOKIES_COLUMNS, rows)).createOrReplaceTempView("src_scan_bookies")
     gc = params.bookie.gc
     values = (

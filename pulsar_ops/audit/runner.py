@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pulsar_ops.audit import class_cache, etl, jvm_metrics, sql_files, stage_metrics
-from pulsar_ops.audit.bookie_scans import read_scans
+from pulsar_ops.audit.bookie_scans import check_scraped_dirs, read_scans
 from pulsar_ops.audit.failures import classify, unreadable_file
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
@@ -186,6 +186,7 @@ def run_audit(
     verify_parts(snapshot_dir)  # a truncated part file is `snapshot-invalid` naming it, not a Java stack trace
     sql_root = sql_root if sql_root is not None else sql_files.sql_root()  # `sql-not-found` before any JVM starts
     scans = read_scans([Path(p) for p in bookie_scans])  # `bookie-scan-invalid` before any engine starts
+    scans = check_scraped_dirs(scans, manifest.get("bookie_dirs"))  # against each bookie's scraped server_config
     started_ms = manifest.get("started_at_ms")
     snapshot_times = (started_ms if isinstance(started_ms, int) else finished, finished)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -274,7 +275,9 @@ def run_audit(
         "unknown_scope": not owned_in_zk and not bool(manifest.get("admin_scraped")),
     }
     audit["storage"] = storage_summary(stored, storage_top_n) if stored is not None else None
-    audit["bookie_scans"] = [s.summary() for s in scans]  # each bookie's scope, and what a partial one withheld
+    audit["bookie_scans"] = [
+        s.summary(snapshot_times[1]) for s in scans
+    ]  # each bookie's scope, and what a partial one withheld
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}
     audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step
     # and what the JVM spent it on (audit/jvm_metrics.py), over the steps after the session; its class-data archive

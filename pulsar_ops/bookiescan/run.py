@@ -81,6 +81,8 @@ class ScanConfig:
     progress: Callable[[ScanProgress], None] | None = None
     # test hook: called with each log's path after it was opened and before it is read
     on_open: Callable[[Path], None] | None = field(default=None, repr=False)
+    # the bookie's own configuration, as the manifest records it (bookie_conf.config_doc); None: not given
+    bookie_config: dict[str, Any] | None = None
 
 
 class ByteThrottle:
@@ -520,6 +522,7 @@ def _scan_into(
         "skipped": skipped,
         "tables": tables,
         "settings": {"max_scan_mb_s": cfg.max_scan_mb_s},
+        "bookie_config": cfg.bookie_config,
         "last_ids": last_ids,
         "bytes_scanned": prog.bytes_scanned,
         "bytes_read_headers_and_maps": prog.bytes_meta,

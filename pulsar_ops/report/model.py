@@ -33,6 +33,7 @@ from typing import Any
 from pulsar_ops.errors import FindingsError
 from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code, parse_findings_document, read_findings
 from pulsar_ops.report.capacity import Capacity, capacity_of
+from pulsar_ops.report.text import iso_utc
 from pulsar_ops.units import human_bytes
 
 _SEV_ORDER = {"critical": 0, "warning": 1, "info": 2}
@@ -99,16 +100,44 @@ class AuditInfo:
     storage: Capacity | None = None
 
     def bookie_scan_lines(self) -> list[str]:
-        """The bookie scans the audit joined, and each partial one with what it withheld (none: no line)."""
+        """The bookie scans the audit joined, each partial one with what it withheld, and each one taken before the
+        scrape with the claims that withholds and the order to use (none: no line)."""
         if not self.bookie_scans:
             return []
         partial = [s for s in self.bookie_scans if s.get("partial")]
-        lines = [f"Bookie scans: {len(self.bookie_scans)} ({len(partial)} partial: no absence claim from them)"]
-        for s in partial:
-            reasons = "; ".join(str(r) for r in s.get("partial_reasons") or [])
+        early = [s for s in self.bookie_scans if s.get("before_scrape")]
+        head = f"Bookie scans: {len(self.bookie_scans)} ({len(partial)} partial: no absence claim from them"
+        if early:
+            head += f"; {len(early)} taken before the scrape: no unreclaimed-ledger-data claim from them"
+        lines = [head + ")"]
+        for s in self.bookie_scans:
+            if not s.get("partial") and not s.get("before_scrape"):
+                continue
+            why = [str(r) for r in s.get("partial_reasons") or []]
+            if s.get("before_scrape"):
+                why.append(self._early_reason(s))
             withheld = ", ".join(str(w) for w in s.get("not_claimed") or [])
-            lines.append(f"  {s.get('bookie')}: {reasons}" + (f" (not claimed: {withheld})" if withheld else ""))
+            lines.append(f"  {s.get('bookie')}: {'; '.join(why)}" + (f" (not claimed: {withheld})" if withheld else ""))
+        if early:
+            lines.append(
+                "  Order to use: scrape, then scan-bookie on each bookie (each scan starting after the scrape "
+                "finished), then audit; a ledger deleted between an earlier scan and the scrape is still on disk "
+                "legitimately, so its bytes count as unattributed."
+            )
         return lines
+
+    def _early_reason(self, scan: Mapping[str, Any]) -> str:
+        started = _opt_int(scan.get("started_at_ms"))
+        text = "scan started before the scrape finished" + (f" (at {iso_utc(started)})" if started else "")
+        cap = self.storage
+        if cap is not None:
+            for b in cap.bookies:
+                if b.bookie == scan.get("bookie") and b.data_bytes:
+                    text += (
+                        f": its {human_bytes(b.by_class.get('unattributed', 0))} unattributed bytes include any "
+                        "ledger deleted since"
+                    )
+        return text
 
     def coverage_line(self) -> str | None:
         """One line on the ack-hole coverage, or None when every cursor's ranges were in the snapshot."""

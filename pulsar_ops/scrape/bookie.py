@@ -1,7 +1,9 @@
 """Bookie HTTP admin API scraper: bookie ids, read-only state and disk space (for the GC model).
 
 Calls: `GET /api/v1/bookie/list_bookies?type=rw|ro` on one bookie (cluster view), then
-`GET /api/v1/bookie/info` on each bookie's HTTP endpoint (`{"freeSpace", "totalSpace"}`). A bookie that does not
+`GET /api/v1/bookie/info` on each bookie's HTTP endpoint (`{"freeSpace", "totalSpace"}`) and
+`GET /api/v1/config/server_config` (its ledgerDirectories / indexDirectories, for the audit's check of a bookie
+scan's directories; optional: a bookie that does not answer it only leaves that check undone). A bookie that does not
 answer keeps its row with unknown space and makes the scrape incomplete.
 
 Each bookie's HTTP endpoint is the one it publishes in its registration znode (``httpserver`` in its
@@ -21,7 +23,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pulsar_ops.errors import DecodeError, HttpError
+from pulsar_ops.bookiescan.bookie_conf import from_server_config, scraped_dirs
+from pulsar_ops.errors import ConfigError, DecodeError, HttpError
 from pulsar_ops.formats.bookie_service_info import (
     HTTP_ENDPOINT_ID,
     RPC_ENDPOINT_ID,
@@ -49,6 +52,9 @@ class BookieRow:
     total_bytes: int | None
     http_url: str | None = None
     endpoint_source: str = FALLBACK
+    # its ledgerDirectories / indexDirectories from GET /api/v1/config/server_config (bookie_conf.scraped_dirs);
+    # None when that call failed or was not made: the audit then cannot check a scan's directories against it
+    dirs: dict[str, list[str] | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,24 @@ def parse_info(doc: Any, bookie_id: str) -> tuple[int, int]:
     return int(doc["freeSpace"]), int(doc["totalSpace"])
 
 
+CONFIG_PATH = "/api/v1/config/server_config"
+
+
+def _server_dirs(client: httpx.Client, url: str) -> dict[str, list[str] | None] | None:
+    """The bookie's configured directories (``ConfigurationService``); None when it does not answer with a JSON
+    object: optional knowledge, never an error of the scrape (the audit then does not check the scans' dirs)."""
+    try:
+        doc = get_json(client, CONFIG_PATH)
+    except HttpError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    try:
+        return scraped_dirs(from_server_config(doc, url + CONFIG_PATH))
+    except ConfigError:
+        return None
+
+
 def scrape_bookies(
     bookie_url: str,
     client_for: Callable[[str], httpx.Client],
@@ -193,11 +217,13 @@ def scrape_bookies(
             problems.append(res.problem)
         free: int | None = None
         total: int | None = None
+        dirs: dict[str, list[str] | None] | None = None
         if res.url is not None:
             try:
                 with client_for(res.url) as bc:
                     free, total = parse_info(get_json(bc, "/api/v1/bookie/info"), bookie_id)
+                    dirs = _server_dirs(bc, res.url)
             except HttpError as e:
                 problems.append(BookieProblem("bookie/info", e.code, e.message))
-        rows.append(BookieRow(bookie_id, readonly, free, total, res.url, res.source))
+        rows.append(BookieRow(bookie_id, readonly, free, total, res.url, res.source, dirs))
     return BookieScrape(tuple(rows), complete=not problems, errors=tuple(problems))

@@ -74,6 +74,7 @@ def http_sources(
         loaded: list[dict[str, Any]] = []
         bookies: list[dict[str, Any]] = []
         endpoints: dict[str, dict[str, str | None]] = {}
+        bookie_dirs: dict[str, dict[str, list[str] | None]] = {}
         incomplete: list[Incomplete] = []
         complete: list[tuple[str, str, int]] = []
         admin_ok = bookie_ok = False
@@ -124,6 +125,7 @@ def http_sources(
                     for b in bres.bookies
                 ]
                 endpoints = {b.bookie_id: {"url": b.http_url, "source": b.endpoint_source} for b in bres.bookies}
+                bookie_dirs = {b.bookie_id: b.dirs for b in bres.bookies if b.dirs is not None}
                 bookie_ok = bres.complete
                 incomplete += [("bookie", e.scope, e.code, e.message) for e in bres.errors]
             except HttpError as e:
@@ -136,6 +138,7 @@ def http_sources(
             incomplete=incomplete,
             bookie_endpoints=endpoints,
             complete=complete,
+            bookie_dirs=bookie_dirs,
         )
 
     return collect

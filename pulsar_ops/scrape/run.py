@@ -44,6 +44,8 @@ class ExtraTables:
     bookie_endpoints: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)
     # (source, scope, rows) of every part read completely, e.g. one broker's loaded-topic listing
     complete: Sequence[tuple[str, str, int]] = ()
+    # {bookie_id: {"ledger_dirs": [...], "index_dirs": [...] or None}} from each bookie's server_config
+    bookie_dirs: Mapping[str, Mapping[str, list[str] | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -332,6 +334,7 @@ def finish_snapshot(
         admin_scraped=extra.admin_scraped,
         bookie_scraped=extra.bookie_scraped,
         bookie_endpoints={k: dict(v) for k, v in sorted(extra.bookie_endpoints.items())},
+        bookie_dirs={k: dict(v) for k, v in sorted(extra.bookie_dirs.items())},
         multiread=multiread,
         server_versions=server_versions,
         zookeeper_servers=zookeeper_servers,

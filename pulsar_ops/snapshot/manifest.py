@@ -79,6 +79,10 @@ class Manifest:
     # Per store read from files: which snapshot, which fell back and why, the logs replayed, where the replay
     # stopped early and why, the digest check (pulsar_ops.zkdata.datadir.DataDirState.to_json). Empty when live.
     zk_data_dirs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Each bookie's configured directories, from its GET /api/v1/config/server_config (bookie scrape only; a
+    # bookie that did not answer has no entry): {bookie_id: {"ledger_dirs": [names], "index_dirs": [names] or
+    # null (not set: the ledger dirs)}}. The audit checks each bookie scan's directories against them.
+    bookie_dirs: dict[str, dict[str, list[str] | None]] = field(default_factory=dict)
 
     @property
     def all_scopes_complete(self) -> bool:

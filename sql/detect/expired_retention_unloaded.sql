@@ -12,22 +12,35 @@
 -- When a load frees each ledger (ManagedLedgerImpl.initialize re-opens the last ledger and stamps it with the
 -- load time): the earlier ones at the first trim after the load; the last one at the first trim only when the
 -- retention time is 0 or the size rule takes it, else one retention period after the load.
-WITH admin AS (
+WITH scopes_seen AS (
+    -- one pass over the scopes (three scalar subqueries and a DISTINCT before: a job or a shuffle each).
+    -- answered: the brokers whose loaded-topic listing is complete, by id (host:port, as /admin/v2/brokers lists
+    -- them)
+    SELECT
+        count_if(store = 'admin' AND scope LIKE 'broker-stats/topics/%') > 0 AS per_broker,
+        count_if(scope = '/namespace' AND complete) > 0 AND count_if(scope = '/namespace' AND NOT complete) = 0
+            AS namespace_complete,
+        collect_set(
+            CASE WHEN store = 'admin' AND complete AND scope LIKE 'broker-stats/topics/%'
+                THEN regexp_extract(scope, '^broker-stats/topics/(.+)$', 1) END
+        ) AS answered
+    FROM stg_scopes
+),
+admin AS (
     -- all_answered: every broker listed its topics; per_broker: one admin scope row per broker's listing
     -- (http_sources.py); ownership_known: /namespace was read completely, so a missing ownership znode is absence,
     -- unless a broker lists a topic loaded in a bundle without one (ownership kept elsewhere, e.g. the extensible
     -- load manager's system topic, or taken after the walk): then a missing znode proves nothing either
-    SELECT
+    SELECT /*+ BROADCAST(f) */
         p.admin_scraped AS all_answered,
-        (SELECT count(*) FROM stg_scopes s WHERE s.store = 'admin' AND s.scope LIKE 'broker-stats/topics/%') > 0
-            AS per_broker,
+        f.per_broker,
+        f.answered,
         -- ownership_in_zk: the registrations say the modular load manager keeps ownership in /namespace znodes
         -- (snapshot manifest load_manager, pulsar_ops/pulsar_names.py load_manager_kind): under the extensible
         -- load manager (PIP-192: ownership in the system topic loadbalancer-service-unit-state, or opt-in
         -- /service_unit_state), or mid-migration to it, an absent /namespace znode is never evidence of unowned
         p.ownership_in_zk
-            AND (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND s.complete) > 0
-            AND (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND NOT s.complete) = 0
+            AND f.namespace_complete
             AND (
                 SELECT count(*)
                 FROM stg_loaded_topics lt
@@ -39,12 +52,7 @@ WITH admin AS (
             ) = 0
             AS ownership_known
     FROM params p
-),
-answered AS (
-    -- the brokers whose loaded-topic listing is complete, by id (host:port, as /admin/v2/brokers lists them)
-    SELECT DISTINCT regexp_extract(scope, '^broker-stats/topics/(.+)$', 1) AS broker
-    FROM stg_scopes
-    WHERE store = 'admin' AND complete AND scope LIKE 'broker-stats/topics/%'
+    CROSS JOIN scopes_seen f
 ),
 bundled AS (
     SELECT /*+ BROADCAST(b) */ m.path, m.topic, m.base_topic, m.namespace, b.bundle_range, b.lower, b.upper
@@ -91,18 +99,20 @@ unknown_topic AS (
     SELECT topic FROM int_undecodable WHERE kind = 'topic-policies'
 ),
 unloaded AS (
-    SELECT /*+ BROADCAST(a, o, ab) */
+    SELECT /*+ BROADCAST(a, o) */
         t.*,
         o.namespace IS NOT NULL AS owned,
         nullif(o.owner_broker, '') AS owner_broker
     FROM bundled t
     CROSS JOIN admin a
     LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
-    LEFT JOIN answered ab ON ab.broker = o.owner_broker
     WHERE (
             (o.namespace IS NULL AND a.ownership_known)
             OR (
-                CASE WHEN o.namespace IS NOT NULL AND a.per_broker THEN ab.broker IS NOT NULL ELSE a.all_answered END
+                CASE
+                    WHEN o.namespace IS NOT NULL AND a.per_broker THEN array_contains(a.answered, o.owner_broker)
+                    ELSE a.all_answered
+                END
                 AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic)
             )
         )

@@ -10,6 +10,9 @@
 -- or an unread index is never evidence of absence. Not for a ledger created less than one flushInterval before
 -- the scan started (its entries may still be in the bookie's write cache, DbLedgerStorage's checkpoint writes
 -- them), nor for an offloaded ledger whose BookKeeper copy was deleted (offloadContext.bookkeeperDeleted).
+-- The ledger's age is its metadata ctime, else (v1/v2 metadata, v3 written with storeCtime off) its znode's ctime:
+-- `ctime_ms` of the snapshot is that fallback, and `evidence.ctime_source` says which one judged it. A znode never
+-- predates the ledger it describes, so the fallback can only withhold a claim, never make one early.
 WITH scanned AS (
     SELECT bookie_id, started_at_ms FROM stg_scan_bookies WHERE complete AND index_status = 'read'
 ),
@@ -42,6 +45,7 @@ closed AS (
         b.write_quorum,
         b.ack_quorum,
         b.ctime_ms,
+        b.metadata_ctime_ms IS NULL AS ctime_from_znode,
         b.ensembles_json,
         a.bookie_id,
         a.started_at_ms AS scan_started_at_ms,
@@ -63,7 +67,7 @@ segments AS (
 placed AS (
     SELECT
         s.ledger_id, s.ledger_path, s.ml_name, s.length, s.last_entry_id, s.ensemble_size, s.write_quorum,
-        s.ack_quorum, s.ctime_ms, s.bookie_id, s.scan_started_at_ms,
+        s.ack_quorum, s.ctime_ms, s.ctime_from_znode, s.bookie_id, s.scan_started_at_ms,
         s.seg.first AS first_entry,
         s.seg.last AS last_entry,
         -- the positions of this bookie in the segment's ensemble (0-based)
@@ -101,6 +105,7 @@ expected AS (
         min(ledger_path) AS ledger_path, min(ml_name) AS ml_name, min(length) AS length,
         min(last_entry_id) AS last_entry_id, min(ensemble_size) AS ensemble_size,
         min(write_quorum) AS write_quorum, min(ack_quorum) AS ack_quorum, min(ctime_ms) AS ctime_ms,
+        bool_or(ctime_from_znode) AS ctime_from_znode,
         min(scan_started_at_ms) AS scan_started_at_ms,
         array_sort(collect_list(named_struct(
             'first_entry_id', first_entry, 'last_entry_id', last_entry, 'positions', positions
@@ -151,6 +156,7 @@ SELECT
         'ack_quorum', m.ack_quorum,
         'segments', m.segments,
         'ctime_ms', m.ctime_ms,
+        'ctime_source', CASE WHEN m.ctime_from_znode THEN 'znode' ELSE 'metadata' END,
         'scan_started_at_ms', m.scan_started_at_ms
     )) AS evidence
 FROM missing m

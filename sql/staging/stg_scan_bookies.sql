@@ -1,5 +1,6 @@
 -- stg_scan_bookies: one row per --bookie-scan, from its validated manifest.json (audit/bookie_scans.py).
--- `complete` false: a log was skipped for an error; `index_status` other than 'read': the local index is unknown.
+-- `complete` false: a log was skipped for an error, or a directory of the bookie's configuration was left out
+-- (scan-bookie --bookie-config; ScanInfo.covers_bookie); `index_status` other than 'read': the local index is unknown.
 -- Source: src_scan_bookies (a literal relation registered from Python; empty without scans).
 SELECT
     CAST(bookie_id AS STRING) AS bookie_id,

@@ -28,6 +28,7 @@ class ScanBuilder:
     started_at_ms: int
     complete: bool = True
     index_status: str = "read"
+    bookie_config: dict[str, Any] | None = None  # manifest.bookie_config (scan-bookie --bookie-config)
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def log(
@@ -105,6 +106,7 @@ class ScanBuilder:
             else [{"ledger_dir": "/data/bk", "file": "current/ff.log", "reason": "read-error:5"}],
             "tables": counts,
             "settings": {"max_scan_mb_s": 100},
+            "bookie_config": self.bookie_config,
         }
         (out / schema.MANIFEST_NAME).write_text(json.dumps(manifest))
         return out

@@ -55,6 +55,10 @@ def snapshot() -> SnapshotBuilder:
     closed(b, 106, pair, 9, 2, 2)  # b2 lists it in its index (no bytes): not missing
     closed(b, 107, {0: [B1, B3], 10: [B1, B2]}, 10, 2, 1)  # entry 10 on position 0 only: none on b2
     closed(b, 108, {0: [B1, B3], 10: [B1, B2]}, 11, 2, 1)  # entry 11 on position 1: b2 lost it
+    # metadata without a ctime (v1/v2, or v3 with storeCtime off): the snapshot's ctime_ms is the znode's
+    closed(b, 111, pair, 9, 2, 2, metadata_ctime_ms=None)  # znode 10 days old: b2 lost it
+    recent = SCAN_AT - 5_000
+    closed(b, 112, pair, 9, 2, 2, ctime_ms=recent, metadata_ctime_ms=None, znode_ctime_ms=recent)  # too new
     # 204's metadata znode exists but does not decode: never called absent
     b.znode(ledger_znode(204), kind="bk-ledger", decode_error="decode-failed")
     return b
@@ -74,6 +78,8 @@ def scans(root: Path, b1: dict[str, Any] | None = None, b2: dict[str, Any] | Non
     s1.log("/data/bk2", 4, mtime_ms=NOW - 3 * DAY, ledgers={201: 700, 100: 300})
     s1.index(200)
     s1.index(100)
+    s1.index(111)  # b1 holds 111 and 112 (in its index): only b2 is judged
+    s1.index(112)
     s2 = ScanBuilder(B2, started_at_ms=SCAN_AT, **(b2 or {}))
     s2.log("/data/bk", 1, mtime_ms=NOW - DAY, ledgers={100: 100, 107: 5})
     s2.index(100)
@@ -124,10 +130,14 @@ def test_unreclaimed_ledger_data(main: AuditResult) -> None:
 
 def test_ledger_data_missing(main: AuditResult) -> None:
     got = keyed(main, "ledger-data-missing")
-    # 103 and 107 stripe nothing onto b2, 104 is newer than the scan, 105 offloaded, 106 indexed, 101 open
-    assert sorted(got) == [(B2, 102), (B2, 108)]
+    # 103 and 107 stripe nothing onto b2, 104 and 112 are newer than the scan, 105 offloaded, 106 indexed, 101 open
+    assert sorted(got) == [(B2, 102), (B2, 108), (B2, 111)]
     f = got[(B2, 102)]
     assert f.severity == "critical" and f.evidence["bookie"] == B2 and f.topic == "persistent://t/ns/live"
+    assert f.evidence["ctime_source"] == "metadata"
+    # no ctime in its metadata: judged by its znode's ctime, and the finding says so
+    f111 = got[(B2, 111)]
+    assert f111.evidence["ctime_source"] == "znode" and f111.evidence["ctime_ms"] == NOW - 10 * DAY
     assert got[(B2, 108)].evidence["segments"] == [{"first_entry_id": 10, "last_entry_id": 11, "positions": [1]}]
 
 
@@ -158,6 +168,7 @@ def test_stale_entry_log(main: AuditResult) -> None:
 def test_audit_records_each_bookie_scope(main: AuditResult) -> None:
     scopes = {s["bookie"]: s for s in main.audit["bookie_scans"]}
     assert set(scopes) == {B1, B2} and not scopes[B1]["partial"] and not scopes[B2]["partial"]
+    assert not scopes[B1]["before_scrape"] and scopes[B1]["not_claimed"] == []
 
 
 def test_partial_scans_make_no_absence_claim(spark: Any, tmp_path: Path) -> None:
@@ -172,12 +183,38 @@ def test_partial_scans_make_no_absence_claim(spark: Any, tmp_path: Path) -> None
     assert scopes[B1]["partial"] and scopes[B1]["index_status"] == "unavailable"
 
 
+def test_configured_directory_left_out_makes_the_scope_partial(spark: Any, tmp_path: Path) -> None:
+    """b2's bookkeeper.conf names /data/bk and /data/bk3; its scan read /data/bk only: ledger 102 may live in
+    /data/bk3, so no ledger-data-missing from b2; b1's configuration is fully scanned: its claims stand."""
+    left_out = {
+        "source": "/pulsar/conf/bookkeeper.conf",
+        "ledger_dirs": ["/data/bk", "/data/bk3"],
+        "index_dirs": ["/data/bk", "/data/bk3"],
+        "index_dirs_default": True,
+        "bookie_id_from": "advertisedAddress",
+        "not_scanned": {"ledger_dirs": ["/data/bk3"], "index_dirs": ["/data/bk3"]},
+    }
+    covered = {**left_out, "not_scanned": {"ledger_dirs": [], "index_dirs": []}}
+    r = run(spark, tmp_path, snapshot(), scans(tmp_path, b1={"bookie_config": covered}, b2={"bookie_config": left_out}))
+    assert of(r, "ledger-data-missing") == []
+    assert sorted(keyed(r, "unreclaimed-ledger-data")) == [(B1, 200), (B1, 201), (B1, 203), (B1, 205)]
+    scopes = {s["bookie"]: s for s in r.audit["bookie_scans"]}
+    assert scopes[B2]["partial"] and scopes[B2]["dirs_not_scanned"] == ["/data/bk3", "/data/bk3 (index)"]
+    assert "not scanned: /data/bk3" in scopes[B2]["partial_reasons"][0]
+    assert "ledger-data-missing" in scopes[B2]["not_claimed"]
+    assert scopes[B1]["config_checked"] and not scopes[B1]["partial"]
+
+
 def test_incomplete_ledgers_scope_claims_nothing_deleted(spark: Any, tmp_path: Path) -> None:
     b = snapshot()
     b.scope("/ledgers", complete=False, error="connection loss")
     r = run(spark, tmp_path, b, scans(tmp_path))
     assert of(r, "unreclaimed-ledger-data") == [] and of(r, "stale-entry-log") == []
-    assert sorted(keyed(r, "ledger-data-missing")) == [(B2, 102), (B2, 108)]  # a claim about present metadata
+    assert sorted(keyed(r, "ledger-data-missing")) == [
+        (B2, 102),
+        (B2, 108),
+        (B2, 111),
+    ]  # a claim about present metadata
 
 
 def test_scan_before_the_scrape_claims_no_unreclaimed_data(spark: Any, tmp_path: Path) -> None:
@@ -190,7 +227,11 @@ def test_scan_before_the_scrape_claims_no_unreclaimed_data(spark: Any, tmp_path:
         (d / "manifest.json").write_text(json.dumps(m))
     r = run(spark, tmp_path, snapshot(), dirs)
     assert of(r, "unreclaimed-ledger-data") == []
-    assert sorted(keyed(r, "ledger-data-missing")) == [(B2, 102), (B2, 108)]
+    # named, with what it withheld (the reports say it and the order to use: report/model.py)
+    scopes = {s["bookie"]: s for s in r.audit["bookie_scans"]}
+    assert scopes[B1]["before_scrape"] and not scopes[B1]["partial"]
+    assert scopes[B1]["not_claimed"] == ["unreclaimed-ledger-data"]
+    assert sorted(keyed(r, "ledger-data-missing")) == [(B2, 102), (B2, 108), (B2, 111)]
 
 
 def test_bookie_config_disables_compaction(spark: Any, tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ class BookieHttp:
     ro: dict[str, None] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
     port: int = 0
+    config: dict[str, str] | None = None  # GET /api/v1/config/server_config (None: not answered)
 
 
 def _serve(state: BookieHttp) -> ThreadingHTTPServer:
@@ -53,6 +54,8 @@ def _serve(state: BookieHttp) -> ThreadingHTTPServer:
                 body: object = state.ro if "type=ro" in query else state.rw
             elif path == "/api/v1/bookie/info":
                 body = {"freeSpace": state.free, "totalSpace": 100 * GiB}
+            elif path == "/api/v1/config/server_config" and state.config is not None:
+                body = state.config
             else:
                 body = None
 
@@ -106,6 +109,7 @@ def test_published_endpoint_and_fallback_say_which_was_used(
     legacy, custom = bookie_servers
     _register(zk, custom.port, partial=False)
     legacy.rw = {"127.0.0.1:3181": None, "bookie-0": None}
+    custom.config = {"ledgerDirectories": "[/pulsar/data/l0, /pulsar/data/l1]", "bookieId": "bookie-0"}
     out = tmp_path / "snap"
     r = CliRunner().invoke(
         app,
@@ -113,7 +117,9 @@ def test_published_endpoint_and_fallback_say_which_was_used(
     )
     assert r.exit_code == 0, r.stderr
     m = open_snapshot(out).manifest
-    assert m.bookie_scraped and m.complete
+    assert m.bookie_scraped and m.complete  # the legacy bookie does not answer server_config: still complete
+    # the configured directories as scraped, for the audit's check of the bookie scans
+    assert m.bookie_dirs == {"bookie-0": {"ledger_dirs": ["/pulsar/data/l0", "/pulsar/data/l1"], "index_dirs": None}}
     assert m.bookie_endpoints == {
         "127.0.0.1:3181": {"url": f"http://127.0.0.1:{legacy.port}", "source": "bookie-url-port"},
         "bookie-0": {"url": f"http://127.0.0.1:{custom.port}", "source": "published"},

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pulsar_ops.audit.bookie_scans import read_scan, read_scans
+from pulsar_ops.audit.bookie_scans import check_scraped_dirs, read_scan, read_scans
 from pulsar_ops.audit.params import bookie_settings, load_bookie_config
 from pulsar_ops.errors import BookieScanError, ConfigError
 from tests.spark.scan_builder import ScanBuilder
@@ -94,3 +94,54 @@ def test_spark_submit_job_passes_scans_to_the_audit_command() -> None:
     assert cli_args(args, None) == [
         "audit", "s", "--out", "o", "--bookie-scan", "a", "--bookie-scan", "b", "--bookie-config", "bk.conf"
     ]  # fmt: skip
+
+
+def test_configured_directories_left_out_make_the_scope_partial(tmp_path: Path) -> None:
+    doc = {
+        "source": "/pulsar/conf/bookkeeper.conf",
+        "not_scanned": {"ledger_dirs": ["/d2"], "index_dirs": []},
+    }
+    info = read_scan(_scan(tmp_path, bookie_config=doc))
+    assert info.complete and not info.covers_bookie and info.dirs_not_scanned == ("/d2",)
+    summary = info.summary()
+    assert summary["partial"] and summary["config_checked"] and "ledger-data-missing" in summary["not_claimed"]
+    assert "(/pulsar/conf/bookkeeper.conf) not scanned: /d2" in summary["partial_reasons"][0]
+    covered = read_scan(
+        _scan(tmp_path, "t", bookie_config={**doc, "not_scanned": {"ledger_dirs": [], "index_dirs": []}})
+    )
+    assert covered.covers_bookie and not covered.summary()["partial"] and covered.summary()["config_checked"]
+    unchecked = read_scan(_scan(tmp_path, "u"))  # no --bookie-config: trusted as before, and said so
+    assert unchecked.covers_bookie and not unchecked.summary()["config_checked"]
+
+
+@pytest.mark.parametrize(
+    "doc", ["x", {"source": 1}, {"source": "f"}, {"source": "f", "not_scanned": {"ledger_dirs": [1]}}]
+)
+def test_a_malformed_bookie_config_is_refused(tmp_path: Path, doc: object) -> None:
+    with pytest.raises(BookieScanError, match="bookie_config"):
+        read_scan(_scan(tmp_path, bookie_config=doc))
+
+
+def test_scan_before_the_scrape_is_named(tmp_path: Path) -> None:
+    info = read_scan(_scan(tmp_path))  # started at 1000
+    assert info.summary(2000)["before_scrape"] and info.summary(2000)["not_claimed"] == ["unreclaimed-ledger-data"]
+    assert not info.summary(1000)["before_scrape"] and not info.summary()["before_scrape"]
+
+
+def test_scans_checked_against_the_scraped_server_config(tmp_path: Path) -> None:
+    """The snapshot's bookie_dirs (server_config as scraped): a configured directory no scanned one is makes the
+    scope partial; a mount prefix is the same directory; a bookie without an entry is left unchecked."""
+    b1 = read_scan(_scan(tmp_path, "a", "b1:3181"))  # scanned /d
+    b2 = read_scan(_scan(tmp_path, "b", "b2:3181"))
+    b3 = read_scan(_scan(tmp_path, "c", "b3:3181"))
+    dirs = {
+        "b1:3181": {"ledger_dirs": ["/d", "/e"], "index_dirs": None},
+        "b2:3181": {"ledger_dirs": ["d"], "index_dirs": ["/d"]},  # relative: the working directory's
+    }
+    got = {s.bookie_id: s for s in check_scraped_dirs([b1, b2, b3], dirs)}
+    assert got["b1:3181"].dirs_not_scanned == ("/e", "/e (index)") and not got["b1:3181"].covers_bookie
+    assert got["b1:3181"].config_source == "server_config (scraped)"
+    assert "not scanned: /e" in got["b1:3181"].summary()["partial_reasons"][0]
+    assert got["b2:3181"].covers_bookie and got["b2:3181"].summary()["config_checked"]
+    assert got["b3:3181"] == b3 and not got["b3:3181"].summary()["config_checked"]
+    assert check_scraped_dirs([b1], None) == (b1,)

@@ -181,6 +181,32 @@ def test_bookie_down_keeps_row_with_unknown_space() -> None:
     assert len(res.bookies) == 3
 
 
+def test_bookies_configured_directories_from_server_config() -> None:
+    """GET /api/v1/config/server_config (AbstractConfiguration.asJson: a list property reads "[a, b]"): each
+    bookie's directories; one that does not answer has none, and the scrape stays complete (optional knowledge)."""
+    calls: list[str] = []
+    routes: Routes = {
+        ("bookie-0.bookkeeper.svc", "/api/v1/bookie/list_bookies"): lambda r: httpx.Response(
+            200, json=_load("list_bookies_rw.json" if r.url.params["type"] == "rw" else "list_bookies_ro.json")
+        ),
+        ("bookie-0.bookkeeper.svc", "/api/v1/bookie/info"): _json("bookie_info_0.json"),
+        ("bookie-1.bookkeeper.svc", "/api/v1/bookie/info"): _json("bookie_info_1.json"),
+        ("bookie-2.bookkeeper.svc", "/api/v1/bookie/info"): _json("bookie_info_2.json"),
+        ("bookie-0.bookkeeper.svc", "/api/v1/config/server_config"): lambda _r: httpx.Response(
+            200, json={"ledgerDirectories": "[/pulsar/data/l0, /pulsar/data/l1]", "bookiePort": "3181"}
+        ),
+        ("bookie-1.bookkeeper.svc", "/api/v1/config/server_config"): lambda _r: httpx.Response(
+            200, json={"ledgerDirectories": "/pulsar/data/l0", "indexDirectories": "/pulsar/index0"}
+        ),
+    }
+    res = scrape_bookies("http://bookie-0.bookkeeper.svc:8000", _factory(routes, calls))
+    assert res.complete
+    by_id = {b.bookie_id.split(".")[0]: b.dirs for b in res.bookies}
+    assert by_id["bookie-0"] == {"ledger_dirs": ["/pulsar/data/l0", "/pulsar/data/l1"], "index_dirs": None}
+    assert by_id["bookie-1"] == {"ledger_dirs": ["/pulsar/data/l0"], "index_dirs": ["/pulsar/index0"]}
+    assert by_id["bookie-2"] is None  # 404: unknown, not an error
+
+
 def test_bookie_http_url_uses_http_port() -> None:
     assert bookie_http_url("10.0.0.7:3181", "http", 8000) == "http://10.0.0.7:8000"
 

@@ -1,0 +1,503 @@
+"""The bookie's own configuration as ``scan-bookie --bookie-config bookkeeper.conf`` reads it: the ledger and index
+directories the bookie uses, and the BookieId it registers under.
+
+The file is read as BookKeeper reads it (``AbstractConfiguration.loadConf``: a commons-configuration2
+``PropertiesConfiguration`` whose list delimiter is ``,``, ``ConfigurationUtil.newConfiguration``): ``#``/``!``
+comment lines, ``key=value``, ``key: value`` or ``key value``, each physical line trimmed, a line ending in an odd
+number of backslashes continued on the next, Java escapes (``\\t``, ``\\uXXXX``, ``\\,`` for a literal comma), a
+repeated key adding to its list, and every value split at unescaped commas with each element trimmed. ``include``
+and ``${...}`` interpolation are refused (a clear ``bookie-config-invalid``), not guessed.
+
+Directories (``conf/ServerConfiguration.java``): ``getLedgerDirNames`` is ``ledgerDirectories`` as a list, or
+``/tmp/bk-data`` when empty or absent; ``getIndexDirNames`` is ``indexDirectories`` when the key is present, else
+none, and then the index lives in the ledger directories (``BookieResources.createIndexDirsManager`` falls back to
+the ledger dirs manager). DbLedgerStorage refuses to start when the two lists differ in length ("ledger and index
+dirs size not matched"). A relative entry is relative to the bookie's working directory (``new File(name)``),
+which the file does not say: ``--bookie-home`` does.
+
+BookieId (``bookie/BookieImpl.getBookieId`` / ``getBookieAddress``): ``bookieId`` when set (validated as
+``net/BookieId.validateBookieId``); else host ``:`` ``bookiePort`` (default 3181), the host being
+``advertisedAddress`` (trimmed) when not blank, else the address of ``listeningInterface`` (default: the local
+host's address, ``net/DNS.getDefaultIP("default")``, i.e. ``InetAddress.getLocalHost().getHostAddress()``), or
+with ``useHostNameAsBookieID`` its canonical host name (an unresolvable one is an error), cut at the first dot
+with ``useShortHostName``; a loopback address is refused unless ``allowLoopback``. A named
+``listeningInterface`` is not derived here (the order Java lists an interface's addresses in is not portable):
+``--bookie-id`` is asked for instead.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import socket
+import stat as _stat
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulsar_ops.errors import ConfigError
+
+LEDGER_DIRS = "ledgerDirectories"
+INDEX_DIRS = "indexDirectories"
+DEFAULT_LEDGER_DIR = "/tmp/bk-data"  # ServerConfiguration.getLedgerDirNames when ledgerDirectories is empty
+DEFAULT_BOOKIE_PORT = 3181  # ServerConfiguration.getBookiePort
+MAX_CONF_BYTES = 16 * 1024 * 1024  # a bookkeeper.conf is a few tens of KiB: a bounded read
+
+CODE_MISSING = "bookie-config-missing"
+CODE_UNREADABLE = "bookie-config-unreadable"
+CODE_INVALID = "bookie-config-invalid"
+CODE_RELATIVE = "bookie-config-relative-dir"
+CODE_ID = "bookie-id-unknown"
+
+_BOOKIE_ID_RE = re.compile(r"[a-zA-Z0-9:-_.\-]+")  # BookieId.validateBookieId, ':-_' a range as in Java
+_TRUE = {"true", "yes", "on", "y", "t"}  # commons-lang BooleanUtils.toBooleanObject, as PropertyConverter uses
+_FALSE = {"false", "no", "off", "n", "f"}
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+@dataclass(frozen=True)
+class BookieConf:
+    """A bookkeeper.conf's keys, each a list (commons-configuration's list values); ``source`` names it."""
+
+    source: str
+    values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def get(self, key: str) -> str | None:
+        """``getString``: the first element, None when the key is absent."""
+        v = self.values.get(key)
+        return v[0] if v else None
+
+    def boolean(self, key: str, default: bool) -> bool:
+        v = self.get(key)
+        if v is None:
+            return default
+        low = v.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ConfigError(f"{self.source}: {key}={v!r} is not a boolean", code=CODE_INVALID, hint=_fix(self))
+
+    def integer(self, key: str, default: int) -> int:
+        v = self.get(key)
+        if v is None or not v.strip():
+            return default
+        try:
+            return int(v.strip())
+        except ValueError:
+            raise ConfigError(
+                f"{self.source}: {key}={v!r} is not an integer", code=CODE_INVALID, hint=_fix(self)
+            ) from None
+
+    def ledger_dir_names(self) -> tuple[str, ...]:
+        """``getLedgerDirNames``."""
+        dirs = self.values.get(LEDGER_DIRS) or ()
+        return dirs if dirs else (DEFAULT_LEDGER_DIR,)
+
+    def index_dir_names(self) -> tuple[str, ...] | None:
+        """``getIndexDirNames``: None when the key is absent (the index is in the ledger directories)."""
+        return self.values.get(INDEX_DIRS)
+
+
+def _fix(conf: BookieConf) -> str:
+    return f"fix {conf.source}, or pass --ledger-dirs/--index-dirs/--bookie-id instead of --bookie-config"
+
+
+def _unescape(text: str, source: str, n: int) -> str:
+    """Java escapes, keeping ``\\,`` (an escaped list delimiter) for the list split."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c != "\\" or i + 1 >= len(text):
+            out.append(c)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u":
+            digits = text[i + 2 : i + 6]
+            if len(digits) != 4 or not all(d in "0123456789abcdefABCDEF" for d in digits):
+                raise ConfigError(f"{source}:{n}: malformed \\u escape", code=CODE_INVALID)
+            out.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        if nxt == ",":
+            out.append("\\,")
+        else:
+            out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
+def _split_list(value: str) -> list[str]:
+    """``DefaultListDelimiterHandler(',')``: split at unescaped commas, drop the escape, trim each element."""
+    parts: list[str] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(value):
+        if value.startswith("\\,", i):
+            cur.append(",")
+            i += 2
+        elif value[i] == ",":
+            parts.append("".join(cur).strip())
+            cur = []
+            i += 1
+        else:
+            cur.append(value[i])
+            i += 1
+    parts.append("".join(cur).strip())
+    return parts
+
+
+def _odd_backslashes(line: str) -> bool:
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+_SEP_RE = re.compile(r"(?:\\.|[^\s=:\\])*")
+
+
+def parse_properties(text: str, source: str) -> dict[str, tuple[str, ...]]:
+    """A bookkeeper.conf's text -> key -> list of values (see the module docstring)."""
+    values: dict[str, list[str]] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        start = i + 1
+        line = lines[i].strip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while _odd_backslashes(line) and i < len(lines):  # PropertiesReader: a continued logical line
+            line = line[:-1] + lines[i].strip()
+            i += 1
+        if _odd_backslashes(line):
+            line = line[:-1]
+        m = _SEP_RE.match(line)
+        raw_key = m.group(0) if m else ""
+        rest = line[len(raw_key) :]
+        rest = rest.lstrip()
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip()
+        key = _unescape(raw_key, source, start).replace("\\,", ",")
+        if not key:
+            raise ConfigError(f"{source}:{start}: a line without a key: {line[:80]!r}", code=CODE_INVALID)
+        if key == "include" or key == "includeoptional":
+            raise ConfigError(
+                f"{source}:{start}: `{key}` is not followed by scan-bookie",
+                code=CODE_INVALID,
+                hint="pass the included file's ledgerDirectories/indexDirectories with --ledger-dirs/--index-dirs",
+            )
+        values.setdefault(key, []).extend(_split_list(_unescape(rest, source, start)))
+    return {k: tuple(v) for k, v in values.items()}
+
+
+def load_bookie_conf(path: Path) -> BookieConf:
+    """Read and parse a bookkeeper.conf; ``bookie-config-missing`` / ``-unreadable`` / ``-invalid``."""
+    hint = (
+        "pass the bookie's conf/bookkeeper.conf (e.g. /pulsar/conf/bookkeeper.conf), or --ledger-dirs and --bookie-id"
+    )
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise ConfigError(f"--bookie-config {path}: no such file", code=CODE_MISSING, hint=hint) from None
+    except OSError as e:
+        raise ConfigError(f"--bookie-config {path}: {e.strerror}", code=CODE_UNREADABLE, hint=hint) from None
+    try:
+        st = os.fstat(fd)
+        if not _stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"--bookie-config {path}: not a regular file", code=CODE_UNREADABLE, hint=hint)
+        if st.st_size > MAX_CONF_BYTES:
+            raise ConfigError(
+                f"--bookie-config {path}: {st.st_size} bytes, more than a bookkeeper.conf holds",
+                code=CODE_INVALID,
+                hint=hint,
+            )
+        data = os.read(fd, MAX_CONF_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"--bookie-config {path}: {e.strerror}", code=CODE_UNREADABLE, hint=hint) from None
+    finally:
+        os.close(fd)
+    if b"\x00" in data:
+        raise ConfigError(f"--bookie-config {path}: binary data, not a properties file", code=CODE_INVALID, hint=hint)
+    # PropertiesConfiguration's default encoding is ISO-8859-1 (every byte decodes)
+    return BookieConf(str(path), parse_properties(data.decode("iso-8859-1"), str(path)))
+
+
+@dataclass(frozen=True)
+class ConfiguredDirs:
+    """The directories the configuration names, absolute. ``index_default``: no ``indexDirectories``."""
+
+    ledger_dirs: tuple[Path, ...]
+    index_dirs: tuple[Path, ...]
+    index_default: bool
+
+
+def _absolute(names: Sequence[str], key: str, conf: BookieConf, home: Path | None) -> tuple[Path, ...]:
+    out = []
+    for name in names:
+        if not name:
+            raise ConfigError(f"{conf.source}: {key} has an empty entry", code=CODE_INVALID, hint=_fix(conf))
+        if "${" in name:
+            raise ConfigError(
+                f"{conf.source}: {key} entry {name!r} uses interpolation, which scan-bookie does not resolve",
+                code=CODE_INVALID,
+                hint=_fix(conf),
+            )
+        p = Path(name)
+        if not p.is_absolute():
+            if home is None:
+                raise ConfigError(
+                    f"{conf.source}: {key} entry {name!r} is relative to the bookie's working directory",
+                    code=CODE_RELATIVE,
+                    hint="pass --bookie-home DIR (the bookie's working directory; /pulsar in Pulsar's image)",
+                )
+            p = home / p
+        out.append(Path(os.path.normpath(p)))
+    return tuple(out)
+
+
+def configured_dirs(conf: BookieConf, home: Path | None = None) -> ConfiguredDirs:
+    ledgers = _absolute(conf.ledger_dir_names(), LEDGER_DIRS, conf, home)
+    names = conf.index_dir_names()
+    index = _absolute(names, INDEX_DIRS, conf, home) if names is not None else ledgers
+    if len(index) != len(ledgers):
+        raise ConfigError(
+            f"{conf.source}: {len(index)} indexDirectories for {len(ledgers)} ledgerDirectories "
+            "(DbLedgerStorage refuses to start: ledger and index dirs size not matched)",
+            code=CODE_INVALID,
+            hint=_fix(conf),
+        )
+    return ConfiguredDirs(ledgers, index, names is None)
+
+
+@dataclass(frozen=True)
+class Resolver:
+    """The name service, injectable for tests: the local host name, a name's addresses (IPv4 first, as Java's
+    default ``java.net.preferIPv6Addresses=false`` orders them) and an address's canonical name (None: none)."""
+
+    hostname: Callable[[], str] = socket.gethostname
+    addresses: Callable[[str], list[str]] = field(default=lambda host: _addresses(host))
+    canonical: Callable[[str], str | None] = field(default=lambda ip: _canonical(ip))
+
+
+def _addresses(host: str) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return []
+    v4 = [str(i[4][0]) for i in infos if i[0] == socket.AF_INET]
+    v6 = [str(i[4][0]) for i in infos if i[0] == socket.AF_INET6]
+    return list(dict.fromkeys(v4 + v6))
+
+
+def _canonical(ip: str) -> str | None:
+    try:
+        return socket.gethostbyaddr(ip)[0]
+    except (OSError, UnicodeError):
+        return None
+
+
+@dataclass(frozen=True)
+class DerivedId:
+    bookie_id: str
+    derived_from: str  # bookieId | advertisedAddress | hostname | address
+
+
+def _id_error(conf: BookieConf, why: str) -> ConfigError:
+    return ConfigError(
+        f"{conf.source}: cannot derive the bookie id: {why}",
+        code=CODE_ID,
+        hint="pass --bookie-id as the bookie registers in /ledgers/available (host:port, or its bookieId)",
+    )
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _loopback(addr: str) -> bool:
+    try:
+        return ipaddress.ip_address(addr.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def derive_bookie_id(conf: BookieConf, resolver: Resolver | None = None) -> DerivedId:
+    """The BookieId the bookie registers under (module docstring; BookieImpl.getBookieId)."""
+    r = resolver or Resolver()
+    custom = conf.get("bookieId")
+    if custom is not None:
+        if not _BOOKIE_ID_RE.fullmatch(custom) or custom.lower() == "readonly":
+            raise _id_error(conf, f"bookieId {custom!r} is not a valid BookieId")
+        return DerivedId(custom, "bookieId")
+    port = conf.integer("bookiePort", DEFAULT_BOOKIE_PORT)
+    advertised = (conf.get("advertisedAddress") or "").strip()
+    if advertised:
+        host, how = advertised, "advertisedAddress"
+        addrs = [host] if _is_ip(host) else r.addresses(host)  # a literal is not looked up (InetAddress)
+        if not addrs:
+            raise _id_error(conf, f"advertisedAddress {host!r} does not resolve (the bookie would not start)")
+        resolved = addrs[0]
+    else:
+        iface = conf.get("listeningInterface")
+        if iface is not None and iface != "default":
+            raise _id_error(conf, f"listeningInterface={iface} (an interface's address is not derived here)")
+        # DNS.getDefaultIP("default"): InetAddress.getLocalHost().getHostAddress(), else localhost's address
+        addrs = r.addresses(r.hostname()) or r.addresses("localhost")
+        if not addrs:
+            raise _id_error(conf, "the local host name does not resolve")
+        resolved = addrs[0]
+        if conf.boolean("useHostNameAsBookieID", False):
+            name = r.canonical(resolved)
+            if not name or name == resolved:
+                raise _id_error(conf, f"useHostNameAsBookieID: no host name for {resolved}")
+            host, how = (name.split(".", 1)[0] if conf.boolean("useShortHostName", False) else name), "hostname"
+        else:
+            host, how = resolved, "address"
+    if _loopback(resolved) and not conf.boolean("allowLoopback", False):
+        raise _id_error(conf, f"{host} is a loopback address and allowLoopback is off (the bookie would not start)")
+    return DerivedId(f"{host}:{port}", how)
+
+
+def dir_key(path: Path) -> tuple[int, int] | str:
+    """What makes two names one directory: (device, inode) when it can be stat'ed, else its normalised path."""
+    try:
+        st = os.stat(path)
+        return (st.st_dev, st.st_ino)
+    except OSError:
+        return os.path.normpath(os.path.abspath(path))
+
+
+def not_scanned(configured: Sequence[Path], scanned: Sequence[Path]) -> list[str]:
+    """The configured directories none of the scanned ones is (by device and inode, else by normalised path)."""
+    have = {dir_key(p) for p in scanned}
+    return [str(p) for p in configured if dir_key(p) not in have]
+
+
+def config_doc(
+    conf: BookieConf,
+    dirs: ConfiguredDirs,
+    ledger_dirs: Sequence[Path],
+    index_dirs: Sequence[Path],
+    bookie_id: DerivedId | None,
+) -> dict[str, Any]:
+    """The scan manifest's ``bookie_config``: what the configuration names, and what of it was not scanned."""
+    return {
+        "source": conf.source,
+        "ledger_dirs": [str(p) for p in dirs.ledger_dirs],
+        "index_dirs": [str(p) for p in dirs.index_dirs],
+        "index_dirs_default": dirs.index_default,
+        "bookie_id_from": bookie_id.derived_from if bookie_id is not None else "--bookie-id",
+        "not_scanned": {
+            "ledger_dirs": not_scanned(dirs.ledger_dirs, ledger_dirs),
+            "index_dirs": not_scanned(dirs.index_dirs, index_dirs),
+        },
+    }
+
+
+@dataclass(frozen=True)
+class ScanTarget:
+    """What ``scan-bookie`` scans: from its flags, else from the bookie's configuration (``doc``: the manifest's
+    ``bookie_config``, None without ``--bookie-config``)."""
+
+    ledger_dirs: tuple[Path, ...]
+    index_dirs: tuple[Path, ...] | None
+    bookie_id: str
+    doc: dict[str, Any] | None
+
+
+CODE_TARGET = "scan-target-missing"
+
+
+def scan_target(
+    *,
+    bookie_config: Path | None,
+    bookie_home: Path | None,
+    ledger_dirs: Sequence[Path],
+    index_dirs: Sequence[Path],
+    bookie_id: str | None,
+    resolver: Resolver | None = None,
+) -> ScanTarget:
+    """Flags win; what they leave out comes from ``--bookie-config``. With a configuration, the directories it names
+    and the scan leaves out are recorded (``doc.not_scanned``): the audit makes that bookie's scope partial."""
+    if bookie_config is None:
+        if bookie_home is not None:
+            raise ConfigError("--bookie-home without --bookie-config", code=CODE_TARGET, hint=_TARGET_HINT)
+        if not ledger_dirs or not bookie_id:
+            raise ConfigError(
+                "scan-bookie needs the bookie's configuration or its directories and id",
+                code=CODE_TARGET,
+                hint=_TARGET_HINT,
+            )
+        return ScanTarget(tuple(ledger_dirs), tuple(index_dirs) or None, bookie_id, None)
+    conf = load_bookie_conf(bookie_config)
+    dirs = configured_dirs(conf, bookie_home)
+    derived = None if bookie_id else derive_bookie_id(conf, resolver)
+    the_id = bookie_id or (derived.bookie_id if derived is not None else "")
+    if ledger_dirs:
+        ledgers = tuple(ledger_dirs)
+        if index_dirs:
+            index: tuple[Path, ...] = tuple(index_dirs)
+        elif dirs.index_default:
+            index = ledgers
+        else:
+            raise ConfigError(
+                f"--ledger-dirs without --index-dirs, and {conf.source} sets indexDirectories",
+                code=CODE_TARGET,
+                hint="pass --index-dirs too (the index directories of the ledger dirs given, in the same order), "
+                "or neither (both come from the configuration)",
+            )
+    else:
+        ledgers = dirs.ledger_dirs
+        index = tuple(index_dirs) if index_dirs else dirs.index_dirs
+    return ScanTarget(ledgers, index, the_id, config_doc(conf, dirs, ledgers, index, derived))
+
+
+_TARGET_HINT = (
+    "on a bookie host: pulsar-ops scan-bookie --bookie-config /pulsar/conf/bookkeeper.conf --out DIR; "
+    "elsewhere: --ledger-dirs DIR[,DIR...] --bookie-id HOST:PORT"
+)
+
+
+def from_server_config(doc: Mapping[str, Any], source: str) -> BookieConf:
+    """The bookie HTTP API's ``GET /api/v1/config/server_config`` (``ConfigurationService``,
+    ``AbstractConfiguration.asJson``): every key set on the bookie, each value ``toString()`` of its property, so a
+    list (``ledgerDirectories=/a,/b``) reads ``[/a, /b]`` (``AbstractCollection.toString``) and one value reads as
+    itself. A one-value string with commas (``/a,/b``) is split as the bookie splits a value set through this same
+    service (``setProperty`` with the ``,`` list delimiter)."""
+    values: dict[str, tuple[str, ...]] = {}
+    for key, raw in doc.items():
+        text = str(raw).lower() if isinstance(raw, bool) else str(raw)
+        if text.startswith("[") and text.endswith("]"):
+            inner = text[1:-1]
+            values[str(key)] = tuple(x.strip() for x in inner.split(", ")) if inner else ()
+        else:
+            values[str(key)] = tuple(_split_list(text))
+    return BookieConf(source, values)
+
+
+def scraped_dirs(conf: BookieConf) -> dict[str, list[str] | None]:
+    """The snapshot manifest's ``bookie_dirs[bookie]``: the configured names as the bookie reads them (ledger dirs
+    with their default; index dirs None when not set, i.e. the ledger dirs)."""
+    index = conf.index_dir_names()
+    return {"ledger_dirs": list(conf.ledger_dir_names()), "index_dirs": list(index) if index is not None else None}
+
+
+def names_cover(scanned: Sequence[str], configured: Sequence[str]) -> list[str]:
+    """The configured names no scanned name is, compared as paths away from the bookie host (the audit): equal
+    after normalisation, or the scanned one ends with it at a directory boundary (scanned through a mount prefix,
+    e.g. ``/proc/1/root/pulsar/data``; a relative configured name, relative to the bookie's working directory)."""
+    have = [os.path.normpath(s) for s in scanned]
+    out = []
+    for c in configured:
+        want = os.path.normpath(c)
+        tail = "/" + want.lstrip("/")
+        if not any(h == want or h.endswith(tail) for h in have):
+            out.append(c)
+    return out
