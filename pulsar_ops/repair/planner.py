@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pulsar_ops.errors import DecodeError
@@ -49,12 +49,10 @@ from pulsar_ops.repair.actions import (
     Rewrite,
     ZnodeRef,
 )
+from pulsar_ops.repair.facts import CursorFact, LedgerFact, SnapshotFacts, SubtreeZnode
 from pulsar_ops.repair.rules import (
     PLANNABLE_LEDGER_KINDS,
     LedgerNow,
-    ListedLedger,
-    Retention,
-    RuleParams,
     TopicNow,
     drop_missing_rule,
     keep_current_ledger,
@@ -70,7 +68,9 @@ from pulsar_ops.repair.safety import (
     action_problem,
     leak_shape,
 )
-from pulsar_ops.repair.snapshot_tree import SnapshotTree, SnapshotUnknown
+from pulsar_ops.repair.snapshot_tree import SnapshotUnknown
+
+__all__ = ["CursorFact", "LedgerFact", "SnapshotFacts", "SubtreeZnode"]
 
 # Custom-metadata keys that identify who owns a ledger: re-checked before delete (PIP-186 style).
 IDENTITY_KEYS = (
@@ -90,86 +90,6 @@ ORDER_DOC = (
     "oldest first (ledger ctime / newest subtree mtime), then biggest first, then ledger id / path; "
     "an action that does not fit the remaining --max-bytes is cut and later smaller ones may still fit"
 )
-
-
-@dataclass(frozen=True)
-class LedgerFact:
-    """One ``bk_ledgers`` row, reduced to what the planner needs."""
-
-    ledger_id: int
-    path: str
-    version: int
-    mzxid: int
-    sha256: str
-    ctime_ms: int
-    length: int
-    custom_metadata: tuple[tuple[str, str], ...] = ()
-    last_entry_id: int | None = None
-    znode_ctime_ms: int | None = None  # the metadata znode's ctime (the min-age rule ages a ledger by it)
-
-    def custom(self, key: str) -> str | None:
-        for k, v in self.custom_metadata:
-            if k == key:
-                return v
-        return None
-
-
-@dataclass(frozen=True)
-class CursorFact:
-    """One ``cursors`` row, for subscription actions: the znode, its cursor ledger and mark-delete position."""
-
-    znode: ZnodeRef
-    ml_path: str
-    subscription: str
-    is_system: bool
-    cursors_ledger_id: int
-    mark_delete: tuple[int, int] | None
-    last_active_ms: int | None = None  # the cursor's lastActive
-    mtime_ms: int | None = None  # its znode's mtime (the activity when lastActive is absent)
-
-
-@dataclass(frozen=True)
-class SubtreeZnode:
-    znode: ZnodeRef
-    mtime_ms: int
-    ephemeral_owner: int = 0
-    data_length: int = 0
-
-
-@dataclass(frozen=True)
-class SnapshotFacts:
-    """Everything the planner reads from the snapshot, as plain values keyed for lookup."""
-
-    snapshot_id: str = ""
-    ledgers: Mapping[int, LedgerFact] = field(default_factory=dict)
-    managed_ledgers: Mapping[str, ZnodeRef] = field(default_factory=dict)  # by ml_name
-    ml_name_by_topic: Mapping[str, str] = field(default_factory=dict)  # persistent://... -> ml_name
-    cursors: Mapping[str, tuple[ZnodeRef, ...]] = field(default_factory=dict)  # by managed-ledger path
-    schema_locators: Mapping[str, ZnodeRef] = field(default_factory=dict)  # by schema_id
-    subtrees: Mapping[str, tuple[SubtreeZnode, ...]] = field(default_factory=dict)  # by root path
-    ledgers_root: str = "/ledgers"
-    # What the snapshot says against a leak finding (a hand-edited findings.json cannot plan past it): the part
-    # of the tree prove_leak reads for the leak roots (None: not loaded, no leak is planned), and the ledger
-    # count of each managed ledger inside a /managed-ledgers leak root (absent: the scraper could not decode it)
-    leak_tree: SnapshotTree | None = None
-    ml_listed: Mapping[str, int] = field(default_factory=dict)
-    referenced_ledgers: Mapping[int, str] = field(default_factory=dict)  # candidate id -> where referenced
-    watermark: int | None = None  # highest ledger id Pulsar references in the snapshot
-    # For rewrite actions (opt-in detections): managed-ledger formats by path, the ledger-list entries
-    # (ml_path, ledger_id) -> (entries, size), the bundle ranges owned per namespace, topics a broker reported
-    # loaded (admin API), and every ledger id the snapshot has metadata for.
-    ml_formats: Mapping[str, str] = field(default_factory=dict)
-    list_entries: Mapping[tuple[str, int], tuple[int | None, int | None]] = field(default_factory=dict)
-    owned_ranges: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
-    loaded_topics: frozenset[str] = frozenset()
-    referenced_elsewhere: Mapping[int, str] = field(default_factory=dict)  # trim candidate -> other referencer
-    cursor_facts: Mapping[str, CursorFact] = field(default_factory=dict)  # by cursor path (subscription actions)
-    # For the eligibility rules (pulsar_ops.repair.rules): the audit's parameters and clock, and per rewritten
-    # managed-ledger path its list (oldest first) and the retention the broker applies to it (None: unknown)
-    rules: RuleParams = field(default_factory=RuleParams)
-    now_ms: int = 0
-    ledger_lists: Mapping[str, tuple[ListedLedger, ...]] = field(default_factory=dict)
-    retention: Mapping[str, Retention | None] = field(default_factory=dict)
 
 
 # Detections whose repair is opt-in (`plan --include DETECTION`), and the action each becomes.

@@ -31,84 +31,27 @@ parameter a rule needs) is never read as permission: the rule refuses, naming wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 from pulsar_ops.formats.ledger_kind import ledger_kind
 from pulsar_ops.formats.names import is_system_cursor
+from pulsar_ops.repair.facts import (
+    MIB,
+    LedgerNow,
+    ListedLedger,
+    Retention,
+    RetentionPair,
+    RuleParams,
+    TopicNow,
+)
+
+__all__ = ["LedgerNow", "ListedLedger", "Retention", "RetentionPair", "RuleParams", "TopicNow"]
 
 # The kinds of orphan ledger a plan may delete (the audit reports the others, never plans them).
 PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
-MIB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class RuleParams:
-    """The audit parameters the rules depend on, as the plan records them (``params.rules``). None: the plan does
-    not record it (an older plan, or an audit that did not say), and every rule needing it refuses."""
-
-    min_age_ms: int | None = None
-    inactive_after_ms: int | None = None
-    default_retention_time_minutes: int | None = None
-    default_retention_size_mb: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "min_age_ms": self.min_age_ms,
-            "inactive_after_ms": self.inactive_after_ms,
-            "default_retention_time_minutes": self.default_retention_time_minutes,
-            "default_retention_size_mb": self.default_retention_size_mb,
-        }
-
-    @classmethod
-    def from_json(cls, doc: Any) -> RuleParams:
-        if not isinstance(doc, Mapping):
-            return cls()
-
-        def num(key: str) -> int | None:
-            v = doc.get(key)
-            return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
-
-        return cls(
-            num("min_age_ms"),
-            num("inactive_after_ms"),
-            num("default_retention_time_minutes"),
-            num("default_retention_size_mb"),
-        )
-
-    @classmethod
-    def from_audit(cls, audit: Mapping[str, Any]) -> RuleParams:
-        """From findings.json's ``audit.params`` (:class:`pulsar_ops.audit.params.AuditParams` as JSON)."""
-        params = audit.get("params")
-        if not isinstance(params, Mapping):
-            return cls()
-        broker = params.get("broker")
-        broker = broker if isinstance(broker, Mapping) else {}
-        return cls.from_json(
-            {
-                "min_age_ms": params.get("min_age_ms"),
-                "inactive_after_ms": params.get("inactive_after_ms"),
-                "default_retention_time_minutes": broker.get("default_retention_time_minutes"),
-                "default_retention_size_mb": broker.get("default_retention_size_mb"),
-            }
-        )
 
 
 # --- delete-ledger-metadata --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LedgerNow:
-    """One ledger as the rule sees it. ``custom``: its custom metadata (None: it does not decode);
-    ``watermark``: the highest ledger id referenced in the tree (None: unknown); ``referenced_by``: a znode that
-    references it (None: nothing does)."""
-
-    ledger_id: int
-    custom: Mapping[str, str] | None
-    ctime_ms: int | None
-    watermark: int | None
-    referenced_by: str | None = None
 
 
 def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> str | None:
@@ -143,29 +86,6 @@ def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> 
 
 
 # --- retention: trim-unloaded and load-topic -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ListedLedger:
-    """One entry of a managed ledger's list, with the values the broker uses after a load (the audit's
-    ``int_ledgers``): the last (open) ledger takes BookKeeper's last entry id + 1, length and ctime."""
-
-    ledger_id: int
-    entries: int | None
-    size: int | None
-    timestamp_ms: int | None
-    bookkeeper_deleted: bool = False  # offloaded and deleted from BookKeeper: never trimmed here
-    bk_last_entry_id: int | None = None  # the last ledger only: BookKeeper's last entry id
-
-
-@dataclass(frozen=True)
-class Retention:
-    time_minutes: int | None  # -1: infinite; None: no time rule
-    size_mb: int | None  # -1: infinite; None: no size rule
-    source: str = "broker"  # topic | namespace | broker
-
-
-RetentionPair = tuple[int | None, int | None]
 
 
 def resolve_retention(
@@ -286,23 +206,6 @@ def first_trim_ids(
         if is_at_first_trim(idx == last, rt, by_size):
             out.append(li.ledger_id)
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class TopicNow:
-    """What the retention rules need of one managed ledger. ``problem``: why the facts are incomplete (a value
-    that does not decode, a read that failed): then every retention rule refuses."""
-
-    ledgers: tuple[ListedLedger, ...]
-    mark_deletes: tuple[tuple[int, int] | None, ...]  # one per cursor (None: the cursor has no position)
-    retention: Retention | None
-    problem: str | None = None
-
-    @property
-    def slowest(self) -> tuple[int, int] | None:
-        """The slowest cursor's mark-delete position: the lowest ledger, then the lowest entry in it."""
-        known = [p for p in self.mark_deletes if p is not None]
-        return min(known) if known else None
 
 
 def _retention_problem(t: TopicNow) -> str | None:

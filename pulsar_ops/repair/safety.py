@@ -50,7 +50,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
@@ -67,7 +66,10 @@ from pulsar_ops.repair.actions import (
     ROLE_SCHEMA_LOCATOR,
     Action,
 )
+from pulsar_ops.repair.facts import SubtreeNode, TreeReader
 from pulsar_ops.strict import zk_path_problem
+
+__all__ = ["SubtreeNode", "TreeReader"]
 
 LOCAL = "local"
 CONFIG = "config"
@@ -372,27 +374,6 @@ def plan_problems(actions: Iterable[Action], *, ledgers_root: str) -> list[tuple
 
 
 # --- re-proving a leak at delete time ------------------------------------------------------------------
-
-
-class TreeReader(Protocol):
-    """Live reads (the executor passes its ZooKeeper session). A failed read raises; it never means absent."""
-
-    def exists(self, store: str, path: str) -> bool: ...
-
-    def children(self, store: str, path: str) -> list[str] | None: ...
-
-    def data(self, store: str, path: str) -> bytes | None: ...
-
-
-@dataclass(frozen=True)
-class SubtreeNode:
-    """A znode of the subtree to delete: its bytes (live), or, on the snapshot, the ledger count the scraper
-    decoded (``listed``) or why it could not (``undecodable``)."""
-
-    path: str
-    data: bytes
-    listed: int | None = None
-    undecodable: str | None = None
 
 
 def _absent(reader: TreeReader, store: str, path: str, what: str) -> str | None:

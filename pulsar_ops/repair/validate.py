@@ -27,27 +27,9 @@ from pulsar_ops.repair.actions import (
     Action,
     ZnodeRef,
 )
+from pulsar_ops.repair.facts import Observed, ObservedRef
 
-
-@dataclass(frozen=True)
-class Observed:
-    """A znode as just read (``exists`` false when it is gone)."""
-
-    store: str
-    path: str
-    exists: bool
-    data: bytes = b""
-    version: int = -1
-    mzxid: int = 0
-    ephemeral_owner: int = 0
-    ctime_ms: int = 0  # 0: not read (the eligibility rules then treat the age as unknown)
-    mtime_ms: int = 0
-
-
-@dataclass(frozen=True)
-class ObservedRef:
-    role: str
-    node: Observed
+__all__ = ["Observed", "ObservedRef"]
 
 
 @dataclass(frozen=True)
