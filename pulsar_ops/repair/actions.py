@@ -31,6 +31,7 @@ KIND_DELETE_SUBSCRIPTION = "delete-subscription"  # through a broker's admin RES
 KIND_LOAD_TOPIC = "load-topic"  # a broker loads an unloaded topic and trims it (admin REST API)
 ADMIN_KINDS = (KIND_DELETE_SUBSCRIPTION, KIND_LOAD_TOPIC)
 ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE, *REWRITE_KINDS, *ADMIN_KINDS)
+NEEDS_LEDGER_ID = frozenset({KIND_DELETE_LEDGER})  # the plan file's shape: what each kind must carry
 STORES = ("local", "config")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HINT = "plans are written by `pulsar-ops plan AUDIT_DIR --out PLAN.json`; re-create it instead of editing it"
@@ -272,10 +273,10 @@ class Action:
 
     @property
     def delete_count(self) -> int:
-        """Znodes the action deletes (a rewrite's managed-ledger znode is changed, not deleted)."""
-        if self.kind == KIND_LOAD_TOPIC:
-            return 0  # its managed-ledger znode is the compare-and-set token; the broker decides what it deletes
-        return self.znode_count - (1 if self.rewrite is not None else 0)
+        """Znodes the action deletes (a rewrite's managed-ledger znode is changed, not deleted; its kind says)."""
+        from pulsar_ops.repair.registry import kind_of
+
+        return self.znode_count - kind_of(self.kind).kept_znodes(self)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind, "store": self.store}
@@ -315,7 +316,7 @@ class Action:
         if store not in STORES:
             raise E(f"{where}.store: unknown store {strict.describe(store)}", hint=_HINT)
         ledger_id = strict.integer(d, "ledger_id", where, E, lo=0, nullable=True, hint=_HINT)
-        if kind == KIND_DELETE_LEDGER and ledger_id is None:
+        if kind in NEEDS_LEDGER_ID and ledger_id is None:
             raise E(f"{where}: deletes ledger metadata but has no ledger_id", hint=_HINT)
         fd = strict.obj(d.get("finding"), f"{where}.finding", E, hint=_HINT)
         impact = d.get("impact")

@@ -26,12 +26,12 @@ from typing import Any
 from pulsar_ops.errors import ApplyError, ConfigError, PlanUnsafeError, TargetMismatchError
 from pulsar_ops.identity import ClusterIdentity, identity_mismatch
 from pulsar_ops.repair import journal as J
-from pulsar_ops.repair.actions import ADMIN_KINDS
 from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.backup import MANIFEST, BackupStore, default_backup_dir
 from pulsar_ops.repair.executor import AfterCommit, ApplyReport, check_quarantine, dry_run, run_delete, run_mark
 from pulsar_ops.repair.output_paths import check_dir_target, check_file_target, usable_recorded_dir
 from pulsar_ops.repair.plan_file import Plan, load_plan
+from pulsar_ops.repair.registry import kind_of
 from pulsar_ops.repair.safety import plan_problems
 from pulsar_ops.repair.target import HINT_RESCRAPE, StoreAddress, address_problem
 from pulsar_ops.repair.units import human_duration
@@ -148,7 +148,7 @@ def run_apply(
             )
         # refuse before asking or connecting when the quarantine has not passed
         check_quarantine(plan, J.Journal.read_only(jpath, plan_checksum=plan.checksum), req.quarantine_ms, now)
-    calls = sum(1 for a in plan.actions if a.kind in ADMIN_KINDS)
+    calls = sum(1 for a in plan.actions if kind_of(a.kind).via_broker)
     if req.phase == "delete" and calls and req.admin is None:
         raise ConfigError(
             f"{calls} action(s) of this plan ask a broker's admin REST API; no admin URL was given; nothing was done",

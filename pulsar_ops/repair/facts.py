@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from pulsar_ops.repair.actions import Action, ZnodeRef
 
 MIB = 1024 * 1024
+SNAPSHOT_SAYS = "contradicted-by-snapshot"  # the reason code of a refusal the facts (not the finding) decide
 
 
 class Refusal(str):
@@ -124,6 +125,7 @@ class LedgerNow:
     ctime_ms: int | None
     watermark: int | None
     referenced_by: str | None = None
+    references_unknown: str | None = None  # a znode that could reference it does not decode
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,7 @@ class SubtreeNode:
     data: bytes
     listed: int | None = None
     undecodable: str | None = None
+    mtime_ms: int = 0  # 0: unknown (the leak's min-age rule then refuses)
 
 
 @dataclass(frozen=True)
@@ -315,8 +318,8 @@ class Facts(Protocol):
         """The znodes of a ``delete-subtree`` as they are (snapshot: with the ledger counts decoded)."""
         ...
 
-    def loaded(self, action: Action) -> str | None:
-        """Why the action's topic may be loaded (or cannot be told), None when it is unloaded."""
+    def loaded(self, topic: str, then: str) -> str | None:
+        """Why ``topic`` may be loaded (or that it cannot be told), ending with ``then``; None when unloaded."""
         ...
 
     def trim_blocked(self, action: Action) -> str | None:

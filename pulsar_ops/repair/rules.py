@@ -37,8 +37,10 @@ from pulsar_ops.formats.ledger_kind import ledger_kind
 from pulsar_ops.formats.names import is_system_cursor
 from pulsar_ops.repair.facts import (
     MIB,
+    SNAPSHOT_SAYS,
     LedgerNow,
     ListedLedger,
+    Refusal,
     Retention,
     RetentionPair,
     RuleParams,
@@ -76,12 +78,15 @@ def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> 
             f"ledger {lid} was created {age // 1000} s ago (znode ctime), less than the min-age {min_age_ms // 1000} s"
         )
     if f.watermark is None or lid >= f.watermark:
-        return (
+        return Refusal(
             f"ledger {lid} is not below the highest ledger id referenced in the tree ({f.watermark}): "
-            "it may be in flight"
+            "it may be in flight",
+            SNAPSHOT_SAYS,
         )
+    if f.references_unknown is not None:
+        return Refusal(f.references_unknown, SNAPSHOT_SAYS)
     if f.referenced_by is not None:
-        return f"ledger {lid} is referenced by {f.referenced_by}"
+        return Refusal(f"ledger {lid} is referenced by {f.referenced_by}", SNAPSHOT_SAYS)
     return None
 
 
@@ -292,13 +297,29 @@ def drop_missing_rule(dropped: Sequence[int], listed: Sequence[int] | None, pres
 # --- delete-subscription -------------------------------------------------------------------------------------
 
 
-def subscription_rule(
-    subscription: str, last_active_ms: int | None, mtime_ms: int | None, *, inactive_after_ms: int | None, now_ms: int
-) -> str | None:
-    """Why a subscription must not be deleted (None: it may): a user cursor idle for longer than inactive-after,
-    by its ``lastActive`` or else its znode's mtime (the audit's inactive-subscription rule)."""
+def system_subscription(topic: str | None, subscription: str) -> str | None:
+    """Why a subscription is Pulsar's own and never deleted (None: a user's): a system cursor (compaction,
+    replication, deduplication, transactions: :func:`pulsar_ops.formats.names.is_system_cursor`)."""
     if is_system_cursor(subscription):
-        return f"{subscription!r} is a system cursor; it is never deleted"
+        return Refusal(f"{subscription!r} is a system cursor; it is never deleted", "kind-not-plannable")
+    return None
+
+
+def subscription_rule(
+    subscription: str,
+    last_active_ms: int | None,
+    mtime_ms: int | None,
+    *,
+    inactive_after_ms: int | None,
+    now_ms: int,
+    topic: str | None = None,
+) -> str | None:
+    """Why a subscription must not be deleted (None: it may): a user cursor (:func:`system_subscription`) idle for
+    longer than inactive-after, by its ``lastActive`` or else its znode's mtime (the audit's inactive-subscription
+    rule)."""
+    system = system_subscription(topic, subscription)
+    if system is not None:
+        return system
     if inactive_after_ms is None:
         return "the plan records no inactive-after: re-plan from an audit that records its parameters"
     active = last_active_ms if last_active_ms is not None else mtime_ms
@@ -310,3 +331,33 @@ def subscription_rule(
             f"{inactive_after_ms // 1000} s"
         )
     return None
+
+
+# --- delete-subtree: the leak's age (besides its proof, pulsar_ops.repair.safety.prove_leak) ------------------
+
+
+def leak_age_rule(root: str, newest_mtime_ms: int | None, *, min_age_ms: int | None, now_ms: int) -> str | None:
+    """Why a leak subtree must not be deleted yet (None: old enough): its newest znode was modified less than
+    min-age ago (something may still be writing it), or that time is unknown. The audit's twin, znode_leak.sql's
+    blocker, is rendered from :func:`leak_too_young_sql` (``${leak_too_young:m}``)."""
+    if min_age_ms is None:
+        return "the plan records no min-age: re-plan from an audit that records its parameters"
+    if newest_mtime_ms is None or newest_mtime_ms <= 0:
+        return f"{root}: the modification time of its znodes is unknown; its age cannot be told"
+    idle = now_ms - newest_mtime_ms
+    if is_leak_too_young(idle, min_age_ms):
+        return (
+            f"{root} was modified {idle // 1000} s ago (newest znode mtime), less than the min-age "
+            f"{min_age_ms // 1000} s: something may still be writing it"
+        )
+    return None
+
+
+def is_leak_too_young(idle_ms: int, min_age_ms: int) -> bool:
+    """Modified less than min-age ago."""
+    return idle_ms < min_age_ms
+
+
+def leak_too_young_sql(row: str) -> str:
+    """:func:`is_leak_too_young` over ``row`` (idle_ms, min_age_ms)."""
+    return f"{row}.idle_ms < {row}.min_age_ms"
