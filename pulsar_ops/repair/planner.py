@@ -40,7 +40,7 @@ from pulsar_ops.repair.facts import CursorFact, LedgerFact, SnapshotFacts, Subtr
 from pulsar_ops.repair.kind import Skip
 from pulsar_ops.repair.kinds.delete_ledger import IDENTITY_KEYS
 from pulsar_ops.repair.kinds.delete_ledger import MANAGED_LEDGERS as MANAGED_LEDGERS_ROOT
-from pulsar_ops.repair.safety import action_problem
+from pulsar_ops.repair.safety import action_problem, within
 from pulsar_ops.repair.snapshot_tree import SnapshotUnknown, SnapshotView
 
 __all__ = ["IDENTITY_KEYS", "MANAGED_LEDGERS_ROOT", "CursorFact", "LedgerFact", "SnapshotFacts", "SubtreeZnode"]
@@ -119,17 +119,13 @@ def _order_key(a: Action) -> tuple[Any, ...]:
     return (a.time_ms, -a.bytes, a.kind, a.ledger_id if a.ledger_id is not None else -1, a.path, a.id)
 
 
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def _drop_overlaps(actions: list[Action]) -> tuple[list[Action], list[tuple[Action, str]]]:
     """Keep the outermost of nested subtree actions (same store); report the inner ones."""
     subtrees = sorted((a for a in actions if registry.kind_of(a.kind).nests), key=lambda a: (a.store, a.path))
     dropped: dict[str, str] = {}
     kept_roots: list[Action] = []
     for a in subtrees:
-        outer = next((k for k in kept_roots if k.store == a.store and _within(a.path, k.path)), None)
+        outer = next((k for k in kept_roots if k.store == a.store and within(a.path, k.path)), None)
         if outer is not None:
             dropped[a.id] = outer.path
         else:

@@ -1,29 +1,12 @@
 """One eligibility rule per action kind, shared by ``plan`` and ``apply``. Pure: facts in, a verdict out.
 
-The plan only proposes. For every kind ONE function here decides, from facts, whether the action is allowed and
-what exactly it may change; the planner calls it on the snapshot's facts, ``apply`` calls it at mark and again at
-delete on facts re-read from ZooKeeper at that moment (:mod:`pulsar_ops.repair.live_facts` reads them). A plan
-file a person edits and re-checksums can only ever ask for less than the rules allow, never more.
+The plan only proposes. These functions decide, from facts, whether an action is allowed and what exactly it may
+change; a kind's rule calls them on the snapshot's facts (the planner) and on facts re-read from ZooKeeper at mark
+and again at delete (apply). A plan file a person edits and re-checksums can only ever ask for less than the rules
+allow, never more.
 
-===================== ======================================================================================
-kind                  rule (every condition re-derived from the facts given, never from the plan's copy)
-===================== ======================================================================================
-delete-ledger-metadata :func:`ledger_delete_rule`: the ledger's own custom metadata makes it Pulsar-owned of a
-                      plannable kind (:func:`pulsar_ops.formats.ledger_kind.ledger_kind`, the audit's rule);
-                      its znode's ctime is older than the plan's min-age; its id is below the highest ledger id
-                      referenced in the tree (a higher one may be in flight); nothing references it
-trim-unloaded         :func:`trim_rule`: the removed ledgers are the first-trim set :func:`first_trim_ids`
-                      computes from the managed-ledger info, the cursors' mark-delete positions and the
-                      resolved retention (:func:`resolve_retention`), or a subset of it; the list is never left
-                      empty
-drop-missing-ledger   :func:`drop_missing_rule`: every dropped id is listed now and absent now (hierarchical and
-                      flat metadata paths)
-delete-subscription   :func:`subscription_rule`: a user cursor (never a system one) idle for longer than the
-                      plan's inactive-after (``lastActive``, else the znode's mtime)
-load-topic            :func:`load_topic_rule`: the first-trim set is not empty and holds every ledger the action
-                      predicts
-delete-subtree        :func:`pulsar_ops.repair.safety.prove_leak` (the leak table of :mod:`pulsar_ops.repair.safety`)
-===================== ======================================================================================
+Each kind's module (``pulsar_ops.repair.kinds.<kind>``) says which of these its rule calls, and
+``docs/repair.md`` tabulates every condition per kind with where it is decided and its SQL twin.
 
 A fact that is unknown (a read that failed, a value that does not decode, a plan that does not record the
 parameter a rule needs) is never read as permission: the rule refuses, naming what is unknown.

@@ -6,16 +6,9 @@ Two layers:
   access). A plan that breaks one is refused as a whole before anything is journaled: a plan file is an input
   like any other, and a recomputable checksum only catches accidents.
 
-  - never ``/``, a top-level root, or any of the protected roots (``/admin/clusters``, ``/ledgers`` structure
-    such as ``LAYOUT``, ``INSTANCEID``, ``available``, ``cookies``, ``underreplication``, ``idgen`` ...);
-  - a ``delete-ledger-metadata`` action deletes exactly one znode, a ledger metadata znode under the plan's
-    ledgers root, and its ``ledger_id`` is the id that path encodes;
-  - a ``delete-subtree`` action's root has one of the shapes the ``znode-leak`` detection reports (below), in
-    the store that shape lives in, and every znode it deletes lies inside that root;
-  - a rewrite action changes the managed-ledger znode of the topic it names and checks only that topic's
-    cursors: ``drop-missing-ledger`` changes nothing else and every ledger it removes from the list must be
-    absent from ``/ledgers`` at apply; ``trim-unloaded`` also deletes the metadata znodes of exactly the ledgers
-    it removes, and nothing else.
+  Never ``/``, a top-level root, or any of the protected roots (``/admin/clusters``, ``/ledgers`` structure such
+  as ``LAYOUT``, ``INSTANCEID``, ``available``, ``cookies``, ``underreplication``, ``idgen`` ...); then the
+  action's kind checks its own shape (``pulsar_ops.repair.kinds.<kind>``, ``shape``).
 
 * :func:`prove_leak` re-proves, at delete time and against the live tree (through a :class:`TreeReader`), the
   condition that made a subtree a leak. Per leak kind (``docs/repair.md`` lists the same table):
