@@ -16,15 +16,13 @@ or gone); it is reported again, as a previous run's, and never retried. Transien
 re-verified (a read error: no permission, a lost connection); nothing about it was learned, so the next run
 re-evaluates it from the state it was in and reports the old reason as a previous run's.
 
-Before its transaction every action is re-proved against the live tree, whatever the plan says:
-
-* a ledger action: the ledger's owner (managed ledger + cursors, schema locator, ``__compaction`` cursor) is
-  re-read and re-decoded (the transaction then checks their versions), and no managed ledger, cursor or schema
-  locator anywhere references the ledger (:mod:`pulsar_ops.repair.references`, read once per delete run);
-* a subtree action: the condition that made it a leak still holds (:func:`pulsar_ops.repair.safety.prove_leak`);
-* every action, at mark and again at delete: its kind's eligibility rule (:mod:`pulsar_ops.repair.rules`, the
-  functions the planner calls) on facts re-read now (:func:`rule_problem`); what it refuses is skipped with the
-  rule's reason before any write.
+The executor never branches on an action's kind: it asks the kind (:mod:`pulsar_ops.repair.registry`) what to
+read, its rule, the rest of its transaction, whether it is done and what a dry run says. Before its transaction
+every action is re-proved against the live tree, whatever the plan says: every znode it names is re-read and
+compared (:mod:`pulsar_ops.repair.validate`; a ledger action's owner znodes re-decoded, their versions then
+checked in the transaction), and its kind's eligibility rule, the one the planner asked on the snapshot, decides
+on the live facts (:class:`pulsar_ops.repair.live_facts.LiveFacts`) at mark and again at delete; what it refuses
+is skipped with the rule's reason before any write.
 """
 
 from __future__ import annotations
