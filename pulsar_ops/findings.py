@@ -27,6 +27,7 @@ DETECTIONS = (
     "orphan-ledger",
     "dangling-ledger",
     "znode-leak",
+    "system-metadata",
     "expired-retention-unloaded",
     "ack-holes",
     "inactive-subscription",

@@ -54,11 +54,14 @@ PARAMS_SCHEMA = T.StructType(
         T.StructField("max_unacked_ranges_metadata", T.LongType(), False),
         T.StructField("max_unacked_ranges_persist", T.LongType(), False),
         T.StructField("admin_scraped", T.BooleanType(), False),
+        # False when bundle ownership is not (all) in /namespace znodes: the extensible load manager, mixed or
+        # unknown registrations (pulsar_ops.audit.manifest.ownership_in_zk)
+        T.StructField("ownership_in_zk", T.BooleanType(), False),
     ]
 )
 
 
-def params_row(params: AuditParams, admin_scraped: bool) -> tuple[int | bool, ...]:
+def params_row(params: AuditParams, admin_scraped: bool, ownership_in_zk: bool = True) -> tuple[int | bool, ...]:
     if params.now_ms is None:
         raise AuditError("audit parameters were not resolved against the snapshot (now_ms missing)")
     b = params.broker
@@ -75,6 +78,7 @@ def params_row(params: AuditParams, admin_scraped: bool) -> tuple[int | bool, ..
         b.max_unacked_ranges_metadata,
         b.max_unacked_ranges_persist,
         admin_scraped,
+        ownership_in_zk,
     )
 
 
@@ -94,7 +98,7 @@ def spark_ddl(table: schema.Table) -> str:
     return ", ".join(f"`{c.name}` {_SPARK_TYPES[c.type]}" for c in table.columns)
 
 
-def params_sql(params: AuditParams, admin_scraped: bool) -> str:
+def params_sql(params: AuditParams, admin_scraped: bool, ownership_in_zk: bool = True) -> str:
     """The one-row ``params`` view as a literal SELECT.
 
     A literal projection has known, tiny statistics, so every ``CROSS JOIN params`` is planned as a broadcast
@@ -102,7 +106,7 @@ def params_sql(params: AuditParams, admin_scraped: bool) -> str:
     main cost).
     """
     cols = []
-    for field, value in zip(PARAMS_SCHEMA.fields, params_row(params, admin_scraped), strict=True):
+    for field, value in zip(PARAMS_SCHEMA.fields, params_row(params, admin_scraped, ownership_in_zk), strict=True):
         if isinstance(value, bool):
             cols.append(f"{'true' if value else 'false'} AS {field.name}")
         else:
@@ -263,6 +267,7 @@ def extract(
     params: AuditParams,
     *,
     admin_scraped: bool,
+    ownership_in_zk: bool = True,
     sql_root: Path | None = None,
     intermediates: bool = False,
     one_partition: bool = False,
@@ -284,7 +289,7 @@ def extract(
     register_scans(spark, bookie_scans, params, snapshot_times, one_partition)
     for f in staging_files(sql_root):
         _view(spark, f)
-    spark.sql(params_sql(params, admin_scraped)).createOrReplaceTempView("params")
+    spark.sql(params_sql(params, admin_scraped, ownership_in_zk)).createOrReplaceTempView("params")
     if intermediates:
         for f in intermediate_files(sql_root):
             _view(spark, f)

@@ -206,11 +206,15 @@ def run_audit(
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}register")
         small = small_snapshot(row_counts(manifest)) if one_partition is None else one_partition  # local or cluster
         admin_scraped = bool(manifest.get("admin_scraped"))
+        from pulsar_ops.pulsar_names import ownership_in_zk
+
+        owned_in_zk = ownership_in_zk(manifest.get("load_manager"))
         etl.extract(
             session,
             snapshot_dir,
             resolved,
             admin_scraped=admin_scraped,
+            ownership_in_zk=owned_in_zk,
             sql_root=sql_root,
             one_partition=small,
             bookie_scans=scans,

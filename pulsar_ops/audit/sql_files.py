@@ -47,6 +47,19 @@ _RULE_MACROS = {  # ${NAME:ARG[:ARG]} -> the SQL of one predicate of pulsar_ops/
 _RULE = re.compile(
     r"\$\{(trim_candidate|retention_expired|at_first_trim|leak_too_young)((?::[A-Za-z_][A-Za-z0-9_]*)+)\}"
 )
+# ${NAME:ARG[:ARG]} -> one predicate of the registry of Pulsar's own names (pulsar_ops/pulsar_names.py)
+_NAMES_MACROS = {
+    "system_topic_reason": 2,
+    "system_namespace_reason": 1,
+    "system_tenant_reason": 1,
+    "heartbeat_namespace": 1,
+    "system_cursor_reason": 1,
+    "transaction_store_kind": 2,
+}
+_NAMES = re.compile(
+    r"\$\{(system_topic_reason|system_namespace_reason|system_tenant_reason|heartbeat_namespace|system_cursor_reason|transaction_store_kind)"
+    r"((?::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)+)\}"
+)
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -64,12 +77,18 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
 
     ``${trim_candidate:L:S}``, ``${retention_expired:ROW:PARAMS}``, ``${at_first_trim:ROW}`` -> the predicates of
     the first-trim rule of :mod:`pulsar_ops.repair.rules` (expired-retention-unloaded), the one definition the
-    planner and apply call directly; ``${leak_too_young:ROW}`` -> the leak's min-age rule (znode-leak)."""
+    planner and apply call directly; ``${leak_too_young:ROW}`` -> the leak's min-age rule (znode-leak).
+
+    ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_tenant_reason:T}``,
+    ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``
+    (each argument ``COLUMN`` or ``ALIAS.COLUMN``) -> the SQL of the same name in :mod:`pulsar_ops.pulsar_names`,
+    the one registry of what Pulsar creates for itself."""
     from pulsar_ops.formats.ascii_case import ascii_lower_sql
     from pulsar_ops.formats.ledger_kind import ledger_kind_sql
 
     small = frozenset(small_views)
     sql = _RULE.sub(_rule_sql, sql)
+    sql = _NAMES.sub(_names_sql, sql)
     sql = _ASCII_LOWER.sub(lambda m: ascii_lower_sql(m.group(1)), sql)
     sql = _BROADCAST_IF_SMALL.sub(lambda m: f"/*+ BROADCAST({m.group(1)}) */" if m.group(2) in small else "", sql)
     return _MACRO.sub(lambda m: ledger_kind_sql(m.group(1)), sql)
@@ -90,6 +109,26 @@ def _rule_sql(m: re.Match[str]) -> str:
     if name == "leak_too_young":
         return rules.leak_too_young_sql(args[0])
     return rules.at_first_trim_sql(args[0])
+
+
+def _names_sql(m: re.Match[str]) -> str:
+    """A predicate of :mod:`pulsar_ops.pulsar_names` rendered over the macro's column arguments."""
+    from pulsar_ops import pulsar_names
+
+    name, args = m.group(1), m.group(2)[1:].split(":")
+    if len(args) != _NAMES_MACROS[name]:
+        raise AuditError(f"${{{name}}} takes {_NAMES_MACROS[name]} argument(s), not {len(args)}")
+    if name == "system_topic_reason":
+        return pulsar_names.system_topic_reason_sql(args[0], args[1])
+    if name == "system_namespace_reason":
+        return pulsar_names.system_namespace_reason_sql(args[0])
+    if name == "heartbeat_namespace":
+        return pulsar_names.heartbeat_namespace_sql(args[0])
+    if name == "system_tenant_reason":
+        return pulsar_names.system_tenant_reason_sql(args[0])
+    if name == "system_cursor_reason":
+        return pulsar_names.system_cursor_reason_sql(args[0])
+    return pulsar_names.transaction_store_kind_sql(args[0], args[1])
 
 
 def strip_comments(sql: str) -> str:

@@ -108,6 +108,7 @@ def _run(
     from pulsar_ops.audit.runner import SnapshotSize, jvm_options, run_audit, session_conf
     from pulsar_ops.audit.session import build_session
     from pulsar_ops.bench.duckdb_sql import connect, run_detections
+    from pulsar_ops.pulsar_names import ownership_in_zk
 
     sizes = [topics] if isinstance(topics, int) else list(topics)
     snaps: list[tuple[int | None, Path, float]] = []
@@ -147,7 +148,12 @@ def _run(
                 }
             )
         t0 = time.monotonic()
-        con = connect(snap, params, admin_scraped=bool(manifest.get("admin_scraped")))
+        con = connect(
+            snap,
+            params,
+            admin_scraped=bool(manifest.get("admin_scraped")),
+            ownership_in_zk=ownership_in_zk(manifest.get("load_manager")),
+        )
         duck_counts = run_detections(con)
         duck_s = time.monotonic() - t0
         con.close()

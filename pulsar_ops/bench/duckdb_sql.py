@@ -76,7 +76,14 @@ def _crc32(text: str | None) -> int | None:
     return None if text is None else zlib.crc32(text.encode("utf-8")) & 0xFFFFFFFF
 
 
-def connect(snapshot_dir: Path, params: AuditParams, *, admin_scraped: bool, threads: int | None = None) -> Any:
+def connect(
+    snapshot_dir: Path,
+    params: AuditParams,
+    *,
+    admin_scraped: bool,
+    threads: int | None = None,
+    ownership_in_zk: bool = True,
+) -> Any:
     con = duckdb.connect()
     if threads:
         con.execute(f"SET threads = {int(threads)}")
@@ -104,7 +111,8 @@ def connect(snapshot_dir: Path, params: AuditParams, *, admin_scraped: bool, thr
         f"CAST({b.delayed_delivery_max_delay_ms} AS BIGINT) AS delayed_delivery_max_delay_ms, "
         f"CAST({b.max_unacked_ranges_metadata} AS BIGINT) AS max_unacked_ranges_metadata, "
         f"CAST({b.max_unacked_ranges_persist} AS BIGINT) AS max_unacked_ranges_persist, "
-        f"{str(admin_scraped).lower()} AS admin_scraped"
+        f"{str(admin_scraped).lower()} AS admin_scraped, "
+        f"{str(ownership_in_zk).lower()} AS ownership_in_zk"
     )
     for f in intermediate_files():
         con.execute(f"CREATE VIEW {f.name} AS {rewrite(f.text)}")

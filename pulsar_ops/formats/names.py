@@ -217,26 +217,6 @@ def parse_topic(topic: str) -> MlName:
     return MlName("/".join(parts[:-1]), encode(local), local, is_v1)
 
 
-# Cursor names that are not user subscriptions (exact names) and prefixes of such names.
-SYSTEM_CURSOR_NAMES: frozenset[str] = frozenset(
-    {"pulsar.dedup", "__compaction", "__pending_ack_state", "transaction.subscription"}
-)
-SYSTEM_CURSOR_PREFIXES: tuple[str, ...] = ("pulsar.repl.",)
-
-
-def is_system_cursor(name: str) -> bool:
-    """True for internal cursors (dedup, replicator, compaction, transaction); accepts encoded or plain names."""
-    if name in SYSTEM_CURSOR_NAMES or name.startswith(SYSTEM_CURSOR_PREFIXES):
-        return True
-    if "%" in name or "+" in name:
-        try:
-            plain = decode(name)
-        except DecodeError:
-            return False
-        return plain in SYSTEM_CURSOR_NAMES or plain.startswith(SYSTEM_CURSOR_PREFIXES)
-    return False
-
-
 def schema_id_for(ml: MlName) -> str:
     """Schema id (``/schemas/<id>`` node) of a topic: ``<tenant>/<ns>/<encoded base name>``.
 

@@ -160,6 +160,12 @@ class TopicNow:
     mark_deletes: tuple[tuple[int, int] | None, ...]  # one per cursor (None: the cursor has no position)
     retention: Retention | None
     problem: str | None = None
+    # Why the managed ledger is Pulsar's own (pulsar_ops.pulsar_names.system_topic_reason): no retention repair
+    own: str | None = None
+    # Why its topic-level policies are unknown (its namespace has __change_events): no offline trim
+    topic_policies_unknown: str | None = None
+    # Why bundle ownership is not (all) in /namespace znodes (the extensible load manager): no offline trim
+    ownership_unknown: str | None = None
 
     @property
     def slowest(self) -> tuple[int, int] | None:
@@ -268,6 +274,10 @@ class SnapshotFacts:
     now_ms: int = 0
     ledger_lists: Mapping[str, tuple[ListedLedger, ...]] = field(default_factory=dict)
     retention: Mapping[str, Retention | None] = field(default_factory=dict)
+    # Namespaces whose topic-level policies may live in __change_events, and why bundle ownership is not (all)
+    # in /namespace znodes (None: it is): the offline-trim conditions of pulsar_ops.repair.rules.trim_rule
+    policy_topic_namespaces: frozenset[str] = frozenset()
+    ownership_unknown: str | None = None
 
 
 @dataclass(frozen=True)

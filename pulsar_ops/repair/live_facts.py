@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError, ZooKeeperError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_path
@@ -31,11 +32,12 @@ from pulsar_ops.repair.facts import (
     TreeReader,
 )
 from pulsar_ops.repair.references import ReferenceIndex, build_index
-from pulsar_ops.repair.rules import resolve_retention, topic_policy_pair
+from pulsar_ops.repair.rules import resolve_retention, topic_policies_reason, topic_policy_pair
 from pulsar_ops.repair.safety import CONFIG, LOCAL, MANAGED_LEDGERS, OWNERSHIP, POLICIES, SCHEMAS
 from pulsar_ops.repair.zk_writer import ZkSession
 
 TOPIC_POLICIES = "/admin/topic-policies"
+BROKERS = "/loadbalance/brokers"
 
 
 def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex, action: Action | None = None) -> LedgerNow:
@@ -136,10 +138,46 @@ def topic_now(session: ZkSession, ml_path: str, rules: RuleParams, ledgers_root:
             base = _topic_policy(session, names.parse_topic(f"persistent://{ml.namespace}/{base_name}"))
     except DecodeError as e:
         return TopicNow((), (), None, problem=f"{e.path}: {e.reason}; not evidence of expiry")
+    facts = {
+        "own": pulsar_names.system_topic_reason(ml.namespace, ml.local_name),
+        "topic_policies_unknown": topic_policies_unknown(session, ml.namespace),
+        "ownership_unknown": ownership_unknown(session),
+    }
     if rules.default_retention_time_minutes is None or rules.default_retention_size_mb is None:
-        return TopicNow(tuple(listed), tuple(marks), None)
+        return TopicNow(tuple(listed), tuple(marks), None, **facts)
     defaults = (rules.default_retention_time_minutes, rules.default_retention_size_mb)
-    return TopicNow(tuple(listed), tuple(marks), resolve_retention(own, base, ns_pair, defaults))
+    return TopicNow(tuple(listed), tuple(marks), resolve_retention(own, base, ns_pair, defaults), **facts)
+
+
+def topic_policies_unknown(session: ZkSession, namespace: str) -> str | None:
+    """Why the topic-level policies of ``namespace``'s topics are unknown now: it has a ``__change_events``
+    managed ledger (or its partition 0) or partitioned-topic node (the snapshot side:
+    ``snapshot_facts._policy_topic_namespaces``)."""
+    enc = names.encode(pulsar_names.NAMESPACE_EVENTS_LOCAL_NAME)
+    local = [
+        f"/managed-ledgers/{namespace}/persistent/{enc}",
+        f"/managed-ledgers/{namespace}/persistent/{enc}-partition-0",
+    ]
+    if any(o.exists for o in session.read(LOCAL, local)):
+        return topic_policies_reason(namespace)
+    if any(o.exists for o in session.read(CONFIG, [f"/admin/partitioned-topics/{namespace}/persistent/{enc}"])):
+        return topic_policies_reason(namespace)
+    return None
+
+
+def ownership_unknown(session: ZkSession) -> str | None:
+    """Why bundle ownership is not (all) in /namespace znodes now: the registrations under /loadbalance/brokers
+    and the extensible load manager's znodes (:func:`pulsar_ops.pulsar_names.load_manager_kind`)."""
+    regs: dict[str, str | None] = {}
+    ids = session.children(LOCAL, BROKERS) or []
+    for o in session.read(LOCAL, [f"{BROKERS}/{b}" for b in ids]):
+        if o.exists:
+            regs[o.path.rsplit("/", 1)[1]] = pulsar_names.registration_class(o.data)
+    elm = session.read(LOCAL, [pulsar_names.ELM_LEADER_PATH, pulsar_names.SERVICE_UNIT_STATE_ROOT])
+    kind = pulsar_names.load_manager_kind(regs, any(o.exists for o in elm))
+    if kind in ("modular", "none"):
+        return None
+    return f"load manager {kind!r} now: ownership is kept outside /namespace znodes"
 
 
 def listed_now(session: ZkSession, ml_path: str) -> tuple[int, ...] | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pulsar_ops.formats.ledger_kind import ledger_kind
-from pulsar_ops.formats.names import is_system_cursor
+from pulsar_ops.pulsar_names import NAMESPACE_EVENTS_LOCAL_NAME, is_system_cursor, system_path_reason
 from pulsar_ops.repair.facts import (
     MIB,
     SNAPSHOT_SAYS,
@@ -199,6 +199,8 @@ def first_trim_ids(
 def _retention_problem(t: TopicNow) -> str | None:
     if t.problem is not None:
         return t.problem
+    if t.own is not None:
+        return f"the managed ledger is Pulsar's own ({t.own}); no action touches it"
     if t.retention is None:
         return "the topic's retention is unknown (the plan records no broker defaults); re-plan"
     return None
@@ -209,7 +211,7 @@ def trim_rule(t: TopicNow, removed: Sequence[int], now_ms: int) -> str | None:
     first-trim set or a subset of it, never leaving the list empty: upstream's trim
     (``ManagedLedgerImpl.internalTrimLedgers``) never removes the ledger being written to, and after a load that
     is a new ledger, so a trimmed list always holds one; an offline rewrite cannot create it."""
-    why = _retention_problem(t)
+    why = _retention_problem(t) or _offline_problem(t)
     if why is not None:
         return why
     assert t.retention is not None
@@ -229,6 +231,30 @@ def trim_rule(t: TopicNow, removed: Sequence[int], now_ms: int) -> str | None:
         )
     if len(set(removed)) >= len(listed):
         return "the rewrite would leave the ledger list empty; upstream's trim always keeps the current ledger"
+    return None
+
+
+def topic_policies_reason(namespace: str) -> str:
+    """The ``topic_policies_unknown`` fact of a topic in ``namespace`` when the namespace has ``__change_events``."""
+    return (
+        f"namespace {namespace} has {NAMESPACE_EVENTS_LOCAL_NAME}, where SystemTopicBasedTopicPoliciesService keeps "
+        "topic-level policies that no scrape reads"
+    )
+
+
+def _offline_problem(t: TopicNow) -> str | None:
+    """What an offline trim cannot know that a load would (a load lets the broker apply it): topic-level policies
+    kept outside ZooKeeper, and bundle ownership kept outside ZooKeeper."""
+    if t.topic_policies_unknown is not None:
+        return (
+            f"the topic-level retention is unknown ({t.topic_policies_unknown}); an offline trim could delete what a "
+            "topic policy retains: load the topic instead (its broker applies the real policy)"
+        )
+    if t.ownership_unknown is not None:
+        return (
+            f"bundle ownership is unknown ({t.ownership_unknown}); a broker may have the topic open: "
+            "load the topic instead"
+        )
     return None
 
 
@@ -280,11 +306,15 @@ def drop_missing_rule(dropped: Sequence[int], listed: Sequence[int] | None, pres
 # --- delete-subscription -------------------------------------------------------------------------------------
 
 
-def system_subscription(topic: str | None, subscription: str) -> str | None:
+def system_subscription(subscription: str, cursor_path: str | None = None) -> str | None:
     """Why a subscription is Pulsar's own and never deleted (None: a user's): a system cursor (compaction,
-    replication, deduplication, transactions: :func:`pulsar_ops.formats.names.is_system_cursor`)."""
+    replication, deduplication, transactions), or (``cursor_path``, its znode) a cursor of a topic Pulsar creates
+    for itself, such as ``__change_events`` (:mod:`pulsar_ops.pulsar_names`)."""
     if is_system_cursor(subscription):
         return Refusal(f"{subscription!r} is a system cursor; it is never deleted", "kind-not-plannable")
+    own = system_path_reason(cursor_path) if cursor_path is not None else None
+    if own is not None:
+        return Refusal(f"{cursor_path} is a cursor of Pulsar's own ({own}); it is never deleted", "kind-not-plannable")
     return None
 
 
@@ -295,12 +325,14 @@ def subscription_rule(
     *,
     inactive_after_ms: int | None,
     now_ms: int,
-    topic: str | None = None,
+    cursor_path: str | None = None,
 ) -> str | None:
-    """Why a subscription must not be deleted (None: it may): a user cursor (:func:`system_subscription`) idle for
-    longer than inactive-after, by its ``lastActive`` or else its znode's mtime (the audit's inactive-subscription
-    rule)."""
-    system = system_subscription(topic, subscription)
+    """Why a subscription must not be deleted (None: it may): a user cursor of a user topic
+    (:func:`system_subscription`; ``cursor_path``, the cursor znode, names the topic) idle for longer than
+    inactive-after, by its ``lastActive`` or else its znode's mtime (the audit's inactive-subscription rule)."""
+    if cursor_path is None:
+        return system_subscription(subscription) or "the cursor's znode is not named: its topic is unknown"
+    system = system_subscription(subscription, cursor_path)
     if system is not None:
         return system
     if inactive_after_ms is None:
@@ -313,6 +345,19 @@ def subscription_rule(
             f"subscription {subscription!r} was active {(now_ms - active) // 1000} s ago, within inactive-after "
             f"{inactive_after_ms // 1000} s"
         )
+    return None
+
+
+# --- delete-subtree ------------------------------------------------------------------------------------------
+
+
+def system_subtree_rule(path: str) -> str | None:
+    """Why a subtree may never be deleted as a leak: it is metadata of Pulsar's own tenants, namespaces or topics
+    (:func:`pulsar_ops.pulsar_names.system_path_reason`), e.g. the transaction coordinator assign topic's
+    partitioned metadata that initialize-cluster-metadata writes and whose partitions never get a managed ledger."""
+    own = system_path_reason(path)
+    if own is not None:
+        return f"{path} is Pulsar's own metadata ({own}); it is never a leak"
     return None
 
 

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from pulsar_ops import pulsar_names
 from pulsar_ops.errors import FindingsError, SnapshotError
 from pulsar_ops.findings import Finding, read_findings
 from pulsar_ops.formats import names
@@ -432,6 +433,28 @@ def _retention(snap: Snapshot, ml_rows: Sequence[dict[str, Any]], rules: RulePar
     return out
 
 
+def _policy_topic_namespaces(snap: Snapshot) -> frozenset[str]:
+    """Namespaces whose topic-level policies may live in ``__change_events`` (a managed ledger of it or of a
+    partition, or its partitioned-topic node): :func:`pulsar_ops.repair.live_facts.topic_policies_unknown` reads
+    the same at apply."""
+    out: set[str] = set()
+    for r in _rows(_read(snap, "managed_ledgers", ("namespace", "local_name"))):
+        if names.partition_suffix(str(r["local_name"]))[0] == pulsar_names.NAMESPACE_EVENTS_LOCAL_NAME:
+            out.add(str(r["namespace"]))
+    for r in _rows(_read(snap, "partitioned_topics", ("namespace", "local_name", "topic"))):
+        if r["local_name"] == pulsar_names.NAMESPACE_EVENTS_LOCAL_NAME and str(r["topic"]).startswith("persistent://"):
+            out.add(str(r["namespace"]))
+    return frozenset(out)
+
+
+def _ownership_unknown(snap: Snapshot) -> str | None:
+    """Why bundle ownership is not (all) in /namespace znodes, by the snapshot's manifest (None: it is)."""
+    lm = snap.manifest.load_manager
+    if pulsar_names.ownership_in_zk(lm):
+        return None
+    return f"load manager {lm.get('kind')!r} at scrape time: ownership is kept outside /namespace znodes"
+
+
 def load_facts(
     snap: Snapshot,
     findings: Iterable[Finding],
@@ -543,6 +566,8 @@ def load_facts(
         list_entries=rw.list_entries,
         owned_ranges=rw.owned_ranges,
         loaded_topics=rw.loaded_topics,
+        policy_topic_namespaces=_policy_topic_namespaces(snap) if rw.ml_rows else frozenset(),
+        ownership_unknown=_ownership_unknown(snap),
         cursors={k: tuple(v) for k, v in cursors.items()},
         schema_locators={k: ref(r) for k, r in schema_rows.items()},
         subtrees={k: tuple(v) for k, v in subtrees.items()},

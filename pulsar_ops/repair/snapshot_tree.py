@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.policies import topic_hash
@@ -24,6 +25,7 @@ from pulsar_ops.repair.facts import (
     TopicNow,
     TreeReader,
 )
+from pulsar_ops.repair.rules import topic_policies_reason
 from pulsar_ops.repair.safety import (
     CONFIG,
     LOCAL,
@@ -221,7 +223,16 @@ class SnapshotView:
         if listed is None:
             return TopicNow((), (), None, problem=f"{ml_path}: its ledger list is not in the snapshot's facts")
         marks = tuple(c.mark_delete for c in self.facts.cursor_facts.values() if c.ml_path == ml_path)
-        return TopicNow(listed, marks, self.facts.retention.get(ml_path))
+        ml = names.ml_name_from_path(ml_path)
+        policies_unknown = ml.namespace in self.facts.policy_topic_namespaces
+        return TopicNow(
+            listed,
+            marks,
+            self.facts.retention.get(ml_path),
+            own=pulsar_names.system_topic_reason(ml.namespace, ml.local_name),
+            topic_policies_unknown=topic_policies_reason(ml.namespace) if policies_unknown else None,
+            ownership_unknown=self.facts.ownership_unknown,
+        )
 
     def listed(self, ml_path: str) -> tuple[int, ...] | None:
         return tuple(lid for (path, lid) in self.facts.list_entries if path == ml_path)

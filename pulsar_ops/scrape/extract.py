@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError, OversizedInputError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.cursor import decode_cursor_info
@@ -194,7 +195,7 @@ def _cursor(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ExtractConf
                 "namespace": ml.namespace,
                 "encoded_name": encoded,
                 "subscription": subscription,
-                "is_system": names.is_system_cursor(encoded),
+                "is_system": pulsar_names.is_system_cursor(encoded),
                 "cursors_ledger_id": ci.cursors_ledger_id,
                 "mark_delete_ledger_id": md[0] if md else None,
                 "mark_delete_entry_id": md[1] if md else None,

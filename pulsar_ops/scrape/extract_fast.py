@@ -18,7 +18,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _enc
 from typing import Any
 
-from pulsar_ops import native
+from pulsar_ops import native, pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.cursor import BUCKET_PROPERTY_PREFIX, COMPACTED_TOPIC_LEDGER, cursor_fields
@@ -167,7 +167,7 @@ def _cursor(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ref.Extract
         (
             "cursors",
             (
-                path, ml_path, topic, ml.namespace, encoded, subscription, names.is_system_cursor(encoded),
+                path, ml_path, topic, ml.namespace, encoded, subscription, pulsar_names.is_system_cursor(encoded),
                 f.cursors_ledger_id, md[0] if md else None, md[1] if md else None, f.last_active_ms,
                 len(ranges), f.batch_index_count, compacted,
                 stat[4], stat[1], stat[2], stat[3], stat[8], f.compression,

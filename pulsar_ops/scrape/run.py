@@ -226,6 +226,7 @@ def _scrape(config: ScrapeConfig) -> Manifest:
             "instance_id": zk.read_instance_id(clients[LOCAL], ledgers_root),
             "clusters": zk.cluster_names(clients[CONFIG]),
         }
+        load_manager = zk.read_load_manager(clients[LOCAL])
         layout = zk.read_ledger_layout(clients[LOCAL], ledgers_root)
         if layout is not None:
             identity["ledger_layout"] = layout
@@ -293,6 +294,7 @@ def _scrape(config: ScrapeConfig) -> Manifest:
         zookeeper_servers=servers,
         znodes_per_second=round(sink.counters.znodes / seconds, 1) if seconds > 0 else None,
         identity=identity,
+        load_manager=load_manager,
     )
     write_manifest(out, manifest)
     return manifest

@@ -202,6 +202,46 @@ def cluster_names(client: KazooClient, *, timeout: float = 10.0) -> list[str]:
         return []
 
 
+def read_load_manager(client: KazooClient, *, timeout: float = 10.0) -> dict[str, Any]:
+    """The manifest's ``load_manager`` (pulsar_ops.snapshot.manifest): which load manager keeps bundle ownership,
+    from the registrations under ``/loadbalance/brokers`` (their ``loadManagerClassName``), whether
+    ``/loadbalance/extension/leader`` and ``/service_unit_state`` exist (pulsar_ops.pulsar_names). A read that
+    fails makes the kind ``unknown`` (never ``none``: an error is not evidence of no broker)."""
+    from pulsar_ops import pulsar_names as pn
+
+    out: dict[str, Any] = {
+        "kind": "unknown",
+        "registrations": {},
+        "extension_leader": False,
+        "service_unit_state": False,
+        "error": None,
+    }
+    try:
+        try:
+            ids = sorted(client.get_children_async("/loadbalance/brokers").get(timeout=timeout))
+        except NoNodeError:
+            ids = []
+        regs: dict[str, str | None] = {}
+        for b in ids:
+            try:
+                data, _ = client.get_async(f"/loadbalance/brokers/{b}").get(timeout=timeout)
+            except NoNodeError:
+                continue  # deregistered since the listing (an ephemeral znode)
+            regs[b] = pn.registration_class(bytes(data or b""))
+        leader = client.exists_async(pn.ELM_LEADER_PATH).get(timeout=timeout) is not None
+        sus = client.exists_async(pn.SERVICE_UNIT_STATE_ROOT).get(timeout=timeout) is not None
+    except (KazooException, KazooTimeoutError) as e:
+        out["error"] = f"{type(e).__name__}: {e}"
+        return out
+    out.update(
+        kind=pn.load_manager_kind(regs, leader or sus),
+        registrations=regs,
+        extension_leader=leader,
+        service_unit_state=sus,
+    )
+    return out
+
+
 # --------------------------------------------------------------------------------------------- versions
 
 

@@ -65,6 +65,12 @@ class Manifest:
     # "published" (its registration's httpserver endpoint) | "bookie-url-port" (nothing published: its host with
     # --bookie-url's port) | "none" (not reachable: its scope is incomplete)}}.
     bookie_endpoints: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    # The load manager that keeps bundle ownership (pulsar_ops.pulsar_names.load_manager_kind), read at scrape time:
+    # {"kind": "modular" | "extensible" | "mixed" | "none" | "unknown", "registrations": {broker id: its
+    # loadManagerClassName, "" when it names none (modular), null when it does not decode}, "extension_leader":
+    # bool, "service_unit_state": bool (/service_unit_state exists), "error": null or why it could not be read}.
+    # Empty: a snapshot from before it was recorded.
+    load_manager: dict[str, Any] = field(default_factory=dict)
 
     @property
     def all_scopes_complete(self) -> bool:

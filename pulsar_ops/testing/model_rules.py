@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from pulsar_ops.formats.cursor import ManagedCursorInfo
 from pulsar_ops.formats.managed_ledger import LedgerInfo
-from pulsar_ops.formats.names import MlName, is_system_cursor
+from pulsar_ops.formats.names import MlName
+from pulsar_ops.pulsar_names import is_system_cursor
 from pulsar_ops.testing.model_spec import (
     BROKER_DEFAULTS,
     INACTIVE_AFTER_MS,

@@ -21,7 +21,12 @@ WITH admin AS (
         p.admin_scraped AS all_answered,
         (SELECT count(*) FROM stg_scopes s WHERE s.store = 'admin' AND s.scope LIKE 'broker-stats/topics/%') > 0
             AS per_broker,
-        (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND s.complete) > 0
+        -- ownership_in_zk: the registrations say the modular load manager keeps ownership in /namespace znodes
+        -- (snapshot manifest load_manager, pulsar_ops/pulsar_names.py load_manager_kind): under the extensible
+        -- load manager (PIP-192: ownership in the system topic loadbalancer-service-unit-state, or opt-in
+        -- /service_unit_state), or mid-migration to it, an absent /namespace znode is never evidence of unowned
+        p.ownership_in_zk
+            AND (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND s.complete) > 0
             AND (SELECT count(*) FROM stg_scopes s WHERE s.scope = '/namespace' AND NOT s.complete) = 0
             AND (
                 SELECT count(*)
@@ -48,6 +53,24 @@ bundled AS (
         ON b.namespace = m.namespace
         AND crc32(m.topic) >= b.lower
         AND (crc32(m.topic) < b.upper OR (b.is_last AND crc32(m.topic) <= b.upper))
+    -- what Pulsar creates for itself is never an unloaded topic (pulsar_ops/pulsar_names.py): system topics are
+    -- loaded, and trimmed, by the brokers that use them; the transaction stores (pending-ack stores, coordinator
+    -- logs) are opened by the broker that has their origin topic loaded or owns their coordinator's bundle, never
+    -- through a topic load (MLPendingAckStoreProvider, TransactionMetadataStoreService)
+    WHERE ${system_topic_reason:m.namespace:m.local_name} IS NULL
+),
+-- namespaces whose topic-level policies we cannot read: with the default SystemTopicBasedTopicPoliciesService
+-- they are messages of <tenant>/<ns>/__change_events (SystemTopicNames.NAMESPACE_EVENTS_LOCAL_NAME), and
+-- LegacyAwareTopicPoliciesService routes a namespace that has that topic there even when the metadata-store
+-- service is configured. A namespace with a __change_events managed ledger (or partition, or partitioned-topic
+-- node) may hold topic policies: its topics' retention is unknown at topic level (retention_source
+-- 'topic-unknown'); no admin call reads a topic's policies without loading it, so they are never read here
+policy_topics_ns AS (
+    SELECT DISTINCT namespace FROM stg_managed_ledgers
+    WHERE regexp_replace(local_name, '-partition-[0-9]+$', '') = '__change_events'
+    UNION
+    SELECT DISTINCT namespace FROM stg_partitioned_topics
+    WHERE local_name = '__change_events' AND topic LIKE 'persistent://%'
 ),
 owners AS (
     -- the broker an ownership znode names: host:port of its httpUrl. Upstream (pulsar-broker OwnershipCache, its
@@ -106,6 +129,7 @@ retention AS (
     SELECT /*+ BROADCAST(p, n) */
         u.*,
         CASE
+            WHEN pe.namespace IS NOT NULL THEN 'topic-unknown'
             WHEN coalesce(tp.topic, tb.topic) IS NOT NULL THEN 'topic'
             WHEN n.retention_time_minutes IS NOT NULL OR n.retention_size_mb IS NOT NULL THEN 'namespace'
             ELSE 'broker'
@@ -127,6 +151,7 @@ retention AS (
     LEFT JOIN stg_namespaces n ON n.namespace = u.namespace
     LEFT JOIN topic_retention tp ON tp.topic = u.topic
     LEFT JOIN topic_retention tb ON tb.topic = u.base_topic AND u.base_topic <> u.topic
+    LEFT JOIN policy_topics_ns pe ON pe.namespace = u.namespace
 ),
 slowest AS (
     -- the slowest cursor's mark-delete position: the lowest ledger, then the lowest entry in it (one pass)
@@ -217,8 +242,14 @@ SELECT /*+ BROADCAST(p) */
     false AS plannable,
     coalesce(t.bytes, CAST(0 AS BIGINT)) AS bytes,
     concat(
-        'topic not loaded (', CASE WHEN t.owned THEN 'not in loaded_topics' ELSE 'bundle unowned' END, '): ',
+        'topic not loaded (',
+        CASE WHEN t.owned THEN 'not in loaded_topics'
+            WHEN p.ownership_in_zk THEN 'bundle unowned'
+            ELSE 'no broker lists it loaded' END, '): ',
         CAST(t.ledgers AS STRING), ' ledger(s) past retention are kept until it is loaded',
+        CASE WHEN t.retention_source = 'topic-unknown'
+            THEN '; its namespace has __change_events, so a topic-level retention may apply: only a load (the broker applies it) may trim'
+            ELSE '' END,
         CASE WHEN size(t.after_retention_ids) > 0
             THEN concat('; a load frees ', CAST(size(t.first_trim_ids) AS STRING),
                         ' at its first trim and the last ledger one retention period after the load')

@@ -37,6 +37,8 @@ measured AS (
     LEFT JOIN int_subtrees st ON st.prefix = l.path
     LEFT JOIN schema_ledgers sl ON l.leak = 'schema' AND sl.path = l.path
     LEFT JOIN undecodable_ancestors ua ON ua.prefix = l.path
+    -- Pulsar's own tenants, namespaces and topics are never a leak (pulsar_ops/pulsar_names.py; system-metadata)
+    WHERE l.system_reason IS NULL
 ),
 decided AS (
     SELECT

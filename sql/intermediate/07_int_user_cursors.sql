@@ -1,7 +1,7 @@
 -- int_user_cursors: the durable, non-system cursors of non-system topics, the cursors ack-holes,
--- inactive-subscription, int_cursor_backlog and the ack-ranges coverage judge. A system topic
--- (docs/detections.md "System topics"): a local name starting with `__`, a transaction pending-ack or buffer
--- snapshot topic, or any topic of `pulsar/system`. Joined with the managed ledgers once here instead of once per
+-- inactive-subscription, int_cursor_backlog and the ack-ranges coverage judge. System cursors and system topics
+-- are those of the registry of Pulsar's own names (pulsar_ops/pulsar_names.py, docs/detections.md "Pulsar's own
+-- names"), rendered here by the ${system_cursor_reason:..} and ${system_topic_reason:..} macros. Joined with the managed ledgers once here instead of once per
 -- consumer (ack-holes alone joined them three times).
 SELECT
     c.path,
@@ -18,9 +18,5 @@ SELECT
 FROM stg_cursors c
 JOIN stg_managed_ledgers m ON m.path = c.ml_path
 WHERE NOT c.is_system
-    AND NOT (
-        left(m.local_name, 2) = '__'
-        OR right(m.local_name, 25) = '__transaction_pending_ack'
-        OR right(m.local_name, 29) = '__transaction_buffer_snapshot'
-        OR m.namespace = 'pulsar/system'
-    )
+    AND ${system_cursor_reason:c.subscription} IS NULL
+    AND ${system_topic_reason:m.namespace:m.local_name} IS NULL

@@ -1,7 +1,8 @@
 -- int_znode_leaks: the candidate subtree roots of znode-leak (docs/detections.md), one row per root: which leak
 -- (`leak`), the namespace, the scopes whose listing must be complete (`required`), the root whose own scopes count
 -- (`scope_root`) and how many of its topics still have ledgers (`held_topics`). Small by construction (one row per
--- leftover); materialised so int_subtrees measures only these roots and znode-leak joins them by broadcast.
+-- leftover); `system_reason`: why the root is Pulsar's own (the registry, pulsar_ops/pulsar_names.py), never a
+-- leak (znode-leak skips it; system-metadata reports it). Materialised so int_subtrees measures only these roots and znode-leak joins them by broadcast.
 -- A policies znode that exists but does not decode still proves its tenant/namespace exists; a managed
 -- ledger or partitioned-topic znode that does not decode still proves its topic exists.
 -- the known tenants, namespaces and topics are only ever tested with (NOT) EXISTS: UNION ALL, no DISTINCT (each
@@ -62,7 +63,8 @@ bundle_ns_dirs AS (
 SELECT
     'managed-ledgers-tenant' AS leak, d.path, CAST(NULL AS STRING) AS namespace,
     array('/admin/policies', '/managed-ledgers') AS required, d.path AS scope_root,
-    coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics
+    coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics,
+    ${system_tenant_reason:d.tenant} AS system_reason
 FROM ml_tenant_dirs d
 LEFT JOIN held_by_tenant h ON h.tenant = d.tenant
 WHERE NOT EXISTS (SELECT /*+ BROADCAST(t) */ 1 FROM tenants_known t WHERE t.tenant = d.tenant)
@@ -71,7 +73,8 @@ UNION ALL
 SELECT
     'managed-ledgers-namespace' AS leak, d.path, d.namespace,
     array('/admin/policies', '/managed-ledgers') AS required, d.path AS scope_root,
-    coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics
+    coalesce(h.topics, CAST(0 AS BIGINT)) AS held_topics,
+    ${system_namespace_reason:d.namespace} AS system_reason
 FROM ml_ns_dirs d
 LEFT JOIN held_by_ns h ON h.namespace = d.namespace
 WHERE NOT EXISTS (SELECT /*+ BROADCAST(n) */ 1 FROM ns_known n WHERE n.namespace = d.namespace)
@@ -82,7 +85,8 @@ SELECT
     'partitioned-topic' AS leak, pt.path, pt.namespace,
     array('/admin/policies', '/admin/partitioned-topics', '/managed-ledgers',
           concat('/managed-ledgers/', pt.namespace)) AS required,
-    CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
+    CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics,
+    ${system_topic_reason:pt.namespace:pt.local_name} AS system_reason
 FROM stg_partitioned_topics pt
 -- a non-persistent partitioned topic has no managed ledger by design: never a leak candidate
 WHERE pt.topic LIKE 'persistent://%'
@@ -94,8 +98,9 @@ SELECT
     'schema' AS leak, s.path, min(s.namespace) AS namespace,
     array('/admin/policies', '/schemas', concat('/schemas/', min(s.namespace)), '/managed-ledgers',
           concat('/managed-ledgers/', min(s.namespace)), '/admin/partitioned-topics') AS required,
-    CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
-FROM stg_schema_index s
+    CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics,
+    min(${system_topic_reason:s.namespace:sl}) AS system_reason
+FROM (SELECT *, regexp_extract(topic, '[^/]+$', 0) AS sl FROM stg_schema_index) s
 WHERE NOT EXISTS (SELECT 1 FROM ml_topics m WHERE m.topic = s.topic)
     AND NOT EXISTS (SELECT 1 FROM undecodable_ml_topics m WHERE m.topic = s.topic)
     AND NOT EXISTS (SELECT 1 FROM partitioned_known pt WHERE pt.topic = s.topic)
@@ -105,7 +110,8 @@ UNION ALL
 SELECT
     'bundle-data' AS leak, bd.path, bd.namespace,
     array('/admin/policies', '/loadbalance/bundle-data') AS required,
-    CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
+    CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics,
+    ${system_namespace_reason:bd.namespace} AS system_reason
 FROM (
     -- a. directories of namespaces without policies
     SELECT d.path, d.namespace
@@ -135,7 +141,8 @@ UNION ALL
 SELECT
     'local-policies' AS leak, lp.path, lp.namespace,
     array('/admin/policies', '/admin/local-policies') AS required,
-    CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics
+    CAST(NULL AS STRING) AS scope_root, CAST(0 AS BIGINT) AS held_topics,
+    ${system_namespace_reason:lp.namespace} AS system_reason
 FROM (
     SELECT path, namespace FROM stg_local_policies
     -- one whose value does not decode still exists: reported, never planned (it holds an undecodable znode)

@@ -75,6 +75,7 @@ class SnapshotBuilder:
     now_ms: int = NOW
     admin_scraped: bool = False
     complete_scopes: bool = True
+    load_manager: dict[str, Any] = field(default_factory=dict)  # the manifest's (empty: not recorded)
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def add(self, table: str, **values: Any) -> dict[str, Any]:
@@ -403,6 +404,7 @@ class SnapshotBuilder:
             row_counts={t.name: len(self.rows.get(t.name, [])) for t in schema.TABLES},
             incomplete_scopes=incomplete,
             admin_scraped=self.admin_scraped,
+            load_manager=self.load_manager,
         )
         write_manifest(out, manifest)
         return out

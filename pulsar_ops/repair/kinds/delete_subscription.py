@@ -93,7 +93,7 @@ class DeleteSubscription(Kind):
         enc = target[1]
         if enc is None or names.decode(enc, a.path) != call.subscription:
             return f"{a.path} is not the cursor znode of {call.subscription!r} on {call.topic}"
-        system = R.system_subscription(call.topic, call.subscription)  # the rule's own test, statically too
+        system = R.system_subscription(call.subscription)  # the rule's own test of the name, statically too
         if system is not None:
             return system
         if not paths or paths[0] != a.path or len(paths) > 2:
@@ -113,7 +113,7 @@ class DeleteSubscription(Kind):
             c.mtime_ms,
             inactive_after_ms=facts.params.inactive_after_ms,
             now_ms=facts.now_ms,
-            topic=a.admin.topic,
+            cursor_path=a.path,
         )
 
     def done(self, session: ZkSession, a: Action, rewritten_sha: str | None) -> bool:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.names import MlName
@@ -187,7 +188,7 @@ def test_topic_ml_name_round_trip(tenant: str, ns: str, cluster: str | None, loc
     ],
 )
 def test_is_system_cursor(name: str, system: bool) -> None:
-    assert names.is_system_cursor(name) is system
+    assert pulsar_names.is_system_cursor(name) is system
 
 
 @pytest.mark.parametrize(
