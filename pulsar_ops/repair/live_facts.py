@@ -174,10 +174,10 @@ def ownership_unknown(session: ZkSession) -> str | None:
         if o.exists:
             regs[o.path.rsplit("/", 1)[1]] = pulsar_names.registration_class(o.data)
     elm = session.read(LOCAL, [pulsar_names.ELM_LEADER_PATH, pulsar_names.SERVICE_UNIT_STATE_ROOT])
-    kind = pulsar_names.load_manager_kind(regs, any(o.exists for o in elm))
-    if kind in ("modular", "none"):
+    manager = pulsar_names.load_manager_kind(regs, any(o.exists for o in elm))
+    if manager in ("modular", "none"):
         return None
-    return f"load manager {kind!r} now: ownership is kept outside /namespace znodes"
+    return f"load manager {manager!r} now: ownership is kept outside /namespace znodes"
 
 
 def listed_now(session: ZkSession, ml_path: str) -> tuple[int, ...] | None:
