@@ -38,11 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_ops.errors import ApplyError, DecodeError, QuarantineError, ZooKeeperAuthError, ZooKeeperError
+from pulsar_ops.repair import bookie_gc as GC
 from pulsar_ops.repair import journal as J
 from pulsar_ops.repair import rewrite as RW
 from pulsar_ops.repair import rules as R
 from pulsar_ops.repair.actions import (
     ADMIN_KINDS,
+    KIND_BOOKIE_GC,
     KIND_DELETE_LEDGER,
     KIND_DELETE_SUBSCRIPTION,
     KIND_DELETE_SUBTREE,
@@ -320,6 +322,38 @@ def rule_problem(
     return None
 
 
+# --- bookie-gc (repair/bookie_gc.py owns the kind) ----------------------------------------------------
+
+
+def _registered(session: ZkSession, plan: Plan) -> GC.Registered:
+    """bookie id -> registered now (read-write or read-only); None when the registration cannot be read."""
+
+    def check(bookie_id: str) -> bool | None:
+        rw = GC.registration_path(plan.ledgers_root, bookie_id)
+        ro = GC.registration_path(plan.ledgers_root, f"readonly/{bookie_id}")
+        try:
+            return any(o.exists for o in session.read("local", [rw, ro]))
+        except ZooKeeperError:
+            return None
+
+    return check
+
+
+def _gc_step(
+    session: ZkSession, journal: J.Journal, backups: BackupStore, plan: Plan, a: Action, gc: GC.GcApply | None
+) -> ActionOutcome:
+    assert a.bookie_gc is not None
+    if gc is None:
+        raise ApplyError(f"{a.id} calls a bookie's HTTP API, but no bookie client was configured; nothing was called")
+    scans = plan.impact.get("bookie_scans") or {}
+    st = journal.state(a.id)
+    if st.live == J.PENDING:
+        outcome, why = GC.mark_one(journal, backups, a.id, a.bookie_gc, scans, gc, _registered(session, plan))
+    else:
+        outcome, why = GC.delete_one(journal, a.id, a.bookie_gc, scans, gc, _registered(session, plan), st)
+    return _outcome(a, outcome, why)
+
+
 # --- mark ----------------------------------------------------------------------------------------------
 
 
@@ -399,6 +433,7 @@ def run_mark(
     *,
     batch_size: int = 100,
     progress: Progress | None = None,
+    bookie_gc: GC.GcApply | None = None,
 ) -> ApplyReport:
     """Re-verify every target, back it up, journal ``marked``. Changes no ZooKeeper data."""
     report = ApplyReport("mark", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path))
@@ -425,6 +460,9 @@ def run_mark(
                         report.outcomes.append(_outcome(a, "failed", f"backup lost and {reason}"))
                         continue
                 report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", _previous(st))))
+                continue
+            if a.kind == KIND_BOOKIE_GC:
+                report.outcomes.append(_gc_step(session, journal, backups, plan, a, bookie_gc))
                 continue
             try:
                 reason, shas = _back_up(session, backups, plan, a, refs_index)
@@ -495,6 +533,7 @@ def _delete_one(
     after_commit: AfterCommit | None,
     admin: AdminApi | None = None,
     pace: Callable[[], None] | None = None,
+    bookie_gc: GC.GcApply | None = None,
 ) -> ActionOutcome:
     st = journal.state(a.id)
     if st.final:
@@ -503,7 +542,9 @@ def _delete_one(
         why = "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first"
         return _outcome(a, "pending", _joined(why, _previous(st)))
     previous = _previous(st)  # before anything is journaled (the journal updates ``st`` in place)
-    if a.kind in ADMIN_KINDS:
+    if a.kind == KIND_BOOKIE_GC:
+        out = _gc_step(session, journal, backups, plan, a, bookie_gc)
+    elif a.kind in ADMIN_KINDS:
         out = _admin_one(session, journal, backups, plan, a, admin, pace)
     else:
         out = _delete_verified(session, journal, backups, plan, a, replace(st), refs_index, after_commit)
@@ -758,6 +799,7 @@ def run_delete(
     admin: AdminApi | None = None,
     loads_per_minute: float = 60.0,
     sleep: Callable[[float], None] = time.sleep,
+    bookie_gc: GC.GcApply | None = None,
 ) -> ApplyReport:
     """``after_commit`` runs right after each committed transaction, before it is journaled (tests use it to
     crash at the worst moment)."""
@@ -800,11 +842,13 @@ def run_delete(
         committed: list[Action] = []
         for a in batch:
             was_final = journal.state(a.id).final
-            out = _delete_one(session, journal, backups, plan, a, refs_index, after_commit, admin, pace)
+            out = _delete_one(session, journal, backups, plan, a, refs_index, after_commit, admin, pace, bookie_gc)
             report.outcomes.append(out)
             if out.outcome == "committed" and not was_final:
                 committed.append(a)
         for a in committed:  # verify the batch before the next one begins
+            if a.kind == KIND_BOOKIE_GC:
+                continue  # its done-check is the wait on GET /api/v1/bookie/gc (bookie_gc.trigger_and_wait)
             if not _done(session, backups, plan, a):
                 raise ApplyError(
                     f"verification failed: {a.path} is not as its committed transaction left it; stopping",
@@ -846,7 +890,10 @@ def dry_run(
         if st.final:
             report.outcomes.append(_outcome(a, st.state, _from_before(st)))
         elif phase == "mark":
-            if st.live == J.PENDING:
+            if st.live == J.PENDING and a.bookie_gc is not None:
+                why = f"re-read bookie {a.bookie_gc.bookie_id}'s configuration and GC state; change nothing"
+                report.outcomes.append(_outcome(a, "would-mark", _joined(why, previous)))
+            elif st.live == J.PENDING:
                 why = f"re-read and back up {n} znode(s) of {a.path}"
                 report.outcomes.append(_outcome(a, "would-mark", _joined(why, previous)))
             else:
@@ -859,7 +906,9 @@ def dry_run(
             refs = len(a.preconditions.references)
             why = f"re-verify {n} znode(s) and {refs} reference(s), then delete with compare-and-set"
             verb = "would-delete"
-            if a.admin is not None and a.kind == KIND_LOAD_TOPIC:
+            if a.bookie_gc is not None:
+                verb, why = "would-call", GC.dry_run_text(a.bookie_gc)
+            elif a.admin is not None and a.kind == KIND_LOAD_TOPIC:
                 verb = "would-call"
                 why = (
                     f"re-verify {a.path} (version, bytes) and that {a.admin.topic} is unloaded, then ask the broker "

@@ -55,7 +55,9 @@ from typing import Protocol
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
+from pulsar_ops.repair import bookie_gc
 from pulsar_ops.repair.actions import (
+    KIND_BOOKIE_GC,
     KIND_DELETE_LEDGER,
     KIND_DELETE_SUBSCRIPTION,
     KIND_DELETE_SUBTREE,
@@ -244,6 +246,10 @@ def action_problem(action: Action, *, ledgers_root: str) -> str | None:
         return _subscription_problem(action, paths, ledgers_root)
     if action.kind == KIND_LOAD_TOPIC:
         return _load_problem(action, paths)
+    if action.kind == KIND_BOOKIE_GC:
+        return bookie_gc.shape_problem(
+            path, action.store, bool(paths), action.ledger_id, action.bookie_gc, ledgers_root
+        )
     return f"unknown action kind {action.kind!r}"
 
 
