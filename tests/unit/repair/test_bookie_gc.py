@@ -183,3 +183,65 @@ def test_call_round_trips_and_shape_is_checked() -> None:
     assert G.plan_problem(call, {"b1:3181": "/scans/b1"}) is None
     assert G.plan_problem(call, {"b2:3181": "/scans/b2"}) is not None
     assert G.plan_problem(call, {"b1:3181": "/elsewhere"}) is not None
+
+
+class ScriptedBookie:
+    """A bookie whose GET /gc answers follow a script; config and suspension as Pulsar ships them."""
+
+    def __init__(self, force_states: list[str]) -> None:
+        self.force_states = force_states
+        self.puts = 0
+
+    def get(self, path: str) -> G.HttpAnswer:
+        if path == G.CONFIG_PATH:
+            return G.HttpAnswer(200, {"gcWaitTime": "900000", "forceAllowCompaction": "true",
+                                      "majorCompactionThreshold": "0.5"})  # fmt: skip
+        if path == G.SUSPEND_PATH:
+            return G.HttpAnswer(200, {"isMajorGcSuspended": "false", "isMinorGcSuspended": "false"})
+        if path == G.GC_PATH:
+            s = self.force_states.pop(0) if len(self.force_states) > 1 else self.force_states[0]
+            return G.HttpAnswer(200, {"is_in_force_gc": s})
+        return G.HttpAnswer(404, None)
+
+    def put(self, path: str, body: Mapping[str, Any]) -> G.HttpAnswer:
+        self.puts += 1
+        return G.HttpAnswer(200, "Triggered GC on BookieServer: b1:3181")
+
+
+def test_mark_then_act_journals_each_step_and_a_timed_out_run_is_committed_once_it_ended(tmp_path: Any) -> None:
+    from pulsar_ops.bookiescan import schema
+    from pulsar_ops.repair import journal as J
+    from pulsar_ops.repair.backup import BackupStore
+
+    (tmp_path / "scan").mkdir()
+    (tmp_path / "scan" / schema.MANIFEST_NAME).write_text('{"bookie_id": "b1:3181"}')
+    call = _call(scan=str(tmp_path / "scan"))
+    scans = {"b1:3181": call.scan}
+    # before the mark: GET says idle; the PUT's run is still going at every poll until the timeout
+    bookie = ScriptedBookie(["false", "true"])
+    c = Clock()
+    gc = G.GcApply(clients=lambda _b, _u: bookie, interval_s=30, timeout_s=5, poll_s=1, sleep=c.sleep, clock=c.now)
+    registered: G.Registered = lambda _b: True  # noqa: E731
+    with J.Journal.open(tmp_path / "j.jsonl", plan_checksum="c" * 64, plan_id="p", actions=1, backup_dir=None) as j:
+        backups = BackupStore.open(tmp_path / "b", create=True)
+        assert G.mark_one(j, backups, "a1", call, scans, gc, registered)[0] == "marked"
+        assert bookie.puts == 0 and j.state("a1").backup  # mark changes nothing and keeps what the bookie said
+        bookie.force_states = ["false", "true"]
+        outcome, why = G.delete_one(j, "a1", call, scans, gc, registered, j.state("a1"))
+        assert (outcome, bookie.puts) == ("failed", 1) and why.startswith(G.TIMEOUT)
+        # the next run: the forced GC has ended -> committed without a second request
+        bookie.force_states = ["false"]
+        outcome, why = G.delete_one(j, "a1", call, scans, gc, registered, j.state("a1"))
+        assert (outcome, bookie.puts) == ("committed", 1) and "timed out" in why
+        assert j.state("a1").state == J.COMMITTED
+
+
+def test_forced_gcs_are_paced_one_bookie_at_a_time() -> None:
+    c = Clock()
+    gc = G.GcApply(clients=lambda _b, _u: None, interval_s=30, sleep=c.sleep, clock=c.now)
+    gc.pace()
+    assert c.t == 0  # the first request waits for nothing
+    gc.ended()
+    c.t += 10
+    gc.pace()
+    assert c.t == 30  # 30 s after the previous forced GC ended
