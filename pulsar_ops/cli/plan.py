@@ -120,7 +120,8 @@ def register(app: typer.Typer) -> None:
             [],
             "--bookie-scan",
             help="A `scan-bookie` output directory (repeat, one per bookie): the predicted impact on that bookie "
-            "uses its measured entry-log layout instead of the estimate from ledger metadata.",
+            "uses its measured entry-log layout instead of the estimate from ledger metadata, and its storage "
+            "findings get a bookie-gc action (a forced GC, with the bytes it is predicted to free).",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
     ) -> None:
