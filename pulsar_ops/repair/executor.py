@@ -298,8 +298,10 @@ def run_mark(
     *,
     batch_size: int = 100,
     progress: Progress | None = None,
+    bookie_gc: Any = None,
 ) -> ApplyReport:
-    """Re-verify every target, back it up, journal ``marked``. Changes no ZooKeeper data."""
+    """Re-verify every target, back it up, journal ``marked``. Changes no ZooKeeper data. ``bookie_gc``: the
+    bookies' HTTP clients of a kind that runs its own steps (``bookie-gc``)."""
     report = ApplyReport("mark", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path))
     facts = live_facts(session, plan, remember_failure=False)  # an unreadable index is re-read by the next action
 
@@ -319,6 +321,10 @@ def run_mark(
                         report.outcomes.append(_outcome(a, "failed", f"backup lost and {reason}"))
                         continue
                 report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", _previous(st))))
+                continue
+            kind = kind_of(a.kind)
+            if kind.steps_itself:
+                report.outcomes.append(_outcome(a, *kind.step(session, journal, backups, plan, a, bookie_gc)))
                 continue
             try:
                 reason, shas = _back_up(session, backups, plan, a, facts)
@@ -373,6 +379,7 @@ def _delete_one(
     after_commit: AfterCommit | None,
     admin: AdminApi | None = None,
     pace: Callable[[], None] | None = None,
+    bookie_gc: Any = None,
 ) -> ActionOutcome:
     st = journal.state(a.id)
     if st.final:
@@ -381,7 +388,10 @@ def _delete_one(
         why = "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first"
         return _outcome(a, "pending", _joined(why, _previous(st)))
     previous = _previous(st)  # before anything is journaled (the journal updates ``st`` in place)
-    if kind_of(a.kind).via_broker:
+    kind = kind_of(a.kind)
+    if kind.steps_itself:
+        out = _outcome(a, *kind.step(session, journal, backups, plan, a, bookie_gc))
+    elif kind.via_broker:
         out = _admin_one(session, journal, backups, plan, a, facts, admin, pace)
     else:
         out = _delete_verified(session, journal, backups, plan, a, replace(st), facts, after_commit)
@@ -524,6 +534,7 @@ def run_delete(
     admin: AdminApi | None = None,
     loads_per_minute: float = 60.0,
     sleep: Callable[[float], None] = time.sleep,
+    bookie_gc: Any = None,
 ) -> ApplyReport:
     """``after_commit`` runs right after each committed transaction, before it is journaled (tests use it to
     crash at the worst moment)."""
@@ -554,11 +565,13 @@ def run_delete(
         committed: list[Action] = []
         for a in batch:
             was_final = journal.state(a.id).final
-            out = _delete_one(session, journal, backups, plan, a, facts, after_commit, admin, pace)
+            out = _delete_one(session, journal, backups, plan, a, facts, after_commit, admin, pace, bookie_gc)
             report.outcomes.append(out)
             if out.outcome == "committed" and not was_final:
                 committed.append(a)
         for a in committed:  # verify the batch before the next one begins
+            if kind_of(a.kind).steps_itself:
+                continue  # its own step waited for its change (bookie-gc: GET /api/v1/bookie/gc)
             if not _done(session, backups, plan, a):
                 raise ApplyError(
                     f"verification failed: {a.path} is not as its committed transaction left it; stopping",
@@ -595,13 +608,12 @@ def dry_run(
     )
     for a in plan.actions:
         st = journal.state(a.id)
-        n = a.znode_count
         previous = _previous(st)
         if st.final:
             report.outcomes.append(_outcome(a, st.state, _from_before(st)))
         elif phase == "mark":
             if st.live == J.PENDING:
-                why = f"re-read and back up {n} znode(s) of {a.path}"
+                why = kind_of(a.kind).dry_run_mark(a)
                 report.outcomes.append(_outcome(a, "would-mark", _joined(why, previous)))
             else:
                 report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", previous)))

@@ -101,6 +101,7 @@ class Kind:
     reads_references: ClassVar[bool] = False  # delete re-reads its referencing znodes (and checks them)
     rule_at_mark: ClassVar[bool] = True  # mark asks the rule (a leak subtree: only a forecast)
     nests: ClassVar[bool] = False  # an action inside another of the kind is dropped (subtrees)
+    steps_itself: ClassVar[bool] = False  # it runs its own mark and delete steps (``step``), not a znode backup
 
     # --- the plan ------------------------------------------------------------------------------------------
     def action_id(self, a: Action) -> str:
@@ -152,6 +153,15 @@ class Kind:
     def call(self, session: ZkSession, a: Action, admin: AdminApi, done: Callable[[], bool]) -> Called:
         """A broker kind: make the call once and say what it came to (``done``: the tree shows the change)."""
         raise NotImplementedError
+
+    def step(
+        self, session: ZkSession, journal: Any, backups: Any, plan: Any, a: Action, clients: Any
+    ) -> tuple[str, str]:
+        """A kind that ``steps_itself``: its mark (journal state pending) or delete step. (outcome, reason)."""
+        raise NotImplementedError
+
+    def dry_run_mark(self, a: Action) -> str:
+        return f"re-read and back up {a.znode_count} znode(s) of {a.path}"
 
     def dry_run(self, a: Action) -> tuple[str, str]:
         n, refs = a.znode_count, len(a.preconditions.references)

@@ -5,6 +5,7 @@ Never touches ZooKeeper.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -13,10 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_ops import __version__
+from pulsar_ops.errors import ModelError, PlanError
+from pulsar_ops.findings import Finding
 from pulsar_ops.model.facts import LedgerFacts
+from pulsar_ops.model.gc_config import gc_config
 from pulsar_ops.model.impact import plan_impact, read_load_impact
 from pulsar_ops.model.scan_layout import BookieScan, read_scans
-from pulsar_ops.repair.actions import Action
+from pulsar_ops.repair.actions import KIND_BOOKIE_GC, Action, FindingRef, NotPlanned, Precondition
+from pulsar_ops.repair.kinds import bookie_gc
 from pulsar_ops.repair.plan_file import Plan, dump_plan
 from pulsar_ops.repair.planner import (
     ORDER_DOC,
@@ -145,6 +150,54 @@ def _owner(f: LedgerFact | None) -> str | None:
     return None
 
 
+def bookie_gc_draft(
+    draft: PlanDraft,
+    findings: Sequence[Finding],
+    scans: Mapping[str, BookieScan],
+    audit_doc: Mapping[str, Any],
+    *,
+    endpoints: Mapping[str, Mapping[str, Any]],
+    ledgers_root: str,
+) -> PlanDraft:
+    """``plan --bookie-scan``: the ``bookie-gc`` actions (repair/kinds/bookie_gc.py) first, then the draft's; the
+    storage findings they answer leave ``not_planned``, the ones they cannot answer get the kind's reason."""
+    params = audit_doc.get("params")
+    gc_doc = ((params or {}).get("bookie") or {}).get("gc") if isinstance(params, Mapping) else None
+    try:
+        cfg = gc_config(gc_doc if isinstance(gc_doc, Mapping) else None)
+    except ModelError as e:
+        raise PlanError(f"the audit's bookie GC settings: {e.message}", hint="re-run the audit") from None
+    built = bookie_gc.build(findings, scans, cfg, endpoints=endpoints)
+    actions: list[Action] = []
+    answered: set[str] = set()
+    for item in built.actions:
+        call: bookie_gc.BookieGcCall = item["call"]
+        f: Finding = item["finding"]
+        answered.update(x.key() for x in item["findings"])
+        actions.append(
+            Action(
+                id="bookie-gc-" + hashlib.sha256(call.bookie_id.encode()).hexdigest()[:16],
+                kind=KIND_BOOKIE_GC,
+                store="local",
+                path=bookie_gc.registration_path(ledgers_root, call.bookie_id),
+                finding=FindingRef(f.key(), f.detection),
+                preconditions=Precondition(znodes=()),
+                bytes=int(call.predicted.get("total", 0)),
+                time_ms=call.scan_finished_at_ms,
+                owner=call.bookie_id,
+                impact=bookie_gc.impact(call, item["notes"]),
+                bookie_gc=call,
+            )
+        )
+    skipped = [
+        NotPlanned(f.key(), f.detection, code, why, f.bytes, f.path, f.ledger_id) for f, code, why in built.not_planned
+    ]
+    replaced = answered | {n.key for n in skipped}
+    not_planned = [n for n in draft.not_planned if n.key not in replaced] + skipped
+    not_planned.sort(key=lambda n: (n.detection, n.reason_code, n.key))
+    return PlanDraft(actions=(*actions, *draft.actions), not_planned=tuple(not_planned))
+
+
 def build_plan(
     audit_dir: Path,
     out: Path,
@@ -184,6 +237,15 @@ def build_plan(
     if scans:
         impact["bookie_scans"] = {bid: sc.path for bid, sc in sorted(scans.items())}
     draft = with_impact(draft, per_action)
+    if scans:
+        draft = bookie_gc_draft(
+            draft,
+            audit.findings,
+            scans,
+            audit.audit,
+            endpoints=snap.manifest.bookie_endpoints,
+            ledgers_root=snap.manifest.ledgers_root,
+        )
     summary = summarize(draft.actions, draft.not_planned)
     plan = Plan(
         plan_id=plan_id or str(uuid.uuid4()),

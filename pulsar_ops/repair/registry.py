@@ -7,6 +7,7 @@ from __future__ import annotations
 from pulsar_ops.errors import PlanError
 from pulsar_ops.repair.kind import Kind
 from pulsar_ops.repair.kinds import (
+    bookie_gc,
     delete_ledger,
     delete_subscription,
     delete_subtree,
@@ -17,7 +18,15 @@ from pulsar_ops.repair.kinds import (
 
 KINDS: dict[str, Kind] = {
     k.KIND.name: k.KIND
-    for k in (delete_ledger, delete_subtree, drop_missing_ledger, trim_unloaded, delete_subscription, load_topic)
+    for k in (
+        delete_ledger,
+        delete_subtree,
+        drop_missing_ledger,
+        trim_unloaded,
+        delete_subscription,
+        load_topic,
+        bookie_gc,
+    )
 }
 
 # The detections whose findings become actions, and the kind (opt-in: only with `plan --include DETECTION`;
