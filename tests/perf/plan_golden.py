@@ -9,6 +9,12 @@
 Plans the demo's audit with every variant below (the default plan and each opt-in repair), with a fixed plan id
 and clock, and writes (``make``) or compares (``compare``) each ``plan.json`` with the id, the creation time and
 the checksum left out. Exit code 1 and a diff of the first differing plan when one differs.
+
+    # the journal record shapes of two `pulsar-ops demo --apply` runs (before and after the change):
+    python tests/perf/plan_golden.py journals OLD_DEMO_DIR NEW_DEMO_DIR
+
+compares, per action kind (its id's prefix) and journal state, the set of keys its records carry (values aside:
+ids, times and hashes differ).
 """
 
 from __future__ import annotations
@@ -46,7 +52,23 @@ def _plan(audit: Path, out: Path, params: PlanParams) -> str:
     return _normal(out)
 
 
+def _shapes(demo: Path) -> dict[str, list[list[str]]]:
+    """``kind:state`` -> the distinct key sets of its records, over every journal under ``demo``."""
+    shapes: dict[str, set[tuple[str, ...]]] = {}
+    for journal in sorted(demo.rglob("*.journal.jsonl")):
+        for line in journal.read_text().splitlines():
+            rec = json.loads(line)
+            kind = str(rec.get("action", "")).split("-")[0]  # the action id's prefix names its kind
+            shapes.setdefault(f"{kind}:{rec.get('state', rec.get('type'))}", set()).add(tuple(sorted(rec)))
+    return {k: sorted(list(t) for t in v) for k, v in sorted(shapes.items())}
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0] == "journals":
+        old, new = _shapes(Path(argv[1])), _shapes(Path(argv[2]))
+        print(json.dumps(new, indent=1))
+        print("journal record shapes: " + ("same" if old == new else f"DIFFER (before: {json.dumps(old)})"))
+        return 0 if old == new and old else 1
     if len(argv) != 3 or argv[0] not in ("make", "compare"):
         print(__doc__, file=sys.stderr)
         return 2
