@@ -120,6 +120,14 @@ ELM_CLASS_NAMES: frozenset[str] = frozenset(
         "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerWrapper",
     }
 )
+# the load managers that keep ownership in /namespace znodes (OwnershipCache), should a registration name one
+ZK_OWNERSHIP_CLASS_NAMES: frozenset[str] = frozenset(
+    {
+        "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl",
+        "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerWrapper",
+        "org.apache.pulsar.broker.loadbalance.impl.SimpleLoadManagerImpl",
+    }
+)
 # pulsar-broker org/apache/pulsar/PulsarClusterMetadataSetup.java (initialize-cluster-metadata) writes, besides
 # the cluster, the tenants "public" and "pulsar", the namespaces "public/default" and "pulsar/system", and the
 # partitioned-topic metadata of TRANSACTION_COORDINATOR_ASSIGN with --initial-num-transaction-coordinators
@@ -380,7 +388,7 @@ def load_manager_kind(registrations: dict[str, str | None], extension_leader: bo
     if None in classes:
         return "unknown"
     elm = {c for c in classes if c is not None and is_elm_class(c)}
-    modular = {c for c in classes if c == ""}
+    modular = {c for c in classes if c == "" or c in ZK_OWNERSHIP_CLASS_NAMES}
     other = classes - elm - modular
     if other:
         return "unknown"

@@ -264,6 +264,15 @@ def run_audit(
     recorded = {*conf, *product, *SQL_SIZING_KEYS, *RECORDED_JVM_KEYS, *etl.PLAN_CONF, *etl.ONE_PARTITION_CONF}
     audit["spark_conf"] = {k: conf_value(session, k) for k in sorted(recorded)}
     audit["coverage"] = coverage_summary(covered)
+    # whether a bundle without a /namespace ownership znode may be called unowned (docs/detections.md "Pulsar's own
+    # names"): under the extensible load manager it may not, and without every broker's listing the loaded state
+    # of those topics is an unknown scope: expired-retention-unloaded judges none of them
+    load_manager = manifest.get("load_manager") or {}
+    audit["ownership"] = {
+        "load_manager": load_manager.get("kind", "not recorded"),
+        "in_zookeeper": owned_in_zk,
+        "unknown_scope": not owned_in_zk and not bool(manifest.get("admin_scraped")),
+    }
     audit["storage"] = storage_summary(stored, storage_top_n) if stored is not None else None
     audit["bookie_scans"] = [s.summary() for s in scans]  # each bookie's scope, and what a partial one withheld
     audit["intermediate"] = {m.name: m.to_json() for m in materialised}

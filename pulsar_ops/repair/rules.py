@@ -16,8 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats.ledger_kind import ledger_kind
-from pulsar_ops.pulsar_names import NAMESPACE_EVENTS_LOCAL_NAME, is_system_cursor, system_path_reason
+from pulsar_ops.formats.names import parse_ml_name
+from pulsar_ops.pulsar_names import (
+    NAMESPACE_EVENTS_LOCAL_NAME,
+    is_system_cursor,
+    system_path_reason,
+    system_topic_reason,
+)
 from pulsar_ops.repair.facts import (
     MIB,
     SNAPSHOT_SAYS,
@@ -51,6 +58,9 @@ def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> 
             f"ledger {lid} is {kind} by its own custom metadata (application={app!r}, component={component!r}); "
             f"only {', '.join(sorted(PLANNABLE_LEDGER_KINDS))} ledgers are ever deleted"
         )
+    own = _own_ledger(f.custom.get("pulsar/managed-ledger"))
+    if own is not None:
+        return f"ledger {lid} belongs to Pulsar's own managed ledger ({own}); it is never deleted"
     if min_age_ms is None:
         return "the plan records no min-age: re-plan from an audit that records its parameters"
     if f.ctime_ms is None or f.ctime_ms <= 0:
@@ -71,6 +81,17 @@ def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> 
     if f.referenced_by is not None:
         return Refusal(f"ledger {lid} is referenced by {f.referenced_by}", SNAPSHOT_SAYS)
     return None
+
+
+def _own_ledger(ml_name: str | None) -> str | None:
+    """Why the managed ledger a ledger's custom metadata names is Pulsar's own (None: it is not, or unnamed)."""
+    if not ml_name:
+        return None
+    try:
+        ml = parse_ml_name(ml_name)
+    except DecodeError:
+        return None
+    return system_topic_reason(ml.namespace, ml.local_name)
 
 
 # --- retention: trim-unloaded and load-topic -----------------------------------------------------------------

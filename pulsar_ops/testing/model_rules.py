@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pulsar_ops import pulsar_names
 from pulsar_ops.formats.cursor import ManagedCursorInfo
 from pulsar_ops.formats.managed_ledger import LedgerInfo
 from pulsar_ops.formats.names import MlName
-from pulsar_ops.pulsar_names import is_system_cursor
+from pulsar_ops.pulsar_names import is_system_cursor, system_topic_reason
 from pulsar_ops.testing.model_spec import (
     BROKER_DEFAULTS,
     INACTIVE_AFTER_MS,
@@ -24,7 +25,7 @@ from pulsar_ops.testing.model_spec import (
 )
 
 PLANNABLE_ORPHAN_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
-SYSTEM_NAMESPACE = "pulsar/system"
+SYSTEM_NAMESPACE = pulsar_names.SYSTEM_NAMESPACE
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +50,8 @@ class TopicFacts:
 
 
 def is_system_topic(ml: MlName) -> bool:
-    name = ml.local_name
-    return (
-        name.startswith("__")
-        or name.endswith("__transaction_pending_ack")
-        or name.endswith("__transaction_buffer_snapshot")
-        or ml.namespace == SYSTEM_NAMESPACE
-    )
+    """Pulsar's own topic: the registry (:func:`pulsar_ops.pulsar_names.system_topic_reason`), one definition."""
+    return system_topic_reason(ml.namespace, ml.local_name) is not None
 
 
 def effective_retention(ns_time: int | None, ns_size: int | None) -> tuple[int, int, str]:
@@ -86,7 +82,7 @@ def expired_retention(t: TopicFacts, now_ms: int, znode_time_ms: int) -> Trim:
     retention; a load re-stamps it with the load time (``ManagedLedgerImpl.initialize``), so the first trim
     after the load frees it only when the retention time is 0 or the size rule takes it.
     """
-    if t.owned or not t.ledgers:
+    if t.owned or not t.ledgers or is_system_topic(t.ml):  # Pulsar's own topics are never unloaded topics
         return Trim((), ())
     last_idx = len(t.ledgers) - 1
     slowest = _slowest(t.cursors)

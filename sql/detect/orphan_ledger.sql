@@ -121,6 +121,10 @@ decided AS (
         CASE
             WHEN j.kind NOT IN ('data', 'cursor', 'schema', 'compacted', 'bucket')
                 THEN concat('kind ', j.kind, ': not a known Pulsar ledger kind; never planned')
+            -- a ledger of Pulsar's own topic (pulsar_ops/pulsar_names.py) is never planned, even when its owner is gone
+            WHEN ${system_topic_reason:j.owner_namespace:j.owner_local} IS NOT NULL
+                THEN concat('a ledger of Pulsar own topic ', j.owner_topic, ' (',
+                            ${system_topic_reason:j.owner_namespace:j.owner_local}, '); never planned')
             WHEN j.undecodable_dependency IS NOT NULL
                 THEN concat(
                     'depends on undecodable znode ', j.undecodable_dependency,
@@ -141,7 +145,7 @@ decided AS (
             WHEN size(j.blocked_scopes) > 0
                 THEN concat('incomplete scope(s): ', array_join(j.blocked_scopes, ', '))
         END AS blocker
-    FROM judged j
+    FROM (SELECT *, regexp_extract(coalesce(owner_topic, ''), '[^/]+$', 0) AS owner_local FROM judged) j
 )
 SELECT
     'orphan-ledger' AS detection,

@@ -48,6 +48,8 @@ def _cluster(b: SnapshotBuilder) -> None:
     # coordinator 0's log, unloaded-looking (no ownership znode for pulsar/system)
     b.topic("pulsar/system", "__transaction_log_0", ledgers=[closed(100, 9), _open(b, 101)])
     b.cursor("pulsar/system", "__transaction_log_0", "transaction.subscription", md=(100, 9), is_system=True)
+    # an old ledger of coordinator 9's log, whose managed ledger is gone: never a plannable orphan
+    b.bk_ledger(99, owner="pulsar/system/persistent/__transaction_log_9", ctime_ms=NOW - 30 * DAY)
     # a heartbeat namespace: owned by brokers without namespace policies (NamespaceService)
     b.topic("pulsar/10.0.0.1:8080", "healthcheck", ledgers=[closed(102, 9), _open(b, 103)])
     b.cursor("pulsar/10.0.0.1:8080", "healthcheck", "healthCheck-x", md=(102, 9), mtime_ms=NOW - 40 * DAY)
@@ -88,12 +90,15 @@ def _topics(fs: list[Finding]) -> set[str]:
 def test_nothing_of_pulsar_is_a_leak_or_idle_or_unloaded(modular: AuditResult) -> None:
     leaks = of(modular, "znode-leak")
     assert not [f for f in leaks if "pulsar" in (f.path or "").split("/")], leaks
+    assert modular.audit["ownership"]["unknown_scope"] is False
     unloaded = _topics(of(modular, "expired-retention-unloaded"))
     assert unloaded == {"persistent://t/pol/kept-by-topic-policy", "persistent://t/plain/old"}
     idle = {(f.topic, f.subscription) for f in of(modular, "inactive-subscription")}
     assert idle == {("persistent://t/plain/old", "idle")}
     # by design, not reported: the coordinator-assign metadata and the heartbeat namespace's ledgers
     assert of(modular, "system-metadata") == []
+    (orphan,) = [f for f in of(modular, "orphan-ledger") if f.ledger_id == 99]
+    assert not orphan.plannable and "Pulsar own topic" in (orphan.reason or "")
 
 
 def test_topic_level_retention_is_unknown_where_change_events_exists(modular: AuditResult) -> None:
@@ -108,6 +113,7 @@ def test_topic_level_retention_is_unknown_where_change_events_exists(modular: Au
 
 def test_extensible_load_manager_ownership_is_unknown_without_every_listing(elm: AuditResult) -> None:
     assert of(elm, "expired-retention-unloaded") == []
+    assert elm.audit["ownership"] == {"load_manager": "extensible", "in_zookeeper": False, "unknown_scope": True}
 
 
 def test_extensible_load_manager_with_every_listing(spark: Any, tmp_path: Path) -> None:

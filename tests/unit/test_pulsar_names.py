@@ -115,6 +115,33 @@ _CURSOR = st.lists(
 @settings(max_examples=150, deadline=None)
 @given(rows=st.lists(st.tuples(_NAME, _NAME, _CURSOR), min_size=1, max_size=25))
 def test_python_and_sql_agree(rows: list[tuple[str, str, str]]) -> None:
+    _agree(rows)
+
+
+CURATED = [
+    ("t/ns", "__change_events-partition-12", "pulsar.repl.x"),
+    ("t/ns", "__change_events-partition-", "pulsar.repl"),
+    ("t/ns", "__transaction_buffer_snapshot_indexes-partition-3", "__compaction"),
+    ("pulsar/system", "__transaction_log_012", "transaction.subscription"),
+    ("pulsar/system", "__transaction_log_10", "x"),
+    ("pulsar/c1/10.0.0.1:8080", "healthcheck", "pulsar.dedup"),
+    ("pulsar/b.example:80", "x", "pulsar.dedup2"),
+    ("pulsar/b.example:80a", "x", ""),
+    ("sla-monitor/c/h:1", "x", "__pending_ack_state"),
+    ("sla-monitor/h:1", "x", "y"),
+    ("public/functions", "metadata-partition-0", "s"),
+    ("public/functions", "metadata2", "s"),
+    ("t/ns", "a-s__transaction_pending_ack", "s"),
+    ("t/ns", "_x", "s"),
+    ("pulsar", "sla-monitor", "s"),
+]
+
+
+def test_python_and_sql_agree_on_the_edges() -> None:
+    _agree(CURATED)
+
+
+def _agree(rows: list[tuple[str, str, str]]) -> None:
     con = duckdb.connect()
     con.execute("CREATE TABLE n (i INTEGER, ns VARCHAR, local_name VARCHAR, sub VARCHAR)")
     con.executemany("INSERT INTO n VALUES (?, ?, ?, ?)", [(i, *r) for i, r in enumerate(rows)])
@@ -187,5 +214,8 @@ def test_load_manager_kind_from_the_registrations() -> None:
     assert pn.load_manager_kind({}, True) == "extensible"
     assert pn.load_manager_kind({"a": None}, False) == "unknown"
     assert pn.load_manager_kind({"a": "com.example.Other"}, False) == "unknown"
+    assert pn.load_manager_kind({"a": "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl"}, False) == (
+        "modular"
+    )
     assert pn.ownership_in_zk({}) and pn.ownership_in_zk({"kind": "modular"}) and pn.ownership_in_zk({"kind": "none"})
     assert not pn.ownership_in_zk({"kind": "extensible"}) and not pn.ownership_in_zk({"kind": "unknown"})

@@ -13,6 +13,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from pulsar_ops.formats.cursor import ManagedCursorInfo, encode_cursor_info
+from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.formats.policies import encode_namespace_policies
 from pulsar_ops.repair.actions import (
     KIND_DELETE_SUBSCRIPTION,
@@ -23,14 +24,15 @@ from pulsar_ops.repair.actions import (
     Precondition,
     ZnodeRef,
 )
-from tests.unit.repair.encoders import ml_info
-from tests.zk.repair_cluster import TEST_AUDIT_PARAMS, dump, write_audit, write_snapshot
+from tests.unit.repair.encoders import ledger_md, ml_info
+from tests.zk.repair_cluster import TEST_AUDIT_PARAMS, custom_ml, dump, write_audit, write_snapshot
 from tests.zk.test_apply import apply, cli
 from tests.zk.test_apply_rules import (
     DAY,
     ML_PATH,
     _env,
     _forge,
+    _ledger_action,
     _now,
     _policies,
     _ref,
@@ -190,3 +192,13 @@ def test_the_control_trim_still_applies_without_change_events_or_elm(
     code, _doc, err = apply(env, "delete", "--apply", "--yes", "--quarantine", "0")
     assert code == 0, err
     assert zk.get(ML_PATH)[0]
+
+
+def test_deleting_a_ledger_of_a_coordinator_log_is_refused(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
+    """An old, unreferenced ledger whose custom metadata names coordinator 9's log (its managed ledger gone): a
+    ledger Pulsar wrote for itself is never an orphan to delete."""
+    env = _env(
+        zk, zk_hosts, tmp_path, {ledger_path(38): ledger_md(custom_ml("pulsar/system/persistent/__transaction_log_9"))}
+    )
+    _forge(env, [_ledger_action(zk, 38)])
+    _refused(env, "belongs to Pulsar's own managed ledger")
