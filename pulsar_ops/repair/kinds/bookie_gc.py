@@ -81,6 +81,7 @@ SUSPENDED = "compaction-suspended"
 IN_FORCE_GC = "bookie-gc-in-progress"
 TIMEOUT = "bookie-gc-timeout"
 HTTP_FAILED = "bookie-gc-http-failed"
+NOTHING = "nothing-to-reclaim"  # plan only: the prediction is 0 bytes
 
 
 # --- the call an action makes ---------------------------------------------------------------------------
@@ -343,6 +344,12 @@ def build(
             settings=cfg.to_json(),
         )
         refusal = gc_rule(call, GcFacts(live=False, scanned=True, settings=cfg))
+        if refusal is None and pred["total"] <= 0:
+            refusal = Refusal(
+                NOTHING,
+                "the GC model predicts one forced run frees nothing here (the data is in the active log, or in logs "
+                "the settings never compact)",
+            )
         if refusal is not None:
             for f in fs:
                 skipped.append((f, refusal.code, refusal.reason))

@@ -245,3 +245,39 @@ def test_forced_gcs_are_paced_one_bookie_at_a_time() -> None:
     c.t += 10
     gc.pace()
     assert c.t == 30  # 30 s after the previous forced GC ended
+
+
+def _finding(detection: str, **ev: Any) -> Any:
+    from pulsar_ops.findings import Finding
+
+    lid = ev.pop("ledger_id", None)
+    return Finding(detection, "warning", ledger_id=lid, path="b1:3181", evidence={"bookie": "b1:3181", **ev})
+
+
+def test_build_plans_one_call_per_bookie_and_says_why_not_otherwise() -> None:
+    s = _scan()
+    old = 10 * 86_400_000
+    fs = [
+        _finding(G.UNRECLAIMED, ledger_id=7, age_ms=old),
+        _finding(G.UNRECLAIMED, ledger_id=8, age_ms=old),
+        _finding(G.STALE, live_bytes=120, age_ms=old),
+    ]
+    built = G.build(fs, {"b1:3181": s}, PULSAR)
+    (item,) = built.actions
+    call = item["call"]
+    assert (call.force_major, call.force_minor, call.expect) == (True, True, "major")
+    assert call.garbage_ledgers == (7, 8) and call.predicted["total"] == 3600 and not built.not_planned
+    # a stale log with nothing live: plain GC, no compaction asked
+    plain = G.build([*fs[:2], _finding(G.STALE, live_bytes=0, age_ms=old)], {"b1:3181": s}, PULSAR).actions
+    assert plain[0]["call"].body() == {"forceMajor": False, "forceMinor": False}
+    # no scan of the bookie; a dangling ledger's data; data within gcWaitTime; nothing a forced run would free
+    codes = {
+        G.NOT_SCANNED: G.build(fs, {}, PULSAR),
+        "dangling-ledger-data": G.build(
+            [*fs, _finding(G.UNRECLAIMED, ledger_id=9, dangling=True)], {"b1:3181": s}, PULSAR
+        ),
+        G.WITHIN_WAIT: G.build([_finding(G.UNRECLAIMED, ledger_id=7, age_ms=1000)], {"b1:3181": s}, PULSAR),
+        G.NOTHING: G.build([_finding(G.UNRECLAIMED, ledger_id=99, age_ms=old)], {"b1:3181": s}, PULSAR),
+    }
+    for code, b in codes.items():
+        assert not b.actions and b.not_planned and {c for _, c, _ in b.not_planned} == {code}, code
