@@ -265,6 +265,37 @@ def rewrite_done(session: ZkSession, a: Action, rewritten_sha: str | None) -> bo
     )
 
 
+class RewriteKind(Kind):
+    """A kind that rewrites a managed-ledger znode: at delete, its ledgers still absent and the bytes recorded at
+    mark (:func:`rewrite_set`), then its own transaction checks, then its rule; done when the znode holds them."""
+
+    rewrites = True
+
+    def transaction_checks(
+        self, a: Action, refs: Sequence[ObservedRef]
+    ) -> tuple[str | None, tuple[CheckOp, ...] | None]:
+        """(why not, the transaction's check ops; None: the generic ones)."""
+        return None, None
+
+    def verify(
+        self,
+        session: ZkSession,
+        a: Action,
+        targets: Sequence[Observed],
+        refs: Sequence[ObservedRef],
+        facts: Facts,
+        rewritten_sha: str | None,
+    ) -> Verified:
+        why, sets = rewrite_set(session, a, targets, rewritten_sha)
+        if why is not None:
+            return Verified(why)
+        why, checks = self.transaction_checks(a, refs)
+        return Verified(why or self.rule(a, facts), sets, checks)
+
+    def done(self, session: ZkSession, a: Action, rewritten_sha: str | None) -> bool:
+        return rewrite_done(session, a, rewritten_sha)
+
+
 # --- what the broker kinds share (delete-subscription, load-topic) --------------------------------------------
 
 

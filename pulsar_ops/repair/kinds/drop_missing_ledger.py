@@ -17,28 +17,24 @@ from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_id_from_path, ledger_path
 from pulsar_ops.repair import rules as R
 from pulsar_ops.repair.actions import KIND_DROP_MISSING_LEDGER, Action, FindingRef, Precondition, RemovedLedger, Rewrite
-from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, Observed, ObservedRef, Refusal, SnapshotFacts
+from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, Refusal, SnapshotFacts
 from pulsar_ops.repair.kind import (
-    Kind,
+    RewriteKind,
     Skip,
-    Verified,
     checked,
     hashed_id,
     ml_target,
-    rewrite_done,
-    rewrite_set,
     rewrite_shape,
 )
 
 if TYPE_CHECKING:
-    from pulsar_ops.repair.zk_writer import ZkSession
+    pass
 
 LOADED = "its list belongs to the broker; unload it first"
 
 
-class DropMissingLedger(Kind):
+class DropMissingLedger(RewriteKind):
     name = KIND_DROP_MISSING_LEDGER
-    rewrites = True
 
     def _one(self, f: Finding, facts: SnapshotFacts, view: Facts) -> Action:
         ref = f.evidence.get("ref")
@@ -117,21 +113,6 @@ class DropMissingLedger(Kind):
             return Refusal(why, SNAPSHOT_SAYS)
         loaded = facts.loaded(a.rewrite.topic, LOADED)
         return None if loaded is None else Refusal(loaded, "topic-loaded")
-
-    def verify(
-        self,
-        session: ZkSession,
-        a: Action,
-        targets: Sequence[Observed],
-        refs: Sequence[ObservedRef],
-        facts: Facts,
-        rewritten_sha: str | None,
-    ) -> Verified:
-        why, sets = rewrite_set(session, a, targets, rewritten_sha)
-        return Verified(why or self.rule(a, facts), sets)
-
-    def done(self, session: ZkSession, a: Action, rewritten_sha: str | None) -> bool:
-        return rewrite_done(session, a, rewritten_sha)
 
     def dry_run(self, a: Action) -> tuple[str, str]:
         assert a.rewrite is not None

@@ -26,23 +26,20 @@ from pulsar_ops.repair.actions import (
     Reference,
     Rewrite,
 )
-from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, Observed, ObservedRef, Refusal, SnapshotFacts
+from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, ObservedRef, Refusal, SnapshotFacts
 from pulsar_ops.repair.kind import (
     CheckOp,
-    Kind,
+    RewriteKind,
     Skip,
-    Verified,
     checked,
     freed_bytes,
     hashed_id,
     retention_target,
-    rewrite_done,
-    rewrite_set,
     rewrite_shape,
 )
 
 if TYPE_CHECKING:
-    from pulsar_ops.repair.zk_writer import ZkSession
+    pass
 
 LOADED = "let its broker trim"
 
@@ -64,9 +61,8 @@ def _cursor_checks(a: Action, refs: Sequence[ObservedRef]) -> tuple[str | None, 
     return None, tuple((p, v) for p, v in sorted(planned.items()))
 
 
-class TrimUnloaded(Kind):
+class TrimUnloaded(RewriteKind):
     name = KIND_TRIM_UNLOADED
-    rewrites = True
     reads_references = True
 
     def build(self, f: Finding, facts: SnapshotFacts, view: Facts) -> Action:
@@ -118,23 +114,8 @@ class TrimUnloaded(Kind):
     def reference_owners(self, a: Action) -> list[tuple[str, str]]:
         return [(a.store, a.path)]  # its own topic's cursors, including any created since the snapshot
 
-    def verify(
-        self,
-        session: ZkSession,
-        a: Action,
-        targets: Sequence[Observed],
-        refs: Sequence[ObservedRef],
-        facts: Facts,
-        rewritten_sha: str | None,
-    ) -> Verified:
-        why, sets = rewrite_set(session, a, targets, rewritten_sha)
-        if why is not None:
-            return Verified(why)
-        why, checks = _cursor_checks(a, refs)
-        return Verified(why or self.rule(a, facts), sets, checks)
-
-    def done(self, session: ZkSession, a: Action, rewritten_sha: str | None) -> bool:
-        return rewrite_done(session, a, rewritten_sha)
+    def transaction_checks(self, a: Action, refs: Sequence[ObservedRef]) -> tuple[str | None, tuple[CheckOp, ...]]:
+        return _cursor_checks(a, refs)
 
     def dry_run(self, a: Action) -> tuple[str, str]:
         assert a.rewrite is not None
