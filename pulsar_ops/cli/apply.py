@@ -24,9 +24,11 @@ from pulsar_ops.cli.common import (
     err_console,
     guarded,
 )
+from pulsar_ops.errors import ConfigError
 from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.apply_run import ApplyRequest, run_apply
 from pulsar_ops.repair.executor import ApplyReport
+from pulsar_ops.repair.kinds.bookie_gc import BookieApi, GcApply
 from pulsar_ops.repair.units import parse_duration_ms
 from pulsar_ops.zkconn import security_from_flags
 
@@ -78,6 +80,33 @@ def _admin(url: str | None, conf_path: Path | None, token: str | None, timeout_s
     if insecure:
         _say("warning: tlsAllowInsecureConnection=true: the broker is not verified")
     return HttpAdmin(make_client(url, settings))
+
+
+def _bookie_gc(pairs: list[str], timeout_s: float, interval_s: float, wait_s: float) -> GcApply:
+    """bookie-gc actions' clients: ``--bookie-http ID=URL`` first, else the endpoint the plan recorded."""
+    from pulsar_ops.repair.bookie_writer import bookie_client
+
+    urls: dict[str, str] = {}
+    for p in pairs:
+        bid, sep, url = p.partition("=")
+        if not sep or not bid or not url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"--bookie-http {p!r}: expected BOOKIE_ID=http(s)://host:port",
+                hint="e.g. --bookie-http bookie-1:3181=http://bookie-1:8000",
+                code="bookie-http-invalid",
+            )
+        urls[bid] = url
+    made: dict[str, BookieApi] = {}
+
+    def clients(bookie_id: str, planned: str | None) -> BookieApi | None:
+        url = urls.get(bookie_id) or planned
+        if url is None:
+            return None
+        if url not in made:
+            made[url] = bookie_client(url, timeout_s)
+        return made[url]
+
+    return GcApply(clients=clients, interval_s=interval_s, timeout_s=wait_s)
 
 
 def register(app: typer.Typer) -> None:
@@ -132,6 +161,25 @@ def register(app: typer.Typer) -> None:
             min=0.1,
             help="Pace load-topic actions: each load makes the broker read the topic back from the bookies.",
         ),
+        bookie_http: list[str] = typer.Option(
+            [],
+            "--bookie-http",
+            metavar="BOOKIE_ID=URL",
+            help="A bookie's HTTP endpoint for bookie-gc actions (repeatable); default: the one the snapshot "
+            "recorded (scrape --bookie-url).",
+        ),
+        bookie_gc_interval: float = typer.Option(
+            60.0,
+            "--bookie-gc-interval",
+            min=0.0,
+            help="Seconds between the end of one forced bookie GC and the next request (one bookie at a time).",
+        ),
+        bookie_gc_timeout: float = typer.Option(
+            3600.0,
+            "--bookie-gc-timeout",
+            min=1.0,
+            help="Seconds to wait for a forced GC to end (GET /api/v1/bookie/gc); then bookie-gc-timeout.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print per-action outcomes as JSON on stdout."),
     ) -> None:
         """Apply a plan in two phases: `mark` backs up and changes nothing; `delete` deletes with CAS."""
@@ -149,6 +197,7 @@ def register(app: typer.Typer) -> None:
             yes=yes,
             admin=admin,
             loads_per_minute=max_loads_per_minute,
+            bookie_gc=_bookie_gc(bookie_http, http_timeout, bookie_gc_interval, bookie_gc_timeout),
             security=security_from_flags(
                 zk_auth=zk_auth,
                 zk_auth_file=zk_auth_file,

@@ -13,6 +13,7 @@ import typer  # noqa: TID251 - typer/rich live in cli/
 
 from pulsar_ops.audit.storage_view import DEFAULT_TOP_N
 from pulsar_ops.cli.common import emit_json, err_console, guarded, info
+from pulsar_ops.errors import ConfigError
 
 
 def register(app: typer.Typer) -> None:
@@ -22,8 +23,10 @@ def register(app: typer.Typer) -> None:
 
 @guarded
 def audit(
-    snapshot: Path = typer.Argument(..., help="Snapshot directory written by `pulsar-ops scrape`."),
-    out: Path = typer.Option(..., "--out", help="Audit directory to write (findings.json + findings/)."),
+    snapshot: Path | None = typer.Argument(None, help="Snapshot directory written by `pulsar-ops scrape`."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Audit directory to write (findings.json + findings/); with --compare-scans a JSON file."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the findings document on stdout."),
     min_age: str | None = typer.Option(None, "--min-age", help="Minimum orphan age, e.g. 24h (default 24h)."),
     inactive_after: str | None = typer.Option(
@@ -66,12 +69,32 @@ def audit(
         help="A Spark setting KEY=VALUE (repeatable), e.g. --spark-conf spark.driver.memory=12g. Overrides the "
         "config file's spark_conf and the local-mode defaults derived from the machine and the snapshot.",
     ),
+    compare_scans: list[str] = typer.Option(
+        [],
+        "--compare-scans",
+        metavar="OLD=NEW",
+        help="Instead of an audit: two `scan-bookie` directories of one bookie, before and after a reclaim "
+        "(repeatable, one per bookie); reports per bookie the freed bytes, against --plan's prediction.",
+    ),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="With --compare-scans: the plan whose bookie-gc actions predicted the reclaim."
+    ),
 ) -> None:
     """Audit a snapshot: orphan and dangling ledgers, znode leaks, expired retention, ack holes, ...
 
     In local mode the Spark driver's JVM maps a class-data archive of Spark's classes that the first local audit
     builds as its JVM exits (~/.cache/pulsar-ops/jvm, about 190 MB; PULSAR_OPS_JVM_CACHE=DIR moves it, =off
     disables it): later sessions start in about half the time."""
+    if compare_scans:
+        from pulsar_ops.cli.compare_scans import run_compare
+
+        raise typer.Exit(run_compare(compare_scans, plan, out, json_out))
+    if snapshot is None or out is None:
+        raise ConfigError(
+            "audit needs SNAPSHOT and --out (or --compare-scans OLD=NEW)",
+            hint="pulsar-ops audit SNAPSHOT --out DIR",
+            code="audit-args-missing",
+        )
     from pulsar_ops.audit.params import (
         AuditParams,
         load_bookie_config,

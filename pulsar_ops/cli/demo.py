@@ -198,18 +198,25 @@ def register(app: typer.Typer) -> None:
                 # apply's eligibility rules age ledgers and retention by the same seeded clock as the audit
                 _say(f"$ export {APPLY_NOW_ENV}={now}  # apply's rules use the seeded clock too", style="bold cyan")
                 os.environ[APPLY_NOW_ENV] = now
+                from pulsar_ops.testing.bookie_server import seeded_bookies
+
                 try:
-                    _run(["apply", str(plan), *zk, "--phase", "mark", "--apply", "--yes"])
-                    # delete-subscription goes through a broker: the embedded one serves the admin REST API over the
-                    # same ZooKeeper (pulsar_ops/testing/admin_server.py), as the cluster's only broker
-                    with AdminServer(cluster.hosts, now_ms=lambda: cluster.now_ms, serves_owned=True) as broker:
-                        _say(f"embedded broker admin REST API on {broker.url} (for delete-subscription and load-topic)")
-                        _run(
-                            [
-                                "apply", str(plan), *zk, "--phase", "delete", "--quarantine", "0", "--apply", "--yes",
-                                "--admin-url", broker.url,
-                            ]
-                        )  # fmt: skip
+                    # bookie-gc actions: each seeded bookie's HTTP API over its directories, forced GC included
+                    # (pulsar_ops/testing/bookie_server.py)
+                    with seeded_bookies(cluster.hosts, cluster.bookies_dir) as urls:
+                        _say(f"embedded bookie HTTP APIs for bookie-gc: {len(urls)} bookies")
+                        http = [a for bid, url in sorted(urls.items()) for a in ("--bookie-http", f"{bid}={url}")]
+                        _run(["apply", str(plan), *zk, "--phase", "mark", "--apply", "--yes", *http])
+                        # delete-subscription goes through a broker: the embedded one serves the admin REST API over
+                        # the same ZooKeeper (pulsar_ops/testing/admin_server.py), as the cluster's only broker
+                        with AdminServer(cluster.hosts, now_ms=lambda: cluster.now_ms, serves_owned=True) as broker:
+                            _say(f"embedded broker admin REST API on {broker.url} (delete-subscription, load-topic)")
+                            _run(
+                                [
+                                    "apply", str(plan), *zk, "--phase", "delete", "--quarantine", "0", "--apply",
+                                    "--yes", "--admin-url", broker.url, "--bookie-gc-interval", "0", *http,
+                                ]
+                            )  # fmt: skip
                 finally:
                     os.environ.pop(APPLY_NOW_ENV, None)
                 snap2, audit2 = work / "snapshot-after", work / "audit-after"

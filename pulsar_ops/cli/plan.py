@@ -59,6 +59,15 @@ def print_plan_summary(built: BuiltPlan) -> None:
         if k.kind == "drop-missing-ledger":
             line += f"; acknowledged loss {k.lost_entries} entries ({human_bytes(k.lost_bytes)}), no bytes freed"
         _say(line)
+    for a in plan.actions:  # bookie-gc: what each bookie is asked, and the bytes the GC model predicts it frees
+        if a.bookie_gc is not None:
+            by = a.impact.get("predicted_by") or {}
+            _say(
+                f"  bookie-gc {a.bookie_gc.bookie_id}: PUT /api/v1/bookie/gc {a.bookie_gc.body()}; predicted to free "
+                f"{human_bytes(int(a.impact.get('predicted_freed_bytes') or 0))} ("
+                + ", ".join(f"{k} {human_bytes(int(v))}" for k, v in by.items())
+                + ")"
+            )
     if not s["actions"]:
         _say("Nothing to do: no finding is plannable (the plan file is written; applying it changes nothing).")
         return
@@ -111,7 +120,8 @@ def register(app: typer.Typer) -> None:
             [],
             "--bookie-scan",
             help="A `scan-bookie` output directory (repeat, one per bookie): the predicted impact on that bookie "
-            "uses its measured entry-log layout instead of the estimate from ledger metadata.",
+            "uses its measured entry-log layout instead of the estimate from ledger metadata, and its storage "
+            "findings get a bookie-gc action (a forced GC, with the bytes it is predicted to free).",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
     ) -> None:

@@ -53,6 +53,11 @@ class GcOptions:
     first_run_ms: int | None = None  # delay of the first run after start; default gcWaitTime
     last_minor_ago_ms: int = 0  # time since the last minor compaction at start (0 = just ran: worst case)
     last_major_ago_ms: int = 0
+    # The first run is a forced one (HTTP ``PUT /api/v1/bookie/gc`` with ``{"forceMajor", "forceMinor"}``):
+    # upstream ``server/http/service/TriggerGCService.java`` calls ``forceGC(forceMajor, forceMinor)``, which
+    # ``bookie/GarbageCollectorThread.java`` ``enableForceGC`` turns into ``runWithFlags(true, !forceMajor,
+    # !forceMinor)``. None: every run is a scheduled one.
+    forced: tuple[bool, bool] | None = None
 
 
 @dataclass
@@ -298,7 +303,9 @@ def _simulate_bookie(
             elif usage_disk < cfg.lwm:
                 full_flag = False
         almost = bool(disk) and usage_disk > cfg.disk_usage_warn_threshold
-        if cfg.force_gc_allow_when_no_space:
+        if opts.forced is not None and res.runs == 1:
+            suspend_major, suspend_minor, force = not opts.forced[0], not opts.forced[1], True
+        elif cfg.force_gc_allow_when_no_space:
             suspend_major = suspend_minor = False
             force = almost or full_flag
         else:

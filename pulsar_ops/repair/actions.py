@@ -17,10 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pulsar_ops import strict
 from pulsar_ops.errors import PlanError
+
+if TYPE_CHECKING:
+    from pulsar_ops.repair.kinds.bookie_gc import BookieGcCall
 
 KIND_DELETE_LEDGER = "delete-ledger-metadata"
 KIND_DELETE_SUBTREE = "delete-subtree"
@@ -30,7 +33,10 @@ REWRITE_KINDS = (KIND_DROP_MISSING_LEDGER, KIND_TRIM_UNLOADED)
 KIND_DELETE_SUBSCRIPTION = "delete-subscription"  # through a broker's admin REST API
 KIND_LOAD_TOPIC = "load-topic"  # a broker loads an unloaded topic and trims it (admin REST API)
 ADMIN_KINDS = (KIND_DELETE_SUBSCRIPTION, KIND_LOAD_TOPIC)
-ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE, *REWRITE_KINDS, *ADMIN_KINDS)
+KIND_BOOKIE_GC = "bookie-gc"  # a forced GC on a bookie (its HTTP API): repair/kinds/bookie_gc.py
+ACTION_KINDS = (KIND_DELETE_LEDGER, KIND_DELETE_SUBTREE, *REWRITE_KINDS, *ADMIN_KINDS, KIND_BOOKIE_GC)
+NEEDS_LEDGER_ID = frozenset({KIND_DELETE_LEDGER})  # the plan file's shape: what each kind must carry
+NO_ZNODES = frozenset({KIND_BOOKIE_GC})  # changes no znode: carries a bookie_gc call instead
 STORES = ("local", "config")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _HINT = "plans are written by `pulsar-ops plan AUDIT_DIR --out PLAN.json`; re-create it instead of editing it"
@@ -121,14 +127,17 @@ class Precondition:
         return d
 
     @classmethod
-    def from_json(cls, d: Any, where: str = "preconditions") -> Precondition:
+    def from_json(cls, d: Any, where: str = "preconditions", *, no_znodes: bool = False) -> Precondition:
+        """``no_znodes``: the action changes no znode (``bookie-gc``), so it lists none."""
         d = strict.obj(d, where, PlanError, hint=_HINT)
         cm = strict.obj(d.get("custom_metadata") or {}, f"{where}.custom_metadata", PlanError, hint=_HINT)
         for k, v in cm.items():
             if not isinstance(v, str):
                 raise PlanError(f"{where}.custom_metadata.{k}: must be a string, not {strict.describe(v)}", hint=_HINT)
         znodes = _list(d, "znodes", where)
-        if not znodes:
+        if no_znodes and znodes:
+            raise PlanError(f"{where}.znodes: this action changes no znode", hint=_HINT)
+        if not znodes and not no_znodes:
             raise PlanError(f"{where}.znodes: an action deletes at least one znode", hint=_HINT)
         absent = _list(d, "absent", where)
         return cls(
@@ -265,6 +274,7 @@ class Action:
     impact: Mapping[str, Any] = field(default_factory=dict)
     rewrite: Rewrite | None = None  # REWRITE_KINDS only
     admin: AdminCall | None = None  # ADMIN_KINDS only
+    bookie_gc: BookieGcCall | None = None  # KIND_BOOKIE_GC only
 
     @property
     def znode_count(self) -> int:
@@ -272,10 +282,10 @@ class Action:
 
     @property
     def delete_count(self) -> int:
-        """Znodes the action deletes (a rewrite's managed-ledger znode is changed, not deleted)."""
-        if self.kind == KIND_LOAD_TOPIC:
-            return 0  # its managed-ledger znode is the compare-and-set token; the broker decides what it deletes
-        return self.znode_count - (1 if self.rewrite is not None else 0)
+        """Znodes the action deletes (a rewrite's managed-ledger znode is changed, not deleted; its kind says)."""
+        from pulsar_ops.repair.registry import kind_of
+
+        return self.znode_count - kind_of(self.kind).kept_znodes(self)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind, "store": self.store}
@@ -300,6 +310,8 @@ class Action:
             d["rewrite"] = self.rewrite.to_json()
         if self.admin is not None:
             d["admin"] = self.admin.to_json()
+        if self.bookie_gc is not None:
+            d["bookie_gc"] = self.bookie_gc.to_json()
         return d
 
     @classmethod
@@ -315,7 +327,7 @@ class Action:
         if store not in STORES:
             raise E(f"{where}.store: unknown store {strict.describe(store)}", hint=_HINT)
         ledger_id = strict.integer(d, "ledger_id", where, E, lo=0, nullable=True, hint=_HINT)
-        if kind == KIND_DELETE_LEDGER and ledger_id is None:
+        if kind in NEEDS_LEDGER_ID and ledger_id is None:
             raise E(f"{where}: deletes ledger metadata but has no ledger_id", hint=_HINT)
         fd = strict.obj(d.get("finding"), f"{where}.finding", E, hint=_HINT)
         impact = d.get("impact")
@@ -325,6 +337,12 @@ class Action:
         admin = AdminCall.from_json(d["admin"], f"{where}.admin") if d.get("admin") is not None else None
         if (kind in ADMIN_KINDS) != (admin is not None):
             raise E(f"{where}: a {kind} action {'needs' if admin is None else 'has no'} admin call", hint=_HINT)
+        from pulsar_ops.repair.kinds.bookie_gc import BookieGcCall  # the kind's own value (imports this module)
+
+        gc = d.get("bookie_gc")
+        gc_call = BookieGcCall.from_json(gc, f"{where}.bookie_gc") if gc is not None else None
+        if (kind in NO_ZNODES) != (gc_call is not None):
+            raise E(f"{where}: a {kind} action {'needs' if gc_call is None else 'has no'} bookie_gc call", hint=_HINT)
         return cls(
             id=strict.req_text(d, "id", where, E, hint=_HINT),
             kind=kind,
@@ -334,7 +352,9 @@ class Action:
                 key=strict.req_text(fd, "key", f"{where}.finding", E, hint=_HINT),
                 detection=strict.req_text(fd, "detection", f"{where}.finding", E, hint=_HINT),
             ),
-            preconditions=Precondition.from_json(d.get("preconditions"), f"{where}.preconditions"),
+            preconditions=Precondition.from_json(
+                d.get("preconditions"), f"{where}.preconditions", no_znodes=kind in NO_ZNODES
+            ),
             bytes=strict.integer(d, "bytes", where, E, lo=0, default=0, hint=_HINT) or 0,
             time_ms=strict.integer(d, "time_ms", where, E, default=0, hint=_HINT) or 0,
             ledger_id=ledger_id,
@@ -345,6 +365,7 @@ class Action:
             impact=dict(strict.obj(impact, f"{where}.impact", E, hint=_HINT)) if impact is not None else {},
             rewrite=rewrite,
             admin=admin,
+            bookie_gc=gc_call,
         )
 
 

@@ -26,12 +26,13 @@ from typing import Any
 from pulsar_ops.errors import ApplyError, ConfigError, PlanUnsafeError, TargetMismatchError
 from pulsar_ops.identity import ClusterIdentity, identity_mismatch
 from pulsar_ops.repair import journal as J
-from pulsar_ops.repair.actions import ADMIN_KINDS
 from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.backup import MANIFEST, BackupStore, default_backup_dir
 from pulsar_ops.repair.executor import AfterCommit, ApplyReport, check_quarantine, dry_run, run_delete, run_mark
+from pulsar_ops.repair.kinds import bookie_gc
 from pulsar_ops.repair.output_paths import check_dir_target, check_file_target, usable_recorded_dir
 from pulsar_ops.repair.plan_file import Plan, load_plan
+from pulsar_ops.repair.registry import kind_of
 from pulsar_ops.repair.safety import plan_problems
 from pulsar_ops.repair.target import HINT_RESCRAPE, StoreAddress, address_problem
 from pulsar_ops.repair.units import human_duration
@@ -57,10 +58,17 @@ class ApplyRequest:
     security: ZkSecurity = field(default=NO_SECURITY, repr=False)
     admin: AdminApi | None = field(default=None, repr=False)  # a broker's admin REST API (admin-API actions)
     loads_per_minute: float = 60.0  # load-topic pacing
+    bookie_gc: bookie_gc.GcApply | None = field(default=None, repr=False)  # bookie-gc: clients, pacing, wait
 
 
 def check_plan_safe(plan: Plan, source: str) -> None:
     problems = plan_problems(plan.actions, ledgers_root=plan.ledgers_root)
+    scans = plan.impact.get("bookie_scans") or {}
+    problems += [  # a bookie-gc action acts on a bookie the plan scanned, and only that one
+        (a.id, why)
+        for a in plan.actions
+        if a.bookie_gc is not None and (why := bookie_gc.plan_problem(a.bookie_gc, scans)) is not None
+    ]
     if problems:
         first_id, first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -163,11 +171,21 @@ def run_apply(
             )
         # refuse before asking or connecting when the quarantine has not passed
         check_quarantine(plan, J.Journal.read_only(jpath, plan_checksum=plan.checksum), req.quarantine_ms, now)
-    calls = sum(1 for a in plan.actions if a.kind in ADMIN_KINDS)
+    calls = sum(1 for a in plan.actions if kind_of(a.kind).via_broker)
     if req.phase == "delete" and calls and req.admin is None:
         raise ConfigError(
             f"{calls} action(s) of this plan ask a broker's admin REST API; no admin URL was given; nothing was done",
             hint="pass --admin-url http://broker:8080 (and --client-conf client.conf for authentication)",
+        )
+    gc_calls = [a.bookie_gc for a in plan.actions if a.bookie_gc is not None]
+    no_http = [
+        c.bookie_id for c in gc_calls if req.bookie_gc is None or req.bookie_gc.clients(c.bookie_id, c.url) is None
+    ]
+    if no_http:
+        raise ConfigError(
+            f"{len(gc_calls)} action(s) of this plan call a bookie's HTTP API; no endpoint is known for bookie "
+            f"{no_http[0]}; nothing was done",
+            hint="pass --bookie-http BOOKIE_ID=http://bookie:8000 (one per bookie), or scrape with --bookie-url",
         )
     question = (
         f"{req.phase} {len(plan.actions)} action(s) of plan {plan.plan_id} on {redact_hosts(req.zookeeper)}"
@@ -193,7 +211,15 @@ def run_apply(
                     say(f"  {ph}: {done}/{total} actions")
 
             if req.phase == "mark":
-                return run_mark(plan, session, journal, backups, batch_size=req.batch_size, progress=progress)
+                return run_mark(
+                    plan,
+                    session,
+                    journal,
+                    backups,
+                    batch_size=req.batch_size,
+                    progress=progress,
+                    bookie_gc=req.bookie_gc,
+                )
             return run_delete(
                 plan,
                 session,
@@ -206,6 +232,7 @@ def run_apply(
                 after_commit=after_commit,
                 admin=req.admin,
                 loads_per_minute=req.loads_per_minute,
+                bookie_gc=req.bookie_gc,
             )
 
 

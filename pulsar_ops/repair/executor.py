@@ -16,15 +16,13 @@ or gone); it is reported again, as a previous run's, and never retried. Transien
 re-verified (a read error: no permission, a lost connection); nothing about it was learned, so the next run
 re-evaluates it from the state it was in and reports the old reason as a previous run's.
 
-Before its transaction every action is re-proved against the live tree, whatever the plan says:
-
-* a ledger action: the ledger's owner (managed ledger + cursors, schema locator, ``__compaction`` cursor) is
-  re-read and re-decoded (the transaction then checks their versions), and no managed ledger, cursor or schema
-  locator anywhere references the ledger (:mod:`pulsar_ops.repair.references`, read once per delete run);
-* a subtree action: the condition that made it a leak still holds (:func:`pulsar_ops.repair.safety.prove_leak`);
-* every action, at mark and again at delete: its kind's eligibility rule (:mod:`pulsar_ops.repair.rules`, the
-  functions the planner calls) on facts re-read now (:func:`rule_problem`); what it refuses is skipped with the
-  rule's reason before any write.
+The executor never branches on an action's kind: it asks the kind (:mod:`pulsar_ops.repair.registry`) what to
+read, its rule, the rest of its transaction, whether it is done and what a dry run says. Before its transaction
+every action is re-proved against the live tree, whatever the plan says: every znode it names is re-read and
+compared (:mod:`pulsar_ops.repair.validate`; a ledger action's owner znodes re-decoded, their versions then
+checked in the transaction), and its kind's eligibility rule, the one the planner asked on the snapshot, decides
+on the live facts (:class:`pulsar_ops.repair.live_facts.LiveFacts`) at mark and again at delete; what it refuses
+is skipped with the rule's reason before any write.
 """
 
 from __future__ import annotations
@@ -37,29 +35,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pulsar_ops.errors import ApplyError, DecodeError, QuarantineError, ZooKeeperAuthError, ZooKeeperError
+from pulsar_ops.errors import ApplyError, QuarantineError, ZooKeeperAuthError, ZooKeeperError
 from pulsar_ops.repair import journal as J
-from pulsar_ops.repair import rewrite as RW
-from pulsar_ops.repair import rules as R
-from pulsar_ops.repair.actions import (
-    ADMIN_KINDS,
-    KIND_DELETE_LEDGER,
-    KIND_DELETE_SUBSCRIPTION,
-    KIND_DELETE_SUBTREE,
-    KIND_DROP_MISSING_LEDGER,
-    KIND_LOAD_TOPIC,
-    KIND_TRIM_UNLOADED,
-    REWRITE_KINDS,
-    ROLE_CURSOR,
-    ROLE_MANAGED_LEDGER,
-    Action,
-)
+from pulsar_ops.repair.actions import ROLE_CURSOR, ROLE_MANAGED_LEDGER, Action
 from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
-from pulsar_ops.repair.live_facts import ledger_now, listed_now, present_paths, topic_now
+from pulsar_ops.repair.facts import RuleParams
+from pulsar_ops.repair.kind import absent_problem, rewritten
+from pulsar_ops.repair.live_facts import LiveFacts
 from pulsar_ops.repair.plan_file import Plan
-from pulsar_ops.repair.references import ReferenceIndex, build_index
-from pulsar_ops.repair.safety import MANAGED_LEDGERS, SCHEMAS, SubtreeNode, prove_leak
+from pulsar_ops.repair.registry import kind_of
 from pulsar_ops.repair.units import human_duration
 from pulsar_ops.repair.validate import (
     Observed,
@@ -117,7 +102,7 @@ class ApplyReport:
 
 
 def _target(a: Action) -> str:
-    return str(a.ledger_id) if a.kind == KIND_DELETE_LEDGER else a.path
+    return kind_of(a.kind).target(a)
 
 
 def _outcome(a: Action, outcome: str, reason: str = "") -> ActionOutcome:
@@ -167,34 +152,20 @@ def _batches(actions: Sequence[Action], size: int) -> list[Sequence[Action]]:
     return [actions[i : i + size] for i in range(0, len(actions), size)]
 
 
-class _SessionReader:
-    """:class:`pulsar_ops.repair.safety.TreeReader` over the apply session (failed reads raise)."""
-
-    def __init__(self, session: ZkSession) -> None:
-        self._s = session
-
-    def exists(self, store: str, path: str) -> bool:
-        return self._s.read(store, [path])[0].exists
-
-    def children(self, store: str, path: str) -> list[str] | None:
-        return self._s.children(store, path)
-
-    def data(self, store: str, path: str) -> bytes | None:
-        return self._s.data(store, path)
-
-
-def reference_index(session: ZkSession) -> ReferenceIndex:
-    """Read ``/managed-ledgers`` and ``/schemas`` of the local store and index every referenced ledger."""
-    return build_index(session.read_subtree("local", MANAGED_LEDGERS), session.read_subtree("local", SCHEMAS))
+def live_facts(session: ZkSession, plan: Plan, *, remember_failure: bool = True) -> LiveFacts:
+    """The facts the kinds' rules read in this run: ZooKeeper now, the plan's rule parameters, apply's clock
+    (``remember_failure``: a reference index that failed to read is not re-read in this run)."""
+    rules = RuleParams.from_json(plan.params.get("rules"))
+    return LiveFacts(session, rules, rules_now_ms(), plan.ledgers_root, remember_failure=remember_failure)
 
 
 # --- reading -----------------------------------------------------------------------------------------
 
 
 def _read_targets(session: ZkSession, a: Action) -> list[Observed]:
-    if a.kind == KIND_DELETE_LEDGER or a.kind in REWRITE_KINDS:
-        return session.read(a.store, [z.path for z in a.preconditions.znodes])
-    return session.read_subtree(a.store, a.path)
+    if kind_of(a.kind).reads_subtree:
+        return session.read_subtree(a.store, a.path)
+    return session.read(a.store, [z.path for z in a.preconditions.znodes])
 
 
 def _read_refs(session: ZkSession, a: Action) -> list[ObservedRef]:
@@ -203,8 +174,7 @@ def _read_refs(session: ZkSession, a: Action) -> list[ObservedRef]:
     for r in a.preconditions.references:
         roles[(r.znode.store, r.znode.path)] = r.role
     owners = [(r.znode.store, r.znode.path) for r in a.preconditions.references if r.role == ROLE_MANAGED_LEDGER]
-    if a.kind == KIND_TRIM_UNLOADED:
-        owners.append((a.store, a.path))  # its own topic's cursors, including any created since the snapshot
+    owners += kind_of(a.kind).reference_owners(a)
     for store, path in owners:
         for child in session.children(store, path) or ():
             roles.setdefault((store, f"{path}/{child}"), ROLE_CURSOR)
@@ -216,32 +186,14 @@ def _read_refs(session: ZkSession, a: Action) -> list[ObservedRef]:
     return out
 
 
-def _all_gone(session: ZkSession, a: Action) -> bool:
-    paths = [z.path for z in a.preconditions.znodes]
-    return not any(session.exists(a.store, paths).values())
-
-
 def _rewritten_sha(backups: BackupStore, plan: Plan, a: Action) -> str | None:
     e = backups.entry(plan.checksum, a.id, a.store, a.path)
     return e.replaced_by if e is not None else None
 
 
 def _done(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) -> bool:
-    """The action's change is in the tree: its targets are gone, or (a rewrite) its znode holds the bytes the
-    action writes and every other target is gone."""
-    if a.kind == KIND_LOAD_TOPIC:  # the broker loaded the topic: a load always rewrites the managed-ledger znode
-        node = session.read(a.store, [a.path])[0]
-        return node.exists and node.version != a.preconditions.znodes[0].version
-    if a.kind in ADMIN_KINDS:  # the broker deleted the cursor znode (its ledger goes asynchronously)
-        return not session.read(a.store, [a.path])[0].exists
-    if a.kind not in REWRITE_KINDS:
-        return _all_gone(session, a)
-    want = _rewritten_sha(backups, plan, a)
-    nodes = {o.path: o for o in session.read(a.store, [z.path for z in a.preconditions.znodes])}
-    node = nodes.pop(a.path)
-    return (
-        want is not None and node.exists and sha256_hex(node.data) == want and not any(o.exists for o in nodes.values())
-    )
+    """The action's change is in the tree (its kind's done-check)."""
+    return kind_of(a.kind).done(session, a, _rewritten_sha(backups, plan, a))
 
 
 def _backup_spec(a: Action) -> list[tuple[str, str, str]]:
@@ -271,59 +223,6 @@ def rules_now_ms() -> int:
         ) from None
 
 
-def rule_problem(
-    session: ZkSession, plan: Plan, a: Action, target: Observed | None, refs_index: Callable[[], ReferenceIndex]
-) -> str | None:
-    """Why the action's own eligibility rule (:mod:`pulsar_ops.repair.rules`, the one the planner calls) refuses
-    it on the facts as they are now (None: it allows it). ``target``: the action's target znode as just read.
-    Called at mark and again at delete. A failed read raises :class:`ZooKeeperError`: the caller skips the action
-    as transient (the next run re-derives it), never taking the error as evidence of absence."""
-    params = R.RuleParams.from_json(plan.params.get("rules"))
-    now = rules_now_ms()
-    if a.kind == KIND_DELETE_LEDGER:
-        assert a.ledger_id is not None
-        if target is None or not target.exists:
-            return f"{a.path} is gone"
-        fact = ledger_now(target, a.ledger_id, refs_index())
-        return R.ledger_delete_rule(fact, min_age_ms=params.min_age_ms, now_ms=now)
-    if a.kind == KIND_TRIM_UNLOADED:
-        assert a.rewrite is not None
-        return R.trim_rule(topic_now(session, a.path, params, plan.ledgers_root), a.rewrite.ledger_ids, now)
-    if a.kind == KIND_LOAD_TOPIC:
-        assert a.admin is not None
-        fact_t = topic_now(session, a.path, params, plan.ledgers_root)
-        return R.load_topic_rule(fact_t, a.admin.expect_trimmed, now)
-    if a.kind == KIND_DROP_MISSING_LEDGER:
-        assert a.rewrite is not None
-        ids = a.rewrite.ledger_ids
-        return R.drop_missing_rule(ids, listed_now(session, a.path), present_paths(session, ids, plan.ledgers_root))
-    if a.kind == KIND_DELETE_SUBSCRIPTION:
-        assert a.admin is not None and a.admin.subscription is not None
-        if target is None or not target.exists:
-            return f"{a.path} is gone"
-        from pulsar_ops.formats.cursor import decode_cursor_info
-
-        try:
-            last_active = decode_cursor_info(target.data, a.path).info.last_active_ms
-        except DecodeError as e:
-            return f"{a.path} does not decode ({e.reason}); its activity is unknown"
-        return R.subscription_rule(
-            a.admin.subscription,
-            last_active,
-            target.mtime_ms or None,
-            inactive_after_ms=params.inactive_after_ms,
-            now_ms=now,
-            cursor_path=a.path,
-        )
-    if a.kind == KIND_DELETE_SUBTREE:
-        own = R.system_subtree_rule(a.path)
-        if own is not None:
-            return own
-        nodes = [SubtreeNode(t.path, t.data) for t in session.read_subtree(a.store, a.path) if t.exists]
-        return prove_leak(a, nodes, _SessionReader(session))
-    return None
-
-
 # --- mark ----------------------------------------------------------------------------------------------
 
 
@@ -332,9 +231,11 @@ def _back_up(
     backups: BackupStore,
     plan: Plan,
     a: Action,
-    refs_index: Callable[[], ReferenceIndex] | None = None,
+    facts: LiveFacts,
 ) -> tuple[str | None, list[str]]:
-    """Re-read every target with stat + ACL, verify against the plan, store bytes. (skip reason, shas)."""
+    """Re-read every target with stat + ACL, verify against the plan, ask the kind's rule, store bytes.
+    (skip reason, shas)."""
+    kind = kind_of(a.kind)
     with_acl = {}
     for z in a.preconditions.znodes:
         got = session.read_with_acl(z.store, z.path)
@@ -342,32 +243,25 @@ def _back_up(
     observed = [
         got.node if got is not None else Observed(store=a.store, path=p, exists=False) for p, got in with_acl.items()
     ]
-    if a.kind == KIND_DELETE_SUBTREE:  # also notice znodes created inside the subtree since the snapshot
+    if kind.reads_subtree:  # also notice znodes created inside the subtree since the snapshot
         known = {o.path for o in observed}
         observed.extend(o for o in session.read_subtree(a.store, a.path) if o.path not in known)
     verdict = decide_mark(a, observed)
     if not verdict.proceed:
         return verdict.reason, []
-    got_target = with_acl.get(a.path)
-    target = got_target.node if got_target is not None else None
-    # A leak subtree's rule is its re-proof (prove_leak): at mark it is a forecast (``would-skip``, _forecast), the
-    # subtree is backed up either way, and delete re-proves it before any write. A path of Pulsar's own is refused
-    # here already (rules.system_subtree_rule: no re-proof can make it a leak).
-    why_not = (
-        R.system_subtree_rule(a.path)
-        if a.kind == KIND_DELETE_SUBTREE
-        else rule_problem(session, plan, a, target, refs_index or (lambda: reference_index(session)))
-    )
+    # A leak subtree's rule is only forecast at mark (``would-skip``): it is backed up either way, and delete
+    # re-proves it before any write.
+    why_not = kind.rule(a, facts.at([o for o in observed if o.path == a.path])) if kind.rule_at_mark else None
     if why_not is not None:
         return why_not, []
     replaced_by: str | None = None
-    if a.kind in REWRITE_KINDS:
-        why = RW.live_problem(session, a)
+    if kind.rewrites:
+        why = absent_problem(session, a)
         if why is not None:
             return why, []
         current = with_acl[a.path]
         assert current is not None
-        new, why = RW.new_bytes(a, current.node)
+        new, why = rewritten(a, current.node)
         if new is None:
             return why, []
         replaced_by = backups.put_object(new)
@@ -404,15 +298,12 @@ def run_mark(
     *,
     batch_size: int = 100,
     progress: Progress | None = None,
+    bookie_gc: Any = None,
 ) -> ApplyReport:
-    """Re-verify every target, back it up, journal ``marked``. Changes no ZooKeeper data."""
+    """Re-verify every target, back it up, journal ``marked``. Changes no ZooKeeper data. ``bookie_gc``: the
+    bookies' HTTP clients of a kind that runs its own steps (``bookie-gc``)."""
     report = ApplyReport("mark", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path))
-    index: list[ReferenceIndex] = []
-
-    def refs_index() -> ReferenceIndex:  # read once, when the first ledger action needs it
-        if not index:
-            index.append(reference_index(session))
-        return index[0]
+    facts = live_facts(session, plan, remember_failure=False)  # an unreadable index is re-read by the next action
 
     done = 0
     for batch in _batches(plan.actions, batch_size):
@@ -425,14 +316,18 @@ def run_mark(
             if st.live != J.PENDING:
                 missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
                 if missing is not None and st.live != J.DELETING:
-                    reason, _ = _back_up(session, backups, plan, a, refs_index)
+                    reason, _ = _back_up(session, backups, plan, a, facts)
                     if reason is not None:
                         report.outcomes.append(_outcome(a, "failed", f"backup lost and {reason}"))
                         continue
                 report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", _previous(st))))
                 continue
+            kind = kind_of(a.kind)
+            if kind.steps_itself:
+                report.outcomes.append(_outcome(a, *kind.step(session, journal, backups, plan, a, bookie_gc)))
+                continue
             try:
-                reason, shas = _back_up(session, backups, plan, a, refs_index)
+                reason, shas = _back_up(session, backups, plan, a, facts)
             except ZooKeeperError as e:
                 report.outcomes.append(_skip(journal, a, "mark", _unreadable(e), final=False, st=st))
                 _still_connected(session, e)
@@ -446,28 +341,12 @@ def run_mark(
         for a, shas in to_mark:
             previous = _previous(journal.state(a.id))
             journal.record(a.id, J.MARKED, phase="mark", backup=shas, znodes=a.znode_count)
-            outcome, why = _forecast(session, a)
+            outcome, why = kind_of(a.kind).forecast(session, a, facts)
             report.outcomes.append(_outcome(a, outcome, _joined(why, previous)))
         done += len(batch)
         if progress:
             progress("mark", done, len(plan.actions))
     return report
-
-
-def _forecast(session: ZkSession, a: Action) -> tuple[str, str]:
-    """A marked action's outcome at mark: ``would-skip`` for a leak subtree the live tree already disproves
-    (the delete phase would skip it), else ``marked``. Either way it is marked and backed up (mark changes
-    nothing); delete re-proves the leak and decides."""
-    if a.kind != KIND_DELETE_SUBTREE:
-        return "marked", ""
-    try:
-        nodes = [SubtreeNode(o.path, o.data) for o in session.read_subtree(a.store, a.path)]
-        why = prove_leak(a, nodes, _SessionReader(session))
-    except ZooKeeperError as e:
-        return "marked", f"the leak could not be re-proved now ({e.message}); delete re-proves it"
-    if why is None:
-        return "marked", ""
-    return "would-skip", f"the leak is already disproved: {why}; backed up, but delete re-proves it and skips it"
 
 
 # --- delete --------------------------------------------------------------------------------------------
@@ -496,10 +375,11 @@ def _delete_one(
     backups: BackupStore,
     plan: Plan,
     a: Action,
-    refs_index: Callable[[], ReferenceIndex],
+    facts: LiveFacts,
     after_commit: AfterCommit | None,
     admin: AdminApi | None = None,
     pace: Callable[[], None] | None = None,
+    bookie_gc: Any = None,
 ) -> ActionOutcome:
     st = journal.state(a.id)
     if st.final:
@@ -508,10 +388,13 @@ def _delete_one(
         why = "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first"
         return _outcome(a, "pending", _joined(why, _previous(st)))
     previous = _previous(st)  # before anything is journaled (the journal updates ``st`` in place)
-    if a.kind in ADMIN_KINDS:
-        out = _admin_one(session, journal, backups, plan, a, admin, pace)
+    kind = kind_of(a.kind)
+    if kind.steps_itself:
+        out = _outcome(a, *kind.step(session, journal, backups, plan, a, bookie_gc))
+    elif kind.via_broker:
+        out = _admin_one(session, journal, backups, plan, a, facts, admin, pace)
     else:
-        out = _delete_verified(session, journal, backups, plan, a, replace(st), refs_index, after_commit)
+        out = _delete_verified(session, journal, backups, plan, a, replace(st), facts, after_commit)
     return replace(out, reason=_joined(out.reason, previous)) if out.outcome != "skipped" else out
 
 
@@ -522,12 +405,13 @@ def _delete_verified(
     plan: Plan,
     a: Action,
     st: J.ActionState,
-    refs_index: Callable[[], ReferenceIndex],
+    facts: LiveFacts,
     after_commit: AfterCommit | None,
 ) -> ActionOutcome:
     """A ZooKeeper action that is marked (or deleting, failed, or skipped transiently from one of those)."""
+    kind = kind_of(a.kind)
     missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
-    if missing is None and a.kind in REWRITE_KINDS and _rewritten_sha(backups, plan, a) is None:
+    if missing is None and kind.rewrites and _rewritten_sha(backups, plan, a) is None:
         missing = f"the backup of {a.path} does not record the bytes the rewrite writes"
     if st.live == J.DELETING and _done(session, backups, plan, a):
         if missing is None:
@@ -545,27 +429,16 @@ def _delete_verified(
     error: ZooKeeperError | None = None  # a read error: the skip is transient
     try:
         targets = _read_targets(session, a)
-        refs = _read_refs(session, a) if a.kind in (KIND_DELETE_LEDGER, KIND_TRIM_UNLOADED) else []
+        refs = _read_refs(session, a) if kind.reads_references else []
         verdict = decide_delete(a, targets, refs)
     except ZooKeeperError as e:  # nothing was learned about the action: the next run re-evaluates it
         verdict, error = Verdict.skip(_unreadable(e)), e
     if verdict.proceed:
-        try:
-            if a.kind == KIND_DELETE_LEDGER:
-                why = refs_index().blocks(a)
-                if why is None:
-                    target = next((t for t in targets if t.path == a.path), None)
-                    why = rule_problem(session, plan, a, target, refs_index)
-            elif a.kind in REWRITE_KINDS:
-                why, sets = _rewrite_ops(session, backups, plan, a, targets)
-                if why is None and a.kind == KIND_TRIM_UNLOADED:
-                    why, checks = _cursor_checks(a, refs)
-                    why = why or refs_index().blocks_trim(a)
-                    verdict = replace(verdict, checks=checks)
-                why = why or rule_problem(session, plan, a, None, refs_index)
-            else:
-                nodes = [SubtreeNode(t.path, t.data) for t in targets if t.exists]
-                why = prove_leak(a, nodes, _SessionReader(session))
+        try:  # the kind's own rule on the live facts, and the rest of its transaction
+            v = kind.verify(session, a, targets, refs, facts.at(targets), _rewritten_sha(backups, plan, a))
+            why, sets = v.why, v.sets
+            if v.checks is not None:
+                verdict = replace(verdict, checks=v.checks)
         except ZooKeeperError as e:
             why, error = f"cannot re-prove it is safe ({e.message}); not evidence of absence", e
         if why is not None:
@@ -600,20 +473,24 @@ def _delete_verified(
     return _outcome(a, "failed", reason)
 
 
+_STATES = {"committed": J.COMMITTED, "failed": J.FAILED, "skipped": J.SKIPPED}
+
+
 def _admin_one(
     session: ZkSession,
     journal: J.Journal,
     backups: BackupStore,
     plan: Plan,
     a: Action,
+    facts: LiveFacts,
     admin: AdminApi | None,
     pace: Callable[[], None] | None = None,
 ) -> ActionOutcome:
-    """An admin-API action (``delete-subscription``) whose journal state is not final: re-verify, call the
-    broker once, then let ZooKeeper say what happened. An error answer is never read as success; an unknown
-    outcome (timeout) is ``failed`` and the next run re-reads the tree before calling again."""
+    """An admin-API action whose journal state is not final: re-verify, call the broker once (the kind's call),
+    then let ZooKeeper say what happened. An error answer is never read as success; an unknown outcome
+    (timeout) is ``failed`` and the next run re-reads the tree before calling again."""
+    kind = kind_of(a.kind)
     st = journal.state(a.id)
-    assert a.admin is not None
     missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
     if missing is not None:
         reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
@@ -623,15 +500,9 @@ def _admin_one(
         reason = "the broker acted before an interruption (the tree shows it; backup present)"
         journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
         return _outcome(a, "committed", reason)
-    # the cursor (or managed-ledger) znode exactly as scraped (version, bytes: lastActive and the position too);
-    # a cursor's ledger is the broker's to delete and is only backed up
-    # A load-topic needs no ownership check: a broker that loads a topic rewrites its managed-ledger znode (a new
-    # current ledger), so "still at the scraped version" is "not loaded since the snapshot"; and once the test or
-    # production broker owns a bundle for one load, its other topics are still unloaded.
+    # the action's znode exactly as scraped (version, bytes: a cursor's lastActive and position too), then its rule
     node = session.read(a.store, [a.path])[0]
-    why = target_mismatch(a.preconditions.znodes[0], node) or rule_problem(
-        session, plan, a, node, lambda: reference_index(session)
-    )
+    why = target_mismatch(a.preconditions.znodes[0], node) or kind.rule(a, facts.at([node]))
     if why is not None:
         journal.record(a.id, J.SKIPPED, phase="delete", reason=why, final=True)
         return _outcome(a, "skipped", why)
@@ -640,113 +511,13 @@ def _admin_one(
             f"{a.id} calls a broker's admin API, but no admin URL was given; nothing was called",
             hint="pass --admin-url http://broker:8080 (and --client-conf for authentication)",
         )
-    if a.kind == KIND_LOAD_TOPIC:
-        if pace is not None:
-            pace()  # --max-loads-per-minute: every load makes the broker read the topic back
-        return _load_one(session, journal, a, admin, st)
-    call = f"DELETE subscription {a.admin.subscription!r} of {a.admin.topic}"
+    if kind.paced and pace is not None:
+        pace()  # --max-loads-per-minute: every load makes the broker read the topic back
     if st.live != J.DELETING:
-        journal.record(a.id, J.DELETING, phase="delete", call=call)
-    assert a.admin.subscription is not None
-    result = admin.delete_subscription(a.admin.topic, a.admin.subscription)
-    gone = _done(session, backups, plan, a)
-    if result.ok and gone:
-        journal.record(a.id, J.COMMITTED, phase="delete", status=result.status)
-        return _outcome(a, "committed", f"broker answered {result.status}; cursor znode gone")
-    if result.ok:
-        reason = f"the broker answered {result.status} but {a.path} still exists; not counted as done"
-        journal.record(a.id, J.FAILED, phase="delete", reason=reason, status=result.status)
-        return _outcome(a, "failed", reason)
-    detail = result.describe()
-    if result.status == 412:
-        reason = f"consumers are connected: {detail}; the subscription is in use, not deleted"
-        journal.record(a.id, J.SKIPPED, phase="delete", reason=reason, status=412, final=True)
-        return _outcome(a, "skipped", reason)
-    if result.status == 404 and gone:
-        reason = f"the broker says {detail} and the cursor znode is gone: someone else deleted it"
-        journal.record(a.id, J.SKIPPED, phase="delete", reason=reason, status=404, final=True)
-        return _outcome(a, "skipped", reason)
-    reason = f"{call}: {detail}" + ("" if result.status is not None else "; outcome unknown, re-run to re-check")
-    journal.record(a.id, J.FAILED, phase="delete", reason=reason, status=result.status)
-    return _outcome(a, "failed", reason)
-
-
-def _listed(session: ZkSession, a: Action) -> tuple[int, ...] | None:
-    node = session.read(a.store, [a.path])[0]
-    if not node.exists:
-        return None
-    from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
-
-    try:
-        return decode_managed_ledger_info(node.data, a.path).info.ledger_ids
-    except DecodeError:
-        return None
-
-
-def _load_one(session: ZkSession, journal: J.Journal, a: Action, admin: AdminApi, st: J.ActionState) -> ActionOutcome:
-    """Ask the broker to load the topic and trim it (``trim``; ``stats`` where a broker has no trim endpoint),
-    then re-read the managed-ledger znode and report which of the predicted ledgers the broker trimmed."""
-    assert a.admin is not None
-    call = f"POST trim of {a.admin.topic}"
-    if st.live != J.DELETING:
-        journal.record(a.id, J.DELETING, phase="delete", call=call)
-    result = admin.trim_topic(a.admin.topic)
-    # no trim endpoint (an older broker): 405, or a 404 the web server gave rather than the broker's ErrorData
-    # ("Topic ... not found"); then only load it
-    if result.status == 405 or (result.status == 404 and not result.error_data):
-        call = f"GET stats of {a.admin.topic} (this broker has no trim endpoint)"
-        result = admin.load_topic(a.admin.topic)
-    answer = "no answer" if result.status is None else f"HTTP {result.status}"
-    if not result.ok:
-        reason = f"{call}: {result.describe()}" + (
-            "" if result.status is not None else "; outcome unknown, re-run to re-check"
-        )
-        code = J.SKIPPED if result.status == 404 else J.FAILED
-        final = {"final": True} if code == J.SKIPPED else {}
-        journal.record(a.id, code, phase="delete", reason=reason, status=result.status, **final)
-        return _outcome(a, "skipped" if code == J.SKIPPED else "failed", reason)
-    listed = _listed(session, a)
-    expected = a.admin.expect_trimmed
-    trimmed = [i for i in expected if listed is not None and i not in listed]
-    waiting = [i for i in expected if i not in trimmed]
-    reason = f"{call}: {answer}; the broker trimmed {len(trimmed)} of {len(expected)} predicted ledger(s)"
-    if waiting:
-        reason += f"; still listed: {waiting[:10]} (the broker trims every retentionCheckIntervalInSeconds)"
-    journal.record(a.id, J.COMMITTED, phase="delete", status=result.status, trimmed=trimmed, still_listed=waiting)
-    return _outcome(a, "committed", reason)
-
-
-def _cursor_checks(a: Action, refs: Sequence[ObservedRef]) -> tuple[str | None, tuple[tuple[str, int], ...]]:
-    """A trim runs only while its topic's cursors are exactly the planned ones at their planned versions (an
-    unloaded topic's cursors do not move); the transaction checks each version."""
-    planned = {r.znode.path: r.znode.version for r in a.preconditions.references}
-    now = {r.node.path: r.node for r in refs if r.role == ROLE_CURSOR and r.node.path != a.path}
-    new = sorted(p for p, n in now.items() if n.exists and p not in planned)
-    if new:
-        return f"{new[0]}: a cursor created since the snapshot; re-audit before trimming", ()
-    for path, version in sorted(planned.items()):
-        node = now.get(path)
-        if node is None or not node.exists:
-            return f"cursor {path} is gone since the snapshot; re-audit before trimming", ()
-        if node.version != version:
-            return f"cursor {path} changed: version {version} -> {node.version} (the topic was loaded)", ()
-    return None, tuple((p, v) for p, v in sorted(planned.items()))
-
-
-def _rewrite_ops(
-    session: ZkSession, backups: BackupStore, plan: Plan, a: Action, targets: Sequence[Observed]
-) -> tuple[str | None, tuple[tuple[str, bytes, int], ...]]:
-    """(skip reason, ()) or (None, the set_data op) for a rewrite whose targets are verified as scraped."""
-    why = RW.live_problem(session, a)
-    if why is not None:
-        return why, ()
-    current = next(t for t in targets if t.path == a.path)
-    new, why = RW.new_bytes(a, current)
-    if new is None:
-        return why, ()
-    if sha256_hex(new) != _rewritten_sha(backups, plan, a):
-        return f"the rewrite of {a.path} no longer gives the bytes recorded at mark; re-run the mark phase", ()
-    return None, ((a.path, new, current.version),)
+        journal.record(a.id, J.DELETING, phase="delete", call=kind.call_text(a))
+    called = kind.call(session, a, admin, lambda: _done(session, backups, plan, a))
+    journal.record(a.id, _STATES[called.state], phase="delete", **called.details)
+    return _outcome(a, called.state, called.reason)
 
 
 def run_delete(
@@ -763,6 +534,7 @@ def run_delete(
     admin: AdminApi | None = None,
     loads_per_minute: float = 60.0,
     sleep: Callable[[float], None] = time.sleep,
+    bookie_gc: Any = None,
 ) -> ApplyReport:
     """``after_commit`` runs right after each committed transaction, before it is journaled (tests use it to
     crash at the worst moment)."""
@@ -776,7 +548,6 @@ def run_delete(
         str(journal.path),
         quarantine_ms=quarantine_ms,
     )
-    index: list[ReferenceIndex] = []
     last_load: list[float] = []
 
     def pace() -> None:  # at most loads_per_minute topic loads per minute
@@ -787,29 +558,20 @@ def run_delete(
                 sleep(wait)
         last_load[:] = [time.monotonic()]
 
-    failed: list[ZooKeeperError] = []
-
-    def refs_index() -> ReferenceIndex:  # read once, when the first ledger action gets this far
-        if failed:  # unreadable once in this run: every ledger action is a transient skip, not a re-read each
-            raise failed[0]
-        if not index:
-            try:
-                index.append(reference_index(session))
-            except ZooKeeperError as e:
-                failed.append(e)
-                raise
-        return index[0]
+    facts = live_facts(session, plan)  # the reference index: read once, and not re-read after it failed
 
     done = 0
     for batch in _batches(plan.actions, batch_size):
         committed: list[Action] = []
         for a in batch:
             was_final = journal.state(a.id).final
-            out = _delete_one(session, journal, backups, plan, a, refs_index, after_commit, admin, pace)
+            out = _delete_one(session, journal, backups, plan, a, facts, after_commit, admin, pace, bookie_gc)
             report.outcomes.append(out)
             if out.outcome == "committed" and not was_final:
                 committed.append(a)
         for a in committed:  # verify the batch before the next one begins
+            if kind_of(a.kind).steps_itself:
+                continue  # its own step waited for its change (bookie-gc: GET /api/v1/bookie/gc)
             if not _done(session, backups, plan, a):
                 raise ApplyError(
                     f"verification failed: {a.path} is not as its committed transaction left it; stopping",
@@ -846,13 +608,12 @@ def dry_run(
     )
     for a in plan.actions:
         st = journal.state(a.id)
-        n = a.znode_count
         previous = _previous(st)
         if st.final:
             report.outcomes.append(_outcome(a, st.state, _from_before(st)))
         elif phase == "mark":
             if st.live == J.PENDING:
-                why = f"re-read and back up {n} znode(s) of {a.path}"
+                why = kind_of(a.kind).dry_run_mark(a)
                 report.outcomes.append(_outcome(a, "would-mark", _joined(why, previous)))
             else:
                 report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", previous)))
@@ -861,36 +622,7 @@ def dry_run(
         else:
             assert st.marked_at_ms is not None or st.live != J.MARKED
             wait = (st.marked_at_ms or 0) + quarantine_ms - now_ms
-            refs = len(a.preconditions.references)
-            why = f"re-verify {n} znode(s) and {refs} reference(s), then delete with compare-and-set"
-            verb = "would-delete"
-            if a.admin is not None and a.kind == KIND_LOAD_TOPIC:
-                verb = "would-call"
-                why = (
-                    f"re-verify {a.path} (version, bytes) and that {a.admin.topic} is unloaded, then ask the broker "
-                    f"to load and trim it (POST trim), paced by --max-loads-per-minute; predicted: ledger(s) "
-                    f"{', '.join(str(i) for i in a.admin.expect_trimmed)}"
-                )
-            elif a.admin is not None:
-                verb = "would-call"
-                why = (
-                    f"re-verify {a.path} (version, bytes, lastActive), then ask the broker to delete subscription "
-                    f"{a.admin.subscription!r} of {a.admin.topic} (DELETE, force=false; 412 if consumers connect)"
-                )
-            elif a.rewrite is not None:
-                verb = "would-rewrite"
-                ids = ", ".join(str(i) for i in a.rewrite.ledger_ids)
-                if a.kind == KIND_TRIM_UNLOADED:
-                    why = (
-                        f"re-verify {a.path}, its {n - 1} expired ledger znode(s) and {refs} cursor(s), that "
-                        f"{a.rewrite.topic} is unloaded, then rewrite its list without ledger(s) {ids} and delete "
-                        "their metadata in one compare-and-set transaction"
-                    )
-                else:
-                    why = (
-                        f"re-verify {a.path}, that ledger(s) {ids} are still missing and {a.rewrite.topic} "
-                        "unloaded, then rewrite its list without them with compare-and-set"
-                    )
+            verb, why = kind_of(a.kind).dry_run(a)
             if wait > 0:
                 why += f" (quarantine: {human_duration(wait)} to go)"
             report.outcomes.append(_outcome(a, verb, _joined(why, previous)))

@@ -1,39 +1,48 @@
-"""The facts the eligibility rules (:mod:`pulsar_ops.repair.rules`) need, re-read from ZooKeeper now.
+"""The live :class:`pulsar_ops.repair.facts.Facts`: what the eligibility rules need, re-read from ZooKeeper now.
 
-``apply`` calls these at mark and again at delete, never trusting the plan's copy of a fact. A read that fails
-raises (:class:`pulsar_ops.errors.ZooKeeperError`, the caller skips the action); a value that does not decode
-becomes an unknown fact, which the rule refuses.
+``apply`` asks a kind's rule at mark and again at delete, never trusting the plan's copy of a fact. This is the
+only reader of the live tree for the rules: the session reader the leak proofs read through, the reference index
+(read once per run when the first ledger action needs it; when that read fails, every later ledger action of the
+run is a transient skip, not a re-read), whether a topic is loaded, and the values the retention and drop rules
+decode. A read that fails raises (:class:`pulsar_ops.errors.ZooKeeperError`, the caller skips the action); a
+value that does not decode becomes an unknown fact, which the rule refuses.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pulsar_ops import pulsar_names
-from pulsar_ops.errors import DecodeError
+from pulsar_ops.errors import DecodeError, ZooKeeperError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_path
-from pulsar_ops.repair.references import ReferenceIndex
-from pulsar_ops.repair.rules import (
+from pulsar_ops.formats.policies import parse_bundle_range, topic_hash
+from pulsar_ops.repair.actions import Action
+from pulsar_ops.repair.facts import (
+    CursorNow,
     LedgerNow,
     ListedLedger,
+    Observed,
     RetentionPair,
     RuleParams,
+    SubtreeNode,
     TopicNow,
-    resolve_retention,
-    topic_policies_reason,
-    topic_policy_pair,
+    TreeReader,
 )
-from pulsar_ops.repair.safety import CONFIG, LOCAL, POLICIES
-from pulsar_ops.repair.validate import Observed
+from pulsar_ops.repair.references import ReferenceIndex, build_index
+from pulsar_ops.repair.rules import resolve_retention, topic_policies_reason, topic_policy_pair
+from pulsar_ops.repair.safety import CONFIG, LOCAL, MANAGED_LEDGERS, OWNERSHIP, POLICIES, SCHEMAS
 from pulsar_ops.repair.zk_writer import ZkSession
 
 TOPIC_POLICIES = "/admin/topic-policies"
 BROKERS = "/loadbalance/brokers"
 
 
-def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex) -> LedgerNow:
-    """Ledger ``ledger_id`` as its metadata znode ``node`` (just read) and the tree's references show it."""
+def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex, action: Action | None = None) -> LedgerNow:
+    """Ledger ``ledger_id`` as its metadata znode ``node`` (just read) and the tree's references show it (with
+    ``action``: a znode that could reference it and does not decode makes its references unknown)."""
     from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 
     custom: dict[str, str] | None
@@ -48,6 +57,7 @@ def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex) -> LedgerN
         ctime_ms=node.ctime_ms or None,
         watermark=index.watermark,
         referenced_by=index.referenced.get(ledger_id),
+        references_unknown=index.owner_undecodable(action) if action is not None else None,
     )
 
 
@@ -164,10 +174,10 @@ def ownership_unknown(session: ZkSession) -> str | None:
         if o.exists:
             regs[o.path.rsplit("/", 1)[1]] = pulsar_names.registration_class(o.data)
     elm = session.read(LOCAL, [pulsar_names.ELM_LEADER_PATH, pulsar_names.SERVICE_UNIT_STATE_ROOT])
-    kind = pulsar_names.load_manager_kind(regs, any(o.exists for o in elm))
-    if kind in ("modular", "none"):
+    manager = pulsar_names.load_manager_kind(regs, any(o.exists for o in elm))
+    if manager in ("modular", "none"):
         return None
-    return f"load manager {kind!r} now: ownership is kept outside /namespace znodes"
+    return f"load manager {manager!r} now: ownership is kept outside /namespace znodes"
 
 
 def listed_now(session: ZkSession, ml_path: str) -> tuple[int, ...] | None:
@@ -189,3 +199,143 @@ def present_paths(session: ZkSession, ledger_ids: tuple[int, ...], ledgers_root:
     for lid in ledger_ids:
         paths.extend(dict.fromkeys((ledger_path(lid, ledgers_root), ledger_path(lid, ledgers_root, flat=True))))
     return [o.path for o in session.read(LOCAL, paths) if o.exists]
+
+
+class _SessionReader:
+    """:class:`pulsar_ops.repair.facts.TreeReader` over the apply session (failed reads raise)."""
+
+    def __init__(self, session: ZkSession) -> None:
+        self._s = session
+
+    def exists(self, store: str, path: str) -> bool:
+        return self._s.read(store, [path])[0].exists
+
+    def children(self, store: str, path: str) -> list[str] | None:
+        return self._s.children(store, path)
+
+    def data(self, store: str, path: str) -> bytes | None:
+        return self._s.data(store, path)
+
+
+def reference_index(session: ZkSession) -> ReferenceIndex:
+    """Read ``/managed-ledgers`` and ``/schemas`` of the local store and index every referenced ledger."""
+    return build_index(session.read_subtree("local", MANAGED_LEDGERS), session.read_subtree("local", SCHEMAS))
+
+
+@dataclass
+class _IndexOnce:
+    """The reference index of one run: read once; a read that failed is not retried in the same run."""
+
+    session: ZkSession
+    remember_failure: bool = True
+    index: ReferenceIndex | None = None
+    failed: ZooKeeperError | None = None
+
+    def get(self) -> ReferenceIndex:
+        if self.failed is not None:
+            raise self.failed
+        if self.index is None:
+            try:
+                self.index = reference_index(self.session)
+            except ZooKeeperError as e:
+                if self.remember_failure:
+                    self.failed = e
+                raise
+        return self.index
+
+
+@dataclass
+class LiveFacts:
+    """:class:`pulsar_ops.repair.facts.Facts` over the apply session. :meth:`at` gives the same facts with the
+    znodes the executor has just read (the action's targets), which are then not read again."""
+
+    session: ZkSession
+    params: RuleParams
+    now_ms: int
+    ledgers_root: str
+    remember_failure: bool = True
+    _index: _IndexOnce | None = None
+    _seen: dict[tuple[str, str], Observed] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self._index is None:
+            self._index = _IndexOnce(self.session, self.remember_failure)
+
+    def at(self, nodes: Sequence[Observed]) -> LiveFacts:
+        return replace(self, _seen={(n.store, n.path): n for n in nodes})
+
+    def references(self) -> ReferenceIndex:
+        assert self._index is not None
+        return self._index.get()
+
+    def _node(self, store: str, path: str) -> Observed:
+        seen = self._seen.get((store, path))
+        return seen if seen is not None else self.session.read(store, [path])[0]
+
+    @property
+    def tree(self) -> TreeReader:
+        return _SessionReader(self.session)
+
+    def ledger(self, action: Action) -> LedgerNow | None:
+        assert action.ledger_id is not None
+        node = self._node(action.store, action.path)
+        if not node.exists:
+            return None
+        return ledger_now(node, action.ledger_id, self.references(), action)
+
+    def topic(self, ml_path: str) -> TopicNow:
+        return topic_now(self.session, ml_path, self.params, self.ledgers_root)
+
+    def listed(self, ml_path: str) -> tuple[int, ...] | None:
+        return listed_now(self.session, ml_path)
+
+    def present(self, ledger_ids: Sequence[int]) -> list[str]:
+        return present_paths(self.session, tuple(ledger_ids), self.ledgers_root)
+
+    def cursor(self, path: str, subscription: str) -> CursorNow:
+        from pulsar_ops.formats.cursor import decode_cursor_info
+
+        node = self._node(LOCAL, path)
+        if not node.exists:
+            return CursorNow(subscription, None, None, problem=f"{path} is gone")
+        try:
+            last_active = decode_cursor_info(node.data, path).info.last_active_ms
+        except DecodeError as e:
+            return CursorNow(
+                subscription, None, None, problem=f"{path} does not decode ({e.reason}); its activity is unknown"
+            )
+        return CursorNow(subscription, last_active, node.mtime_ms or None)
+
+    def subtree(self, action: Action) -> list[SubtreeNode]:
+        seen = [
+            n
+            for (s, p), n in self._seen.items()
+            if s == action.store and (p == action.path or p.startswith(action.path + "/"))
+        ]
+        nodes = seen if seen else self.session.read_subtree(action.store, action.path)
+        return [SubtreeNode(n.path, n.data, mtime_ms=n.mtime_ms) for n in nodes if n.exists]
+
+    def loaded(self, topic: str, then: str) -> str | None:
+        """Why ``topic`` may be loaded (a bundle ownership znode under ``/namespace/<ns>`` covers its hash), or
+        that it cannot be told; None when no bundle of it is owned."""
+        try:
+            ns = names.parse_topic(topic).namespace
+        except DecodeError as e:
+            return f"topic {topic}: {e.reason}"
+        h = topic_hash(topic)
+        root = f"{OWNERSHIP}/{ns}"
+        try:
+            ranges = self.session.children(LOCAL, root) or []
+        except ZooKeeperError as e:
+            return f"cannot list the bundle owners under {root} ({e.message}); not evidence of absence"
+        for r in ranges:
+            try:
+                lo, hi = parse_bundle_range(r, f"{root}/{r}")
+            except DecodeError:
+                return f"{root}/{r} is not a bundle range; cannot tell whether {topic} is loaded"
+            if lo <= h < hi or (h == hi == 0xFFFFFFFF):
+                return f"{topic} is loaded: its bundle {r} is owned ({root}/{r}); {then}"
+        return None
+
+    def trim_blocked(self, action: Action) -> str | None:
+        return self.references().blocks_trim(action)

@@ -5,6 +5,7 @@ Never touches ZooKeeper.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -13,17 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_ops import __version__
-from pulsar_ops.formats.ledger_path import ledger_id_from_path
+from pulsar_ops.errors import ModelError, PlanError
+from pulsar_ops.findings import Finding
 from pulsar_ops.model.facts import LedgerFacts
+from pulsar_ops.model.gc_config import gc_config
 from pulsar_ops.model.impact import plan_impact, read_load_impact
 from pulsar_ops.model.scan_layout import BookieScan, read_scans
-from pulsar_ops.repair.actions import (
-    KIND_DELETE_LEDGER,
-    KIND_DELETE_SUBSCRIPTION,
-    KIND_LOAD_TOPIC,
-    KIND_TRIM_UNLOADED,
-    Action,
-)
+from pulsar_ops.repair.actions import KIND_BOOKIE_GC, Action, FindingRef, NotPlanned, Precondition
+from pulsar_ops.repair.kinds import bookie_gc
 from pulsar_ops.repair.plan_file import Plan, dump_plan
 from pulsar_ops.repair.planner import (
     ORDER_DOC,
@@ -34,6 +32,7 @@ from pulsar_ops.repair.planner import (
     summarize,
     with_impact,
 )
+from pulsar_ops.repair.registry import kind_of
 from pulsar_ops.repair.rules import RuleParams
 from pulsar_ops.repair.snapshot_facts import (
     load_audit,
@@ -72,27 +71,8 @@ def compute_impact(
     znode_deletes = sum(a.delete_count for a in actions)
     per_action: dict[str, dict[str, Any]] = {a.id: {"metadata_ops": a.znode_count} for a in actions}
     by_id = {f.ledger_id: f for f in ledgers}
-    delete = [by_id[a.ledger_id] for a in actions if a.kind == KIND_DELETE_LEDGER and a.ledger_id in by_id]
-    delete += [  # a trim deletes its expired ledgers' metadata: the bookies reclaim them as for an orphan
-        by_id[lid]
-        for a in actions
-        if a.kind == KIND_TRIM_UNLOADED and a.rewrite is not None
-        for lid in a.rewrite.ledger_ids
-        if lid in by_id
-    ]
-    delete += [  # a load's first trim (predicted): the broker deletes them
-        by_id[lid]
-        for a in actions
-        if a.kind == KIND_LOAD_TOPIC and a.admin is not None
-        for lid in a.admin.expect_trimmed
-        if lid in by_id
-    ]
-    sub_ledgers = {  # a dropped subscription: the broker deletes its cursor ledger with it
-        a.id: [lid for z in a.preconditions.znodes if (lid := ledger_id_from_path(z.path, ledgers_root)) is not None]
-        for a in actions
-        if a.kind == KIND_DELETE_SUBSCRIPTION
-    }
-    delete += [by_id[lid] for lids in sub_ledgers.values() for lid in lids if lid in by_id]
+    freed = {a.id: kind_of(a.kind).freed(a, ledgers_root) for a in actions}  # what each lets the bookies reclaim
+    delete = [by_id[lid] for a in actions for lid in freed[a.id] if lid in by_id]
     report = plan_impact(
         delete,
         ledgers,
@@ -112,58 +92,7 @@ def compute_impact(
     doc: dict[str, Any] = report.to_json()
     per_ledger: dict[str, Any] = doc.get("per_ledger", {})
     for a in actions:
-        if a.kind == KIND_DELETE_LEDGER:
-            per_action[a.id].update(per_ledger.get(str(a.ledger_id), {}))
-        elif a.kind == KIND_LOAD_TOPIC and a.admin is not None:
-            per_action[a.id].update(
-                {
-                    "note": "a broker loads the topic and trims it: the predicted first trim below; the broker "
-                    "decides (apply reports what it trimmed)",
-                    "ledgers": {str(lid): per_ledger.get(str(lid), {}) for lid in a.admin.expect_trimmed},
-                    "metadata_ops": 0,
-                }
-            )
-        elif a.kind == KIND_TRIM_UNLOADED and a.rewrite is not None:
-            per_action[a.id].update(
-                {
-                    "note": "rewrites the ledger list as the broker's first trim after a load would, then deletes "
-                    "those ledgers' metadata; bookies reclaim their data at GC",
-                    "why_safe": "re-verified at apply: no bundle ownership znode covers the topic; the managed-ledger "
-                    "znode (compare-and-set), every cursor (check) and every deleted ledger znode are at their "
-                    "scraped versions in the same transaction; nothing else references those ledgers; a broker "
-                    "that loads the topic later reads the new list",
-                    "cannot_protect_against": "a broker holding the topic open while its ownership is not in "
-                    "/namespace (extensible load manager) and without writing since the snapshot: its next list "
-                    "update fails its own compare-and-set and reloads the new list; the data of deleted ledgers "
-                    "goes at the bookies' next GC (restore is a short safety net)",
-                    "ledgers": {str(lid): per_ledger.get(str(lid), {}) for lid in a.rewrite.ledger_ids},
-                }
-            )
-        elif a.kind == KIND_DELETE_SUBSCRIPTION:
-            per_action[a.id].update(
-                {
-                    "note": "the broker deletes the cursor ledger with the subscription (its bookie bytes below); "
-                    "the topic ledgers that become trimmable go at the broker's next trim, retention permitting, "
-                    "and are not in the GC prediction",
-                    "ledgers": {str(lid): per_ledger.get(str(lid), {}) for lid in sub_ledgers.get(a.id, ())},
-                }
-            )
-        elif a.rewrite is not None:
-            lost = a.rewrite.removed
-            per_action[a.id].update(
-                {
-                    "bytes_on_disk": 0,
-                    "note": "rewrites the ledger list only: the dropped ledgers have no BookKeeper metadata, so no "
-                    "bookie data is freed; the topic can load again",
-                    "acknowledged_loss": {
-                        "ledgers": len(lost),
-                        "entries": sum(r.entries or 0 for r in lost),
-                        "bytes": sum(r.size or 0 for r in lost),
-                    },
-                }
-            )
-        else:
-            per_action[a.id].update({"bytes_on_disk": 0, "note": "metadata only: no bookie data"})
+        per_action[a.id].update(kind_of(a.kind).impact_note(a, per_ledger, ledgers_root))
     before = sum(max(f.length, 0) * max(f.write_quorum, 1) for f in ledgers)
     reclaimed = sum(int(v) for v in doc.get("total", {}).get("reclaimed_bytes", {}).values())
     before_after = {
@@ -177,7 +106,7 @@ def compute_impact(
         f"after the simulated GC runs {fmt(max(before - reclaimed, 0))}",
         *report.summary_lines(),
     )
-    loads = sum(1 for a in actions if a.kind == KIND_LOAD_TOPIC)
+    loads = sum(1 for a in actions if kind_of(a.kind).paced)
     if loads:
         wave = read_load_impact(min(loads, DEFAULT_LOADS_PER_MINUTE))
         minutes = -(-loads // DEFAULT_LOADS_PER_MINUTE)
@@ -221,6 +150,54 @@ def _owner(f: LedgerFact | None) -> str | None:
     return None
 
 
+def bookie_gc_draft(
+    draft: PlanDraft,
+    findings: Sequence[Finding],
+    scans: Mapping[str, BookieScan],
+    audit_doc: Mapping[str, Any],
+    *,
+    endpoints: Mapping[str, Mapping[str, Any]],
+    ledgers_root: str,
+) -> PlanDraft:
+    """``plan --bookie-scan``: the ``bookie-gc`` actions (repair/kinds/bookie_gc.py) first, then the draft's; the
+    storage findings they answer leave ``not_planned``, the ones they cannot answer get the kind's reason."""
+    params = audit_doc.get("params")
+    gc_doc = ((params or {}).get("bookie") or {}).get("gc") if isinstance(params, Mapping) else None
+    try:
+        cfg = gc_config(gc_doc if isinstance(gc_doc, Mapping) else None)
+    except ModelError as e:
+        raise PlanError(f"the audit's bookie GC settings: {e.message}", hint="re-run the audit") from None
+    built = bookie_gc.build(findings, scans, cfg, endpoints=endpoints)
+    actions: list[Action] = []
+    answered: set[str] = set()
+    for item in built.actions:
+        call: bookie_gc.BookieGcCall = item["call"]
+        f: Finding = item["finding"]
+        answered.update(x.key() for x in item["findings"])
+        actions.append(
+            Action(
+                id="bookie-gc-" + hashlib.sha256(call.bookie_id.encode()).hexdigest()[:16],
+                kind=KIND_BOOKIE_GC,
+                store="local",
+                path=bookie_gc.registration_path(ledgers_root, call.bookie_id),
+                finding=FindingRef(f.key(), f.detection),
+                preconditions=Precondition(znodes=()),
+                bytes=int(call.predicted.get("total", 0)),
+                time_ms=call.scan_finished_at_ms,
+                owner=call.bookie_id,
+                impact=bookie_gc.impact(call, item["notes"]),
+                bookie_gc=call,
+            )
+        )
+    skipped = [
+        NotPlanned(f.key(), f.detection, code, why, f.bytes, f.path, f.ledger_id) for f, code, why in built.not_planned
+    ]
+    replaced = answered | {n.key for n in skipped}
+    not_planned = [n for n in draft.not_planned if n.key not in replaced] + skipped
+    not_planned.sort(key=lambda n: (n.detection, n.reason_code, n.key))
+    return PlanDraft(actions=(*actions, *draft.actions), not_planned=tuple(not_planned))
+
+
 def build_plan(
     audit_dir: Path,
     out: Path,
@@ -260,6 +237,15 @@ def build_plan(
     if scans:
         impact["bookie_scans"] = {bid: sc.path for bid, sc in sorted(scans.items())}
     draft = with_impact(draft, per_action)
+    if scans:
+        draft = bookie_gc_draft(
+            draft,
+            audit.findings,
+            scans,
+            audit.audit,
+            endpoints=snap.manifest.bookie_endpoints,
+            ledgers_root=snap.manifest.ledgers_root,
+        )
     summary = summarize(draft.actions, draft.not_planned)
     plan = Plan(
         plan_id=plan_id or str(uuid.uuid4()),

@@ -61,13 +61,9 @@ class ReferenceIndex:
             return f"{bad} cannot be decoded ({self.undecodable[bad]}); not evidence of absence"
         return None
 
-    def blocks(self, action: Action) -> str | None:
-        """Why this ledger action must not run (None when nothing in the tree references the ledger)."""
-        if action.ledger_id is None:
-            return None
-        by = self.referenced.get(action.ledger_id)
-        if by is not None:
-            return f"ledger {action.ledger_id} is referenced by {by}"
+    def owner_undecodable(self, action: Action) -> str | None:
+        """Why a ledger action's references are unknown: a znode that would reference its ledger if the owner
+        still used it (its managed ledger and cursors, its schema locator) does not decode."""
         for root in _owner_roots(action):
             bad = next((p for p in self.undecodable if within(p, root)), None)
             if bad is not None:
@@ -75,13 +71,17 @@ class ReferenceIndex:
         return None
 
 
+_ML_OWNED = frozenset({"data", "cursor", "bucket"})  # ledger kinds a managed ledger (or its cursors) owns
+_SCHEMA_OWNED = frozenset({"schema"})
+
+
 def _owner_roots(action: Action) -> list[str]:
     """The znodes (subtrees) that could reference this ledger if its owner still used it."""
     roots = [r.znode.path for r in action.preconditions.references if r.role == ROLE_MANAGED_LEDGER]
     roots += [r.znode.path for r in action.preconditions.references if r.role != ROLE_MANAGED_LEDGER]
-    if action.owner and action.ledger_kind in ("data", "cursor", "bucket"):
+    if action.owner and action.ledger_kind in _ML_OWNED:
         roots.append(f"{MANAGED_LEDGERS}/{action.owner}")
-    if action.owner and action.ledger_kind == "schema":
+    if action.owner and action.ledger_kind in _SCHEMA_OWNED:
         roots.append(f"{SCHEMAS}/{action.owner}")
     return roots
 

@@ -1,32 +1,12 @@
 """One eligibility rule per action kind, shared by ``plan`` and ``apply``. Pure: facts in, a verdict out.
 
-The plan only proposes. For every kind ONE function here decides, from facts, whether the action is allowed and
-what exactly it may change; the planner calls it on the snapshot's facts, ``apply`` calls it at mark and again at
-delete on facts re-read from ZooKeeper at that moment (:mod:`pulsar_ops.repair.live_facts` reads them). A plan
-file a person edits and re-checksums can only ever ask for less than the rules allow, never more.
+The plan only proposes. These functions decide, from facts, whether an action is allowed and what exactly it may
+change; a kind's rule calls them on the snapshot's facts (the planner) and on facts re-read from ZooKeeper at mark
+and again at delete (apply). A plan file a person edits and re-checksums can only ever ask for less than the rules
+allow, never more.
 
-===================== ======================================================================================
-kind                  rule (every condition re-derived from the facts given, never from the plan's copy)
-===================== ======================================================================================
-delete-ledger-metadata :func:`ledger_delete_rule`: the ledger's own custom metadata makes it Pulsar-owned of a
-                      plannable kind (:func:`pulsar_ops.formats.ledger_kind.ledger_kind`, the audit's rule);
-                      its znode's ctime is older than the plan's min-age; its id is below the highest ledger id
-                      referenced in the tree (a higher one may be in flight); nothing references it
-trim-unloaded         :func:`trim_rule`: the removed ledgers are the first-trim set :func:`first_trim_ids`
-                      computes from the managed-ledger info, the cursors' mark-delete positions and the
-                      resolved retention (:func:`resolve_retention`), or a subset of it; the list is never left
-                      empty; never a managed ledger of Pulsar's own, never where topic-level policies are unknown
-                      (``__change_events``) or bundle ownership is unknown (the extensible load manager)
-drop-missing-ledger   :func:`drop_missing_rule`: every dropped id is listed now and absent now (hierarchical and
-                      flat metadata paths)
-delete-subscription   :func:`subscription_rule`: a user cursor (never a system one) of a user topic (never one of
-                      :mod:`pulsar_ops.pulsar_names`) idle for longer than the plan's inactive-after
-                      (``lastActive``, else the znode's mtime)
-load-topic            :func:`load_topic_rule`: the first-trim set is not empty and holds every ledger the action
-                      predicts
-delete-subtree        :func:`system_subtree_rule` (never Pulsar's own metadata), then
-                      :func:`pulsar_ops.repair.safety.prove_leak` (the leak table of :mod:`pulsar_ops.repair.safety`)
-===================== ======================================================================================
+Each kind's module (``pulsar_ops.repair.kinds.<kind>``) says which of these its rule calls, and
+``docs/repair.md`` tabulates every condition per kind with where it is decided and its SQL twin.
 
 A fact that is unknown (a read that failed, a value that does not decode, a plan that does not record the
 parameter a rule needs) is never read as permission: the rule refuses, naming what is unknown.
@@ -34,9 +14,7 @@ parameter a rule needs) is never read as permission: the rule refuses, naming wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats.ledger_kind import ledger_kind
@@ -47,78 +25,25 @@ from pulsar_ops.pulsar_names import (
     system_path_reason,
     system_topic_reason,
 )
+from pulsar_ops.repair.facts import (
+    MIB,
+    SNAPSHOT_SAYS,
+    LedgerNow,
+    ListedLedger,
+    Refusal,
+    Retention,
+    RetentionPair,
+    RuleParams,
+    TopicNow,
+)
+
+__all__ = ["LedgerNow", "ListedLedger", "Retention", "RetentionPair", "RuleParams", "TopicNow"]
 
 # The kinds of orphan ledger a plan may delete (the audit reports the others, never plans them).
 PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
-MIB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class RuleParams:
-    """The audit parameters the rules depend on, as the plan records them (``params.rules``). None: the plan does
-    not record it (an older plan, or an audit that did not say), and every rule needing it refuses."""
-
-    min_age_ms: int | None = None
-    inactive_after_ms: int | None = None
-    default_retention_time_minutes: int | None = None
-    default_retention_size_mb: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "min_age_ms": self.min_age_ms,
-            "inactive_after_ms": self.inactive_after_ms,
-            "default_retention_time_minutes": self.default_retention_time_minutes,
-            "default_retention_size_mb": self.default_retention_size_mb,
-        }
-
-    @classmethod
-    def from_json(cls, doc: Any) -> RuleParams:
-        if not isinstance(doc, Mapping):
-            return cls()
-
-        def num(key: str) -> int | None:
-            v = doc.get(key)
-            return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
-
-        return cls(
-            num("min_age_ms"),
-            num("inactive_after_ms"),
-            num("default_retention_time_minutes"),
-            num("default_retention_size_mb"),
-        )
-
-    @classmethod
-    def from_audit(cls, audit: Mapping[str, Any]) -> RuleParams:
-        """From findings.json's ``audit.params`` (:class:`pulsar_ops.audit.params.AuditParams` as JSON)."""
-        params = audit.get("params")
-        if not isinstance(params, Mapping):
-            return cls()
-        broker = params.get("broker")
-        broker = broker if isinstance(broker, Mapping) else {}
-        return cls.from_json(
-            {
-                "min_age_ms": params.get("min_age_ms"),
-                "inactive_after_ms": params.get("inactive_after_ms"),
-                "default_retention_time_minutes": broker.get("default_retention_time_minutes"),
-                "default_retention_size_mb": broker.get("default_retention_size_mb"),
-            }
-        )
 
 
 # --- delete-ledger-metadata --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LedgerNow:
-    """One ledger as the rule sees it. ``custom``: its custom metadata (None: it does not decode);
-    ``watermark``: the highest ledger id referenced in the tree (None: unknown); ``referenced_by``: a znode that
-    references it (None: nothing does)."""
-
-    ledger_id: int
-    custom: Mapping[str, str] | None
-    ctime_ms: int | None
-    watermark: int | None
-    referenced_by: str | None = None
 
 
 def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> str | None:
@@ -146,12 +71,15 @@ def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> 
             f"ledger {lid} was created {age // 1000} s ago (znode ctime), less than the min-age {min_age_ms // 1000} s"
         )
     if f.watermark is None or lid >= f.watermark:
-        return (
+        return Refusal(
             f"ledger {lid} is not below the highest ledger id referenced in the tree ({f.watermark}): "
-            "it may be in flight"
+            "it may be in flight",
+            SNAPSHOT_SAYS,
         )
+    if f.references_unknown is not None:
+        return Refusal(f.references_unknown, SNAPSHOT_SAYS)
     if f.referenced_by is not None:
-        return f"ledger {lid} is referenced by {f.referenced_by}"
+        return Refusal(f"ledger {lid} is referenced by {f.referenced_by}", SNAPSHOT_SAYS)
     return None
 
 
@@ -167,29 +95,6 @@ def _own_ledger(ml_name: str | None) -> str | None:
 
 
 # --- retention: trim-unloaded and load-topic -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ListedLedger:
-    """One entry of a managed ledger's list, with the values the broker uses after a load (the audit's
-    ``int_ledgers``): the last (open) ledger takes BookKeeper's last entry id + 1, length and ctime."""
-
-    ledger_id: int
-    entries: int | None
-    size: int | None
-    timestamp_ms: int | None
-    bookkeeper_deleted: bool = False  # offloaded and deleted from BookKeeper: never trimmed here
-    bk_last_entry_id: int | None = None  # the last ledger only: BookKeeper's last entry id
-
-
-@dataclass(frozen=True)
-class Retention:
-    time_minutes: int | None  # -1: infinite; None: no time rule
-    size_mb: int | None  # -1: infinite; None: no size rule
-    source: str = "broker"  # topic | namespace | broker
-
-
-RetentionPair = tuple[int | None, int | None]
 
 
 def resolve_retention(
@@ -312,29 +217,6 @@ def first_trim_ids(
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class TopicNow:
-    """What the retention rules need of one managed ledger. ``problem``: why the facts are incomplete (a value
-    that does not decode, a read that failed): then every retention rule refuses."""
-
-    ledgers: tuple[ListedLedger, ...]
-    mark_deletes: tuple[tuple[int, int] | None, ...]  # one per cursor (None: the cursor has no position)
-    retention: Retention | None
-    problem: str | None = None
-    # Why the managed ledger is Pulsar's own (pulsar_ops.pulsar_names.system_topic_reason): no retention repair
-    own: str | None = None
-    # Why its topic-level policies are unknown (its namespace has __change_events): no offline trim
-    topic_policies_unknown: str | None = None
-    # Why bundle ownership is not (all) in /namespace znodes (the extensible load manager): no offline trim
-    ownership_unknown: str | None = None
-
-    @property
-    def slowest(self) -> tuple[int, int] | None:
-        """The slowest cursor's mark-delete position: the lowest ledger, then the lowest entry in it."""
-        known = [p for p in self.mark_deletes if p is not None]
-        return min(known) if known else None
-
-
 def _retention_problem(t: TopicNow) -> str | None:
     if t.problem is not None:
         return t.problem
@@ -445,6 +327,18 @@ def drop_missing_rule(dropped: Sequence[int], listed: Sequence[int] | None, pres
 # --- delete-subscription -------------------------------------------------------------------------------------
 
 
+def system_subscription(subscription: str, cursor_path: str | None = None) -> str | None:
+    """Why a subscription is Pulsar's own and never deleted (None: a user's): a system cursor (compaction,
+    replication, deduplication, transactions), or (``cursor_path``, its znode) a cursor of a topic Pulsar creates
+    for itself, such as ``__change_events`` (:mod:`pulsar_ops.pulsar_names`)."""
+    if is_system_cursor(subscription):
+        return Refusal(f"{subscription!r} is a system cursor; it is never deleted", "kind-not-plannable")
+    own = system_path_reason(cursor_path) if cursor_path is not None else None
+    if own is not None:
+        return Refusal(f"{cursor_path} is a cursor of Pulsar's own ({own}); it is never deleted", "kind-not-plannable")
+    return None
+
+
 def subscription_rule(
     subscription: str,
     last_active_ms: int | None,
@@ -454,16 +348,14 @@ def subscription_rule(
     now_ms: int,
     cursor_path: str | None = None,
 ) -> str | None:
-    """Why a subscription must not be deleted (None: it may): a user cursor of a user topic (``cursor_path``, the
-    cursor znode, names it) idle for longer than inactive-after, by its ``lastActive`` or else its znode's mtime
-    (the audit's inactive-subscription rule)."""
-    if is_system_cursor(subscription):
-        return f"{subscription!r} is a system cursor; it is never deleted"
+    """Why a subscription must not be deleted (None: it may): a user cursor of a user topic
+    (:func:`system_subscription`; ``cursor_path``, the cursor znode, names the topic) idle for longer than
+    inactive-after, by its ``lastActive`` or else its znode's mtime (the audit's inactive-subscription rule)."""
     if cursor_path is None:
-        return "the cursor's znode is not named: its topic is unknown"
-    own = system_path_reason(cursor_path)
-    if own is not None:
-        return f"{cursor_path} is a cursor of Pulsar's own ({own}); it is never deleted"
+        return system_subscription(subscription) or "the cursor's znode is not named: its topic is unknown"
+    system = system_subscription(subscription, cursor_path)
+    if system is not None:
+        return system
     if inactive_after_ms is None:
         return "the plan records no inactive-after: re-plan from an audit that records its parameters"
     active = last_active_ms if last_active_ms is not None else mtime_ms
@@ -488,3 +380,33 @@ def system_subtree_rule(path: str) -> str | None:
     if own is not None:
         return f"{path} is Pulsar's own metadata ({own}); it is never a leak"
     return None
+
+
+# --- delete-subtree: the leak's age (besides its proof, pulsar_ops.repair.safety.prove_leak) ------------------
+
+
+def leak_age_rule(root: str, newest_mtime_ms: int | None, *, min_age_ms: int | None, now_ms: int) -> str | None:
+    """Why a leak subtree must not be deleted yet (None: old enough): its newest znode was modified less than
+    min-age ago (something may still be writing it), or that time is unknown. The audit's twin, znode_leak.sql's
+    blocker, is rendered from :func:`leak_too_young_sql` (``${leak_too_young:m}``)."""
+    if min_age_ms is None:
+        return "the plan records no min-age: re-plan from an audit that records its parameters"
+    if newest_mtime_ms is None or newest_mtime_ms <= 0:
+        return f"{root}: the modification time of its znodes is unknown; its age cannot be told"
+    idle = now_ms - newest_mtime_ms
+    if is_leak_too_young(idle, min_age_ms):
+        return (
+            f"{root} was modified {idle // 1000} s ago (newest znode mtime), less than the min-age "
+            f"{min_age_ms // 1000} s: something may still be writing it"
+        )
+    return None
+
+
+def is_leak_too_young(idle_ms: int, min_age_ms: int) -> bool:
+    """Modified less than min-age ago."""
+    return idle_ms < min_age_ms
+
+
+def leak_too_young_sql(row: str) -> str:
+    """:func:`is_leak_too_young` over ``row`` (idle_ms, min_age_ms)."""
+    return f"{row}.idle_ms < {row}.min_age_ms"

@@ -6,16 +6,9 @@ Two layers:
   access). A plan that breaks one is refused as a whole before anything is journaled: a plan file is an input
   like any other, and a recomputable checksum only catches accidents.
 
-  - never ``/``, a top-level root, or any of the protected roots (``/admin/clusters``, ``/ledgers`` structure
-    such as ``LAYOUT``, ``INSTANCEID``, ``available``, ``cookies``, ``underreplication``, ``idgen`` ...);
-  - a ``delete-ledger-metadata`` action deletes exactly one znode, a ledger metadata znode under the plan's
-    ledgers root, and its ``ledger_id`` is the id that path encodes;
-  - a ``delete-subtree`` action's root has one of the shapes the ``znode-leak`` detection reports (below), in
-    the store that shape lives in, and every znode it deletes lies inside that root;
-  - a rewrite action changes the managed-ledger znode of the topic it names and checks only that topic's
-    cursors: ``drop-missing-ledger`` changes nothing else and every ledger it removes from the list must be
-    absent from ``/ledgers`` at apply; ``trim-unloaded`` also deletes the metadata znodes of exactly the ledgers
-    it removes, and nothing else.
+  Never ``/``, a top-level root, or any of the protected roots (``/admin/clusters``, ``/ledgers`` structure such
+  as ``LAYOUT``, ``INSTANCEID``, ``available``, ``cookies``, ``underreplication``, ``idgen`` ...); then the
+  action's kind checks its own shape (``pulsar_ops.repair.kinds.<kind>``, ``shape``).
 
 * :func:`prove_leak` re-proves, at delete time and against the live tree (through a :class:`TreeReader`), the
   condition that made a subtree a leak. Per leak kind (``docs/repair.md`` lists the same table):
@@ -50,25 +43,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
-from pulsar_ops.formats.ledger_path import ledger_id_from_path
 from pulsar_ops.repair.actions import (
-    KIND_DELETE_LEDGER,
-    KIND_DELETE_SUBSCRIPTION,
-    KIND_DELETE_SUBTREE,
-    KIND_DROP_MISSING_LEDGER,
-    KIND_LOAD_TOPIC,
-    REWRITE_KINDS,
-    ROLE_CURSOR,
-    ROLE_MANAGED_LEDGER,
-    ROLE_SCHEMA_LOCATOR,
     Action,
 )
+from pulsar_ops.repair.facts import SubtreeNode, TreeReader
 from pulsar_ops.strict import zk_path_problem
+
+__all__ = ["SubtreeNode", "TreeReader"]
 
 LOCAL = "local"
 CONFIG = "config"
@@ -177,22 +161,6 @@ def leak_shape(path: str) -> LeakShape | None:
     return None
 
 
-def _reference_problem(action: Action) -> str | None:
-    for r in action.preconditions.references:
-        z = r.znode
-        problem = zk_path_problem(z.path)
-        if problem is not None:
-            return f"reference path {z.path!r} {problem}"
-        allowed = {
-            ROLE_MANAGED_LEDGER: MANAGED_LEDGERS,
-            ROLE_CURSOR: MANAGED_LEDGERS,
-            ROLE_SCHEMA_LOCATOR: SCHEMAS,
-        }[r.role]
-        if not z.path.startswith(allowed + "/"):
-            return f"a {r.role} reference must lie under {allowed}, not {z.path}"
-    return None
-
-
 def action_problem(action: Action, *, ledgers_root: str) -> str | None:
     """Why ``action`` breaks a safety rule (None when it follows every rule). Static: reads nothing."""
     path = action.path
@@ -210,148 +178,12 @@ def action_problem(action: Action, *, ledgers_root: str) -> str | None:
         return "the same znode is listed twice"
     if path in PROTECTED_ROOTS:
         return f"{path} is a protected root and is never deleted"
-    if action.kind == KIND_DELETE_LEDGER:
-        if action.store != LOCAL:
-            return "ledger metadata lives in the local metadata store"
-        lid = ledger_id_from_path(path, ledgers_root)
-        if lid is None:
-            return f"{path} is not a ledger metadata znode under {ledgers_root}"
-        if lid != action.ledger_id:
-            return f"ledger_id {action.ledger_id} does not match its path {path} (ledger {lid})"
-        if paths != [path]:
-            return f"a ledger action deletes exactly its ledger znode {path}, not {paths}"
-        return _reference_problem(action)
-    if action.kind == KIND_DELETE_SUBTREE:
-        if action.ledger_id is not None or action.preconditions.references or action.preconditions.custom_metadata:
-            return "a subtree action carries no ledger, references or custom metadata"
-        if within(path, ledgers_root) or within(ledgers_root, path):
-            return f"{path} overlaps the ledgers root {ledgers_root}; ledger metadata is only deleted per ledger"
-        shape = leak_shape(path)
-        if shape is None:
-            return f"{path} is not the root of any znode-leak kind ({', '.join(LEAK_KINDS)})"
-        if action.leak is not None and action.leak != shape.leak:
-            return f"{path} is a {shape.leak} root, not {action.leak}"
-        if action.store != shape.store:
-            return f"{shape.leak} subtrees live in the {shape.store} store, not {action.store}"
-        if path not in paths:
-            return f"the subtree root {path} is not among the znodes it deletes"
-        outside = [p for p in paths if not within(p, path)]
-        if outside:
-            return f"{outside[0]} lies outside the subtree {path}"
-        return None
-    if action.kind in REWRITE_KINDS:
-        return _rewrite_problem(action, paths, ledgers_root)
-    if action.kind == KIND_DELETE_SUBSCRIPTION:
-        return _subscription_problem(action, paths, ledgers_root)
-    if action.kind == KIND_LOAD_TOPIC:
-        return _load_problem(action, paths)
-    return f"unknown action kind {action.kind!r}"
+    from pulsar_ops.repair.registry import KINDS
 
-
-def _admin_common(action: Action) -> tuple[str | None, tuple[names.MlName, str | None] | None]:
-    """What every admin-API action shares: a local znode of its topic's managed ledger, nothing rewritten, no
-    references, absent paths or custom metadata, and ``loads_topics`` set (the broker loads the topic).
-    (problem, None) or (None, (managed ledger, encoded cursor name or None))."""
-    call = action.admin
-    assert call is not None
-    if action.store != LOCAL or action.rewrite is not None or action.ledger_id is not None:
-        return f"a {action.kind} action is a local znode, with no rewrite or ledger_id", None
-    if action.preconditions.references or action.preconditions.absent or action.preconditions.custom_metadata:
-        return f"a {action.kind} action carries no references, absent paths or custom metadata", None
-    if not action.loads_topics:
-        return f"a {action.kind} action goes through a broker, which loads the topic: loads_topics must say so", None
-    try:
-        ml, enc = names.split_ml_path(action.path)
-        topic = names.parse_topic(call.topic)
-    except DecodeError as e:
-        return f"{action.path} / {call.topic}: {e.reason}", None
-    if topic.ml_name != ml.ml_name:
-        return f"{action.path} is not under the managed ledger of {call.topic}", None
-    return None, (ml, enc)
-
-
-def _load_problem(action: Action, paths: Sequence[str]) -> str | None:
-    """A load-topic names the managed-ledger znode of its topic (its compare-and-set token) and nothing else."""
-    if action.admin is None or action.admin.subscription is not None:
-        return "a load-topic action names its topic and no subscription"
-    problem, target = _admin_common(action)
-    if problem is not None or target is None:
-        return problem
-    if target[1] is not None or list(paths) != [action.path]:
-        return f"a load-topic action checks exactly the managed-ledger znode of {action.admin.topic}"
-    return None
-
-
-def _subscription_problem(action: Action, paths: Sequence[str], ledgers_root: str) -> str | None:
-    """A delete-subscription names a user cursor znode of its topic (never a system cursor: compaction,
-    replication, deduplication, transactions) and backs up only that znode and its cursor ledger's metadata."""
-    call = action.admin
-    if call is None or call.subscription is None:
-        return "a delete-subscription action names its topic and subscription"
-    problem, target = _admin_common(action)
-    if problem is not None or target is None:
-        return problem
-    enc = target[1]
-    if enc is None or names.decode(enc, action.path) != call.subscription:
-        return f"{action.path} is not the cursor znode of {call.subscription!r} on {call.topic}"
-    if pulsar_names.is_system_cursor(call.subscription):
-        return f"{call.subscription!r} is a system cursor; it is never deleted"
-    if not paths or paths[0] != action.path or len(paths) > 2:
-        return "a delete-subscription action backs up its cursor znode (first) and at most its cursor ledger"
-    if len(paths) == 2 and ledger_id_from_path(paths[1], ledgers_root) is None:
-        return f"{paths[1]} is not a ledger metadata znode under {ledgers_root}"
-    return None
-
-
-def _rewrite_problem(action: Action, paths: Sequence[str], ledgers_root: str) -> str | None:
-    """A rewrite changes exactly one managed-ledger znode (the topic's), in the local store, and carries no
-    references, custom metadata or ledger id; ``drop-missing-ledger`` requires every removed ledger's metadata
-    paths to be absent and nothing else."""
-    rw = action.rewrite
-    if rw is None:
-        return f"a {action.kind} action has no rewrite"
-    if action.store != LOCAL:
-        return "managed-ledger infos live in the local metadata store"
-    if action.ledger_id is not None or action.preconditions.custom_metadata:
-        return "a rewrite action carries no ledger_id or custom metadata"
-    if rw.path != action.path or not paths or paths[0] != action.path:
-        return f"a {action.kind} action rewrites its managed-ledger znode {action.path} (listed first)"
-    for r in action.preconditions.references:
-        if r.role != ROLE_CURSOR or not within(r.znode.path, action.path) or r.znode.path == action.path:
-            return f"a rewrite only checks the cursors of its own managed ledger, not {r.znode.path}"
-    try:
-        ml = names.split_ml_path(action.path)
-        topic = names.parse_topic(rw.topic)
-    except DecodeError as e:
-        return f"{action.path} / {rw.topic}: {e.reason}"
-    if ml[1] is not None or topic.ml_name != ml[0].ml_name:
-        return f"{action.path} is not the managed-ledger znode of {rw.topic}"
-    ids = rw.ledger_ids
-    if len(set(ids)) != len(ids):
-        return "a ledger is removed twice"
-    for p in action.preconditions.absent:
-        lid = ledger_id_from_path(p, ledgers_root)
-        if lid is None or lid not in ids:
-            return f"absent path {p} is not the metadata znode of a removed ledger under {ledgers_root}"
-    if action.kind == KIND_DROP_MISSING_LEDGER:
-        if paths != [action.path]:
-            return f"a drop-missing-ledger action changes exactly its managed-ledger znode, not {list(paths)}"
-        found = {ledger_id_from_path(p, ledgers_root) for p in action.preconditions.absent}
-        if found != set(ids):
-            return "every ledger a drop-missing-ledger action removes must be required absent from BookKeeper"
-        return None
-    # trim-unloaded: it deletes exactly the metadata of the ledgers it removes from the list, nothing else
-    if action.preconditions.absent:
-        return "a trim-unloaded action deletes the ledgers it removes; it requires nothing absent"
-    deleted = []
-    for p in paths[1:]:
-        lid = ledger_id_from_path(p, ledgers_root)
-        if lid is None:
-            return f"{p} is not a ledger metadata znode under {ledgers_root}"
-        deleted.append(lid)
-    if sorted(deleted) != sorted(ids):
-        return "a trim-unloaded action deletes the metadata of exactly the ledgers it removes from the list"
-    return None
+    kind = KINDS.get(action.kind)
+    if kind is None:
+        return f"unknown action kind {action.kind!r}"
+    return kind.shape(action, paths, ledgers_root)
 
 
 def plan_problems(actions: Iterable[Action], *, ledgers_root: str) -> list[tuple[str, str]]:
@@ -373,27 +205,6 @@ def plan_problems(actions: Iterable[Action], *, ledgers_root: str) -> list[tuple
 
 
 # --- re-proving a leak at delete time ------------------------------------------------------------------
-
-
-class TreeReader(Protocol):
-    """Live reads (the executor passes its ZooKeeper session). A failed read raises; it never means absent."""
-
-    def exists(self, store: str, path: str) -> bool: ...
-
-    def children(self, store: str, path: str) -> list[str] | None: ...
-
-    def data(self, store: str, path: str) -> bytes | None: ...
-
-
-@dataclass(frozen=True)
-class SubtreeNode:
-    """A znode of the subtree to delete: its bytes (live), or, on the snapshot, the ledger count the scraper
-    decoded (``listed``) or why it could not (``undecodable``)."""
-
-    path: str
-    data: bytes
-    listed: int | None = None
-    undecodable: str | None = None
 
 
 def _absent(reader: TreeReader, store: str, path: str, what: str) -> str | None:

@@ -23,22 +23,18 @@ from pulsar_ops.findings import Finding, read_findings
 from pulsar_ops.formats import names
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.repair.actions import ZnodeRef
-from pulsar_ops.repair.planner import (
-    IDENTITY_KEYS,
-    MANAGED_LEDGERS_ROOT,
+from pulsar_ops.repair.facts import (
     CursorFact,
     LedgerFact,
-    SnapshotFacts,
-    SubtreeZnode,
-)
-from pulsar_ops.repair.rules import (
     ListedLedger,
     Retention,
     RetentionPair,
     RuleParams,
-    resolve_retention,
-    topic_policy_pair,
+    SnapshotFacts,
+    SubtreeZnode,
 )
+from pulsar_ops.repair.planner import IDENTITY_KEYS, MANAGED_LEDGERS_ROOT
+from pulsar_ops.repair.rules import resolve_retention, topic_policy_pair
 from pulsar_ops.repair.safety import CONFIG, LOCAL, leak_shape
 from pulsar_ops.repair.snapshot_tree import LeakReads, SnapshotTree, SnapshotUnknown, leak_reads, v1_schema_parents
 from pulsar_ops.snapshot.reader import Snapshot, open_snapshot

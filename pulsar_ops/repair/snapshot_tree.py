@@ -8,9 +8,24 @@ could not decode raises :class:`SnapshotUnknown`: an error is never evidence of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pulsar_ops import pulsar_names
+from pulsar_ops.errors import DecodeError
+from pulsar_ops.formats import names
+from pulsar_ops.formats.policies import topic_hash
+from pulsar_ops.repair.actions import Action
+from pulsar_ops.repair.facts import (
+    CursorNow,
+    LedgerNow,
+    RuleParams,
+    SnapshotFacts,
+    SubtreeNode,
+    TopicNow,
+    TreeReader,
+)
+from pulsar_ops.repair.rules import topic_policies_reason
 from pulsar_ops.repair.safety import (
     CONFIG,
     LOCAL,
@@ -166,3 +181,109 @@ class SnapshotTree:
         if value is None:
             raise SnapshotUnknown(f"the snapshot does not hold the value of {path}")
         return value
+
+
+@dataclass(frozen=True)
+class SnapshotView:
+    """The snapshot-backed :class:`pulsar_ops.repair.facts.Facts` (the planner's): the values
+    ``pulsar_ops.repair.snapshot_facts`` loaded, read the way the live facts read ZooKeeper. A read the snapshot
+    cannot answer raises :class:`SnapshotUnknown` (never absence)."""
+
+    facts: SnapshotFacts
+
+    @property
+    def params(self) -> RuleParams:
+        return self.facts.rules
+
+    @property
+    def now_ms(self) -> int:
+        return self.facts.now_ms
+
+    @property
+    def ledgers_root(self) -> str:
+        return self.facts.ledgers_root
+
+    @property
+    def tree(self) -> TreeReader:
+        if self.facts.leak_tree is None:
+            raise SnapshotUnknown("the snapshot's tree around the leak was not loaded")
+        return self.facts.leak_tree
+
+    def ledger(self, action: Action) -> LedgerNow | None:
+        assert action.ledger_id is not None
+        fact = self.facts.ledgers.get(action.ledger_id)
+        if fact is None:
+            return None
+        ctime = fact.znode_ctime_ms if fact.znode_ctime_ms is not None else fact.ctime_ms
+        where = self.facts.referenced_ledgers.get(action.ledger_id)
+        return LedgerNow(action.ledger_id, dict(fact.custom_metadata), ctime, self.facts.watermark, where)
+
+    def topic(self, ml_path: str) -> TopicNow:
+        listed = self.facts.ledger_lists.get(ml_path)
+        if listed is None:
+            return TopicNow((), (), None, problem=f"{ml_path}: its ledger list is not in the snapshot's facts")
+        marks = tuple(c.mark_delete for c in self.facts.cursor_facts.values() if c.ml_path == ml_path)
+        ml = names.ml_name_from_path(ml_path)
+        policies_unknown = ml.namespace in self.facts.policy_topic_namespaces
+        return TopicNow(
+            listed,
+            marks,
+            self.facts.retention.get(ml_path),
+            own=pulsar_names.system_topic_reason(ml.namespace, ml.local_name),
+            topic_policies_unknown=topic_policies_reason(ml.namespace) if policies_unknown else None,
+            ownership_unknown=self.facts.ownership_unknown,
+        )
+
+    def listed(self, ml_path: str) -> tuple[int, ...] | None:
+        return tuple(lid for (path, lid) in self.facts.list_entries if path == ml_path)
+
+    def present(self, ledger_ids: Sequence[int]) -> list[str]:
+        return [self.facts.ledgers[i].path for i in ledger_ids if i in self.facts.ledgers]
+
+    def cursor(self, path: str, subscription: str) -> CursorNow:
+        c = self.facts.cursor_facts.get(path)
+        if c is None:
+            return CursorNow(subscription, None, None, problem=f"{path} is not in the snapshot's cursors table")
+        return CursorNow(c.subscription, c.last_active_ms, c.mtime_ms)
+
+    def subtree(self, action: Action) -> list[SubtreeNode]:
+        out = []
+        for n in self.facts.subtrees.get(action.path, ()):
+            listed: int | None = None
+            undecodable: str | None = None
+            if n.znode.store == LOCAL and _is_ml_znode(n.znode.path):
+                listed = self.facts.ml_listed.get(n.znode.path)
+                undecodable = "not in the snapshot's managed_ledgers table" if listed is None else None
+            out.append(SubtreeNode(n.znode.path, b"", listed=listed, undecodable=undecodable, mtime_ms=n.mtime_ms))
+        return out
+
+    def loaded(self, topic: str, then: str) -> str | None:
+        """Why the snapshot says ``topic`` is loaded (a broker listed it, or its bundle is owned), else None."""
+        if topic in self.facts.loaded_topics:
+            return f"{topic} is loaded (a broker reported {topic} loaded): {then}"
+        try:
+            ns = names.parse_topic(topic).namespace
+        except DecodeError as e:
+            return f"topic {topic}: {e.reason}"
+        h = topic_hash(topic)
+        for lo, hi in self.facts.owned_ranges.get(ns, ()):
+            if lo <= h < hi or h == hi == 0xFFFFFFFF:
+                return f"{topic} is loaded (its bundle 0x{lo:08x}_0x{hi:08x} is owned): {then}"
+        return None
+
+    def trim_blocked(self, action: Action) -> str | None:
+        ids = action.rewrite.ledger_ids if action.rewrite else action.admin.expect_trimmed if action.admin else ()
+        for lid in ids:
+            where = self.facts.referenced_elsewhere.get(lid)
+            if where is not None:
+                return f"ledger {lid} is also referenced by {where}"
+        return None
+
+
+def _is_ml_znode(path: str) -> bool:
+    """A managed-ledger znode (not a directory level, not a cursor): what prove_leak decodes."""
+    try:
+        _ml, cursor = names.split_ml_path(path)
+    except DecodeError:
+        return False
+    return cursor is None

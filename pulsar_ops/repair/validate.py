@@ -20,34 +20,15 @@ from dataclasses import dataclass
 
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.repair.actions import (
-    KIND_DELETE_LEDGER,
     ROLE_CURSOR,
     ROLE_MANAGED_LEDGER,
     ROLE_SCHEMA_LOCATOR,
     Action,
     ZnodeRef,
 )
+from pulsar_ops.repair.facts import Observed, ObservedRef
 
-
-@dataclass(frozen=True)
-class Observed:
-    """A znode as just read (``exists`` false when it is gone)."""
-
-    store: str
-    path: str
-    exists: bool
-    data: bytes = b""
-    version: int = -1
-    mzxid: int = 0
-    ephemeral_owner: int = 0
-    ctime_ms: int = 0  # 0: not read (the eligibility rules then treat the age as unknown)
-    mtime_ms: int = 0
-
-
-@dataclass(frozen=True)
-class ObservedRef:
-    role: str
-    node: Observed
+__all__ = ["Observed", "ObservedRef"]
 
 
 @dataclass(frozen=True)
@@ -102,7 +83,7 @@ def verify_targets(action: Action, observed: Sequence[Observed]) -> str | None:
 
 def verify_custom_metadata(action: Action, data: bytes) -> str | None:
     """PIP-186 style: the ledger must still carry the identity custom metadata recorded in the plan."""
-    if action.kind != KIND_DELETE_LEDGER:
+    if action.ledger_id is None:  # only a ledger action carries one (its static check)
         return None
     if not action.preconditions.custom_metadata:
         return f"the plan records no custom metadata for {action.path}: a ledger is never deleted without it; re-plan"
@@ -175,7 +156,7 @@ def delete_order(action: Action) -> tuple[tuple[str, int], ...]:
 
 def decide_mark(action: Action, targets: Sequence[Observed]) -> Verdict:
     reason = verify_targets(action, targets)
-    if reason is None and action.kind == KIND_DELETE_LEDGER:
+    if reason is None and action.ledger_id is not None:
         reason = verify_custom_metadata(action, _data_of(action.path, targets))
     if reason is not None:
         return Verdict.skip(reason)
@@ -187,8 +168,7 @@ def decide_delete(action: Action, targets: Sequence[Observed], refs: Sequence[Ob
     if not mark.proceed:
         return mark
     checks: tuple[tuple[str, int], ...] = ()
-    if action.kind == KIND_DELETE_LEDGER:
-        assert action.ledger_id is not None
+    if action.ledger_id is not None:
         reason, checks = check_references(action.ledger_id, action.store, refs)
         if reason is not None:
             return Verdict.skip(reason)

@@ -50,7 +50,7 @@ decided AS (
                 THEN concat('holds ', CAST(m.held_topics AS STRING), ' topics with ledgers; delete the topics first')
             WHEN m.newest_mtime_ms IS NULL
                 THEN 'subtree not in the znode inventory: age unknown'
-            WHEN m.idle_ms < m.min_age_ms
+            WHEN ${leak_too_young:m}
                 THEN concat('modified ', CAST(m.idle_ms AS STRING), ' ms ago, younger than min-age ',
                             CAST(m.min_age_ms AS STRING), ' ms')
             WHEN size(m.blocked_scopes) > 0

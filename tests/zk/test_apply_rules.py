@@ -432,14 +432,18 @@ def test_the_schema_of_a_live_non_persistent_partitioned_topic_is_never_deleted(
 
 
 def test_the_planner_and_apply_call_the_same_rule_functions() -> None:
-    """The planner binds the rules module's own functions (no copy), and apply looks them up in that module."""
-    for name in ("ledger_delete_rule", "trim_rule", "load_topic_rule", "drop_missing_rule", "subscription_rule"):
-        assert getattr(planner, name) is getattr(rules, name), name
-    assert executor.R is rules
-    from pulsar_ops.repair import safety
+    """The planner and apply ask the same kind object (the registry's), whose rule looks its functions up in the
+    rules module (no copy); the subtree kind calls safety.prove_leak through the safety module."""
+    from pulsar_ops.repair import registry, safety
+    from pulsar_ops.repair.kinds import delete_subtree
 
-    assert planner.safety is safety  # the planner calls safety.prove_leak on the snapshot (test below)
-    assert executor.prove_leak is safety.prove_leak
+    for name in ("ledger_delete_rule", "trim_rule", "load_topic_rule", "drop_missing_rule", "subscription_rule"):
+        assert callable(getattr(rules, name)), name
+    for kind in registry.KINDS.values():
+        module = __import__(type(kind).__module__, fromlist=["KIND"])
+        assert module.KIND is kind and getattr(module, "R", rules) is rules, kind.name
+    assert planner.registry is registry and executor.kind_of is registry.kind_of
+    assert delete_subtree.S is safety  # the planner calls safety.prove_leak on the snapshot (test below)
 
 
 def test_apply_consults_the_rules_module_at_mark(
@@ -480,7 +484,7 @@ def test_the_planner_consults_the_rule(
         calls.append(f.ledger_id)
         return real(f, min_age_ms=min_age_ms, now_ms=now_ms) or "refused by the spy rule"
 
-    monkeypatch.setattr(planner, "ledger_delete_rule", spy)
+    monkeypatch.setattr(rules, "ledger_delete_rule", spy)  # the kind's rule looks it up there, as apply does
     out = tmp_path / "plan.json"
     code, _o, err = cli("plan", str(audit), "--out", str(out), "--json")
     assert code == 0, err
