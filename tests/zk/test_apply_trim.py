@@ -51,6 +51,8 @@ def seeded_retention(zk: KazooClient, zk_hosts: str, tmp: Path) -> tuple[Path, l
                     "first_trim_ledger_ids": first,
                     "after_retention_ledger_ids": t["after_retention_ledger_ids"],
                     "owned": False,
+                    # the seeder's namespace with __change_events: a topic policy may retain these (issue 33)
+                    **({"retention_source": "topic-unknown"} if t.get("retention_unknown") else {}),
                 },
             )
         )
@@ -69,8 +71,14 @@ def _planned(
     assert code == 0, err
     doc = json.loads(plan.read_text())
     want = {}
+    # the topics whose topic-level retention is unknown (their namespace keeps topic policies in __change_events)
+    # are refused by the trim rule from the snapshot's facts, never trimmed offline
+    unknown = {f.path for f in findings if f.evidence.get("retention_source") == "topic-unknown"}
+    assert unknown, "the seeder plants topics whose topic-level retention a metadata-only audit cannot see"
     for f in findings:  # an offline trim never empties a list: a topic whose every ledger expired keeps its last
         assert f.path is not None
+        if f.path in unknown:
+            continue
         listed = list(decode_managed_ledger_info(zk.get(f.path)[0], f.path).info.ledger_ids)
         first = list(f.evidence["first_trim_ledger_ids"])
         if set(listed) <= set(first):
@@ -81,7 +89,11 @@ def _planned(
     assert {a["path"]: [r["ledger_id"] for r in a["rewrite"]["removed"]] for a in doc["actions"]} == want
     assert {a["kind"] for a in doc["actions"]} == {"trim-unloaded"}
     codes = {n["path"]: n["reason_code"] for n in doc["not_planned"]}
-    assert codes == {f.path: "nothing-at-first-trim" for f in findings if f.path not in want}
+    assert codes == {
+        f.path: "refused-by-rule" if f.path in unknown else "nothing-at-first-trim"
+        for f in findings
+        if f.path not in want
+    }
     return doc, plan, findings
 
 
