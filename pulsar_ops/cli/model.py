@@ -313,7 +313,7 @@ def cache_cmd(
                 f"(hit rate {r['hit_rate_if_pending_reads_merged']:.2%} if PendingReadsManager shared them all); "
                 f"checkCursorsToCacheEntries runs {r['cursors_to_cache_checks']}"
             )
-        info(f"  order: model {' > '.join(doc['model_order'])}; published {' > '.join(doc['published_order'])}")
+        info(f"  order: model {doc['model_order_text']}; published {' > '.join(doc['published_order'])}")
     else:
         assert workload is not None
         w = workload_from_json(_load_json(workload, "workload"))

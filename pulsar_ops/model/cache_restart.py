@@ -569,6 +569,8 @@ class _Run:
             if (tick + 1) % ticks_per_s == 0:
                 c, m = self.res.consumed - last[0], self.res.bk_entries - last[1]
                 last = (self.res.consumed, self.res.bk_entries)
+                if not c and now >= sc.duration_s * 1000.0:
+                    continue  # the drain is over: nothing consumed, no hit rate
                 self.res.per_second.append(
                     {
                         "t_s": round((tick + 1) * dt_s, 3),
@@ -593,6 +595,16 @@ def simulate_restart(sc: RestartScenario, policy: str) -> RestartResult:
     return _Run(sc.validate(), policy).run()
 
 
+def order_text(ranked: list[tuple[str, float]]) -> str:
+    """``a > b = c``: strategies in decreasing hit rate, equal to 0.01 points joined by ``=``."""
+    out = ""
+    for i, (name, rate) in enumerate(ranked):
+        if i:
+            out += " = " if round(100 * ranked[i - 1][1], 2) == round(100 * rate, 2) else " > "
+        out += name
+    return out
+
+
 def compare_restart(sc: RestartScenario, policies: tuple[str, ...] = POLICIES) -> dict[str, Any]:
     results = {p: simulate_restart(sc, p) for p in policies}
     order = sorted(PUBLISHED_HIT_RATE, key=lambda p: -PUBLISHED_HIT_RATE[p])
@@ -607,4 +619,5 @@ def compare_restart(sc: RestartScenario, policies: tuple[str, ...] = POLICIES) -
         "difference_points": {p: round(100 * (r.hit_rate - PUBLISHED_HIT_RATE[p]), 2) for p, r in results.items()},
         "published_order": [p for p in order if p in results],
         "model_order": model_order,
+        "model_order_text": order_text([(p, results[p].hit_rate) for p in model_order]),
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulsar_ops.model.cache_restart import RestartScenario, _Run, simulate_restart
+from pulsar_ops.model.cache_restart import RestartScenario, _Run, order_text, simulate_restart
 
 
 def small(**kw: Any) -> RestartScenario:
@@ -127,3 +127,8 @@ def test_miss_and_hit_causes_eviction_and_storage_reads() -> None:
     run._dispatch(1, 0, 0.0)
     assert run.res.hit_causes == {"added": 80, "read": 10}  # cursor 1 hits the entry cursor 0 read
     assert run.res.pending_read_merges == 0
+
+
+def test_order_text_shows_ties() -> None:
+    ranked = [("pip430", 0.9533), ("legacy", 0.61101), ("mark-delete", 0.611012), ("backlog", 0.52)]
+    assert order_text(ranked) == "pip430 > legacy = mark-delete > backlog"
