@@ -43,8 +43,12 @@ BookKeeper in the same tick, the most ``PendingReadsManager`` could share (it me
 same time, whose duration the test's mock BookKeeper does not publish). Hits are split by how the entry came into
 the cache (``hit_causes``: ``added`` by the producer, ``read`` from storage).
 
-Dispatch: a Shared dispatcher reads whatever its consumer has permits for (the receiver queue minus queued
-messages), straight after the previous read (the test's mock BookKeeper has no delay); the consumer processes up to
+Dispatch: a Shared dispatcher reads while its consumer has permits, at most ``dispatcherMaxReadBatchSize`` (100)
+entries a read, straight after the previous read (the test's mock BookKeeper has no delay); the consumer gives
+permits back in one FLOW once it has processed half its receiver queue (ConsumerImpl
+``receiverQueueRefillThreshold``) and a full receiver queue's worth on (re)connection; a read partly in the cache
+reads only the missing ranges from BookKeeper, one read each (RangeEntryCacheImpl.doAsyncReadEntriesByPosition,
+PIP-430; before it the whole range was read again). The consumer processes up to
 ``consumer_rate`` messages/s and acks each one (mark-delete = last processed). Everything is simulated per block of
 ``block_entries`` consecutive entries of one partition, every ``tick_ms``.
 """
@@ -96,6 +100,7 @@ class RestartScenario:
     block_entries: int = 20
     activate_on_connect: bool = True
     eviction: str = "queue"  # "queue": #24363's removal queue, as on the experiment's branch; "per-topic": before
+    max_read_batch: int = 100  # dispatcherMaxReadBatchSize (ServiceConfiguration default)
     max_in_flight: int = 500_000  # the test's targetMessagesInFlight (produced x subscriptions - consumed)
     throttle_ms: float = 100.0
     # PulsarStats.updateStats (checkBackloggedCursors, checkCursorsToCacheEntries): ServiceConfiguration
@@ -116,6 +121,7 @@ class RestartScenario:
             (self.restarts >= 0 and self.partitions >= 1 and self.subscriptions >= 1, "bad counts"),
             (self.publish_rate > 0 and self.consumer_rate > 0, "rates must be > 0"),
             (self.receiver_queue >= self.block_entries >= 1, "receiver_queue >= block_entries >= 1"),
+            (self.max_read_batch >= 1, "max_read_batch must be >= 1"),
             (self.move_ms >= 0 and self.cache_mb > 0, "move_ms >= 0 and cache_mb > 0"),
             (self.eviction in ("queue", "per-topic"), "eviction must be queue or per-topic"),
             (self.stats_update_frequency_s > 0 and self.stats_update_initial_delay_s >= 0, "bad stats period"),
@@ -291,6 +297,13 @@ class _Run:
         self.written = [0] * P  # whole blocks written to the managed ledger
         self.rate_blk = sc.publish_rate / P / sc.block_entries  # blocks/s per partition
         self.rq_blk = sc.receiver_queue // sc.block_entries
+        # flow control: the consumer's FLOW permits (the full receiver queue on (re)connect, then in batches of
+        # receiverQueueRefillThreshold = receiverQueueSize / 2, ConsumerImpl); reads of at most
+        # dispatcherMaxReadBatchSize entries
+        self.refill_blk = max(1, math.ceil((sc.receiver_queue // 2) / sc.block_entries))
+        self.read_blk = max(1, sc.max_read_batch // sc.block_entries)
+        self.permits = [[self.rq_blk] * P for _ in range(S)]
+        self.client_avail = [[0] * P for _ in range(S)]
         # per (subscription, partition): read position, mark-delete (next unacked block), queued blocks
         self.rd = [[0] * P for _ in range(S)]
         self.md = [[0] * P for _ in range(S)]
@@ -355,6 +368,8 @@ class _Run:
             self.first_blk[p] = self.written[p]
             for s in range(sc.subscriptions):
                 self.queued[s][p] = []  # cleared on reconnection: delivered again from the mark-delete position
+                self.permits[s][p] = self.rq_blk  # the FLOW of a full receiver queue sent on connection
+                self.client_avail[s][p] = 0
                 self.rd[s][p] = self.md[s][p]
                 self.active[s][p] = False
                 self.cache_read[s][p] = False  # a new ManagedCursorImpl on the new owner: cacheReadEntry false
@@ -424,12 +439,19 @@ class _Run:
         self.written[p] = complete
 
     def _dispatch(self, s: int, p: int, now: float) -> None:
+        """The Shared dispatcher reads while its consumer has permits: up to dispatcherMaxReadBatchSize entries a
+        read (PersistentDispatcherMultipleConsumers.readMoreEntries), the next read right after (no BK delay)."""
+        while True:
+            start = self.rd[s][p]
+            n = min(self.permits[s][p], self.read_blk, self.written[p] - start)
+            if n <= 0:
+                return
+            self.permits[s][p] -= n
+            self._read(s, p, start, n, now)
+
+    def _read(self, s: int, p: int, start: int, n: int, now: float) -> None:
         sc = self.sc
         q = self.queued[s][p]
-        start = self.rd[s][p]
-        n = min(self.rq_blk - len(q), self.written[p] - start)
-        if n <= 0:
-            return
         br = self.brokers[self.owner[p]]
         e = br.e
         cache = e.cached[p]
@@ -508,6 +530,11 @@ class _Run:
             self.md[s][p] = max(self.md[s][p], b + 1)
             moved[p] = True
             self.last_rx[s] = now
+            # ConsumerImpl: permits go back to the broker in one FLOW once half the receiver queue was processed
+            self.client_avail[s][p] += 1
+            if self.client_avail[s][p] >= self.refill_blk:
+                self.permits[s][p] += self.client_avail[s][p]
+                self.client_avail[s][p] = 0
         if now - self.last_rx[s] >= sc.idle_exit_ms:
             self.stopped[s] = True  # receive(2000 ms) returned null: the consumer thread ends
             if now < sc.duration_s * 1000.0:

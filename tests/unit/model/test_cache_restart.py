@@ -112,8 +112,9 @@ def test_miss_causes_after_a_move() -> None:
     run.tick_misses.clear()  # next tick: no read of these blocks is in flight any more
     run.queued[1][0].clear()
     run.rd[1][0] = 8
+    run.permits[1][0] = 5
     run._dispatch(1, 0, 1110.0)
-    assert run.res.pending_read_merges == 50
+    assert run.res.pending_read_merges == 50 and run.rd[1][0] == 13
 
 
 def test_miss_and_hit_causes_eviction_and_storage_reads() -> None:
@@ -132,3 +133,37 @@ def test_miss_and_hit_causes_eviction_and_storage_reads() -> None:
 def test_order_text_shows_ties() -> None:
     ranked = [("pip430", 0.9533), ("legacy", 0.61101), ("mark-delete", 0.611012), ("backlog", 0.52)]
     assert order_text(ranked) == "pip430 > legacy = mark-delete > backlog"
+
+
+# -- flow control and read batches -----------------------------------------------------------------------------------
+
+
+def test_dispatcher_reads_in_batches_while_the_consumer_has_permits() -> None:
+    # receiver queue 50 entries = 5 blocks of 10; refill threshold 25 entries -> 3 blocks; read batch 20 -> 2 blocks
+    run = _Run(small(max_read_batch=20), "legacy")
+    run._produce(0, 0.0, 0.1)  # 10 blocks of partition 0, cached
+    run.brokers[0].clear_topic(0, "size")  # all gone: every read goes to BookKeeper
+    run._dispatch(0, 0, 0.0)
+    assert run.rd[0][0] == 5 and run.permits[0][0] == 0
+    assert (run.res.bk_reads, run.res.bk_entries) == (3, 50)  # reads of 2 + 2 + 1 blocks
+    run.credit[0] = 2.0
+    run._consume(0, 0.0, 0.0)  # 2 blocks processed: below the refill threshold, no FLOW yet
+    assert run.permits[0][0] == 0 and run.client_avail[0][0] == 2
+    run._dispatch(0, 0, 0.0)
+    assert run.rd[0][0] == 5
+    run.credit[0] = 1.0
+    run._consume(0, 0.0, 0.0)  # the third: one FLOW of 3 blocks
+    assert run.permits[0][0] == 3 and run.client_avail[0][0] == 0
+    run._dispatch(0, 0, 0.0)
+    assert run.rd[0][0] == 8 and run.res.bk_reads == 3 + 2
+
+
+def test_partly_cached_read_fetches_only_the_missing_ranges() -> None:
+    # PIP-430 RangeEntryCacheImpl: a read of blocks 0-4 with 1 and 3 cached reads 0, 2 and 4 from BookKeeper
+    run = _Run(small(max_read_batch=50), "legacy")
+    run._produce(0, 0.0, 0.1)
+    cache = run.brokers[0].e.cached[0]
+    for b in (0, 2, 4):
+        run.brokers[0].e._remove(cache[b], "ttl")
+    run._dispatch(0, 0, 0.0)
+    assert (run.res.bk_reads, run.res.bk_entries, run.res.hits) == (3, 30, 20)
