@@ -20,7 +20,9 @@ What a restart does to a partition (upstream behaviour; the broker's own cache i
   (``activate_on_connect``: the test says the branch it ran on was changed so, for the #12258 runs).
 * when the last active cursor leaves, the legacy cache of the topic is cleared
   (ManagedLedgerImpl.invalidateEntriesUpToSlowestReaderPosition with no active cursor).
-The restarted broker comes back empty and takes no topic back during the run (no load balancing in 30 s).
+The restarted broker comes back empty and takes no topic back during the run (no load balancing in 30 s). The
+namespace has one bundle (``defaultNumberOfNamespaceBundles=1`` in the test base's configuration), so the ten
+partitions live on one broker and move together: 3 restarts, 30 topic moves.
 
 Periodic checks: ``PulsarStats.updateStats`` runs ``checkBackloggedCursors`` for every topic of a broker, and with
 it ``checkCursorsToCacheEntries`` (apache/pulsar#23503: reads are not cached for #12258 until that check ran; "it
@@ -88,6 +90,10 @@ class RestartScenario:
     brokers: int = 2
     restarts: int = 3
     partitions: int = 10
+    # namespace bundles: MockedPulsarServiceBaseTest.getDefaultConf sets defaultNumberOfNamespaceBundles=1, and the
+    # test creates my-property/my-ns without a bundle count, so the ten partitions are one bundle on one broker;
+    # 0 = spread the partitions over the brokers (p % brokers)
+    bundles: int = 1
     publish_rate: float = 50_000.0  # msg/s over all partitions, one entry per message (batching off)
     subscriptions: int = 10
     receiver_queue: int = 200  # per partition consumer
@@ -122,6 +128,7 @@ class RestartScenario:
             (self.publish_rate > 0 and self.consumer_rate > 0, "rates must be > 0"),
             (self.receiver_queue >= self.block_entries >= 1, "receiver_queue >= block_entries >= 1"),
             (self.max_read_batch >= 1, "max_read_batch must be >= 1"),
+            (self.bundles >= 0, "bundles must be >= 0"),
             (self.move_ms >= 0 and self.cache_mb > 0, "move_ms >= 0 and cache_mb > 0"),
             (self.eviction in ("queue", "per-topic"), "eviction must be queue or per-topic"),
             (self.stats_update_frequency_s > 0 and self.stats_update_initial_delay_s >= 0, "bad stats period"),
@@ -281,7 +288,9 @@ class _Run:
         self.rng = np.random.default_rng(sc.seed)
         self.brokers = [_Broker(sc, policy, self.cfg) for _ in range(sc.brokers)]
         P, S = sc.partitions, sc.subscriptions
-        self.owner = [p % sc.brokers for p in range(P)]
+        # bundle i (partitions p with p % bundles == i) starts on broker i % brokers; with one bundle every
+        # partition is on the first broker, the one the clients' service URL names first
+        self.owner = [(p % sc.bundles) % sc.brokers if sc.bundles else p % sc.brokers for p in range(P)]
         self.available_at = [0.0] * P
         self.first_blk = [0] * P  # first block written on the partition's current owner
         # each broker's stats updater: next run (ms of the scenario clock)

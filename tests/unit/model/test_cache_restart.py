@@ -22,6 +22,7 @@ def small(**kw: Any) -> RestartScenario:
         "cache_mb": 64.0,
         "entry_size": 1024,
         "drain_s": 0.0,
+        "bundles": 0,  # one partition per broker: the hand-computed cases below
     }
     base.update(kw)
     return RestartScenario(**base)
@@ -53,6 +54,18 @@ def test_upstream_defaults_never_check_within_the_experiment() -> None:
     # an explicit --backlog-check-ms runs it every that many ms from the start on every loaded partition
     explicit = small(settings=(("backlog_check_ms", 1000.0),))
     assert simulate_restart(explicit, "backlog").cursors_to_cache_checks == 4 * 2  # at 0, 1, 2, 3 s
+
+
+def test_one_namespace_bundle_puts_every_partition_on_one_broker_and_moves_them_together() -> None:
+    # defaultNumberOfNamespaceBundles=1 (MockedPulsarServiceBaseTest.getDefaultConf): all partitions on broker 0
+    run = _Run(small(partitions=4, bundles=1, restarts=3, duration_s=8.0), "legacy")
+    assert run.owner == [0, 0, 0, 0]
+    run._restart(0, 2000.0)
+    assert run.owner == [1, 1, 1, 1] and run.res.moves == 4
+    run._restart(1, 4000.0)
+    assert run.owner == [0, 0, 0, 0] and run.res.moves == 8
+    spread = _Run(small(partitions=4, bundles=2), "legacy")
+    assert spread.owner == [0, 1, 0, 1]
 
 
 def test_a_move_gives_the_cursor_a_fresh_cache_read_flag() -> None:

@@ -142,6 +142,7 @@ def tiny(**kw: Any) -> RestartScenario:
         "receiver_queue": 50,
         "cache_mb": 64.0,
         "entry_size": 1024,
+        "bundles": 0,
     }
     base.update(kw)
     return RestartScenario(**base)

@@ -318,6 +318,6 @@ def test_cache_rolling_restart_scenario_prints_model_next_to_published(tmp_path:
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["published"] == {"pip430": 0.984} and "98.40%" in r.stderr
-    assert doc["policies"]["pip430"]["restarts"] == 3 and doc["policies"]["pip430"]["topic_moves"] == 25
+    assert doc["policies"]["pip430"]["restarts"] == 3 and doc["policies"]["pip430"]["topic_moves"] == 30
     assert "misses by cause" in r.stderr and "hit_rate_if_pending_reads_merged" in doc["policies"]["pip430"]
     assert png.read_bytes()[:4] == b"\x89PNG"
