@@ -1,28 +1,10 @@
 """Two-phase apply: ``mark`` (re-verify + back up, no ZooKeeper change) and ``delete`` (re-verify + CAS delete).
 
-Both phases walk the plan's actions in plan order, in batches of ``batch_size``; every transition is
-journaled (fsync per record) before the next step, so a crash at any point followed by the same command
-finishes the work without deleting anything twice:
-
-* an action journaled ``deleting`` whose target is gone (and whose backup exists) counts as committed;
-* one whose target still exists is re-verified and deleted;
-* ``failed`` actions are re-verified and retried.
-
-After each delete batch every committed target is re-read; a target still present stops the run.
-
-A skip is final or transient (:mod:`pulsar_ops.repair.journal`). Final: the cluster changed under the action
-(a version or bytes mismatch, a leak disproved, a reference found, a broker saying the subscription is in use
-or gone); it is reported again, as a previous run's, and never retried. Transient: the action could not be
-re-verified (a read error: no permission, a lost connection); nothing about it was learned, so the next run
-re-evaluates it from the state it was in and reports the old reason as a previous run's.
-
-The executor never branches on an action's kind: it asks the kind (:mod:`pulsar_ops.repair.registry`) what to
-read, its rule, the rest of its transaction, whether it is done and what a dry run says. Before its transaction
-every action is re-proved against the live tree, whatever the plan says: every znode it names is re-read and
-compared (:mod:`pulsar_ops.repair.validate`; a ledger action's owner znodes re-decoded, their versions then
-checked in the transaction), and its kind's eligibility rule, the one the planner asked on the snapshot, decides
-on the live facts (:class:`pulsar_ops.repair.live_facts.LiveFacts`) at mark and again at delete; what it refuses
-is skipped with the rule's reason before any write.
+Kind-agnostic: every action is re-read and compared (:mod:`pulsar_ops.repair.validate`), then its kind's rule
+decides on the live facts (:class:`pulsar_ops.repair.live_facts.LiveFacts`) at mark and again at delete, and its
+kind says what else its transaction does (:mod:`pulsar_ops.repair.registry`). Every transition is journaled (fsync)
+before the next step, so re-running the same command after a crash resumes without acting twice; final and
+transient skips: ``docs/repair.md``, "Final and transient skips".
 """
 
 from __future__ import annotations
@@ -31,7 +13,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +52,7 @@ class ActionOutcome:
     reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "target": self.target, "outcome": self.outcome, "reason": self.reason}
+        return asdict(self)
 
 
 @dataclass

@@ -1,13 +1,6 @@
-"""Every ledger the live tree references, read once at the start of ``apply --phase delete``. Pure.
-
-The plan re-checks a ledger's owner (its managed ledger and cursors, its schema locator, its topic's
-``__compaction`` cursor) right before each delete, in the same transaction as the delete. This index adds the
-rest of the cluster: a ledger that ANY managed ledger, cursor or schema locator references is never deleted,
-whatever the plan says about its owner (a hand-edited plan can name the wrong owner).
-
-Blast radius of a value that cannot be decoded (an error is never evidence of absence): an undecodable
-managed-ledger info or cursor blocks the ledgers owned by that managed ledger; an undecodable schema locator
-blocks that schema's ledgers. Nothing else.
+"""Every ledger the live tree references (``/managed-ledgers``, ``/schemas``), read once per delete run: a ledger
+that ANY managed ledger, cursor or schema locator references is never deleted, whatever the plan says about its
+owner. An undecodable value blocks only the ledgers of the managed ledger or schema it belongs to. Pure.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""One eligibility rule per action kind, shared by ``plan`` and ``apply``. Pure: facts in, a verdict out.
+"""The eligibility conditions the kinds' rules share with the audit's SQL, or that need more than one kind. Pure.
 
-The plan only proposes. These functions decide, from facts, whether an action is allowed and what exactly it may
-change; a kind's rule calls them on the snapshot's facts (the planner) and on facts re-read from ZooKeeper at mark
-and again at delete (apply). A plan file a person edits and re-checksums can only ever ask for less than the rules
-allow, never more.
-
-Each kind's module (``pulsar_ops.repair.kinds.<kind>``) says which of these its rule calls, and
-``docs/repair.md`` tabulates every condition per kind with where it is decided and its SQL twin.
-
-A fact that is unknown (a read that failed, a value that does not decode, a plan that does not record the
-parameter a rule needs) is never read as permission: the rule refuses, naming what is unknown.
+A kind's rule calls them on the snapshot's facts (plan) and on facts re-read at mark and at delete (apply), so
+an edited plan can only ask for less than they allow. An unknown fact (a failed read, a value that does not
+decode, a parameter the plan does not record) is never permission. The per-condition table: ``docs/repair.md``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from pulsar_ops.repair.facts import (
     RuleParams,
     SnapshotFacts,
     SubtreeZnode,
+    listed_ledger,
 )
 from pulsar_ops.repair.planner import IDENTITY_KEYS, MANAGED_LEDGERS_ROOT
 from pulsar_ops.repair.rules import resolve_retention, topic_policy_pair
@@ -86,14 +87,15 @@ def open_audited_snapshot(audit: AuditInput) -> Snapshot:
     return snap
 
 
-def _read(snap: Snapshot, table: str, columns: Sequence[str]) -> pa.Table:
+def _read(snap: Snapshot, table: str, columns: Sequence[str], where: pc.Expression | None = None) -> pa.Table:
+    """``where``: only the matching rows, one part file at a time (memory: the matching rows, not the table)."""
     parts = sorted(snap.table_dir(table).glob("part-*.parquet"))
     if not parts:
         raise SnapshotError(f"{snap.table_dir(table)}: no part files; the snapshot is damaged")
     tables = []
     for p in parts:
         try:
-            tables.append(pq.read_table(p, columns=list(columns)))
+            tables.append(pq.read_table(p, columns=list(columns), filters=where))
         except (pa.ArrowException, OSError) as e:  # truncated, corrupt, or not Parquet at all
             raise SnapshotError(
                 f"{p}: not a readable Parquet file ({type(e).__name__}: {e})",
@@ -102,9 +104,8 @@ def _read(snap: Snapshot, table: str, columns: Sequence[str]) -> pa.Table:
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
-def _rows(t: pa.Table) -> Iterable[dict[str, Any]]:
-    rows: list[dict[str, Any]] = t.to_pylist()
-    return rows
+def _rows(t: pa.Table) -> list[dict[str, Any]]:
+    return t.to_pylist()  # type: ignore[no-any-return]
 
 
 _BK_COLUMNS = (
@@ -168,6 +169,7 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFact
     for i in range(t.num_rows):
         lid = int(cols["ledger_id"][i])
         custom = tuple((key, str(cols[col][i])) for col, key in _IDENTITY_COLUMNS if cols[col][i] is not None)
+        last_entry, zc = int(cols["last_entry_id"][i]), cols["znode_ctime_ms"][i]
         facts[lid] = LedgerFact(
             ledger_id=lid,
             path=str(cols["path"][i]),
@@ -177,10 +179,9 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFact
             ctime_ms=int(cols["ctime_ms"][i]),
             length=int(cols["length"][i]),
             custom_metadata=custom,
+            last_entry_id=last_entry,
+            znode_ctime_ms=None if zc is None else int(zc),
         )
-        last_entry = int(cols["last_entry_id"][i])
-        zc = cols["znode_ctime_ms"][i]
-        facts[lid] = replace(facts[lid], last_entry_id=last_entry, znode_ctime_ms=None if zc is None else int(zc))
         rows.append(
             LedgerFacts(
                 ledger_id=lid,
@@ -217,23 +218,6 @@ def _strings(values: Sequence[str]) -> pa.Array:
     return pa.array(values, type=pa.string())  # typed, so an empty list still compares with a string column
 
 
-def _read_filtered(snap: Snapshot, table: str, columns: Sequence[str], where: pc.Expression) -> pa.Table:
-    """Only the rows matching ``where``, one part file at a time (memory: the matching rows, not the table)."""
-    parts = sorted(snap.table_dir(table).glob("part-*.parquet"))
-    if not parts:
-        raise SnapshotError(f"{snap.table_dir(table)}: no part files; the snapshot is damaged")
-    tables = []
-    for p in parts:
-        try:
-            tables.append(pq.read_table(p, columns=list(columns), filters=where))
-        except (pa.ArrowException, OSError) as e:
-            raise SnapshotError(
-                f"{p}: not a readable Parquet file ({type(e).__name__}: {e})",
-                hint="the snapshot is damaged: scrape again with `pulsar-ops scrape --zookeeper HOSTS --out DIR`",
-            ) from None
-    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-
-
 def _tree_part(snap: Snapshot, reads: LeakReads, incomplete: frozenset[tuple[str, str]]) -> SnapshotTree:
     """The znodes ``reads`` names (exact paths and the children of its directories), with their decode errors
     and, for namespace and local policies, their JSON (the only values :func:`prove_leak` reads)."""
@@ -242,7 +226,7 @@ def _tree_part(snap: Snapshot, reads: LeakReads, incomplete: frozenset[tuple[str
     paths = sorted({p for _, p in reads.exact})
     parents = sorted({p for _, p in reads.parents})
     where = ds.field("path").isin(_strings(paths)) | ds.field("parent").isin(_strings(parents))
-    t = _read_filtered(snap, "znodes", ("store", "path", "parent", "decode_error"), where)
+    t = _read(snap, "znodes", ("store", "path", "parent", "decode_error"), where)
     nodes: set[tuple[str, str]] = set()
     bad: dict[tuple[str, str], str] = {}
     for store, path, parent, err in zip(
@@ -258,7 +242,7 @@ def _tree_part(snap: Snapshot, reads: LeakReads, incomplete: frozenset[tuple[str
     for table, store in (("namespaces", CONFIG), ("local_policies", LOCAL)):
         want = [p for s, p in reads.exact if s == store]
         if want:
-            rows = _read_filtered(snap, table, ("path", "json"), ds.field("path").isin(_strings(sorted(want))))
+            rows = _read(snap, table, ("path", "json"), ds.field("path").isin(_strings(sorted(want))))
             for path, js in zip(rows.column("path").to_pylist(), rows.column("json").to_pylist(), strict=True):
                 if js is not None:
                     values[(store, str(path))] = str(js).encode()
@@ -271,7 +255,7 @@ def _listed_in(snap: Snapshot, paths: Iterable[str]) -> dict[str, int]:
     want = sorted({p for p in paths if p.startswith(MANAGED_LEDGERS_ROOT + "/")})
     if not want:
         return {}
-    t = _read_filtered(snap, "managed_ledgers", ("path", "ledger_count"), ds.field("path").isin(_strings(want)))
+    t = _read(snap, "managed_ledgers", ("path", "ledger_count"), ds.field("path").isin(_strings(want)))
     return {
         str(p): int(n) for p, n in zip(t.column("path").to_pylist(), t.column("ledger_count").to_pylist(), strict=True)
     }
@@ -401,21 +385,11 @@ def _ledger_lists(
     for path, rs in by_path.items():
         listed = []
         for r in sorted(rs, key=lambda x: int(x["idx"])):
-            lid, deleted = int(r["ledger_id"]), bool(r["bookkeeper_deleted"])
-            if not r["is_last"]:
-                listed.append(ListedLedger(lid, r["entries"] or 0, r["size"] or 0, r["timestamp_ms"], deleted))
-                continue
-            bk = ledgers.get(lid)
-            last = bk.last_entry_id if bk is not None else None
+            lid, f = int(r["ledger_id"]), ledgers.get(int(r["ledger_id"]))
+            bk = (f.last_entry_id, f.length, f.ctime_ms) if f is not None else (None, None, None)
+            last = bk if r["is_last"] else None
             listed.append(
-                ListedLedger(
-                    lid,
-                    None if last is None else last + 1,
-                    bk.length if bk is not None else None,
-                    bk.ctime_ms if bk is not None else None,
-                    deleted,
-                    last,
-                )
+                listed_ledger(lid, r["entries"], r["size"], r["timestamp_ms"], bool(r["bookkeeper_deleted"]), last)
             )
         out[path] = tuple(listed)
     return out

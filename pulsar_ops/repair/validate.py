@@ -1,15 +1,9 @@
-"""Pure re-verification: given an action's precondition and freshly read znodes, decide proceed or skip.
+"""Pure re-verification of an action's targets and references against freshly read znodes (both apply phases).
 
-Used by both apply phases. ``mark`` checks the targets (and a ledger's custom metadata); ``delete`` also
-re-decodes every referencing znode. Rules:
-
-* a target that is gone, has another version or mzxid (deleted and re-created), other bytes, or (subtrees) a
-  different set of znodes -> skip;
-* a ledger whose identity custom metadata (application, component, owner keys) no longer matches -> skip;
-* a referencing znode whose version changed is *re-checked*, not skipped (active topics roll over constantly):
-  it is decoded and the action is skipped only when the ledger id is referenced again; the delete transaction
-  then carries ``check(path, version_just_read)`` for every referencing znode so nothing slips in between;
-* a referencing znode that cannot be decoded -> skip (an error is never evidence of absence).
+A target gone, at another version or mzxid, with other bytes, ephemeral, or (subtrees) with a new znode inside ->
+skip; a ledger whose identity custom metadata changed -> skip. A referencing znode is re-decoded, not compared: the
+action is skipped only when it references the ledger again or does not decode, and the transaction then
+``check``s the version just read.
 """
 
 from __future__ import annotations
