@@ -83,12 +83,8 @@ class ApplyReport:
         }
 
 
-def _target(a: Action) -> str:
-    return kind_of(a.kind).target(a)
-
-
 def _outcome(a: Action, outcome: str, reason: str = "") -> ActionOutcome:
-    return ActionOutcome(a.id, a.kind, _target(a), outcome, reason)
+    return ActionOutcome(a.id, a.kind, kind_of(a.kind).target(a), outcome, reason)
 
 
 def _from_before(st: J.ActionState) -> str:
@@ -115,6 +111,15 @@ def _skip(
     journal.record(a.id, J.SKIPPED, phase=phase, reason=reason, final=final, **details)
     said = f"{reason} (final)" if final else f"{reason} (transient: the next run re-evaluates it)"
     return _outcome(a, "skipped", _joined(said, previous))
+
+
+_REMARK = "re-run `--phase mark --apply` to re-create the backup"
+
+
+def _settle(journal: J.Journal, a: Action, state: str, reason: str, **details: Any) -> ActionOutcome:
+    """Journal a delete-phase outcome (``committed``, ``failed``, ``skipped``: outcome = state) and report it."""
+    journal.record(a.id, state, phase="delete", **({"reason": reason} if reason else {}), **details)
+    return _outcome(a, state, reason)
 
 
 def _unreadable(e: ZooKeeperError) -> str:
@@ -218,10 +223,7 @@ def _back_up(
     """Re-read every target with stat + ACL, verify against the plan, ask the kind's rule, store bytes.
     (skip reason, shas)."""
     kind = kind_of(a.kind)
-    with_acl = {}
-    for z in a.preconditions.znodes:
-        got = session.read_with_acl(z.store, z.path)
-        with_acl[z.path] = got
+    with_acl = {z.path: session.read_with_acl(z.store, z.path) for z in a.preconditions.znodes}
     observed = [
         got.node if got is not None else Observed(store=a.store, path=p, exists=False) for p, got in with_acl.items()
     ]
@@ -397,16 +399,11 @@ def _delete_verified(
         missing = f"the backup of {a.path} does not record the bytes the rewrite writes"
     if st.live == J.DELETING and _done(session, backups, plan, a):
         if missing is None:
-            reason = "deleted before an interruption (target gone, backup present)"
-            journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
-            return _outcome(a, "committed", reason)
-        reason = f"target gone but {missing}"
-        journal.record(a.id, J.FAILED, phase="delete", reason=reason)
-        return _outcome(a, "failed", reason)
+            recovered = "deleted before an interruption (target gone, backup present)"
+            return _settle(journal, a, J.COMMITTED, recovered, recovered=True)
+        return _settle(journal, a, J.FAILED, f"target gone but {missing}")
     if missing is not None:
-        reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
-        journal.record(a.id, J.FAILED, phase="delete", reason=reason)
-        return _outcome(a, "failed", reason)
+        return _settle(journal, a, J.FAILED, f"{missing}; {_REMARK}")
     sets: tuple[tuple[str, bytes, int], ...] = ()
     error: ZooKeeperError | None = None  # a read error: the skip is transient
     try:
@@ -444,18 +441,10 @@ def _delete_verified(
     if result.committed:
         if after_commit is not None:
             after_commit()
-        journal.record(a.id, J.COMMITTED, phase="delete", ops=list(result.ops))
-        return _outcome(a, "committed")
+        return _settle(journal, a, J.COMMITTED, "", ops=list(result.ops))
     if result.unknown and _done(session, backups, plan, a):
-        reason = f"commit outcome confirmed by re-read after {result.error}"
-        journal.record(a.id, J.COMMITTED, phase="delete", reason=reason)
-        return _outcome(a, "committed", reason)
-    reason = f"transaction failed: {result.error}"
-    journal.record(a.id, J.FAILED, phase="delete", reason=reason, ops=list(result.ops))
-    return _outcome(a, "failed", reason)
-
-
-_STATES = {"committed": J.COMMITTED, "failed": J.FAILED, "skipped": J.SKIPPED}
+        return _settle(journal, a, J.COMMITTED, f"commit outcome confirmed by re-read after {result.error}")
+    return _settle(journal, a, J.FAILED, f"transaction failed: {result.error}", ops=list(result.ops))
 
 
 def _admin_one(
@@ -475,19 +464,15 @@ def _admin_one(
     st = journal.state(a.id)
     missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
     if missing is not None:
-        reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
-        journal.record(a.id, J.FAILED, phase="delete", reason=reason)
-        return _outcome(a, "failed", reason)
+        return _settle(journal, a, J.FAILED, f"{missing}; {_REMARK}")
     if st.live in (J.DELETING, J.FAILED) and _done(session, backups, plan, a):
-        reason = "the broker acted before an interruption (the tree shows it; backup present)"
-        journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
-        return _outcome(a, "committed", reason)
+        recovered = "the broker acted before an interruption (the tree shows it; backup present)"
+        return _settle(journal, a, J.COMMITTED, recovered, recovered=True)
     # the action's znode exactly as scraped (version, bytes: a cursor's lastActive and position too), then its rule
     node = session.read(a.store, [a.path])[0]
     why = target_mismatch(a.preconditions.znodes[0], node) or kind.rule(a, facts.at([node]))
     if why is not None:
-        journal.record(a.id, J.SKIPPED, phase="delete", reason=why, final=True)
-        return _outcome(a, "skipped", why)
+        return _settle(journal, a, J.SKIPPED, why, final=True)
     if admin is None:
         raise ApplyError(
             f"{a.id} calls a broker's admin API, but no admin URL was given; nothing was called",
@@ -498,7 +483,7 @@ def _admin_one(
     if st.live != J.DELETING:
         journal.record(a.id, J.DELETING, phase="delete", call=kind.call_text(a))
     called = kind.call(session, a, admin, lambda: _done(session, backups, plan, a))
-    journal.record(a.id, _STATES[called.state], phase="delete", **called.details)
+    journal.record(a.id, called.state, phase="delete", **called.details)  # the state is the journal's
     return _outcome(a, called.state, called.reason)
 
 

@@ -73,15 +73,7 @@ class PlanDraft:
 
 
 def _np(f: Finding, code: str, reason: str) -> NotPlanned:
-    return NotPlanned(
-        key=f.key(),
-        detection=f.detection,
-        reason_code=code,
-        reason=reason,
-        bytes=f.bytes,
-        path=f.path,
-        ledger_id=f.ledger_id,
-    )
+    return NotPlanned(f.key(), f.detection, code, reason, f.bytes, f.path, f.ledger_id)
 
 
 def snapshot_topic(facts: SnapshotFacts, ml_path: str) -> TopicNow:

@@ -10,7 +10,7 @@ its scraped version) while every dropped ledger's metadata paths are still absen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
@@ -26,9 +26,6 @@ from pulsar_ops.repair.kind import (
     ml_target,
     rewrite_shape,
 )
-
-if TYPE_CHECKING:
-    pass
 
 LOADED = "its list belongs to the broker; unload it first"
 
