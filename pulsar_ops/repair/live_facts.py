@@ -14,8 +14,8 @@ from typing import Any
 from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError, ZooKeeperError
 from pulsar_ops.formats import names
-from pulsar_ops.formats.ledger_path import ledger_path
-from pulsar_ops.formats.policies import parse_bundle_range, topic_hash
+from pulsar_ops.formats.ledger_path import ledger_paths
+from pulsar_ops.formats.policies import in_bundle, parse_bundle_range, topic_hash
 from pulsar_ops.repair.actions import Action
 from pulsar_ops.repair.facts import (
     CursorNow,
@@ -63,8 +63,7 @@ def _bk_last(session: ZkSession, ledger_id: int, ledgers_root: str) -> tuple[int
     """(last entry id, length, ctime) of a ledger from its metadata (hierarchical or flat path), or Nones."""
     from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 
-    paths = list(dict.fromkeys((ledger_path(ledger_id, ledgers_root), ledger_path(ledger_id, ledgers_root, flat=True))))
-    for node in session.read(LOCAL, paths):
+    for node in session.read(LOCAL, ledger_paths(ledger_id, ledgers_root)):
         if node.exists:
             md = decode_ledger_metadata(node.data, node.path)  # ctime: the metadata's, else the znode's
             return md.last_entry_id, md.length, md.ctime_ms or node.ctime_ms or None
@@ -189,9 +188,7 @@ def listed_now(session: ZkSession, ml_path: str) -> tuple[int, ...] | None:
 
 def present_paths(session: ZkSession, ledger_ids: tuple[int, ...], ledgers_root: str) -> list[str]:
     """Of the hierarchical and flat metadata paths of ``ledger_ids``, those that exist now."""
-    paths: list[str] = []
-    for lid in ledger_ids:
-        paths.extend(dict.fromkeys((ledger_path(lid, ledgers_root), ledger_path(lid, ledgers_root, flat=True))))
+    paths = [p for lid in ledger_ids for p in ledger_paths(lid, ledgers_root)]
     return [o.path for o in session.read(LOCAL, paths) if o.exists]
 
 
@@ -327,7 +324,7 @@ class LiveFacts:
                 lo, hi = parse_bundle_range(r, f"{root}/{r}")
             except DecodeError:
                 return f"{root}/{r} is not a bundle range; cannot tell whether {topic} is loaded"
-            if lo <= h < hi or (h == hi == 0xFFFFFFFF):
+            if in_bundle(h, lo, hi):
                 return f"{topic} is loaded: its bundle {r} is owned ({root}/{r}); {then}"
         return None
 

@@ -185,15 +185,9 @@ def first_trim_ids(
     retention: Retention,
     now_ms: int,
 ) -> tuple[int, ...]:
-    """The ledgers the broker's first trim after a load removes (the audit's expired-retention-unloaded rule,
-    ``first_trim_ledger_ids``), in list order.
-
-    Candidates: ledgers before the slowest cursor's mark-delete ledger (and that ledger when fully consumed); all
-    when no cursor has a position; the last ledger only when BookKeeper shows entries; offloaded ledgers deleted
-    from BookKeeper never. Expired: older than the retention time, or beyond the retention size counted from the
-    newest. The cut is a prefix: it stops at the first candidate that is not expired. The last ledger is in the
-    first trim only when the retention time is 0 or the size rule takes it (a load re-stamps it with the load
-    time: ``ManagedLedgerImpl.initialize``). Infinite retention (-1) expires nothing."""
+    """The ledgers the broker's first trim after a load removes (the audit's ``first_trim_ledger_ids``), in list
+    order: the expired prefix of the trim candidates (retention size counted from the newest; -1: infinite), each
+    in the first trim by :func:`is_at_first_trim` (``ManagedLedgerImpl.internalTrimLedgers``)."""
     rt, rs = retention.time_minutes, retention.size_mb
     total = sum(li.size or 0 for li in ledgers)
     last = len(ledgers) - 1

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
-from pulsar_ops.formats.policies import topic_hash
+from pulsar_ops.formats.policies import in_bundle, topic_hash
 from pulsar_ops.repair.actions import Action
 from pulsar_ops.repair.facts import (
     CursorNow,
@@ -264,7 +264,7 @@ class SnapshotView:
             return f"topic {topic}: {e.reason}"
         h = topic_hash(topic)
         for lo, hi in self.facts.owned_ranges.get(ns, ()):
-            if lo <= h < hi or h == hi == 0xFFFFFFFF:
+            if in_bundle(h, lo, hi):
                 return f"{topic} is loaded (its bundle 0x{lo:08x}_0x{hi:08x} is owned): {then}"
         return None
 

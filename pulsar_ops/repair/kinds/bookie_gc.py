@@ -30,11 +30,7 @@ apache/bookkeeper/``):
   "isMinorGcSuspended"}``. The explicit flags override a suspension (``runWithFlags(true, !forceMajor, ...)``),
   and LedgerDirsMonitor suspends compaction when the disk is almost full: this kind refuses to override it.
 
-The plan proposes, per scanned bookie, one action when the audit found data of deleted ledgers there older than
-``gcWaitTime`` (``unreclaimed-ledger-data``) or entry logs GC should have removed (``stale-entry-log``);
-compaction is asked only for a stale log that still holds live bytes (a log with none is deleted by plain GC).
-A bookie holding a dangling ledger's data (a topic still lists it: recoverable) is never collected. The action
-carries the bytes the GC model (``model.gc``, one forced run) predicts it frees on the bookie's measured layout.
+What the plan proposes and why: ``docs/repair.md``, "bookie-gc".
 """
 
 from __future__ import annotations
