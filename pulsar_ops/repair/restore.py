@@ -297,8 +297,7 @@ def _restore_action(
         return _nothing(backups, g, f"the transaction failed ({result.error}): changed while restoring")
     for o in outs:
         o.outcome, o.reason = "restored", "restored with its action, in one transaction"
-        node = session.read(o.store, [o.path])[0]
-        if not node.exists or sha256_hex(node.data) != o.sha256:
+        if not _holds(session, o.store, o.path, o.sha256):
             o.outcome, o.reason = "failed", "read-back after the transaction does not match the backup bytes"
     return outs, None
 
@@ -359,8 +358,7 @@ def _restore_one(
         if session.create(e.store, parent, b"", e.acl) == "created":
             out.created_parents.append(parent)
     if session.create(e.store, e.path, data, e.acl) == "exists":
-        now = session.read(e.store, [e.path])[0]
-        same = now.exists and sha256_hex(now.data) == e.sha256
+        same = _holds(session, e.store, e.path, e.sha256)
         out.outcome = "already-present" if same else "conflict"
         out.reason = "" if same else "created concurrently with other bytes; not overwritten"
         return out
@@ -385,20 +383,24 @@ def _put_back(
         return out
     result = session.commit(e.store, (), ((e.path, data, version),), ())
     if not result.committed:
-        now = session.read(e.store, [e.path])[0]
-        if now.exists and sha256_hex(now.data) == e.sha256:
+        if _holds(session, e.store, e.path, e.sha256):
             out.outcome = "already-present"
         elif result.unknown:
             out.reason = f"outcome unknown ({result.error}); re-run restore"
         else:
             out.outcome, out.reason = "conflict", f"changed while restoring ({result.error}); not overwritten"
         return out
-    now = session.read(e.store, [e.path])[0]
-    if not now.exists or sha256_hex(now.data) != e.sha256:
+    if not _holds(session, e.store, e.path, e.sha256):
         out.reason = "read-back after the rewrite does not match the backup bytes"
         return out
     out.outcome, out.reason = "restored", "rewritten back to the backed-up bytes"
     return out
+
+
+def _holds(session: ZkSession, store: str, path: str, sha256: str) -> bool:
+    """The znode exists with exactly the bytes hashing to ``sha256`` (read now)."""
+    node = session.read(store, [path])[0]
+    return node.exists and sha256_hex(node.data) == sha256
 
 
 def _norm_acl(acl: Any) -> list[tuple[int, str, str]]:

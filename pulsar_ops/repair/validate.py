@@ -150,8 +150,8 @@ def delete_order(action: Action) -> tuple[tuple[str, int], ...]:
 
 def decide_mark(action: Action, targets: Sequence[Observed]) -> Verdict:
     reason = verify_targets(action, targets)
-    if reason is None and action.ledger_id is not None:
-        reason = verify_custom_metadata(action, _data_of(action.path, targets))
+    if reason is None:  # a ledger action's identity (the others carry none)
+        reason = verify_custom_metadata(action, next((o.data for o in targets if o.path == action.path), b""))
     if reason is not None:
         return Verdict.skip(reason)
     return Verdict(proceed=True, deletes=delete_order(action))
@@ -167,10 +167,3 @@ def decide_delete(action: Action, targets: Sequence[Observed], refs: Sequence[Ob
         if reason is not None:
             return Verdict.skip(reason)
     return Verdict(proceed=True, checks=checks, deletes=mark.deletes)
-
-
-def _data_of(path: str, observed: Sequence[Observed]) -> bytes:
-    for o in observed:
-        if o.path == path:
-            return o.data
-    return b""
