@@ -31,7 +31,6 @@ COMMITTED = "committed"
 FAILED = "failed"
 SKIPPED = "skipped"
 STATES = (PENDING, MARKED, DELETING, COMMITTED, FAILED, SKIPPED)
-FINAL = frozenset({COMMITTED, SKIPPED})  # as states; a transient skip is not final: see ActionState.final
 SETTLED = frozenset({COMMITTED, SKIPPED, FAILED})  # nothing in flight (a transient skip is settled too)
 
 _ALLOWED: dict[str, frozenset[str]] = {

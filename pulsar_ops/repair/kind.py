@@ -92,9 +92,6 @@ class Kind:
     steps_itself: ClassVar[bool] = False  # it runs its own mark and delete steps (``step``), not a znode backup
 
     # --- the plan ------------------------------------------------------------------------------------------
-    def action_id(self, a: Action) -> str:
-        return a.id
-
     def target(self, a: Action) -> str:
         return a.path
 
