@@ -20,14 +20,13 @@ from pulsar_ops.model.gc import GcOptions, GcResult, simulate
 from pulsar_ops.model.gc_config import GcConfig
 from pulsar_ops.model.layout import DEFAULT_LEDGER_SPAN_MS, estimate_layouts, per_bookie_bytes
 from pulsar_ops.model.measured_gc import MeasuredGc, accuracy_lines, gc_with_scans
-from pulsar_ops.model.reclaim_band import DEFAULT_PHASES, phases, reclaim_band
+from pulsar_ops.model.reclaim_band import DEFAULT_PHASES, annotate_accuracy, phases, range_json, reclaim_band
 from pulsar_ops.model.scan_layout import BookieScan
 from pulsar_ops.model.units import fmt_bytes, fmt_duration_ms
 
 __all__ = ["ImpactReport", "LedgerFacts", "plan_impact", "read_load_impact"]
 
 DEFAULT_ENTRY_SIZE = 1024
-BAND_TOLERANCE = 0.01  # a measured reclaim within 1 % of the band's ends counts as inside it
 
 
 @dataclass(frozen=True)
@@ -48,7 +47,7 @@ class ImpactReport:
             doc = r.to_json()
             doc["layout"] = sources.get(bid, {}).get("source", "estimated")
             if self.band is not None and doc["layout"] == "estimated" and bid in self.band:
-                doc["reclaim_range"] = _range_json(self.band[bid])
+                doc["reclaim_range"] = range_json(self.band[bid])
             if self.measured is not None and bid in self.measured.accuracy:
                 doc["estimate_vs_measured"] = self.measured.accuracy[bid]
             out[bid] = doc
@@ -217,13 +216,7 @@ def plan_impact(
     if len(layouts) > 1:
         band = reclaim_band(layouts, cfg, GcOptions(start_ms=now_ms, horizon_ms=result.horizon_ms))
         if measured is not None:
-            for bid, acc in measured.accuracy.items():
-                if bid in band:
-                    rc = acc["predicted_reclaim"]
-                    rc["estimated_range"] = _range_json(band[bid])
-                    m = rc["measured"]["total"]
-                    tol = BAND_TOLERANCE * max(m, band[bid]["high"])  # the estimate's byte error is not a phase
-                    rc["measured_in_range"] = band[bid]["low"] - tol <= m <= band[bid]["high"] + tol
+            annotate_accuracy(measured.accuracy, band)
     per_ledger: dict[int, tuple[int, tuple[str, ...]]] = {}
     reads = 0
     for f in delete:
@@ -242,15 +235,6 @@ def plan_impact(
         measured=measured,
         band=band,
     )
-
-
-def _range_json(b: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "low": b["low"],
-        "high": b["high"],
-        "phases": b["phases"],
-        "note": "reclaim over the log-boundary phases: where a bookie's logs begin is not in the metadata",
-    }
 
 
 def _measured_bytes(scans: Mapping[str, BookieScan], ledgers: Mapping[int, int]) -> dict[str, dict[int, int]]:

@@ -14,7 +14,7 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +23,7 @@ from pulsar_ops.model.gc_config import GcConfig
 from pulsar_ops.model.layout import Layout
 
 DEFAULT_PHASES = 8
+TOLERANCE = 0.01  # a measured reclaim within 1 % of the band's ends counts as inside it (byte error, not phase)
 
 
 def phases(n: int) -> tuple[float, ...]:
@@ -53,3 +54,26 @@ def reclaim_band(
         b: {"low": min(v), "high": max(v), "estimate": v[0], "by_phase": v, "phases": len(layouts)}
         for b, v in by_phase.items()
     }
+
+
+def range_json(b: Mapping[str, Any]) -> dict[str, Any]:
+    """The band as the JSON documents carry it (``per_bookie[*].reclaim_range``, ``estimated_range``)."""
+    return {
+        "low": b["low"],
+        "high": b["high"],
+        "phases": b["phases"],
+        "note": "reclaim over the log-boundary phases: where a bookie's logs begin is not in the metadata",
+    }
+
+
+def annotate_accuracy(accuracy: Mapping[str, dict[str, Any]], band: Mapping[str, Mapping[str, Any]]) -> None:
+    """Put each scanned bookie's band into its ``estimate_vs_measured`` with whether the measured reclaim is in it."""
+    for bid, acc in accuracy.items():
+        b = band.get(bid)
+        if b is None:
+            continue
+        rc = acc["predicted_reclaim"]
+        rc["estimated_range"] = range_json(b)
+        m = rc["measured"]["total"]
+        tol = TOLERANCE * max(m, b["high"])
+        rc["measured_in_range"] = b["low"] - tol <= m <= b["high"] + tol
