@@ -290,19 +290,20 @@ def estimate_layouts(
     outs: list[dict[str, BookieLayout]] = [{} for _ in phases]
     for bi, name in enumerate(names):
         sel = order[bounds[bi] : bounds[bi + 1]]
-        for out, phase in zip(outs, phases, strict=True):
-            out[name] = _estimate_bookie(
-                name,
-                s_arr[sel],
-                e_arr[sel],
-                bytes_arr[sel],
-                g_arr[sel],
-                bool(open_arr[sel].any()),
-                n_groups,
-                log_size_limit,
-                None if disk_bytes is None else disk_bytes.get(name),
-                phase,
-            )
+        per_phase = _estimate_bookie(
+            name,
+            s_arr[sel],
+            e_arr[sel],
+            bytes_arr[sel],
+            g_arr[sel],
+            bool(open_arr[sel].any()),
+            n_groups,
+            log_size_limit,
+            None if disk_bytes is None else disk_bytes.get(name),
+            phases,
+        )
+        for out, bl in zip(outs, per_phase, strict=True):
+            out[name] = bl
     return [Layout(bookies=out, group_times_ms=times, entry_size=entry_size, estimated=True) for out in outs]
 
 
@@ -316,8 +317,9 @@ def _estimate_bookie(
     n_groups: int,
     limit: int,
     disk: int | None,
-    phase: float = 0.0,
-) -> BookieLayout:
+    phases: Sequence[float] = (0.0,),
+) -> list[BookieLayout]:
+    """One bookie's estimated logs at each boundary phase; the write curves are computed once for all phases."""
     n = s.shape[0]
     rate = b / (e - s)
     t = np.concatenate([s, e])
@@ -331,6 +333,23 @@ def _estimate_bookie(
 
     w = curve(rate)
     total = float(w[-1]) if n else 0.0
+    group_curves = {gi: curve(np.where(g == gi, rate, 0.0)) for gi in range(n_groups) if (g == gi).any()}
+    return [_cut(name, disk, t, w, total, group_curves, n_groups, limit, writing, p) for p in phases]
+
+
+def _cut(
+    name: str,
+    disk: int | None,
+    t: F64,
+    w: F64,
+    total: float,
+    group_curves: Mapping[int, F64],
+    n_groups: int,
+    limit: int,
+    writing: bool,
+    phase: float,
+) -> BookieLayout:
+    """The logs of one bookie whose cumulative write curve is ``w`` over ``t``, boundaries moved by ``phase``."""
     pre = float(round(phase * limit))  # bytes the metadata does not list, ahead of its first byte (live)
     # Whole bytes before counting logs: a float sum a hair above k * limit must not open an empty (k+1)-th log.
     n_logs = max(1, math.ceil((round(total) + pre) / limit)) if total > 0 else 0
@@ -342,11 +361,8 @@ def _estimate_bookie(
     totals = np.diff(marks)
     totals[0] += pre
     groups = np.zeros((n_logs, n_groups), dtype=np.float64)
-    for gi in range(n_groups):
-        mask = g == gi
-        if mask.any():
-            dg = curve(np.where(mask, rate, 0.0))
-            groups[:, gi] = np.diff(np.interp(tau, t, dg))
+    for gi, dg in group_curves.items():
+        groups[:, gi] = np.diff(np.interp(tau, t, dg))
     totals_i = np.rint(totals).astype(np.int64)
     groups_i = np.minimum(np.rint(np.clip(groups, 0.0, None)).astype(np.int64), totals_i[:, None])
     active = np.zeros(n_logs, dtype=np.bool_)
