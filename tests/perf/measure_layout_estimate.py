@@ -18,7 +18,13 @@ How the directories are written (the ground truth), deliberately *not* the estim
   ``shouldCreateNewEntryLog``), the newest log is active (no ledgers map); every entry counts payload + 40 bytes.
 
 Disk space: bytes are divided by --scale on disk (one record stands for a chunk of consecutive entries, sizes and
-logSizeLimit scaled alike) and multiplied back after the scan; rounding is reported.
+logSizeLimit scaled alike) and multiplied back after the scan; rounding is reported. The scaling keeps the bytes
+exact in expectation (a piece smaller than one record is written with probability size / record, never rounded
+up) and a record crossing logSizeLimit - 1 KiB (the header) is split there, as ~1 KiB entries would be: both used
+to shift every later log boundary (+0.17 % bytes at 100,000 topics), which moved per-bookie reclaim by up to 43 %.
+
+Each bookie's line also gives the estimate's reclaim range over 8 log-boundary phases (``model.reclaim_band``)
+relative to the measured reclaim, and whether the measured value is inside it.
 
 Usage: python tests/perf/measure_layout_estimate.py --demo DIR [--scale 1000] [--log-size-limit 1073741824]
        python tests/perf/measure_layout_estimate.py --demo DIR --seed-topics 100000 --scale 100000
