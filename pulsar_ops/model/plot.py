@@ -120,7 +120,7 @@ def plot_layout_error(rows: list[dict[str, Any]], path: Path, title: str) -> Non
         r["bookie"]: {
             "predicted_reclaim": {
                 "error": r["reclaim_err"],
-                "measured": {"total": r["reclaim_meas"]},
+                "measured": {"total": r.get("reclaim_meas") or 0},
                 **({"estimated_range": r["reclaim_range"]} if r.get("reclaim_range") else {}),
             },
             "garbage_bytes": {

@@ -13,6 +13,8 @@ One bookie, logSizeLimit 100 bytes, three CLOSED ledgers written one after anoth
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pulsar_ops.model.facts import LedgerFacts
@@ -73,3 +75,26 @@ def test_plan_impact_reports_the_range_for_estimated_bookies_only_when_asked() -
     plain = plan_impact(dele, FACTS, now_ms=1000, config=CFG, band_phases=1)
     assert "reclaim_range" not in plain.to_json()["total"]["per_bookie"]["b1"]
     assert plain.band is None
+
+
+def test_plot_draws_the_range_as_a_whisker(tmp_path: Path) -> None:
+    from pulsar_ops.model.plot import plot_layout_error
+
+    band = {"low": 80, "high": 130, "phases": 8}
+    rows = [
+        {
+            "bookie": "b1",
+            "reclaim_err": 0.1,
+            "reclaim_meas": 100,
+            "reclaim_range": band,
+            "garbage_est": 1,
+            "garbage_meas": 1,
+            "bytes_err": 0.0,
+        },
+        {"bookie": "b2", "reclaim_err": None, "garbage_est": 0, "garbage_meas": 0, "bytes_err": 0.0},
+    ]
+    with_band, without = tmp_path / "band.svg", tmp_path / "plain.svg"
+    plot_layout_error(rows, with_band, "t")
+    plot_layout_error([{k: v for k, v in r.items() if k != "reclaim_range"} for r in rows], without, "t")
+    assert "reclaim range over boundary phases" in with_band.read_text()
+    assert "reclaim range over boundary phases" not in without.read_text()
