@@ -43,9 +43,13 @@ _RULE_MACROS = {  # ${NAME:ARG[:ARG]} -> the SQL of one predicate of pulsar_ops/
     "retention_expired": 2,
     "at_first_trim": 1,
     "leak_too_young": 1,
+    "orphan_created": 1,
+    "orphan_ctime_source": 1,
+    "orphan_too_young": 1,
 }
 _RULE = re.compile(
-    r"\$\{(trim_candidate|retention_expired|at_first_trim|leak_too_young)((?::[A-Za-z_][A-Za-z0-9_]*)+)\}"
+    r"\$\{(trim_candidate|retention_expired|at_first_trim|leak_too_young|orphan_created|orphan_ctime_source"
+    r"|orphan_too_young)((?::[A-Za-z_][A-Za-z0-9_]*)+)\}"
 )
 # ${NAME:ARG[:ARG]} -> one predicate of the registry of Pulsar's own names (pulsar_ops/pulsar_names.py)
 _NAMES_MACROS = {
@@ -77,7 +81,9 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
 
     ``${trim_candidate:L:S}``, ``${retention_expired:ROW:PARAMS}``, ``${at_first_trim:ROW}`` -> the predicates of
     the first-trim rule of :mod:`pulsar_ops.repair.rules` (expired-retention-unloaded), the one definition the
-    planner and apply call directly; ``${leak_too_young:ROW}`` -> the leak's min-age rule (znode-leak).
+    planner and apply call directly; ``${leak_too_young:ROW}`` -> the leak's min-age rule (znode-leak);
+    ``${orphan_created:ROW}``, ``${orphan_ctime_source:ROW}``, ``${orphan_too_young:ROW}`` -> the orphan ledger's
+    age, counted as the ledger rule counts it (orphan-ledger).
 
     ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_tenant_reason:T}``,
     ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``
@@ -108,6 +114,12 @@ def _rule_sql(m: re.Match[str]) -> str:
         return rules.retention_expired_sql(args[0], args[1])
     if name == "leak_too_young":
         return rules.leak_too_young_sql(args[0])
+    if name == "orphan_created":
+        return rules.orphan_created_sql(args[0])
+    if name == "orphan_ctime_source":
+        return rules.orphan_ctime_source_sql(args[0])
+    if name == "orphan_too_young":
+        return rules.orphan_too_young_sql(args[0])
     return rules.at_first_trim_sql(args[0])
 
 

@@ -63,12 +63,14 @@ def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> 
         return f"ledger {lid} belongs to Pulsar's own managed ledger ({own}); it is never deleted"
     if min_age_ms is None:
         return "the plan records no min-age: re-plan from an audit that records its parameters"
-    if f.ctime_ms is None or f.ctime_ms <= 0:
+    age = orphan_age_ms(f.ctime_ms, f.metadata_ctime_ms, now_ms)
+    if age is None:
         return f"ledger {lid}: its znode's creation time is unknown; its age cannot be told"
-    age = now_ms - f.ctime_ms
-    if age < min_age_ms:
+    if is_orphan_too_young(age, min_age_ms):
+        source = orphan_ctime_source(f.ctime_ms, f.metadata_ctime_ms)
         return (
-            f"ledger {lid} was created {age // 1000} s ago (znode ctime), less than the min-age {min_age_ms // 1000} s"
+            f"ledger {lid} was created {age // 1000} s ago ({source} ctime), less than the min-age "
+            f"{min_age_ms // 1000} s"
         )
     if f.watermark is None or lid >= f.watermark:
         return Refusal(
@@ -92,6 +94,64 @@ def _own_ledger(ml_name: str | None) -> str | None:
     except DecodeError:
         return None
     return system_topic_reason(ml.namespace, ml.local_name)
+
+
+# --- the orphan ledger's age: one definition, for the rule and (rendered) for orphan_ledger.sql -------------------
+# What min-age protects against is a ledger in flight: a broker's LedgerCreateOp has created its metadata znode and
+# the managed ledger has not yet recorded it in its list (ManagedLedgerImpl stores the list after the create
+# completes). That window opens when the znode is created, and the znode's ctime is exactly that instant, stamped by
+# the ZooKeeper leader (PrepRequestProcessor: the TxnHeader time, Time.currentWallTime(); DataTree.createNode keeps
+# it as ctime), one clock for every ledger, present for every metadata format and every client setting. The
+# metadata's own ctime is optional (v3 or v2 text only, written only with storeSystemTimeAsLedgerCreationTime, off
+# by default and never set by Pulsar's BookKeeperClientFactoryImpl; BookKeeper itself then takes the metadata
+# store's ctime: LedgerMetadataSerDe.parseVersion3Config) and stamped by the broker's clock BEFORE the create
+# (LedgerCreateOp: the builder's withCreationTime, then generateLedgerId, then createLedgerMetadata). So on
+# consistent clocks it is never later than the znode's ctime; when it is later, the broker's clock runs ahead of
+# ZooKeeper's and one of the two is wrong: the age is then counted from the later stamp. A metadata ctime can only
+# shorten the age (withhold a plan), never lengthen it. The age is unknown without the znode's ctime.
+def orphan_created_ms(znode_ctime_ms: int | None, metadata_ctime_ms: int | None) -> int | None:
+    """The instant an orphan ledger's age is counted from: its metadata znode's ctime, or its metadata's own ctime
+    when that is later (None: the znode's ctime is unknown). ``metadata_ctime_ms`` may be the snapshot's
+    ``ctime_ms`` (the metadata's ctime, else the znode's): the result is the same."""
+    if znode_ctime_ms is None or znode_ctime_ms <= 0:
+        return None
+    if metadata_ctime_ms is not None and metadata_ctime_ms > znode_ctime_ms:
+        return metadata_ctime_ms
+    return znode_ctime_ms
+
+
+def orphan_ctime_source(znode_ctime_ms: int | None, metadata_ctime_ms: int | None) -> str:
+    """Which stamp :func:`orphan_created_ms` counts from: ``metadata`` when it is the later one, else ``znode``."""
+    later = znode_ctime_ms is not None and metadata_ctime_ms is not None and metadata_ctime_ms > znode_ctime_ms
+    return "metadata" if later else "znode"
+
+
+def orphan_age_ms(znode_ctime_ms: int | None, metadata_ctime_ms: int | None, now_ms: int) -> int | None:
+    """An orphan ledger's age at ``now_ms`` (None: unknown)."""
+    created = orphan_created_ms(znode_ctime_ms, metadata_ctime_ms)
+    return None if created is None else now_ms - created
+
+
+def is_orphan_too_young(age_ms: int | None, min_age_ms: int) -> bool:
+    """Younger than min-age, or of unknown age (an unknown age is never old enough)."""
+    return age_ms is None or age_ms < min_age_ms
+
+
+def orphan_created_sql(row: str) -> str:
+    """:func:`orphan_created_ms` over ``row`` (a ``stg_bk_ledgers`` row: znode_ctime_ms, metadata_ctime_ms)."""
+    z, m = f"{row}.znode_ctime_ms", f"{row}.metadata_ctime_ms"
+    return f"(CASE WHEN {z} > 0 THEN CASE WHEN {m} > {z} THEN {m} ELSE {z} END END)"
+
+
+def orphan_ctime_source_sql(row: str) -> str:
+    """:func:`orphan_ctime_source` over ``row`` (znode_ctime_ms, metadata_ctime_ms)."""
+    z, m = f"{row}.znode_ctime_ms", f"{row}.metadata_ctime_ms"
+    return f"(CASE WHEN {m} > {z} THEN 'metadata' ELSE 'znode' END)"
+
+
+def orphan_too_young_sql(row: str) -> str:
+    """:func:`is_orphan_too_young` over ``row`` (age_ms, min_age_ms)."""
+    return f"({row}.age_ms IS NULL OR {row}.age_ms < {row}.min_age_ms)"
 
 
 # --- retention: trim-unloaded and load-topic -----------------------------------------------------------------
