@@ -64,6 +64,7 @@ _NAMES = re.compile(
     r"\$\{(system_topic_reason|system_namespace_reason|system_tenant_reason|heartbeat_namespace|system_cursor_reason|transaction_store_kind)"
     r"((?::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)+)\}"
 )
+_PLANNABLE_KINDS = re.compile(r"\$\{plannable_ledger_kinds\}")
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -83,7 +84,8 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     the first-trim rule of :mod:`pulsar_ops.repair.rules` (expired-retention-unloaded), the one definition the
     planner and apply call directly; ``${leak_too_young:ROW}`` -> the leak's min-age rule (znode-leak);
     ``${orphan_created:ROW}``, ``${orphan_ctime_source:ROW}``, ``${orphan_too_young:ROW}`` -> the orphan ledger's
-    age, counted as the ledger rule counts it (orphan-ledger).
+    age, counted as the ledger rule counts it (orphan-ledger); ``${plannable_ledger_kinds}`` -> the SQL list of
+    the ledger kinds a plan may delete (``rules.PLANNABLE_LEDGER_KINDS``).
 
     ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_tenant_reason:T}``,
     ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``
@@ -94,6 +96,7 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
 
     small = frozenset(small_views)
     sql = _RULE.sub(_rule_sql, sql)
+    sql = _PLANNABLE_KINDS.sub(lambda _m: _plannable_kinds(), sql)
     sql = _NAMES.sub(_names_sql, sql)
     sql = _ASCII_LOWER.sub(lambda m: ascii_lower_sql(m.group(1)), sql)
     sql = _BROADCAST_IF_SMALL.sub(lambda m: f"/*+ BROADCAST({m.group(1)}) */" if m.group(2) in small else "", sql)
@@ -121,6 +124,12 @@ def _rule_sql(m: re.Match[str]) -> str:
     if name == "orphan_too_young":
         return rules.orphan_too_young_sql(args[0])
     return rules.at_first_trim_sql(args[0])
+
+
+def _plannable_kinds() -> str:
+    from pulsar_ops.repair import rules
+
+    return rules.plannable_ledger_kinds_sql()
 
 
 def _names_sql(m: re.Match[str]) -> str:

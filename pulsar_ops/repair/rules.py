@@ -43,6 +43,11 @@ __all__ = ["LedgerNow", "ListedLedger", "Retention", "RetentionPair", "RuleParam
 PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
 
 
+def plannable_ledger_kinds_sql() -> str:
+    """:data:`PLANNABLE_LEDGER_KINDS` as a SQL list (``${plannable_ledger_kinds}`` in orphan_ledger.sql)."""
+    return "(" + ", ".join(f"'{k}'" for k in sorted(PLANNABLE_LEDGER_KINDS)) + ")"
+
+
 # --- delete-ledger-metadata --------------------------------------------------------------------------------
 
 

@@ -124,7 +124,8 @@ decided AS (
     SELECT
         j.*,
         CASE
-            WHEN j.kind NOT IN ('data', 'cursor', 'schema', 'compacted', 'bucket')
+            -- the kinds a plan may delete: rules.PLANNABLE_LEDGER_KINDS
+            WHEN j.kind NOT IN ${plannable_ledger_kinds}
                 THEN concat('kind ', j.kind, ': not a known Pulsar ledger kind; never planned')
             -- a ledger of Pulsar's own topic (pulsar_ops/pulsar_names.py) is never planned, even when its owner is gone
             WHEN ${system_topic_reason:j.owner_namespace:j.owner_local} IS NOT NULL

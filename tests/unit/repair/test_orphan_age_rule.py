@@ -20,6 +20,7 @@ from pulsar_ops.audit.sql_files import detect_files
 from pulsar_ops.bench.duckdb_sql import connect, rewrite
 from pulsar_ops.findings import Finding
 from pulsar_ops.repair.rules import (
+    PLANNABLE_LEDGER_KINDS,
     RuleParams,
     is_orphan_too_young,
     ledger_delete_rule,
@@ -27,6 +28,7 @@ from pulsar_ops.repair.rules import (
     orphan_created_ms,
     orphan_created_sql,
     orphan_too_young_sql,
+    plannable_ledger_kinds_sql,
 )
 from pulsar_ops.repair.snapshot_facts import load_facts, load_ledgers
 from pulsar_ops.repair.snapshot_tree import SnapshotView
@@ -122,3 +124,12 @@ def test_the_audit_sql_and_the_rule_agree_on_the_orphan_age(ledgers: list[tuple[
             assert bool(row["plannable"]) is not young, (z_age, m_age, row["reason"])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_the_plannable_ledger_kinds_are_rendered_from_the_rule() -> None:
+    (orphan,) = [f for f in detect_files() if f.name == "orphan-ledger"]
+    assert "${plannable_ledger_kinds}" in orphan.path.read_text()
+    rendered = orphan.render(())
+    assert f"WHEN j.kind NOT IN {plannable_ledger_kinds_sql()}\n" in rendered
+    for kind in PLANNABLE_LEDGER_KINDS:
+        assert f"'{kind}'" in plannable_ledger_kinds_sql()
