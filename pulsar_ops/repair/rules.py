@@ -423,15 +423,41 @@ def subscription_rule(
         return system
     if inactive_after_ms is None:
         return "the plan records no inactive-after: re-plan from an audit that records its parameters"
-    active = last_active_ms if last_active_ms is not None else mtime_ms
-    if active is None or active <= 0:
+    active = subscription_active_ms(last_active_ms, mtime_ms)
+    if active is None:
         return f"subscription {subscription!r}: its last activity is unknown"
-    if not active < now_ms - inactive_after_ms:
+    if not is_subscription_idle(active, inactive_after_ms, now_ms):
         return (
             f"subscription {subscription!r} was active {(now_ms - active) // 1000} s ago, within inactive-after "
             f"{inactive_after_ms // 1000} s"
         )
     return None
+
+
+# The subscription's idleness, one definition: the rule above calls it, inactive_subscription.sql renders it
+# (${subscription_active:ROW}, ${subscription_idle:ROW:PARAMS}).
+def subscription_active_ms(last_active_ms: int | None, mtime_ms: int | None) -> int | None:
+    """A cursor's last activity: its ``lastActive``, else its znode's mtime; None when that is not a time. A
+    ``lastActive`` of 0 is not recorded, never "active in 1970": ManagedCursorImpl's recovery keeps its own
+    (``info.getLastActive() != 0 ? info.getLastActive() : lastActive``), i.e. the cursor is active when opened."""
+    active = last_active_ms if last_active_ms is not None else mtime_ms
+    return active if active is not None and active > 0 else None
+
+
+def is_subscription_idle(active_ms: int | None, inactive_after_ms: int, now_ms: int) -> bool:
+    """Last active before ``now_ms - inactive_after_ms`` (an unknown activity is never idle)."""
+    return active_ms is not None and active_ms < now_ms - inactive_after_ms
+
+
+def subscription_active_sql(row: str) -> str:
+    """:func:`subscription_active_ms` over ``row`` (last_active_ms, mtime_ms)."""
+    a = f"coalesce({row}.last_active_ms, {row}.mtime_ms)"
+    return f"(CASE WHEN {a} > 0 THEN {a} END)"
+
+
+def subscription_idle_sql(row: str, params: str) -> str:
+    """:func:`is_subscription_idle` over ``row`` (active_ms) and ``params`` (now_ms, inactive_after_ms)."""
+    return f"coalesce({row}.active_ms < {params}.now_ms - {params}.inactive_after_ms, false)"
 
 
 # --- delete-subtree ------------------------------------------------------------------------------------------
