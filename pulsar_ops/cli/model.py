@@ -244,6 +244,12 @@ def cache_cmd(
     backlog_check_ms: float | None = typer.Option(
         None, "--backlog-check-ms", help="How often the model runs checkCursorsToCacheEntries (backlog policy)."
     ),
+    consumer_rate: float | None = typer.Option(
+        None, "--consumer-rate", help="rolling-restart: msg/s one subscription's consumer processes (50000)."
+    ),
+    move_ms: float | None = typer.Option(
+        None, "--move-ms", help="rolling-restart: ms a moving topic is unavailable (500)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Write the JSON document to stdout."),
     plot: Path | None = typer.Option(None, "--plot", help="Draw hit rate per policy over time (.png/.svg)."),
 ) -> None:
@@ -262,6 +268,11 @@ def cache_cmd(
         raise ModelError(
             "give exactly one of --workload FILE.json and --scenario rolling-restart",
             hint="e.g. pulsar-ops model cache --scenario rolling-restart --policy all",
+        )
+    if scenario is None and (consumer_rate is not None or move_ms is not None):
+        raise ModelError(
+            "--consumer-rate and --move-ms are settings of --scenario rolling-restart",
+            hint="set the workload's own rates in its JSON file, or use --scenario rolling-restart",
         )
     overrides: dict[str, Any] = {
         k: v
@@ -283,6 +294,10 @@ def cache_cmd(
         if scenario != "rolling-restart":
             raise ModelError(f"--scenario {scenario!r} is unknown", hint="the one scenario is rolling-restart")
         sc = RestartScenario(settings=tuple(sorted(overrides.items())))
+        if consumer_rate is not None:
+            sc = dataclasses.replace(sc, consumer_rate=consumer_rate)
+        if move_ms is not None:
+            sc = dataclasses.replace(sc, move_ms=move_ms)
         doc = compare_restart(sc, policies)
         info("rolling restart (BrokerEntryCacheRollingRestartTest setup): hit rate, model vs published (PR #24623)")
         for name, r in doc["policies"].items():
@@ -292,7 +307,13 @@ def cache_cmd(
                 f"({100 * (r['hit_rate'] - pub):+.2f} points; {doc['published_names'][name]})  "
                 f"BookKeeper entries {r['bk_read_entries']:,} of {r['consumed']:,} consumed"
             )
-        info(f"  order: model {' > '.join(doc['model_order'])}; published {' > '.join(doc['published_order'])}")
+            causes = ", ".join(f"{k} {v:,}" for k, v in r["miss_causes"].items()) or "none"
+            info(
+                f"    misses by cause: {causes}; same-tick duplicate reads {r['pending_read_merges']:,} "
+                f"(hit rate {r['hit_rate_if_pending_reads_merged']:.2%} if PendingReadsManager shared them all); "
+                f"checkCursorsToCacheEntries runs {r['cursors_to_cache_checks']}"
+            )
+        info(f"  order: model {doc['model_order_text']}; published {' > '.join(doc['published_order'])}")
     else:
         assert workload is not None
         w = workload_from_json(_load_json(workload, "workload"))

@@ -1,15 +1,8 @@
-"""One eligibility rule per action kind, shared by ``plan`` and ``apply``. Pure: facts in, a verdict out.
+"""The eligibility conditions the kinds' rules share with the audit's SQL, or that need more than one kind. Pure.
 
-The plan only proposes. These functions decide, from facts, whether an action is allowed and what exactly it may
-change; a kind's rule calls them on the snapshot's facts (the planner) and on facts re-read from ZooKeeper at mark
-and again at delete (apply). A plan file a person edits and re-checksums can only ever ask for less than the rules
-allow, never more.
-
-Each kind's module (``pulsar_ops.repair.kinds.<kind>``) says which of these its rule calls, and
-``docs/repair.md`` tabulates every condition per kind with where it is decided and its SQL twin.
-
-A fact that is unknown (a read that failed, a value that does not decode, a plan that does not record the
-parameter a rule needs) is never read as permission: the rule refuses, naming what is unknown.
+A kind's rule calls them on the snapshot's facts (plan) and on facts re-read at mark and at delete (apply), so
+an edited plan can only ask for less than they allow. An unknown fact (a failed read, a value that does not
+decode, a parameter the plan does not record) is never permission. The per-condition table: ``docs/repair.md``.
 """
 
 from __future__ import annotations
@@ -257,15 +250,9 @@ def first_trim_ids(
     retention: Retention,
     now_ms: int,
 ) -> tuple[int, ...]:
-    """The ledgers the broker's first trim after a load removes (the audit's expired-retention-unloaded rule,
-    ``first_trim_ledger_ids``), in list order.
-
-    Candidates: ledgers before the slowest cursor's mark-delete ledger (and that ledger when fully consumed); all
-    when no cursor has a position; the last ledger only when BookKeeper shows entries; offloaded ledgers deleted
-    from BookKeeper never. Expired: older than the retention time, or beyond the retention size counted from the
-    newest. The cut is a prefix: it stops at the first candidate that is not expired. The last ledger is in the
-    first trim only when the retention time is 0 or the size rule takes it (a load re-stamps it with the load
-    time: ``ManagedLedgerImpl.initialize``). Infinite retention (-1) expires nothing."""
+    """The ledgers the broker's first trim after a load removes (the audit's ``first_trim_ledger_ids``), in list
+    order: the expired prefix of the trim candidates (retention size counted from the newest; -1: infinite), each
+    in the first trim by :func:`is_at_first_trim` (``ManagedLedgerImpl.internalTrimLedgers``)."""
     rt, rs = retention.time_minutes, retention.size_mb
     total = sum(li.size or 0 for li in ledgers)
     last = len(ledgers) - 1

@@ -300,6 +300,10 @@ def test_cache_needs_one_of_workload_and_scenario(tmp_path: Path) -> None:
     assert bad.exit_code == 3 and "unknown" in bad.stderr
     bad = invoke("model", "cache", "--workload", wl, "--min-backlog-cursors", "-1")
     assert bad.exit_code == 3
+    bad = invoke("model", "cache", "--workload", wl, "--consumer-rate", "60000")
+    assert bad.exit_code == 3 and "settings of --scenario rolling-restart" in bad.stderr
+    bad = invoke("model", "cache", "--scenario", "rolling-restart", "--move-ms", "-1")
+    assert bad.exit_code == 3 and "move_ms" in bad.stderr
     r = invoke("model", "cache", "--workload", wl, "--policy", "all", "--min-backlog-entries", "1", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
@@ -314,5 +318,6 @@ def test_cache_rolling_restart_scenario_prints_model_next_to_published(tmp_path:
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["published"] == {"pip430": 0.984} and "98.40%" in r.stderr
-    assert doc["policies"]["pip430"]["restarts"] == 3 and doc["policies"]["pip430"]["topic_moves"] == 25
+    assert doc["policies"]["pip430"]["restarts"] == 3 and doc["policies"]["pip430"]["topic_moves"] == 30
+    assert "misses by cause" in r.stderr and "hit_rate_if_pending_reads_merged" in doc["policies"]["pip430"]
     assert png.read_bytes()[:4] == b"\x89PNG"
