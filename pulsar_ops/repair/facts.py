@@ -109,10 +109,11 @@ class LedgerNow:
 
     ledger_id: int
     custom: Mapping[str, str] | None
-    ctime_ms: int | None
+    ctime_ms: int | None  # its metadata znode's ctime (ZooKeeper's clock: the age's; rules.orphan_created_ms)
     watermark: int | None
     referenced_by: str | None = None
     references_unknown: str | None = None  # a znode that could reference it does not decode
+    metadata_ctime_ms: int | None = None  # the metadata's own ctime when stored (only ever delays the age)
 
 
 @dataclass(frozen=True)

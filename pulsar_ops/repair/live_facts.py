@@ -44,9 +44,11 @@ def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex, action: Ac
     from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 
     custom: dict[str, str] | None
+    metadata_ctime: int | None = None
     try:
         md = decode_ledger_metadata(node.data, node.path)
         custom = {k: v.decode("utf-8", errors="replace") for k, v in md.custom_metadata}
+        metadata_ctime = md.ctime_ms or None  # as the scrape records it (0: not stored)
     except DecodeError:
         custom = None
     return LedgerNow(
@@ -56,6 +58,7 @@ def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex, action: Ac
         watermark=index.watermark,
         referenced_by=index.referenced.get(ledger_id),
         references_unknown=index.owner_undecodable(action) if action is not None else None,
+        metadata_ctime_ms=metadata_ctime,
     )
 
 

@@ -211,9 +211,17 @@ class SnapshotView:
         fact = self.facts.ledgers.get(action.ledger_id)
         if fact is None:
             return None
-        ctime = fact.znode_ctime_ms if fact.znode_ctime_ms is not None else fact.ctime_ms
         where = self.facts.referenced_ledgers.get(action.ledger_id)
-        return LedgerNow(action.ledger_id, dict(fact.custom_metadata), ctime, self.facts.watermark, where)
+        # the age's two stamps (rules.orphan_created_ms): the znode's ctime, and ctime_ms (the metadata's, else the
+        # znode's: the same age as the metadata's alone); no znode ctime is an unknown age, never the other clock
+        return LedgerNow(
+            action.ledger_id,
+            dict(fact.custom_metadata),
+            fact.znode_ctime_ms,
+            self.facts.watermark,
+            where,
+            metadata_ctime_ms=fact.ctime_ms,
+        )
 
     def topic(self, ml_path: str) -> TopicNow:
         listed = self.facts.ledger_lists.get(ml_path)
