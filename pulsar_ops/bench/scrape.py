@@ -340,6 +340,7 @@ def run_data_dir(
         off["read_znodes_per_s"] = round(off["znodes"] / off["read_seconds"]) if off["read_seconds"] else None
         off["load_1min_after"] = _machine()["load_1min"]
         doc["offline"] = off
+        info(f"offline: {json.dumps({k: v for k, v in off.items() if k != 'row_counts'})}")
         shutil.rmtree(Path(tmp) / "offline", ignore_errors=True)
         with EmbeddedZooKeeper(data_dir=directory, heap_mb=heap_mb) as zk:
             doc["zookeeper_version"] = zk.version()

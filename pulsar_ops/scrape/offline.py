@@ -50,6 +50,7 @@ class OfflineScrapeConfig:
     zk_data_dir: Path | None = None  # the local store's dataDir (or a copy / backup)
     zk_snapshot: Path | None = None  # or one snapshot file, no logs
     config_zk_data_dir: Path | None = None  # the configuration store's, when it is another ensemble
+    zk_data_log_dir: Path | None = None  # the local store's dataLogDir, when its logs are kept apart
     chroot: str = ""  # the cluster's subtree (what a live scrape puts after --zookeeper HOST:PORT)
     config_chroot: str | None = None  # default: the same chroot
     # the ensemble the data directory belongs to (HOST:PORT[,...]): recorded, never contacted, so that `apply`
@@ -120,8 +121,13 @@ def _read(
         k2, c2 = _keep(config_chroot, ledgers_root, local=False, config=True)
         keep |= k2
         children |= c2
+    if cfg.zk_data_log_dir is not None and cfg.zk_data_dir is None:
+        raise ConfigError(
+            "--zk-data-log-dir goes with --zk-data-dir (a snapshot file alone is read without logs)",
+            hint="pulsar-ops scrape --zk-data-dir DATADIR --zk-data-log-dir DATALOGDIR --out SNAPSHOT",
+        )
     if cfg.zk_data_dir is not None:
-        local = stream_data_dir(cfg.zk_data_dir, keep, children)
+        local = stream_data_dir(cfg.zk_data_dir, keep, children, cfg.zk_data_log_dir)
     else:
         assert cfg.zk_snapshot is not None
         local = stream_snapshot_only(cfg.zk_snapshot, keep, children)

@@ -54,6 +54,7 @@ class DataDirState:
     logs: list[str] = field(default_factory=list)
     stop: dict[str, Any] | None = None  # where and why the replay stopped early (None: every log read whole)
     partial_logs: list[dict[str, Any]] = field(default_factory=list)  # logs ending with a partial record
+    log_directory: str | None = None  # the logs' directory when it is not ``directory`` (zoo.cfg dataLogDir)
 
     @property
     def zxid(self) -> int:
@@ -74,6 +75,7 @@ class DataDirState:
             "sessions": self.sessions,
             "fallbacks": self.fallbacks,
             "logs": self.logs,
+            "log_directory": self.log_directory or self.directory,
             "replayed_txns": t.stats.applied,
             "ignored_op_failures": t.stats.ignored_errors,
             "failed_multis": t.stats.failed_multis,
@@ -285,11 +287,16 @@ def _load_streamed(
     return part, header
 
 
-def stream_data_dir(directory: Path, keep: set[str], keep_children: set[str]) -> Streamed:
+def stream_data_dir(
+    directory: Path, keep: set[str], keep_children: set[str], log_directory: Path | None = None
+) -> Streamed:
     """``read_data_dir`` without the whole tree in memory: the same snapshot choice (a corrupt newest snapshot
     falls back, recorded), the same logs and replay, on a partial tree holding ``keep`` (snapshot paths, the
-    root is ``""``), the children of ``keep_children`` and whatever the replay touches."""
+    root is ``""``), the children of ``keep_children`` and whatever the replay touches. ``log_directory``: the
+    transaction logs' directory when the server keeps them apart (zoo.cfg ``dataLogDir``; ``FileTxnSnapLog``
+    takes the snapshots from ``dataDir/version-2`` and the logs from ``dataLogDir/version-2``)."""
     d = locate(directory)
+    dl = d if log_directory is None else locate(log_directory)
     snaps = _files(d, SNAP_PREFIX)
     if not snaps:
         raise ZkDataDirError(
@@ -302,7 +309,7 @@ def stream_data_dir(directory: Path, keep: set[str], keep_children: set[str]) ->
     for z, p in snaps[:MAX_SNAPSHOTS_TRIED]:
         tail = tails.get(z)
         if tail is None:
-            tail = tails[z] = collect_logs(d, z)
+            tail = tails[z] = collect_logs(dl, z)
         try:
             part, header = _load_streamed(p, tail, keep, keep_children)
         except OSError as e:
@@ -317,6 +324,7 @@ def stream_data_dir(directory: Path, keep: set[str], keep_children: set[str]) ->
         for txn in tail.txns:
             tree.apply(txn)
         state.logs, state.stop, state.partial_logs = tail.logs, tail.stop, tail.partial_logs
+        state.log_directory = str(dl) if dl != d else None
         return Streamed(state, part, p)
     raise ZkDataDirError(
         f"{d}: no valid snapshot ({len(fallbacks)} tried: "

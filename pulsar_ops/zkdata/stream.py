@@ -32,11 +32,13 @@ from typing import IO, Any
 
 import cramjam
 
+from pulsar_ops import native
 from pulsar_ops.zkdata import snapshot as S
 from pulsar_ops.zkdata import txnlog as T
 from pulsar_ops.zkdata.tree import DataTree, Node, _s64, client_owner
 
 BLOCK = 8 << 20  # uncompressed bytes read at a time
+NODE_BATCH = 4096  # node records parsed per call
 _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
 _STAT_SIZE = 60
@@ -94,6 +96,44 @@ class _Snappy:
         data = b"".join(parts)
         self.pending = data[n:]
         return data[:n]
+
+
+def snap_nodes_py(buf: bytes, pos: int, limit: int) -> tuple[list[tuple[str, bytes, bytes]], int, bool] | None:
+    """Whole node records (``DataTree.serializeNode``: ustring path; ``DataNode {buffer data; long acl;
+    StatPersisted stat}``) from ``buf[pos:]``, at most ``limit``: (nodes, the position after the last whole one,
+    whether the terminating path ``"/"`` was read). A record cut by the end of ``buf`` ends the batch; a negative
+    path length or a data length below -1 gives None (the record-by-record reader decides). The pure twin of
+    ``native.snap_nodes`` (tests/unit/test_native.py)."""
+    if pos < 0 or pos > len(buf):
+        return None
+    out: list[tuple[str, bytes, bytes]] = []
+    end = len(buf)
+    unpack_i = _I.unpack_from
+    while len(out) < limit:
+        if end - pos < 4:
+            break
+        n = unpack_i(buf, pos)[0]
+        if n < 0:
+            return None
+        if end - pos - 4 < n:
+            break
+        if n == 1 and buf[pos + 4] == 0x2F:  # "/"
+            return out, pos + 5, True
+        if end - pos - 4 - n < 4:
+            break
+        dn = unpack_i(buf, pos + 4 + n)[0]
+        if dn < -1:
+            return None
+        d = dn if dn > 0 else 0
+        size = 4 + n + 4 + d + 8 + _STAT_SIZE
+        if end - pos < size:
+            break
+        p = pos + 4 + n + 4
+        out.append(
+            (buf[pos + 4 : pos + 4 + n].decode("utf-8", "surrogateescape"), buf[p : p + d], buf[p + d + 8 : p + d + 68])
+        )
+        pos += size
+    return out, pos, False
 
 
 class SnapshotFile:
@@ -197,6 +237,24 @@ class SnapshotFile:
         return h
 
     def nodes(self) -> Iterator[tuple[str, bytes, bytes]]:
+        """Pre-order ``(path, data, stat)``, parsed a batch at a time (``native.snap_nodes`` or its pure twin);
+        anything a batch cannot take (a negative length, a record cut by the end of the stream) goes to the
+        record-by-record reader, which raises the precise SnapshotCorrupt."""
+        batch_fn = native.snap_nodes or snap_nodes_py
+        while True:
+            r = batch_fn(self.buf, self.pos, NODE_BATCH)
+            if r is None:
+                yield from self._nodes_one_by_one()
+                return
+            batch, self.pos, done = r
+            yield from batch
+            if done:
+                return
+            if not batch and not self._fill(len(self.buf) - self.pos + 1):
+                yield from self._nodes_one_by_one()  # cut short: says where and why
+                return
+
+    def _nodes_one_by_one(self) -> Iterator[tuple[str, bytes, bytes]]:
         unpack_i = _I.unpack_from
         fill = self._fill
         while True:
@@ -481,4 +539,4 @@ def emit_final(
     return emitted
 
 
-__all__ = ["BLOCK", "Partial", "SnapshotFile", "emit_final", "load_partial", "touched"]
+__all__ = ["BLOCK", "Partial", "SnapshotFile", "emit_final", "load_partial", "snap_nodes_py", "touched"]

@@ -207,6 +207,25 @@ def test_replay_from_the_oldest_snapshot_across_every_log(case: Case) -> None:
     assert "/managed-ledgers/extra/phantom" not in paths and "/ledgers/available/gone-bookie:3181" not in paths
 
 
+def test_logs_in_a_separate_data_log_dir(case: Case) -> None:
+    """zoo.cfg dataLogDir: the snapshots in one directory, the logs in another (--zk-data-log-dir)."""
+    if case.version != "3.9":
+        pytest.skip("one version is enough")
+    d = _copy(case, "split")
+    logs_dir = case.base / "split-logs" / "version-2"
+    logs_dir.mkdir(parents=True)
+    for p in locate(d).iterdir():
+        if p.name.startswith("log."):
+            shutil.move(p, logs_dir / p.name)
+    snap = _offline(case, "split", zk_data_dir=d, zk_data_log_dir=logs_dir.parent)
+    _assert_same_tables(case.live, snap)
+    local = snap.manifest.zk_data_dirs["local"]
+    assert local["log_directory"] == str(logs_dir) and local["replayed_txns"] > 0
+    without = _offline(case, "split-no-logs", zk_data_dir=d)  # the logs missed: the snapshot's point in time
+    assert without.manifest.zk_data_dirs["local"]["replayed_txns"] == 0
+    assert without.manifest.zxid < snap.manifest.zxid
+
+
 def test_a_corrupt_newest_snapshot_falls_back_to_the_previous_one(case: Case) -> None:
     d = _copy(case, "corrupt")
     newest = _snapshots(d)[-1]
