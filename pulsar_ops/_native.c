@@ -888,18 +888,50 @@ static PyObject *znode_row(PyObject *self, PyObject *const *args, Py_ssize_t nar
 /* snap_nodes(buf, pos, limit): whole jute node records of a ZooKeeper snapshot stream from buf[pos:] (FileSnap /
  * DataTree.serializeNode: ustring path; DataNode {buffer data; long acl; StatPersisted stat (60 bytes)}), at most
  * limit of them: ([(path, data, stat bytes)], the position after the last whole record, whether the terminating
- * path "/" was read). A record cut by the end of buf ends the batch there; a negative path length or a data length
+ * path "/" was read, and with digest the sum of the nodes' DigestCalculator CRCs). A record cut by the end of buf ends the batch there; a negative path length or a data length
  * below -1 returns None (the pure-Python reader decides, zkdata.stream.snap_nodes_py gives the same results). */
 static inline int32_t be32(const uint8_t *p) {
     return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
 }
 
+/* CRC-32 (ISO-HDLC, reflected 0xEDB88320): what java.util.zip.CRC32 and zlib.crc32 compute; slicing by 8. */
+static uint32_t CRC_TABLE[8][256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        CRC_TABLE[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        for (int t = 1; t < 8; t++) CRC_TABLE[t][i] = (CRC_TABLE[t - 1][i] >> 8) ^ CRC_TABLE[0][CRC_TABLE[t - 1][i] & 0xFF];
+    }
+}
+
+static uint32_t crc_update(uint32_t crc, const uint8_t *p, Py_ssize_t n) {
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24));
+        uint32_t hi = (uint32_t)p[4] | ((uint32_t)p[5] << 8) | ((uint32_t)p[6] << 16) | ((uint32_t)p[7] << 24);
+        crc = CRC_TABLE[7][lo & 0xFF] ^ CRC_TABLE[6][(lo >> 8) & 0xFF] ^ CRC_TABLE[5][(lo >> 16) & 0xFF] ^
+              CRC_TABLE[4][lo >> 24] ^ CRC_TABLE[3][hi & 0xFF] ^ CRC_TABLE[2][(hi >> 8) & 0xFF] ^
+              CRC_TABLE[1][(hi >> 16) & 0xFF] ^ CRC_TABLE[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n-- > 0) crc = CRC_TABLE[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
 static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 3 || !PyBytes_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "snap_nodes(buf: bytes, pos: int, limit: int)");
+    if (nargs != 4 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "snap_nodes(buf: bytes, pos: int, limit: int, digest: bool)");
         return NULL;
     }
+    int with_digest = PyObject_IsTrue(args[3]);
+    if (with_digest < 0) return NULL;
+    uint64_t digest = 0;
     const uint8_t *buf = (const uint8_t *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t end = PyBytes_GET_SIZE(args[0]);
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
@@ -932,6 +964,18 @@ static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_ssize_t size = 4 + (Py_ssize_t)n + 4 + d + 8 + 60;
         if (end - pos < size) break;
         const uint8_t *p = buf + pos + 4;
+        if (with_digest && !(n >= 11 && memcmp(p, "/zookeeper/", 11) == 0)) {
+            /* DigestCalculator.calculateDigest: path, data, then czxid mzxid pzxid ctime mtime version cversion
+             * aversion ephemeralOwner (StatPersisted stores czxid mzxid ctime mtime version cversion aversion
+             * ephemeralOwner pzxid) */
+            const uint8_t *st = p + n + 4 + d + 8;
+            uint32_t c = crc_update(0, p, n);
+            c = crc_update(c, p + n + 4, d);
+            c = crc_update(c, st, 16);
+            c = crc_update(c, st + 52, 8);
+            c = crc_update(c, st + 16, 36);
+            digest += c;
+        }
         PyObject *path = PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape");
         if (!path) {
             Py_DECREF(out);
@@ -952,7 +996,7 @@ static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_DECREF(t);
         pos += size;
     }
-    return Py_BuildValue("(NnO)", out, pos, done ? Py_True : Py_False);
+    return Py_BuildValue("(NnOK)", out, pos, done ? Py_True : Py_False, (unsigned long long)digest);
 }
 
 static PyMethodDef METHODS[] = {
@@ -968,7 +1012,8 @@ static PyMethodDef METHODS[] = {
     {"znode_row", (PyCFunction)(void (*)(void))znode_row, METH_FASTCALL,
      "znode_row(store, path, stat, kind, decode_error, sha) -> the znodes row tuple (scrape.extract.znode_row_with_sha)."},
     {"snap_nodes", (PyCFunction)(void (*)(void))snap_nodes, METH_FASTCALL,
-     "snap_nodes(buf, pos, limit) -> (nodes, pos, done) | None: whole node records of a ZooKeeper snapshot stream."},
+     "snap_nodes(buf, pos, limit, digest) -> (nodes, pos, done, digest sum) | None: whole node records of a "
+     "ZooKeeper snapshot stream."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -983,6 +1028,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     for (int i = 1; i < 5; i++) {
         if (!(DIGEST_NAMES[i] = PyUnicode_InternFromString(digests[i]))) return NULL;
     }
+    crc_init();
     if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;

@@ -42,6 +42,7 @@ ml_info: NativeFn | None = _FNS.get("ml_info")
 cursor_info: NativeFn | None = _FNS.get("cursor_info")
 # znode_row(store, path, stat, kind, decode_error, sha): the znodes row, exactly extract.znode_row_with_sha's
 znode_row: Callable[..., tuple[Any, ...]] | None = _FNS.get("znode_row")
-# snap_nodes(buf, pos, limit): whole node records of a ZooKeeper snapshot stream, zkdata.stream.snap_nodes_py's
-SnapNodes = Callable[[bytes, int, int], "tuple[list[tuple[str, bytes, bytes]], int, bool] | None"]
+# snap_nodes(buf, pos, limit, digest): whole node records of a ZooKeeper snapshot stream (and the sum of their
+# digests), exactly zkdata.stream.snap_nodes_py's
+SnapNodes = Callable[[bytes, int, int, bool], "tuple[list[tuple[str, bytes, bytes]], int, bool, int] | None"]
 snap_nodes: SnapNodes | None = _FNS.get("snap_nodes")

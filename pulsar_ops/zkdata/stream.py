@@ -35,7 +35,7 @@ import cramjam
 from pulsar_ops import native
 from pulsar_ops.zkdata import snapshot as S
 from pulsar_ops.zkdata import txnlog as T
-from pulsar_ops.zkdata.tree import DataTree, Node, _s64, client_owner
+from pulsar_ops.zkdata.tree import DataTree, Node, _s64, client_owner, node_digest
 
 BLOCK = 8 << 20  # uncompressed bytes read at a time
 NODE_BATCH = 4096  # node records parsed per call
@@ -98,10 +98,13 @@ class _Snappy:
         return data[:n]
 
 
-def snap_nodes_py(buf: bytes, pos: int, limit: int) -> tuple[list[tuple[str, bytes, bytes]], int, bool] | None:
+def snap_nodes_py(
+    buf: bytes, pos: int, limit: int, digest: bool
+) -> tuple[list[tuple[str, bytes, bytes]], int, bool, int] | None:
     """Whole node records (``DataTree.serializeNode``: ustring path; ``DataNode {buffer data; long acl;
     StatPersisted stat}``) from ``buf[pos:]``, at most ``limit``: (nodes, the position after the last whole one,
-    whether the terminating path ``"/"`` was read). A record cut by the end of ``buf`` ends the batch; a negative
+    whether the terminating path ``"/"`` was read, and with ``digest`` the sum of the nodes' ``node_digest``
+    CRCs, unmasked). A record cut by the end of ``buf`` ends the batch; a negative
     path length or a data length below -1 gives None (the record-by-record reader decides). The pure twin of
     ``native.snap_nodes`` (tests/unit/test_native.py)."""
     if pos < 0 or pos > len(buf):
@@ -109,6 +112,8 @@ def snap_nodes_py(buf: bytes, pos: int, limit: int) -> tuple[list[tuple[str, byt
     out: list[tuple[str, bytes, bytes]] = []
     end = len(buf)
     unpack_i = _I.unpack_from
+    crc32 = zlib.crc32
+    total = 0
     while len(out) < limit:
         if end - pos < 4:
             break
@@ -118,7 +123,7 @@ def snap_nodes_py(buf: bytes, pos: int, limit: int) -> tuple[list[tuple[str, byt
         if end - pos - 4 < n:
             break
         if n == 1 and buf[pos + 4] == 0x2F:  # "/"
-            return out, pos + 5, True
+            return out, pos + 5, True, total
         if end - pos - 4 - n < 4:
             break
         dn = unpack_i(buf, pos + 4 + n)[0]
@@ -129,11 +134,13 @@ def snap_nodes_py(buf: bytes, pos: int, limit: int) -> tuple[list[tuple[str, byt
         if end - pos < size:
             break
         p = pos + 4 + n + 4
-        out.append(
-            (buf[pos + 4 : pos + 4 + n].decode("utf-8", "surrogateescape"), buf[p : p + d], buf[p + d + 8 : p + d + 68])
-        )
+        raw_path = buf[pos + 4 : pos + 4 + n]
+        data, stat = buf[p : p + d], buf[p + d + 8 : p + d + 68]
+        if digest and not raw_path.startswith(b"/zookeeper/"):
+            total += crc32(stat[0:16] + stat[52:60] + stat[16:52], crc32(data, crc32(raw_path)))
+        out.append((raw_path.decode("utf-8", "surrogateescape"), data, stat))
         pos += size
-    return out, pos, False
+    return out, pos, False, total
 
 
 class SnapshotFile:
@@ -151,6 +158,8 @@ class SnapshotFile:
         self.pos = 0
         self.adler = 1  # Adler32 of the bytes consumed before self.buf
         self.eof = False
+        self.with_digest = False  # sum the nodes' digests in ``digest`` (pass 1)
+        self.digest = 0
 
     def __enter__(self) -> SnapshotFile:
         return self
@@ -239,14 +248,17 @@ class SnapshotFile:
     def nodes(self) -> Iterator[tuple[str, bytes, bytes]]:
         """Pre-order ``(path, data, stat)``, parsed a batch at a time (``native.snap_nodes`` or its pure twin);
         anything a batch cannot take (a negative length, a record cut by the end of the stream) goes to the
-        record-by-record reader, which raises the precise SnapshotCorrupt."""
+        record-by-record reader, which raises the precise SnapshotCorrupt. With ``with_digest`` set, ``digest``
+        sums the nodes' ``tree.node_digest`` (unmasked)."""
         batch_fn = native.snap_nodes or snap_nodes_py
+        with_digest = self.with_digest
         while True:
-            r = batch_fn(self.buf, self.pos, NODE_BATCH)
+            r = batch_fn(self.buf, self.pos, NODE_BATCH, with_digest)
             if r is None:
                 yield from self._nodes_one_by_one()
                 return
-            batch, self.pos, done = r
+            batch, self.pos, done, digest = r
+            self.digest += digest
             yield from batch
             if done:
                 return
@@ -293,7 +305,10 @@ class SnapshotFile:
             data = buf[p : p + dn]
             p += dn + 8
             self.pos = p + _STAT_SIZE
-            yield path, data, buf[p : p + _STAT_SIZE]
+            stat = buf[p : p + _STAT_SIZE]
+            if self.with_digest:
+                self.digest += node_digest(path, data, stat)
+            yield path, data, stat
 
     def _seal(self, what: str) -> None:
         expected = zlib.adler32(memoryview(self.buf)[: self.pos], self.adler) & 0xFFFFFFFF
@@ -381,15 +396,14 @@ def load_partial(
     path is in ``keep``, whose parent is in ``keep_children`` or whose ephemeral owner is in ``sessions``, with
     their ancestors, in a partial tree (``DataTree`` node layout)."""
     header = snap.header()
+    snap.with_digest, snap.digest = with_digest, 0
     tree = DataTree()
     part = Partial(tree)
     unloaded, originals = part.unloaded, part.originals
     ephem = tree.ephemerals
-    crc32 = zlib.crc32
     unpack_owner = _Q.unpack_from
     # frame: [path, data, stat, children seen, kept node or None]
     stack: list[list[Any]] = []
-    digest = 0
     count = 0
 
     def close(frame: list[Any]) -> None:
@@ -399,10 +413,6 @@ def load_partial(
 
     for path, data, stat in snap.nodes():
         count += 1
-        if with_digest and not path.startswith(_EXCLUDED):
-            digest += crc32(
-                stat[0:16] + stat[52:60] + stat[16:52], crc32(data, crc32(path.encode("utf-8", "surrogateescape")))
-            )
         if not stack:
             if path != "":
                 raise S.SnapshotCorrupt(f"the first node is {path!r}, not the root")
@@ -446,7 +456,7 @@ def load_partial(
         raise S.SnapshotCorrupt("the snapshot holds no nodes (not even the root)")
     trailer = snap.trailer()
     if with_digest:
-        tree.digest = _s64(digest)
+        tree.digest = _s64(snap.digest)
     part.nodes = count
     return part, header, trailer
 

@@ -386,7 +386,11 @@ def _node_records(nodes: list[tuple[bytes, int, bytes]]) -> bytes:
 
 _node = (
     st.tuples(
-        st.one_of(st.binary(max_size=12), st.text(max_size=6).map(lambda s: ("/" + s).encode())),
+        st.one_of(
+            st.binary(max_size=12),
+            st.text(max_size=6).map(lambda s: ("/" + s).encode()),
+            st.text(max_size=3).map(lambda s: ("/zookeeper/" + s).encode()),
+        ),
         st.sampled_from([-1, 0, 1, 5]),
         st.binary(min_size=5, max_size=5),
     )
@@ -400,14 +404,17 @@ _node = (
 @given(st.lists(_node, max_size=6), st.data())
 def test_snapshot_node_batches_equal_the_pure_twin(nodes: list[tuple[bytes, int, bytes]], data: st.DataObject) -> None:
     from pulsar_ops.zkdata.stream import snap_nodes_py
+    from pulsar_ops.zkdata.tree import node_digest
 
     buf = _node_records(nodes)
     cut = data.draw(st.integers(0, len(buf)))
     pos = data.draw(st.integers(0, 8))
     limit = data.draw(st.integers(1, 8))
+    digest = data.draw(st.booleans())
     for b in (buf, buf[:cut], bytes(data.draw(st.binary(max_size=40)))):
-        assert native.snap_nodes(b, pos, limit) == snap_nodes_py(b, pos, limit)
-    whole = native.snap_nodes(buf, 0, 100)
+        assert native.snap_nodes(b, pos, limit, digest) == snap_nodes_py(b, pos, limit, digest)
+    whole = native.snap_nodes(buf, 0, 100, True)
     assert whole is not None and whole[2] is True and whole[1] == len(buf) - 4  # taken natively, to the "/"
     assert [n[0] for n in whole[0]] == [p.decode("utf-8", "surrogateescape") for p, _d, _x in nodes]
     assert [n[1] for n in whole[0]] == [d for _p, _n, d in nodes]
+    assert whole[3] == sum(node_digest(p, d, x) for p, d, x in whole[0])  # tree.node_digest, summed
