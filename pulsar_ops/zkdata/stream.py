@@ -463,7 +463,9 @@ def load_partial(
 
 def _client(data: bytes, stat: bytes, n: int) -> tuple[int, ...]:
     czxid, mzxid, ctime, mtime, version, cversion, aversion, owner, pzxid = _STAT_UNPACK(stat)
-    return (czxid, mzxid, ctime, mtime, version, cversion * 2 - n, aversion, client_owner(owner), len(data), n, pzxid)
+    if owner:
+        owner = client_owner(owner)
+    return (czxid, mzxid, ctime, mtime, version, cversion * 2 - n, aversion, owner, len(data), n, pzxid)
 
 
 def emit_final(
