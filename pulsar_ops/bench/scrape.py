@@ -295,7 +295,7 @@ def build_data_dir(
             f"{directory} is not empty and holds no {BUILT}", hint="pass an empty or new directory", code="bench-failed"
         )
     directory.mkdir(parents=True, exist_ok=True)
-    zk = EmbeddedZooKeeper(data_dir=directory, heap_mb=heap_mb)
+    zk = EmbeddedZooKeeper(data_dir=directory, heap_mb=heap_mb, startup_timeout=1800.0)
     try:
         zk.start()
         client = zkconn.connect(zk.hosts, timeout=120)
@@ -342,7 +342,8 @@ def run_data_dir(
         doc["offline"] = off
         info(f"offline: {json.dumps({k: v for k, v in off.items() if k != 'row_counts'})}")
         shutil.rmtree(Path(tmp) / "offline", ignore_errors=True)
-        with EmbeddedZooKeeper(data_dir=directory, heap_mb=heap_mb) as zk:
+        # the server loads (and snapshots) the whole tree before it serves: minutes at 4M znodes on a busy machine
+        with EmbeddedZooKeeper(data_dir=directory, heap_mb=heap_mb, startup_timeout=1800.0) as zk:
             doc["zookeeper_version"] = zk.version()
             info(f"live scrape of the same tree (ZooKeeper {doc['zookeeper_version']}, child process)...")
             live = run_scrape_child(zk.hosts, Path(tmp) / "live", batch, workers)
