@@ -121,11 +121,6 @@ def _read(
         k2, c2 = _keep(config_chroot, ledgers_root, local=False, config=True)
         keep |= k2
         children |= c2
-    if cfg.zk_data_log_dir is not None and cfg.zk_data_dir is None:
-        raise ConfigError(
-            "--zk-data-log-dir goes with --zk-data-dir (a snapshot file alone is read without logs)",
-            hint="pulsar-ops scrape --zk-data-dir DATADIR --zk-data-log-dir DATALOGDIR --out SNAPSHOT",
-        )
     if cfg.zk_data_dir is not None:
         local = stream_data_dir(cfg.zk_data_dir, keep, children, cfg.zk_data_log_dir)
     else:
@@ -205,6 +200,11 @@ def scrape_data_dir(cfg: OfflineScrapeConfig) -> Manifest:
 
 def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     out = Path(cfg.out)
+    if cfg.zk_data_log_dir is not None and cfg.zk_data_dir is None:
+        raise ConfigError(
+            "--zk-data-log-dir goes with --zk-data-dir (a snapshot file alone is read without logs)",
+            hint="pulsar-ops scrape --zk-data-dir DATADIR --zk-data-log-dir DATALOGDIR --out SNAPSHOT",
+        )
     _check_out_dir(out)
     ledgers_root = _ledgers_root(cfg.ledgers_root)
     chroot = _chroot(cfg.chroot, "--zk-chroot")

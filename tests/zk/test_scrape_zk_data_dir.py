@@ -286,6 +286,13 @@ def test_an_empty_or_foreign_directory_is_a_clear_error(tmp_path: Path) -> None:
         app, ["scrape", "--zk-data-dir", str(empty), "--zookeeper", "127.0.0.1:1", "--out", str(tmp_path / "o3")]
     )
     assert r.exit_code == 3 and "cannot be combined" in r.output
+    snap = empty / "version-2" / "snapshot.1"
+    snap.write_bytes(b"")
+    r = runner.invoke(
+        app, ["scrape", "--zk-snapshot", str(snap), "--zk-data-log-dir", str(empty), "--out", str(tmp_path / "o4")]
+    )
+    assert r.exit_code == 3 and "--zk-data-log-dir goes with --zk-data-dir" in r.output
+    assert not (tmp_path / "o4").exists()
 
 
 _NO_SOCKETS = """
