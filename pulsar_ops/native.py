@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 3  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 4  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
@@ -32,7 +32,7 @@ def _load() -> tuple[dict[str, Any], str]:
         return {}, "not built (no C compiler at install time?): pure Python"
     if getattr(_native, "ABI", None) != ABI:
         return {}, "stale build ignored (reinstall: pip install -e .): pure Python"
-    names = ("bk_ledger_v3", "ml_info", "cursor_info", "znode_row")
+    names = ("bk_ledger_v3", "ml_info", "cursor_info", "znode_row", "snap_nodes")
     return {name: getattr(_native, name) for name in names}, "native"
 
 
@@ -42,3 +42,7 @@ ml_info: NativeFn | None = _FNS.get("ml_info")
 cursor_info: NativeFn | None = _FNS.get("cursor_info")
 # znode_row(store, path, stat, kind, decode_error, sha): the znodes row, exactly extract.znode_row_with_sha's
 znode_row: Callable[..., tuple[Any, ...]] | None = _FNS.get("znode_row")
+# snap_nodes(buf, pos, limit, digest): whole node records of a ZooKeeper snapshot stream (and the sum of their
+# digests), exactly zkdata.stream.snap_nodes_py's
+SnapNodes = Callable[[bytes, int, int, bool], "tuple[list[tuple[str, bytes, bytes]], int, bool, int] | None"]
+snap_nodes: SnapNodes | None = _FNS.get("snap_nodes")

@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -145,6 +146,7 @@ def _child_offline(data_dir: str, out: str, workers: int | None) -> dict[str, An
         "write_seconds": round(cfg.timings.get("write", 0.0), 3),
         "cpu_seconds": round(time.process_time() - cpu0, 3),
         "workers": n_workers,
+        "workers_cpu_seconds": round(kids.ru_utime + kids.ru_stime, 3),
         "parent_peak_rss_mb": round(parent_mb, 1),
         "worker_peak_rss_mb": round(kids.ru_maxrss / 1024, 1),
         "peak_rss_mb": round(parent_mb + n_workers * kids.ru_maxrss / 1024, 1),
@@ -152,6 +154,7 @@ def _child_offline(data_dir: str, out: str, workers: int | None) -> dict[str, An
         "snapshot": local["snapshot"],
         "replayed_txns": local["replayed_txns"],
         "zxid": m.zxid,
+        "row_counts": m.row_counts,
     }
 
 
@@ -264,6 +267,98 @@ def run(
         o = doc["offline"]
         doc["targets"]["offline_znodes_per_s>=500000"] = bool(o["znodes_per_s"] and o["znodes_per_s"] >= 500_000)
         doc["targets"]["offline_rss<1.5GB"] = o["peak_rss_mb"] < 1536
+    return doc
+
+
+BUILT = "BUILT.json"
+
+
+def build_data_dir(
+    directory: Path, *, topics: int, seed: int, heap_mb: int, info: Info = lambda _s: None
+) -> dict[str, Any]:
+    """The seeded tree written by a real server into ``directory`` (``zoo.cfg`` and ``data/``), once: seeded, then
+    the server restarted (``ZooKeeperServer.loadData`` snapshots the tree it loads) and stopped cleanly. A
+    directory already built for the same topics and seed is reused (``BUILT.json`` records what it holds)."""
+    marker = directory / BUILT
+    if marker.is_file():
+        doc: dict[str, Any] = json.loads(marker.read_text())
+        if doc.get("topics") == topics and doc.get("seed") == seed:
+            info(f"reusing the data directory {directory} ({doc['znodes']:,} znodes seeded, {doc['topics']:,} topics)")
+            return doc
+        raise PulsarOpsError(
+            f"{directory} holds another tree ({doc.get('topics')} topics, seed {doc.get('seed')})",
+            hint="pass another --keep-data-dir, or the same --topics/--seed as when it was built",
+            code="bench-failed",
+        )
+    if directory.exists() and any(directory.iterdir()):
+        raise PulsarOpsError(
+            f"{directory} is not empty and holds no {BUILT}", hint="pass an empty or new directory", code="bench-failed"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    zk = EmbeddedZooKeeper(data_dir=directory, heap_mb=heap_mb, startup_timeout=1800.0)
+    try:
+        zk.start()
+        client = zkconn.connect(zk.hosts, timeout=120)
+        try:
+            info(f"seeding {topics:,} topics (seed {seed}) into ZooKeeper {zk.version()} at {directory}...")
+            res = seed_cluster(client, None, SeedOptions(topics=topics, seed=seed, persistent_ownership=True))
+        finally:
+            zkconn.close(client)
+        info(f"seeded {res.znodes_written:,} znodes in {res.seconds:.1f} s; restarting (the server snapshots it)")
+        zk.restart()
+    finally:
+        zk.stop()
+    doc = {"topics": topics, "seed": seed, "znodes": res.znodes_written, "seed_seconds": round(res.seconds, 1)}
+    marker.write_text(json.dumps(doc))
+    return doc
+
+
+def _rss_total(c: dict[str, Any]) -> float:
+    return float(c["peak_rss_mb"])
+
+
+def run_data_dir(
+    directory: Path,
+    *,
+    topics: int,
+    seed: int = 1,
+    batch: int | None = None,
+    workers: int | None = None,
+    heap_mb: int = 3072,
+    info: Info = lambda _s: None,
+) -> dict[str, Any]:
+    """``bench scrape --zk-data-dir --keep-data-dir DIR``: the offline scrape of a stopped server's data directory
+    and the live scrape of the same tree (the server started again on that directory: the sessions it logs
+    change no znode), side by side, each in a child process; the two snapshots' row counts compared table by
+    table (full equality is tested at small sizes: tests/zk/test_scrape_zk_data_dir.py)."""
+    doc: dict[str, Any] = {"machine": _machine(), "topics": topics, "seed": seed}
+    doc["data_dir"] = build_data_dir(directory, topics=topics, seed=seed, heap_mb=heap_mb, info=info)
+    with tempfile.TemporaryDirectory(prefix="pulsar-ops-bench-") as tmp:
+        info("scrape --zk-data-dir of the stopped server's data directory (child process)...")
+        off = run_offline_child(directory / "data", Path(tmp) / "offline", workers)
+        off["znodes_per_s"] = round(off["znodes"] / off["seconds"]) if off["seconds"] else None
+        off["read_znodes_per_s"] = round(off["znodes"] / off["read_seconds"]) if off["read_seconds"] else None
+        off["load_1min_after"] = _machine()["load_1min"]
+        doc["offline"] = off
+        info(f"offline: {json.dumps({k: v for k, v in off.items() if k != 'row_counts'})}")
+        shutil.rmtree(Path(tmp) / "offline", ignore_errors=True)
+        # the server loads (and snapshots) the whole tree before it serves: minutes at 4M znodes on a busy machine
+        with EmbeddedZooKeeper(data_dir=directory, heap_mb=heap_mb, startup_timeout=1800.0) as zk:
+            doc["zookeeper_version"] = zk.version()
+            info(f"live scrape of the same tree (ZooKeeper {doc['zookeeper_version']}, child process)...")
+            live = run_scrape_child(zk.hosts, Path(tmp) / "live", batch, workers)
+        live["znodes_per_s"] = round(live["znodes"] / live["seconds"]) if live["seconds"] else None
+        live["load_1min_after"] = _machine()["load_1min"]
+        doc["scraper"] = live
+    a, b = off["row_counts"], live["row_counts"]
+    doc["row_counts_equal"] = a == b
+    doc["row_count_differences"] = {t: [a.get(t), b.get(t)] for t in sorted(set(a) | set(b)) if a.get(t) != b.get(t)}
+    doc["speedup"] = round(off["znodes_per_s"] / live["znodes_per_s"], 2) if live["znodes_per_s"] else None
+    doc["targets"] = {
+        "offline_znodes_per_s>=500000": bool(off["znodes_per_s"] and off["znodes_per_s"] >= 500_000),
+        "offline_rss<1.5GB": _rss_total(off) < 1536,
+        "same_row_counts": doc["row_counts_equal"],
+    }
     return doc
 
 

@@ -53,6 +53,38 @@ def bench_model(
     guarded(_go)(as_json=as_json)
 
 
+def _data_dir_bench(
+    directory: Path, topics: int, seed: int, batch: int | None, workers: int | None, *, as_json: bool
+) -> None:
+    """`bench scrape --zk-data-dir --keep-data-dir DIR`: offline vs live, side by side."""
+    from pulsar_ops.bench.scrape import run_data_dir
+    from pulsar_ops.cli.common import emit_json, info
+
+    # the server holds the tree in its heap: ~1.3 KB per znode (7 znodes a topic), 3 GB at least
+    heap_mb = max(3072, topics // 75)
+    doc = run_data_dir(directory, topics=topics, seed=seed, batch=batch, workers=workers, heap_mb=heap_mb, info=info)
+    m = doc["machine"]
+    info(f"machine: {m['cpus']} cpu(s), load {m['load_1min']} (shared machine: figures are lower bounds)")
+    o, s = doc["offline"], doc["scraper"]
+    info(f"{'':9s} {'znodes':>10s} {'wall s':>8s} {'znodes/s':>9s} {'cpu s':>7s} {'+workers':>8s} {'peak RSS':>9s}")
+    for label, c in (("offline", o), ("live", s)):
+        info(
+            f"{label:9s} {c['znodes']:>10,} {c['seconds']:>8.1f} {c['znodes_per_s']:>9,} {c['cpu_seconds']:>7.1f} "
+            f"{c['workers_cpu_seconds']:>8.1f} {c['peak_rss_mb']:>6,.0f} MB  (load after: {c['load_1min_after']})"
+        )
+    info(
+        f"offline: files -> replayed tree {o['read_seconds']:.1f} s, tables {o['write_seconds']:.1f} s "
+        f"({o['snapshot']} + {o['replayed_txns']} txns, {o['data_dir_bytes'] / 2**20:,.0f} MB on disk; peak RSS = "
+        f"process {o['parent_peak_rss_mb']:,.0f} MB + {o['workers']} x largest worker "
+        f"{o['worker_peak_rss_mb']:,.0f} MB)"
+    )
+    diff = doc["row_count_differences"]
+    info(f"row counts {'equal, table by table' if doc['row_counts_equal'] else f'DIFFER: {diff}'}")
+    info("targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in doc["targets"].items()))
+    if as_json:
+        emit_json(doc)
+
+
 @app.command("scrape")
 def bench_scrape(
     topics: int = typer.Option(100_000, "--topics", min=1, help="Topics to seed into the embedded ZooKeeper."),
@@ -69,12 +101,21 @@ def bench_scrape(
         help="Then stop the server and `scrape --zk-data-dir` its data directory (a snapshot plus logs): figures "
         "side by side with the live scrape.",
     ),
+    keep_data_dir: Path | None = typer.Option(
+        None,
+        "--keep-data-dir",
+        help="With --zk-data-dir: the server's directory, built once (seeded, snapshotted, stopped) and reused by "
+        "later runs of the same --topics/--seed; the offline and the live scrape of it side by side (no naive walk).",
+    ),
 ) -> None:
     """Scraper (multiRead, pipelined) vs a naive synchronous kazoo walk of the same seeded tree; peak RSS."""
     from pulsar_ops.bench.scrape import run
     from pulsar_ops.cli.common import emit_json, guarded, info
 
     def _go(as_json: bool = as_json) -> None:
+        if keep_data_dir is not None:
+            _data_dir_bench(keep_data_dir, topics, seed, batch, workers, as_json=as_json)
+            return
         doc = run(
             topics=topics,
             seed=seed,

@@ -150,6 +150,7 @@ def _scrape_offline(
     zk_data_dir: Path | None,
     zk_snapshot: Path | None,
     config_zk_data_dir: Path | None,
+    zk_data_log_dir: Path | None,
     zk_chroot: str | None,
     zk_ensemble: str | None,
     ledgers_root: str,
@@ -169,6 +170,7 @@ def _scrape_offline(
                 zk_data_dir=zk_data_dir,
                 zk_snapshot=zk_snapshot,
                 config_zk_data_dir=config_zk_data_dir,
+                zk_data_log_dir=zk_data_log_dir,
                 chroot=zk_chroot or "",
                 ensemble=zk_ensemble or "",
                 ledgers_root=ledgers_root,
@@ -268,6 +270,11 @@ def register(app: typer.Typer) -> None:
             help="Read a ZooKeeper data directory (dataDir, or a copy / backup of one) instead of --zookeeper: "
             "the newest valid snapshot plus the transaction logs after it. Opens no connection.",
         ),
+        zk_data_log_dir: Path | None = typer.Option(
+            None,
+            "--zk-data-log-dir",
+            help="With --zk-data-dir: the server's dataLogDir, when its transaction logs are kept apart.",
+        ),
         zk_snapshot: Path | None = typer.Option(
             None, "--zk-snapshot", help="Read one ZooKeeper snapshot file (snapshot.<zxid>[.gz|.snappy]), no logs."
         ),
@@ -285,7 +292,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Read ZooKeeper metadata (managed ledgers, ledgers, schemas, policies, bundles) into a snapshot."""
-        if zk_data_dir is not None or zk_snapshot is not None or config_zk_data_dir is not None:
+        offline = (zk_data_dir, zk_snapshot, config_zk_data_dir, zk_data_log_dir)
+        if any(v is not None for v in offline):
             live = [
                 f
                 for f, v in (
@@ -308,6 +316,7 @@ def register(app: typer.Typer) -> None:
                 zk_data_dir,
                 zk_snapshot,
                 config_zk_data_dir,
+                zk_data_log_dir,
                 zk_chroot,
                 zk_ensemble,
                 ledgers_root,

@@ -37,7 +37,8 @@ from pulsar_ops.scrape.run import (
 from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.snapshot.manifest import Manifest
 from pulsar_ops.snapshot.writer import DEFAULT_BATCH_ROWS, TABLES_DIR, SnapshotWriter
-from pulsar_ops.zkdata.datadir import DataDirState, read_data_dir, read_snapshot_only
+from pulsar_ops.zkdata.datadir import DataDirState, Streamed, stream_data_dir, stream_snapshot_only
+from pulsar_ops.zkdata.stream import SnapshotFile, emit_final
 from pulsar_ops.zkdata.tree import DataTree
 
 PROGRESS_EVERY = 50_000
@@ -49,6 +50,7 @@ class OfflineScrapeConfig:
     zk_data_dir: Path | None = None  # the local store's dataDir (or a copy / backup)
     zk_snapshot: Path | None = None  # or one snapshot file, no logs
     config_zk_data_dir: Path | None = None  # the configuration store's, when it is another ensemble
+    zk_data_log_dir: Path | None = None  # the local store's dataLogDir, when its logs are kept apart
     chroot: str = ""  # the cluster's subtree (what a live scrape puts after --zookeeper HOST:PORT)
     config_chroot: str | None = None  # default: the same chroot
     # the ensemble the data directory belongs to (HOST:PORT[,...]): recorded, never contacted, so that `apply`
@@ -91,18 +93,42 @@ def _ensemble(value: str | None, flag: str) -> str:
     return ",".join(hosts)
 
 
-def _read(cfg: OfflineScrapeConfig) -> tuple[DataDirState, DataDirState | None]:
+def _keep(chroot: str, ledgers_root: str, *, local: bool, config: bool) -> tuple[set[str], set[str]]:
+    """What the manifest reads from the replayed tree besides the walked roots (snapshot paths, the root ``""``):
+    the chroot (it must exist), the bookie identity znodes, the load manager's znodes, the clusters' names."""
+    keep, children = {chroot}, set()
+    if local:
+        keep |= {f"{chroot}{ledgers_root}/INSTANCEID", f"{chroot}{ledgers_root}/LAYOUT"}
+        keep |= {f"{chroot}/loadbalance/brokers", chroot + pn.ELM_LEADER_PATH, chroot + pn.SERVICE_UNIT_STATE_ROOT}
+        children.add(f"{chroot}/loadbalance/brokers")
+    if config:
+        keep.add(chroot + CLUSTERS)
+        children.add(chroot + CLUSTERS)
+    return keep, children
+
+
+def _read(
+    cfg: OfflineScrapeConfig, chroot: str, config_chroot: str, ledgers_root: str
+) -> tuple[Streamed, Streamed | None]:
     if (cfg.zk_data_dir is None) == (cfg.zk_snapshot is None):
         raise ConfigError(
             "pass exactly one of --zk-data-dir DIR and --zk-snapshot FILE",
             hint="pulsar-ops scrape --zk-data-dir /var/lib/zookeeper --out SNAPSHOT",
         )
+    separate = cfg.config_zk_data_dir is not None
+    keep, children = _keep(chroot, ledgers_root, local=True, config=not separate)
+    if not separate:
+        k2, c2 = _keep(config_chroot, ledgers_root, local=False, config=True)
+        keep |= k2
+        children |= c2
     if cfg.zk_data_dir is not None:
-        local = read_data_dir(cfg.zk_data_dir)
+        local = stream_data_dir(cfg.zk_data_dir, keep, children, cfg.zk_data_log_dir)
     else:
         assert cfg.zk_snapshot is not None
-        local = read_snapshot_only(cfg.zk_snapshot)
-    config = read_data_dir(cfg.config_zk_data_dir) if cfg.config_zk_data_dir is not None else None
+        local = stream_snapshot_only(cfg.zk_snapshot, keep, children)
+    config = None
+    if cfg.config_zk_data_dir is not None:
+        config = stream_data_dir(cfg.config_zk_data_dir, *_keep(config_chroot, ledgers_root, local=False, config=True))
     return local, config
 
 
@@ -131,6 +157,35 @@ def _load_manager(tree: DataTree, root: str) -> dict[str, Any]:
     }
 
 
+class _Emitter:
+    """Hands the streamed nodes to the sink (the store switched when a root of the other store begins), drops the
+    chroot from each path, and keeps the newest mtime and the progress count."""
+
+    def __init__(
+        self,
+        walk_sink: PoolSink | SnapshotSink,
+        sink: SnapshotSink,
+        progress: Callable[[ScrapeProgress], None] | None,
+        t0: float,
+    ) -> None:
+        self.walk_sink, self.sink, self.progress, self.t0 = walk_sink, sink, progress, t0
+        self.node = walk_sink.node
+        self.cut = 0
+        self.store = ""
+        self.walked = 0
+        self.max_mtime = 0
+
+    def emit(self, store: str, path: str, data: bytes, stat: tuple[int, ...]) -> None:
+        if store != self.store:
+            self.walk_sink.store = self.store = store
+        self.node(path[self.cut :] if self.cut else path, data, stat)  # type: ignore[arg-type]
+        if stat[3] > self.max_mtime:
+            self.max_mtime = stat[3]
+        self.walked += 1
+        if self.progress is not None and self.walked % PROGRESS_EVERY == 0:
+            self.progress(ScrapeProgress(store, self.walked, self.sink.counters.errors, time.monotonic() - self.t0))
+
+
 def scrape_data_dir(cfg: OfflineScrapeConfig) -> Manifest:
     """Read the data directory (or snapshot file) and write the snapshot; the manifest last. Like the live
     scrape, the cyclic garbage collector is paused meanwhile."""
@@ -145,10 +200,17 @@ def scrape_data_dir(cfg: OfflineScrapeConfig) -> Manifest:
 
 def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     out = Path(cfg.out)
+    if cfg.zk_data_log_dir is not None and cfg.zk_data_dir is None:
+        raise ConfigError(
+            "--zk-data-log-dir goes with --zk-data-dir (a snapshot file alone is read without logs)",
+            hint="pulsar-ops scrape --zk-data-dir DATADIR --zk-data-log-dir DATALOGDIR --out SNAPSHOT",
+        )
     _check_out_dir(out)
     ledgers_root = _ledgers_root(cfg.ledgers_root)
     chroot = _chroot(cfg.chroot, "--zk-chroot")
     config_chroot = _chroot(cfg.config_chroot, "--config-zk-chroot") if cfg.config_chroot is not None else chroot
+    if cfg.config_zk_data_dir is None:
+        config_chroot = chroot  # one tree: the configuration store's roots sit under the same chroot
     ensemble = _ensemble(cfg.ensemble, "--zk-ensemble")
     config_ensemble = (
         _ensemble(cfg.config_ensemble, "--config-zk-ensemble") if cfg.config_ensemble is not None else ensemble
@@ -165,7 +227,9 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     try:
         if pool is not None:
             pool.start()
-        local_state, config_state = _read(cfg)
+        local_read, config_read = _read(cfg, chroot, config_chroot, ledgers_root)
+        local_state = local_read.state
+        config_state = config_read.state if config_read is not None else None
         trees: dict[str, tuple[DataTree, str]] = {LOCAL: (local_state.tree, chroot)}
         trees[CONFIG] = (config_state.tree, config_chroot) if config_state is not None else (local_state.tree, chroot)
         for store, (tree, root) in trees.items():
@@ -187,24 +251,23 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     summaries: list[WorkerSummary] = []
     try:
         walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
-        walked = 0
-        max_mtime = 0
-        for store in (CONFIG, LOCAL):  # the live scrape's order
-            tree, root = trees[store]
-            walk_sink.store = store
-            roots = roots_for(store, ledgers_root, separate_config=separate)
+        # each store's walked roots, as snapshot paths (the chroot in front) -> the store
+        passes: list[tuple[Streamed, dict[str, str], int]] = []
+        local_roots = {chroot + r: LOCAL for r in roots_for(LOCAL, ledgers_root, separate_config=separate)}
+        config_roots = {config_chroot + r: CONFIG for r in roots_for(CONFIG, ledgers_root, separate_config=separate)}
+        for store, roots, root in ((CONFIG, config_roots, config_chroot), (LOCAL, local_roots, chroot)):
             for r in roots:
-                sink.ensure_scope(store, classify(r, ledgers_root).scope)
-            node = walk_sink.node
-            cut = len(root)
-            for r in roots:
-                for path, data, stat in tree.iter_subtree(root + r):
-                    node(path[cut:] if cut else path, data, stat)
-                    if stat[3] > max_mtime:
-                        max_mtime = stat[3]
-                    walked += 1
-                    if cfg.progress is not None and walked % PROGRESS_EVERY == 0:
-                        cfg.progress(ScrapeProgress(store, walked, sink.counters.errors, time.monotonic() - t0))
+                sink.ensure_scope(store, classify(r[len(root) :], ledgers_root).scope)
+        if config_read is not None:
+            passes = [(config_read, config_roots, len(config_chroot)), (local_read, local_roots, len(chroot))]
+        else:
+            passes = [(local_read, {**config_roots, **local_roots}, len(chroot))]
+        em = _Emitter(walk_sink, sink, cfg.progress, t0)
+        for streamed, roots, cut in passes:
+            em.cut, em.store = cut, ""
+            with SnapshotFile(streamed.snapshot_file) as snap:
+                emit_final(snap, streamed.part, roots, em.emit)
+        max_mtime = em.max_mtime
         summaries = pool.close() if pool is not None else []
     finally:
         if pool is not None:

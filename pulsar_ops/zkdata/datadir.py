@@ -30,6 +30,7 @@ from typing import Any
 from pulsar_ops.errors import ZkDataDirError
 from pulsar_ops.zkdata import snapshot as S
 from pulsar_ops.zkdata import txnlog as T
+from pulsar_ops.zkdata.stream import Partial, SnapshotFile, load_partial, touched
 from pulsar_ops.zkdata.tree import DataTree
 
 SNAP_PREFIX = "snapshot"  # FileSnap.SNAPSHOT_FILE_PREFIX
@@ -53,6 +54,7 @@ class DataDirState:
     logs: list[str] = field(default_factory=list)
     stop: dict[str, Any] | None = None  # where and why the replay stopped early (None: every log read whole)
     partial_logs: list[dict[str, Any]] = field(default_factory=list)  # logs ending with a partial record
+    log_directory: str | None = None  # the logs' directory when it is not ``directory`` (zoo.cfg dataLogDir)
 
     @property
     def zxid(self) -> int:
@@ -73,6 +75,7 @@ class DataDirState:
             "sessions": self.sessions,
             "fallbacks": self.fallbacks,
             "logs": self.logs,
+            "log_directory": self.log_directory or self.directory,
             "replayed_txns": t.stats.applied,
             "ignored_op_failures": t.stats.ignored_errors,
             "failed_multis": t.stats.failed_multis,
@@ -135,7 +138,11 @@ def load_snapshot_file(p: Path) -> tuple[DataTree, S.SnapshotHeader, S.SnapshotT
     # the digest is only computed when the file has one: a pass over the stream's tail first tells
     tree = DataTree.load(stream.nodes(), with_digest=True)
     trailer = stream.trailer()
-    snap_zxid = S.zxid_from_name(p.name, SNAP_PREFIX)
+    _point_tree(tree, trailer, S.zxid_from_name(p.name, SNAP_PREFIX))
+    return tree, header, trailer, comp
+
+
+def _point_tree(tree: DataTree, trailer: S.SnapshotTrailer, snap_zxid: int) -> None:
     tree.zxid = snap_zxid
     d = trailer.digest
     # DataTree.deserializeZxidDigest: a zero zxid is "empty"; a digest older than the snapshot is not compared
@@ -143,7 +150,6 @@ def load_snapshot_file(p: Path) -> tuple[DataTree, S.SnapshotHeader, S.SnapshotT
         tree.expect_digest(d.zxid, d.digest)
     else:
         tree.digest = None
-    return tree, header, trailer, comp
 
 
 def read_snapshot_only(path: Path) -> DataDirState:
@@ -197,46 +203,158 @@ def read_data_dir(directory: Path) -> DataDirState:
     return state
 
 
-def _replay_logs(d: Path, state: DataDirState) -> None:
-    snap_zxid = state.snapshot_zxid
+@dataclass
+class LogTail:
+    """The transactions to replay after a snapshot, in order, and where reading them stopped."""
+
+    txns: list[T.Txn] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
+    stop: dict[str, Any] | None = None
+    partial_logs: list[dict[str, Any]] = field(default_factory=list)
+
+
+def collect_logs(d: Path, snap_zxid: int) -> LogTail:
+    """The transactions after ``snap_zxid`` (``FileTxnLog.getLogFiles`` + ``FileTxnIterator``), read file by file
+    (never a whole log in memory), up to the last complete one."""
+    tail = LogTail()
     logs = sorted(_files(d, LOG_PREFIX))
     start = 0
     for z, _p in logs:  # FileTxnLog.getLogFiles
         if z > snap_zxid:
             break
         start = max(start, z)
-    tree = state.tree
     prev = snap_zxid
     todo = [(z, p) for z, p in logs if z >= start]
+    txns = tail.txns
     for i, (_z, p) in enumerate(todo):
         last = i == len(todo) - 1
-        state.logs.append(p.name)
-        buf = _read(p)
+        tail.logs.append(p.name)
         try:
-            records, end = T.read_log(buf, start_zxid=snap_zxid)
+            with open(p, "rb") as f:
+                records, end = T.read_log_file(f, os.fstat(f.fileno()).st_size, start_zxid=snap_zxid)
+        except OSError as e:
+            raise ZkDataDirError(f"cannot read {p}: {e.strerror or e}") from e
         except T.TxnLogCorrupt as e:
-            state.stop = {"log": p.name, "offset": 0, "reason": "bad-header", "detail": str(e), "zxid": prev}
-            return
+            tail.stop = {"log": p.name, "offset": 0, "reason": "bad-header", "detail": str(e), "zxid": prev}
+            return tail
         for rec in records:
             z = rec.txn.zxid
-            if z <= prev and not (z == snap_zxid and tree.stats.applied == 0):
+            if z <= prev and not (z == snap_zxid and not txns):
                 continue  # already applied (overlapping logs)
             if z > prev + 1 and _epoch(z) == _epoch(prev) and prev != 0:
-                state.stop = {
+                tail.stop = {
                     "log": p.name,
                     "offset": rec.offset,
                     "reason": "gap",
                     "detail": f"zxid {prev + 1:#x}..{z - 1:#x} missing (a log file is missing?)",
                     "zxid": prev,
                 }
-                return
-            tree.apply(rec.txn)
+                return tail
+            txns.append(rec.txn)
             prev = max(prev, z)
         if end.reason == "partial" and not last:
-            state.partial_logs.append({"log": p.name, "offset": end.offset, "detail": end.detail, "zxid": prev})
+            tail.partial_logs.append({"log": p.name, "offset": end.offset, "detail": end.detail, "zxid": prev})
         elif not end.clean:  # a partial record at the end of the last log is where the replay ends
-            state.stop = {"log": p.name, "offset": end.offset, "reason": end.reason, "detail": end.detail, "zxid": prev}
-            return
+            tail.stop = {"log": p.name, "offset": end.offset, "reason": end.reason, "detail": end.detail, "zxid": prev}
+            return tail
+    return tail
+
+
+def _replay_logs(d: Path, state: DataDirState) -> None:
+    tail = collect_logs(d, state.snapshot_zxid)
+    for txn in tail.txns:
+        state.tree.apply(txn)
+    state.logs, state.stop, state.partial_logs = tail.logs, tail.stop, tail.partial_logs
+
+
+@dataclass
+class Streamed:
+    """A data directory read in streaming mode (``zkdata.stream``): the replayed partial tree in ``state.tree``,
+    and the snapshot file pass 2 streams again."""
+
+    state: DataDirState
+    part: Partial
+    snapshot_file: Path
+
+
+def _load_streamed(
+    p: Path, tail: LogTail | None, keep: set[str], keep_children: set[str]
+) -> tuple[Partial, S.SnapshotHeader]:
+    paths, sessions = touched(tail.txns) if tail is not None else (set(), set())
+    with SnapshotFile(p) as snap:
+        part, header, trailer = load_partial(snap, paths | keep, keep_children, sessions)
+    _point_tree(part.tree, trailer, S.zxid_from_name(p.name, SNAP_PREFIX))
+    return part, header
+
+
+def stream_data_dir(
+    directory: Path, keep: set[str], keep_children: set[str], log_directory: Path | None = None
+) -> Streamed:
+    """``read_data_dir`` without the whole tree in memory: the same snapshot choice (a corrupt newest snapshot
+    falls back, recorded), the same logs and replay, on a partial tree holding ``keep`` (snapshot paths, the
+    root is ``""``), the children of ``keep_children`` and whatever the replay touches. ``log_directory``: the
+    transaction logs' directory when the server keeps them apart (zoo.cfg ``dataLogDir``; ``FileTxnSnapLog``
+    takes the snapshots from ``dataDir/version-2`` and the logs from ``dataLogDir/version-2``)."""
+    d = locate(directory)
+    dl = d if log_directory is None else locate(log_directory)
+    snaps = _files(d, SNAP_PREFIX)
+    if not snaps:
+        raise ZkDataDirError(
+            f"{d} holds no snapshot.* file (an empty or never-started data directory)",
+            hint="pass the dataDir of a server that has run (it writes snapshot.0 when it first starts)",
+        )
+    snaps.sort(key=lambda zp: (zp[0], zp[1].stat().st_mtime_ns, zp[1].name), reverse=True)
+    fallbacks: list[dict[str, str]] = []
+    tails: dict[int, LogTail] = {}
+    for z, p in snaps[:MAX_SNAPSHOTS_TRIED]:
+        tail = tails.get(z)
+        if tail is None:
+            tail = tails[z] = collect_logs(dl, z)
+        try:
+            part, header = _load_streamed(p, tail, keep, keep_children)
+        except OSError as e:
+            raise ZkDataDirError(f"cannot read {p}: {e.strerror or e}") from e
+        except S.SnapshotCorrupt as e:
+            fallbacks.append({"snapshot": p.name, "reason": str(e)})
+            continue
+        tree = part.tree
+        state = DataDirState(
+            tree, str(d), p.name, tree.zxid, S.compression_of(p.name), header.dbid, len(header.sessions), fallbacks
+        )
+        for txn in tail.txns:
+            tree.apply(txn)
+        state.logs, state.stop, state.partial_logs = tail.logs, tail.stop, tail.partial_logs
+        state.log_directory = str(dl) if dl != d else None
+        return Streamed(state, part, p)
+    raise ZkDataDirError(
+        f"{d}: no valid snapshot ({len(fallbacks)} tried: "
+        + "; ".join(f"{f['snapshot']}: {f['reason']}" for f in fallbacks[:3])
+        + ")",
+        hint="restore the data directory from another server or an older backup",
+    )
+
+
+def stream_snapshot_only(path: Path, keep: set[str], keep_children: set[str]) -> Streamed:
+    """``read_snapshot_only`` in streaming mode."""
+    p = Path(path)
+    if not p.is_file():
+        raise ZkDataDirError(f"{p} is not a file", hint="pass --zk-snapshot DIR/version-2/snapshot.<zxid>")
+    if S.zxid_from_name(p.name, SNAP_PREFIX) < 0:
+        raise ZkDataDirError(
+            f"{p.name} is not named snapshot.<hex zxid>[.gz|.snappy]",
+            hint="keep the file's name: its zxid and compression come from it (upstream Util.getZxidFromName)",
+        )
+    try:
+        part, header = _load_streamed(p, None, keep, keep_children)
+    except OSError as e:
+        raise ZkDataDirError(f"cannot read {p}: {e.strerror or e}") from e
+    except S.SnapshotCorrupt as e:
+        raise ZkDataDirError(f"{p} is not a valid snapshot: {e}", hint="pass an older snapshot file") from None
+    tree = part.tree
+    state = DataDirState(
+        tree, str(p.parent), p.name, tree.zxid, S.compression_of(p.name), header.dbid, len(header.sessions)
+    )
+    return Streamed(state, part, p)
 
 
 def describe_size(directory: Path) -> int:
@@ -245,4 +363,15 @@ def describe_size(directory: Path) -> int:
     return sum(os.path.getsize(p) for _z, p in _files(d, SNAP_PREFIX) + _files(d, LOG_PREFIX))
 
 
-__all__ = ["DataDirState", "load_snapshot_file", "locate", "read_data_dir", "read_snapshot_only"]
+__all__ = [
+    "DataDirState",
+    "LogTail",
+    "Streamed",
+    "collect_logs",
+    "load_snapshot_file",
+    "locate",
+    "read_data_dir",
+    "read_snapshot_only",
+    "stream_data_dir",
+    "stream_snapshot_only",
+]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import IO
 
 from pulsar_ops.zkdata.jute import TXN_HEADER, Acl, JuteError, JuteReader
 
@@ -243,6 +244,47 @@ def read_log(buf: bytes, *, start_zxid: int = 0) -> tuple[list[LogRecord], LogEn
         pos += 12 + n + 1
 
 
+def read_log_file(f: IO[bytes], size: int, *, start_zxid: int = 0) -> tuple[list[LogRecord], LogEnd]:
+    """``read_log`` over an open file, one record at a time (a seeded log can be GBs: it is never held whole).
+    A record below ``start_zxid`` is checked (length, end-of-record marker, checksum) but not decoded: only its
+    zxid is read, from the TxnHeader (its content is never replayed)."""
+    head = f.read(16)
+    read_header(head)
+    pos = 16
+    out: list[LogRecord] = []
+    unpack_qi = _QI.unpack
+    zxid_at = struct.Struct(">q").unpack_from
+    while True:
+        rh = f.read(12)
+        if len(rh) < 12:
+            if not rh.strip(b"\x00"):
+                return out, LogEnd("eof", pos)
+            return out, LogEnd("partial", pos, "the record's checksum and length are cut short")
+        crc, n = unpack_qi(rh)
+        if n == 0:
+            return out, LogEnd("eof", pos)
+        if n < 0 or pos + 12 + n + 1 > size:
+            return out, LogEnd("partial", pos, f"a {n}-byte record runs past the end of the file")
+        body = f.read(n + 1)
+        if len(body) < n + 1:
+            return out, LogEnd("partial", pos, f"a {n}-byte record runs past the end of the file")
+        if body[n] != _EOR:
+            return out, LogEnd("partial", pos, "no end-of-record marker ('B'): the last transaction was partial")
+        entry = body[:n]
+        if zlib.adler32(entry) & 0xFFFFFFFF != crc & 0xFFFFFFFF or crc < 0:
+            return out, LogEnd("crc", pos, "CRC check failed")
+        if n >= TXN_HEADER.size and zxid_at(entry, 12)[0] < start_zxid:
+            pos += 12 + n + 1
+            continue
+        try:
+            txn = decode_entry(entry)
+        except TxnLogCorrupt as e:
+            return out, LogEnd("undecodable", pos, str(e))
+        if txn.zxid >= start_zxid:
+            out.append(LogRecord(pos, txn))
+        pos += 12 + n + 1
+
+
 def encode_entry(txn: Txn) -> bytes:
     """The inverse of decode_entry (tests and fixtures only)."""
     from pulsar_ops.zkdata.jute import JuteWriter
@@ -312,4 +354,5 @@ __all__ = [
     "encode_record",
     "read_header",
     "read_log",
+    "read_log_file",
 ]

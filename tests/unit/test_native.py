@@ -368,3 +368,53 @@ def test_znode_row_refuses_a_stat_that_is_not_an_11_tuple(stat: Any) -> None:
     assert ZNODE_ROW is not None
     with pytest.raises(TypeError):
         ZNODE_ROW("local", "/a", stat, "other", None, "sha")
+
+
+# ------------------------------------------------------------------ snapshot node records (zkdata.stream)
+
+needs_snap = pytest.mark.skipif(native.snap_nodes is None, reason=f"native module: {native.STATUS}")
+
+
+def _node_records(nodes: list[tuple[bytes, int, bytes]]) -> bytes:
+    """DataTree.serializeNode records (path, data length (-1: null), data, acl, stat) and the "/" terminator."""
+    out = bytearray()
+    for path, dn, data in nodes:
+        out += len(path).to_bytes(4, "big") + path + dn.to_bytes(4, "big", signed=True) + (data if dn > 0 else b"")
+        out += (7).to_bytes(8, "big") + bytes(range(60))
+    return bytes(out + b"\x00\x00\x00\x01/" + b"seal")
+
+
+_node = (
+    st.tuples(
+        st.one_of(
+            st.binary(max_size=12),
+            st.text(max_size=6).map(lambda s: ("/" + s).encode()),
+            st.text(max_size=3).map(lambda s: ("/zookeeper/" + s).encode()),
+        ),
+        st.sampled_from([-1, 0, 1, 5]),
+        st.binary(min_size=5, max_size=5),
+    )
+    .map(lambda t: (t[0], t[1], t[2][: max(t[1], 0)]))
+    .filter(lambda t: t[0] != b"/")
+)  # "/" ends the nodes
+
+
+@needs_snap
+@PROPS
+@given(st.lists(_node, max_size=6), st.data())
+def test_snapshot_node_batches_equal_the_pure_twin(nodes: list[tuple[bytes, int, bytes]], data: st.DataObject) -> None:
+    from pulsar_ops.zkdata.stream import snap_nodes_py
+    from pulsar_ops.zkdata.tree import node_digest
+
+    buf = _node_records(nodes)
+    cut = data.draw(st.integers(0, len(buf)))
+    pos = data.draw(st.integers(0, 8))
+    limit = data.draw(st.integers(1, 8))
+    digest = data.draw(st.booleans())
+    for b in (buf, buf[:cut], bytes(data.draw(st.binary(max_size=40)))):
+        assert native.snap_nodes(b, pos, limit, digest) == snap_nodes_py(b, pos, limit, digest)
+    whole = native.snap_nodes(buf, 0, 100, True)
+    assert whole is not None and whole[2] is True and whole[1] == len(buf) - 4  # taken natively, to the "/"
+    assert [n[0] for n in whole[0]] == [p.decode("utf-8", "surrogateescape") for p, _d, _x in nodes]
+    assert [n[1] for n in whole[0]] == [d for _p, _n, d in nodes]
+    assert whole[3] == sum(node_digest(p, d, x) for p, d, x in whole[0])  # tree.node_digest, summed

@@ -207,6 +207,25 @@ def test_replay_from_the_oldest_snapshot_across_every_log(case: Case) -> None:
     assert "/managed-ledgers/extra/phantom" not in paths and "/ledgers/available/gone-bookie:3181" not in paths
 
 
+def test_logs_in_a_separate_data_log_dir(case: Case) -> None:
+    """zoo.cfg dataLogDir: the snapshots in one directory, the logs in another (--zk-data-log-dir)."""
+    if case.version != "3.9":
+        pytest.skip("one version is enough")
+    d = _copy(case, "split")
+    logs_dir = case.base / "split-logs" / "version-2"
+    logs_dir.mkdir(parents=True)
+    for p in locate(d).iterdir():
+        if p.name.startswith("log."):
+            shutil.move(p, logs_dir / p.name)
+    snap = _offline(case, "split", zk_data_dir=d, zk_data_log_dir=logs_dir.parent)
+    _assert_same_tables(case.live, snap)
+    local = snap.manifest.zk_data_dirs["local"]
+    assert local["log_directory"] == str(logs_dir) and local["replayed_txns"] > 0
+    without = _offline(case, "split-no-logs", zk_data_dir=d)  # the logs missed: the snapshot's point in time
+    assert without.manifest.zk_data_dirs["local"]["replayed_txns"] == 0
+    assert without.manifest.zxid < snap.manifest.zxid
+
+
 def test_a_corrupt_newest_snapshot_falls_back_to_the_previous_one(case: Case) -> None:
     d = _copy(case, "corrupt")
     newest = _snapshots(d)[-1]
@@ -267,6 +286,13 @@ def test_an_empty_or_foreign_directory_is_a_clear_error(tmp_path: Path) -> None:
         app, ["scrape", "--zk-data-dir", str(empty), "--zookeeper", "127.0.0.1:1", "--out", str(tmp_path / "o3")]
     )
     assert r.exit_code == 3 and "cannot be combined" in r.output
+    snap = empty / "version-2" / "snapshot.1"
+    snap.write_bytes(b"")
+    r = runner.invoke(
+        app, ["scrape", "--zk-snapshot", str(snap), "--zk-data-log-dir", str(empty), "--out", str(tmp_path / "o4")]
+    )
+    assert r.exit_code == 3 and "--zk-data-log-dir goes with --zk-data-dir" in r.output
+    assert not (tmp_path / "o4").exists()
 
 
 _NO_SOCKETS = """
