@@ -43,9 +43,15 @@ _RULE_MACROS = {  # ${NAME:ARG[:ARG]} -> the SQL of one predicate of pulsar_ops/
     "retention_expired": 2,
     "at_first_trim": 1,
     "leak_too_young": 1,
+    "orphan_created": 1,
+    "orphan_ctime_source": 1,
+    "orphan_too_young": 1,
+    "subscription_active": 1,
+    "subscription_idle": 2,
 }
 _RULE = re.compile(
-    r"\$\{(trim_candidate|retention_expired|at_first_trim|leak_too_young)((?::[A-Za-z_][A-Za-z0-9_]*)+)\}"
+    r"\$\{(trim_candidate|retention_expired|at_first_trim|leak_too_young|orphan_created|orphan_ctime_source"
+    r"|orphan_too_young|subscription_active|subscription_idle)((?::[A-Za-z_][A-Za-z0-9_]*)+)\}"
 )
 # ${NAME:ARG[:ARG]} -> one predicate of the registry of Pulsar's own names (pulsar_ops/pulsar_names.py)
 _NAMES_MACROS = {
@@ -60,6 +66,7 @@ _NAMES = re.compile(
     r"\$\{(system_topic_reason|system_namespace_reason|system_tenant_reason|heartbeat_namespace|system_cursor_reason|transaction_store_kind)"
     r"((?::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)+)\}"
 )
+_PLANNABLE_KINDS = re.compile(r"\$\{plannable_ledger_kinds\}")
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -77,7 +84,11 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
 
     ``${trim_candidate:L:S}``, ``${retention_expired:ROW:PARAMS}``, ``${at_first_trim:ROW}`` -> the predicates of
     the first-trim rule of :mod:`pulsar_ops.repair.rules` (expired-retention-unloaded), the one definition the
-    planner and apply call directly; ``${leak_too_young:ROW}`` -> the leak's min-age rule (znode-leak).
+    planner and apply call directly; ``${leak_too_young:ROW}`` -> the leak's min-age rule (znode-leak);
+    ``${orphan_created:ROW}``, ``${orphan_ctime_source:ROW}``, ``${orphan_too_young:ROW}`` -> the orphan ledger's
+    age, counted as the ledger rule counts it (orphan-ledger); ``${plannable_ledger_kinds}`` -> the SQL list of
+    the ledger kinds a plan may delete (``rules.PLANNABLE_LEDGER_KINDS``); ``${subscription_active:ROW}``,
+    ``${subscription_idle:ROW:PARAMS}`` -> a cursor's activity and idleness as the subscription rule decides them.
 
     ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_tenant_reason:T}``,
     ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``
@@ -88,6 +99,7 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
 
     small = frozenset(small_views)
     sql = _RULE.sub(_rule_sql, sql)
+    sql = _PLANNABLE_KINDS.sub(lambda _m: _plannable_kinds(), sql)
     sql = _NAMES.sub(_names_sql, sql)
     sql = _ASCII_LOWER.sub(lambda m: ascii_lower_sql(m.group(1)), sql)
     sql = _BROADCAST_IF_SMALL.sub(lambda m: f"/*+ BROADCAST({m.group(1)}) */" if m.group(2) in small else "", sql)
@@ -108,7 +120,23 @@ def _rule_sql(m: re.Match[str]) -> str:
         return rules.retention_expired_sql(args[0], args[1])
     if name == "leak_too_young":
         return rules.leak_too_young_sql(args[0])
+    if name == "orphan_created":
+        return rules.orphan_created_sql(args[0])
+    if name == "orphan_ctime_source":
+        return rules.orphan_ctime_source_sql(args[0])
+    if name == "orphan_too_young":
+        return rules.orphan_too_young_sql(args[0])
+    if name == "subscription_active":
+        return rules.subscription_active_sql(args[0])
+    if name == "subscription_idle":
+        return rules.subscription_idle_sql(args[0], args[1])
     return rules.at_first_trim_sql(args[0])
+
+
+def _plannable_kinds() -> str:
+    from pulsar_ops.repair import rules
+
+    return rules.plannable_ledger_kinds_sql()
 
 
 def _names_sql(m: re.Match[str]) -> str:

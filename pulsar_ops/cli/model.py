@@ -117,6 +117,7 @@ def gc_cmd(
     ids: list[int] = []
     known = None
     measured: dict[str, Any] | None = None
+    layouts: list[Any] = []
     if layout is not None:
         doc = _load_json(layout, "layout")
         if not isinstance(doc, dict):
@@ -131,11 +132,13 @@ def gc_cmd(
         lay = layout_from_json(doc, parse_delete_schedule(doc.get("delete_ledgers", [])), entry_size)
     else:
         assert snapshot is not None
-        from pulsar_ops.cli._model_snapshot import snapshot_layout
+        from pulsar_ops.cli._model_snapshot import snapshot_layouts
+        from pulsar_ops.model.reclaim_band import DEFAULT_PHASES, phases
 
         cfg = gc_config(_config_overrides(settings), pulsar_conf=pulsar_conf)
         ids = _parse_ids(delete)
-        lay, start, known = snapshot_layout(snapshot, ids, cfg)
+        layouts, start, known = snapshot_layouts(snapshot, ids, cfg, phases(DEFAULT_PHASES))
+        lay = layouts[0]
     horizon_ms = start + int(parse_duration_ms(horizon, flag="--horizon")) if horizon else None
     opts = GcOptions(start_ms=start, horizon_ms=horizon_ms)
     if bookie_scan:
@@ -151,7 +154,10 @@ def gc_cmd(
         result = simulate(lay, cfg, opts).to_json()
         if layout is None:
             result["layout_sources"] = {b: {"source": "estimated"} for b in result["bookies"]}
+    band_lines = _add_band(result, layouts, cfg, start) if layouts else []
     _gc_human(result, start)
+    for line in band_lines:
+        info(line)
     if measured is not None:
         _measured_human(measured)
     if plot is not None:
@@ -161,6 +167,32 @@ def gc_cmd(
         info(f"picture written to {plot}")
     if as_json:
         emit_json(result)
+
+
+def _add_band(result: dict[str, Any], layouts: list[Any], cfg: Any, start: int) -> list[str]:
+    """The estimate's reclaim over the log-boundary phases (``model.reclaim_band``): ``reclaim_range`` on each
+    estimated bookie, ``estimated_range`` / ``measured_in_range`` in each scanned one's ``estimate_vs_measured``."""
+    from pulsar_ops.model.gc import GcOptions
+    from pulsar_ops.model.reclaim_band import annotate_accuracy, range_json, reclaim_band
+    from pulsar_ops.model.units import fmt_bytes
+
+    band = reclaim_band(layouts, cfg, GcOptions(start_ms=start, horizon_ms=result["horizon_ms"]))
+    annotate_accuracy(result.get("estimate_vs_measured") or {}, band)
+    sources = result.get("layout_sources") or {}
+    lines: list[str] = []
+    for bid, b in sorted(band.items()):
+        if bid in result["bookies"] and sources.get(bid, {}).get("source", "estimated") == "estimated":
+            result["bookies"][bid]["reclaim_range"] = range_json(b)
+            if b["high"] > 0:
+                low, high, est = (fmt_bytes(b[k]) for k in ("low", "high", "estimate"))
+                lines.append(f"  {bid}: {low} to {high} (estimate {est})")
+    if lines:
+        lines.insert(
+            0,
+            "estimated layouts (no scan): a bookie's reclaim depends on where its entry-log boundaries fall, which "
+            f"only a scan shows; over {len(layouts)} boundary phases:",
+        )
+    return lines
 
 
 def _gc_human(doc: dict[str, Any], start: int) -> None:
@@ -244,6 +276,12 @@ def cache_cmd(
     backlog_check_ms: float | None = typer.Option(
         None, "--backlog-check-ms", help="How often the model runs checkCursorsToCacheEntries (backlog policy)."
     ),
+    consumer_rate: float | None = typer.Option(
+        None, "--consumer-rate", help="rolling-restart: msg/s one subscription's consumer processes (50000)."
+    ),
+    move_ms: float | None = typer.Option(
+        None, "--move-ms", help="rolling-restart: ms a moving topic is unavailable (500)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Write the JSON document to stdout."),
     plot: Path | None = typer.Option(None, "--plot", help="Draw hit rate per policy over time (.png/.svg)."),
 ) -> None:
@@ -262,6 +300,11 @@ def cache_cmd(
         raise ModelError(
             "give exactly one of --workload FILE.json and --scenario rolling-restart",
             hint="e.g. pulsar-ops model cache --scenario rolling-restart --policy all",
+        )
+    if scenario is None and (consumer_rate is not None or move_ms is not None):
+        raise ModelError(
+            "--consumer-rate and --move-ms are settings of --scenario rolling-restart",
+            hint="set the workload's own rates in its JSON file, or use --scenario rolling-restart",
         )
     overrides: dict[str, Any] = {
         k: v
@@ -283,6 +326,10 @@ def cache_cmd(
         if scenario != "rolling-restart":
             raise ModelError(f"--scenario {scenario!r} is unknown", hint="the one scenario is rolling-restart")
         sc = RestartScenario(settings=tuple(sorted(overrides.items())))
+        if consumer_rate is not None:
+            sc = dataclasses.replace(sc, consumer_rate=consumer_rate)
+        if move_ms is not None:
+            sc = dataclasses.replace(sc, move_ms=move_ms)
         doc = compare_restart(sc, policies)
         info("rolling restart (BrokerEntryCacheRollingRestartTest setup): hit rate, model vs published (PR #24623)")
         for name, r in doc["policies"].items():
@@ -292,7 +339,13 @@ def cache_cmd(
                 f"({100 * (r['hit_rate'] - pub):+.2f} points; {doc['published_names'][name]})  "
                 f"BookKeeper entries {r['bk_read_entries']:,} of {r['consumed']:,} consumed"
             )
-        info(f"  order: model {' > '.join(doc['model_order'])}; published {' > '.join(doc['published_order'])}")
+            causes = ", ".join(f"{k} {v:,}" for k, v in r["miss_causes"].items()) or "none"
+            info(
+                f"    misses by cause: {causes}; same-tick duplicate reads {r['pending_read_merges']:,} "
+                f"(hit rate {r['hit_rate_if_pending_reads_merged']:.2%} if PendingReadsManager shared them all); "
+                f"checkCursorsToCacheEntries runs {r['cursors_to_cache_checks']}"
+            )
+        info(f"  order: model {doc['model_order_text']}; published {' > '.join(doc['published_order'])}")
     else:
         assert workload is not None
         w = workload_from_json(_load_json(workload, "workload"))

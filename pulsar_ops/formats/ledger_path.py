@@ -69,6 +69,11 @@ def ledger_path(ledger_id: int, root: str = "/ledgers", *, flat: bool = False) -
     return f"{base}/{s[0:3]}/{s[3:7]}/{s[7:11]}/{s[11:15]}/L{s[15:19]}"
 
 
+def ledger_paths(ledger_id: int, root: str = "/ledgers") -> list[str]:
+    """Every path a ledger's metadata may have: the hierarchical one, then the flat one (each once)."""
+    return list(dict.fromkeys((ledger_path(ledger_id, root), ledger_path(ledger_id, root, flat=True))))
+
+
 def ledger_id_from_path(path: str, root: str = "/ledgers") -> int | None:
     """The ledger id of a ledger znode path, or None for any other node under (or outside) the root.
 

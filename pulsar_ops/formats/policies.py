@@ -472,6 +472,11 @@ def topic_hash(topic: str) -> int:
     return zlib.crc32(topic.encode("utf-8")) & 0xFFFFFFFF
 
 
+def in_bundle(h: int, lower: int, upper: int) -> bool:
+    """Topic hash ``h`` falls in bundle ``[lower, upper)`` (the last bundle's upper bound inclusive)."""
+    return lower <= h < upper or h == upper == 0xFFFFFFFF
+
+
 def _boundary_ints(boundaries: Sequence[str | int], path: str) -> list[int]:
     out = []
     for b in boundaries:

@@ -175,6 +175,8 @@ class _Sim:
         # pip430 structures
         self.queue: deque[_Block] = deque()
         self.evict_scheduled = False
+        # (topic, block) -> cause of its last removal, when a caller wants to explain misses (cache_restart)
+        self.why: dict[tuple[int, int], str] | None = None
 
     # -- cache primitives ---------------------------------------------------------------------------------------
 
@@ -213,6 +215,8 @@ class _Sim:
         self.topic_bytes[blk.topic] -= self.block_bytes
         self.res.evicted[cause] += self.block_bytes
         self.res.removals += 1
+        if self.why is not None:
+            self.why[(blk.topic, blk.idx)] = cause
 
     def _legacy_pop(self, k: int, cause: str) -> None:
         heap = self.heaps[k]

@@ -18,8 +18,9 @@ import numpy as np
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.model.gc import GcOptions, GcResult, simulate
 from pulsar_ops.model.gc_config import GcConfig
-from pulsar_ops.model.layout import DEFAULT_LEDGER_SPAN_MS, estimate_layout, per_bookie_bytes
+from pulsar_ops.model.layout import DEFAULT_LEDGER_SPAN_MS, estimate_layouts, per_bookie_bytes
 from pulsar_ops.model.measured_gc import MeasuredGc, accuracy_lines, gc_with_scans
+from pulsar_ops.model.reclaim_band import DEFAULT_PHASES, annotate_accuracy, phases, range_json, reclaim_band
 from pulsar_ops.model.scan_layout import BookieScan
 from pulsar_ops.model.units import fmt_bytes, fmt_duration_ms
 
@@ -36,6 +37,8 @@ class ImpactReport:
     now_ms: int
     bookie_metadata_reads: int = 0
     measured: MeasuredGc | None = None
+    # Bookie -> its reclaim over every log-boundary phase of the estimate (``model.reclaim_band``): low, high, ...
+    band: dict[str, dict[str, Any]] | None = None
 
     def _per_bookie(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -43,6 +46,8 @@ class ImpactReport:
         for bid, r in self.gc.bookies.items():
             doc = r.to_json()
             doc["layout"] = sources.get(bid, {}).get("source", "estimated")
+            if self.band is not None and doc["layout"] == "estimated" and bid in self.band:
+                doc["reclaim_range"] = range_json(self.band[bid])
             if self.measured is not None and bid in self.measured.accuracy:
                 doc["estimate_vs_measured"] = self.measured.accuracy[bid]
             out[bid] = doc
@@ -102,8 +107,29 @@ class ImpactReport:
         for reason, nbytes in sorted(total["unreclaimable_by_reason"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {fmt_bytes(nbytes)} stays on disk: {reason}")
         lines.append(f"  metadata-store operations: {self.metadata_ops}")
+        lines.extend(self.band_lines())
         if self.measured is not None:
             lines.extend(self.measured_lines())
+        return lines
+
+    def band_lines(self) -> list[str]:
+        """The estimated bookies' reclaim range: where log boundaries fall is not in the metadata."""
+        sources = self.measured.sources if self.measured is not None else {}
+        rows = [
+            (bid, b)
+            for bid, b in sorted((self.band or {}).items())
+            if sources.get(bid, {}).get("source", "estimated") == "estimated" and b["high"] > 0
+        ]
+        if not rows:
+            return []
+        lines = [
+            "  estimated layouts (no scan): a bookie's reclaim depends on where its entry-log boundaries fall, which "
+            f"only a scan shows; over {rows[0][1]['phases']} boundary phases:"
+        ]
+        lines.extend(
+            f"    {bid}: {fmt_bytes(b['low'])} to {fmt_bytes(b['high'])} (estimate {fmt_bytes(b['estimate'])})"
+            for bid, b in rows
+        )
         return lines
 
     def measured_lines(self) -> list[str]:
@@ -150,19 +176,22 @@ def plan_impact(
     horizon_ms: int | None = None,
     scans: Mapping[str, BookieScan] | None = None,
     snapshot_ms: int | None = None,
+    band_phases: int = DEFAULT_PHASES,
 ) -> ImpactReport:
     """Impact of deleting ``delete``'s metadata at ``now_ms``, every other ledger in ``all_ledgers`` staying.
 
     ``metadata_ops`` = ``znode_deletes`` (the plan's own metadata-store writes, counted by the planner), or one
     delete per ledger when the planner passes 0. ``disk_bytes`` (bookie id -> capacity, from the snapshot's
-    ``bookies`` table) enables the disk-threshold rules; without it they never fire.
+    ``bookies`` table) enables the disk-threshold rules; without it they never fire. ``band_phases`` > 1 also runs
+    the estimate at that many log-boundary phases (``model.reclaim_band``): each estimated bookie's reclaim range,
+    and for a scanned one whether its measured reclaim falls inside it.
     """
     cfg = (config or GcConfig()).validate()
     by_id: dict[int, LedgerFacts] = {f.ledger_id: f for f in all_ledgers}
     for f in delete:
         by_id[f.ledger_id] = f
     delete_at = {f.ledger_id: now_ms for f in delete}
-    layout = estimate_layout(
+    layouts = estimate_layouts(
         list(by_id.values()),
         delete_at,
         now_ms=now_ms,
@@ -170,7 +199,9 @@ def plan_impact(
         entry_size=entry_size,
         ledger_span_ms=ledger_span_ms,
         disk_bytes=disk_bytes,
+        phases=phases(band_phases),
     )
+    layout = layouts[0]
     opts = GcOptions(start_ms=now_ms, horizon_ms=horizon_ms)
     measured: MeasuredGc | None = None
     on_scan: dict[str, dict[int, int]] = {}
@@ -181,6 +212,11 @@ def plan_impact(
         on_scan = _measured_bytes(scans, delete_at)
     else:
         result = simulate(layout, cfg, opts)
+    band = None
+    if len(layouts) > 1:
+        band = reclaim_band(layouts, cfg, GcOptions(start_ms=now_ms, horizon_ms=result.horizon_ms))
+        if measured is not None:
+            annotate_accuracy(measured.accuracy, band)
     per_ledger: dict[int, tuple[int, tuple[str, ...]]] = {}
     reads = 0
     for f in delete:
@@ -197,6 +233,7 @@ def plan_impact(
         now_ms=now_ms,
         bookie_metadata_reads=reads,
         measured=measured,
+        band=band,
     )
 
 

@@ -219,7 +219,42 @@ def estimate_layout(
     entry_size: int = 1024,
     ledger_span_ms: int = DEFAULT_LEDGER_SPAN_MS,
     disk_bytes: Mapping[str, int] | None = None,
+    phase: float = 0.0,
 ) -> Layout:
+    """The estimated layout; ``phase`` (0 <= phase < 1, see :func:`estimate_layouts`) shifts every log boundary."""
+    return estimate_layouts(
+        ledgers,
+        delete_at,
+        now_ms=now_ms,
+        log_size_limit=log_size_limit,
+        entry_size=entry_size,
+        ledger_span_ms=ledger_span_ms,
+        disk_bytes=disk_bytes,
+        phases=(phase,),
+    )[0]
+
+
+def estimate_layouts(
+    ledgers: Sequence[LedgerFacts],
+    delete_at: Mapping[int, int],
+    *,
+    now_ms: int,
+    log_size_limit: int,
+    entry_size: int = 1024,
+    ledger_span_ms: int = DEFAULT_LEDGER_SPAN_MS,
+    disk_bytes: Mapping[str, int] | None = None,
+    phases: Sequence[float] = (0.0,),
+) -> list[Layout]:
+    """One estimated layout per boundary phase, sharing the (bookie, ledger) flattening.
+
+    Where a bookie's entry logs begin and end is not in the metadata: a log is rolled when the bytes written since
+    the previous roll reach logSizeLimit, and those bytes include everything the bookie ever wrote, also the data
+    of ledgers deleted before the snapshot and the survivors rewritten by earlier compactions. ``phase`` p places
+    p x logSizeLimit of such bytes ahead of the metadata's first byte: the first log holds them as live bytes and
+    every later boundary moves by as much. Phase 0 is the plain estimate."""
+    for p in phases:
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"phase must be in [0, 1), got {p}")
     times, group_of = delete_groups(delete_at)
     n_groups = len(times)
     # Flatten (bookie, ledger) pairs.
@@ -252,10 +287,10 @@ def estimate_layout(
     order = np.argsort(b_arr, kind="stable")
     bounds = np.searchsorted(b_arr[order], np.arange(len(bookie_index) + 1))
     names = sorted(bookie_index, key=bookie_index.__getitem__)
-    out: dict[str, BookieLayout] = {}
+    outs: list[dict[str, BookieLayout]] = [{} for _ in phases]
     for bi, name in enumerate(names):
         sel = order[bounds[bi] : bounds[bi + 1]]
-        out[name] = _estimate_bookie(
+        per_phase = _estimate_bookie(
             name,
             s_arr[sel],
             e_arr[sel],
@@ -265,8 +300,11 @@ def estimate_layout(
             n_groups,
             log_size_limit,
             None if disk_bytes is None else disk_bytes.get(name),
+            phases,
         )
-    return Layout(bookies=out, group_times_ms=times, entry_size=entry_size, estimated=True)
+        for out, bl in zip(outs, per_phase, strict=True):
+            out[name] = bl
+    return [Layout(bookies=out, group_times_ms=times, entry_size=entry_size, estimated=True) for out in outs]
 
 
 def _estimate_bookie(
@@ -279,7 +317,9 @@ def _estimate_bookie(
     n_groups: int,
     limit: int,
     disk: int | None,
-) -> BookieLayout:
+    phases: Sequence[float] = (0.0,),
+) -> list[BookieLayout]:
+    """One bookie's estimated logs at each boundary phase; the write curves are computed once for all phases."""
     n = s.shape[0]
     rate = b / (e - s)
     t = np.concatenate([s, e])
@@ -293,20 +333,36 @@ def _estimate_bookie(
 
     w = curve(rate)
     total = float(w[-1]) if n else 0.0
+    group_curves = {gi: curve(np.where(g == gi, rate, 0.0)) for gi in range(n_groups) if (g == gi).any()}
+    return [_cut(name, disk, t, w, total, group_curves, n_groups, limit, writing, p) for p in phases]
+
+
+def _cut(
+    name: str,
+    disk: int | None,
+    t: F64,
+    w: F64,
+    total: float,
+    group_curves: Mapping[int, F64],
+    n_groups: int,
+    limit: int,
+    writing: bool,
+    phase: float,
+) -> BookieLayout:
+    """The logs of one bookie whose cumulative write curve is ``w`` over ``t``, boundaries moved by ``phase``."""
+    pre = float(round(phase * limit))  # bytes the metadata does not list, ahead of its first byte (live)
     # Whole bytes before counting logs: a float sum a hair above k * limit must not open an empty (k+1)-th log.
-    n_logs = max(1, math.ceil(round(total) / limit)) if total > 0 else 0
+    n_logs = max(1, math.ceil((round(total) + pre) / limit)) if total > 0 else 0
     if n_logs == 0:
         empty = np.zeros(0, dtype=np.int64)
         return BookieLayout(name, disk, empty, empty.copy(), np.zeros(0, np.bool_), np.zeros((0, n_groups), np.int64))
-    marks = np.minimum(np.arange(n_logs + 1, dtype=np.float64) * limit, total)
+    marks = np.clip(np.arange(n_logs + 1, dtype=np.float64) * limit - pre, 0.0, total)
     tau = np.interp(marks, w, t)
     totals = np.diff(marks)
+    totals[0] += pre
     groups = np.zeros((n_logs, n_groups), dtype=np.float64)
-    for gi in range(n_groups):
-        mask = g == gi
-        if mask.any():
-            dg = curve(np.where(mask, rate, 0.0))
-            groups[:, gi] = np.diff(np.interp(tau, t, dg))
+    for gi, dg in group_curves.items():
+        groups[:, gi] = np.diff(np.interp(tau, t, dg))
     totals_i = np.rint(totals).astype(np.int64)
     groups_i = np.minimum(np.rint(np.clip(groups, 0.0, None)).astype(np.int64), totals_i[:, None])
     active = np.zeros(n_logs, dtype=np.bool_)

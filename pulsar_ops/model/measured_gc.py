@@ -151,6 +151,12 @@ def accuracy_lines(accuracy: Mapping[str, Mapping[str, Any]]) -> list[str]:
         tb, lg, lf, rc = a["total_bytes"], a["entry_logs"], a["live_fraction"], a["predicted_reclaim"]
         e_lf, m_lf = lf["estimated"]["byte_weighted"], lf["measured"]["byte_weighted"]
         rc_err = pct(rc["error"]) if rc["error"] is not None or not rc["difference"] else "measured none"
+        band = rc.get("estimated_range")
+        if band is not None:
+            rc_err += (
+                f"; estimate over the log-boundary phases {fmt_bytes(band['low'])} to {fmt_bytes(band['high'])}, "
+                + ("measured inside" if rc.get("measured_in_range") else "measured OUTSIDE")
+            )
         lines.append(
             f"  {bid}: bytes est {fmt_bytes(tb['estimated'])} / measured {fmt_bytes(tb['measured'])} "
             f"({pct(tb['error'])}); logs {lg['estimated']} / {lg['measured']} ({pct(lg['error'])}); live fraction "

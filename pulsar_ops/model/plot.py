@@ -80,7 +80,10 @@ def plot_estimate_error(ax: Any, accuracy: dict[str, Any]) -> None:
         (("predicted_reclaim", "predicted reclaim"), ("garbage_bytes", "garbage"), ("total_bytes", "total bytes"))
     ):
         vals = [(accuracy[n][key]["error"] or 0.0) * 100 for n in names]
-        ax.bar([x + (i - 1) * 0.27 for x in pos], vals, width=0.27, label=label)
+        xs = [x + (i - 1) * 0.27 for x in pos]
+        ax.bar(xs, vals, width=0.27, label=label)
+        if key == "predicted_reclaim":
+            _band_bars(ax, xs, [accuracy[n][key] for n in names])
     ax.axhline(5, linestyle=":", linewidth=0.8, color="grey")
     ax.axhline(-5, linestyle=":", linewidth=0.8, color="grey")
     ax.axhline(0, linewidth=0.6, color="black")
@@ -90,6 +93,24 @@ def plot_estimate_error(ax: Any, accuracy: dict[str, Any]) -> None:
     ax.legend(fontsize="small")
 
 
+def _band_bars(ax: Any, xs: list[float], recl: list[dict[str, Any]]) -> None:
+    """The estimate's reclaim range over the log-boundary phases, as % of the measured reclaim (whiskers)."""
+    lo: list[float] = []
+    hi: list[float] = []
+    px: list[float] = []
+    for x, r in zip(xs, recl, strict=True):
+        band = r.get("estimated_range")
+        meas = (r.get("measured") or {}).get("total") or 0
+        if band is None or not meas:
+            continue
+        px.append(x)
+        lo.append((band["low"] - meas) / meas * 100)
+        hi.append((band["high"] - meas) / meas * 100)
+    if px:
+        ax.vlines(px, lo, hi, colors="black", linewidth=1.2, label="reclaim range over boundary phases")
+        ax.scatter(px + px, lo + hi, marker="_", color="black", s=60)
+
+
 def plot_layout_error(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     """``tests/perf/measure_layout_estimate.py --plot``: per-bookie error of the estimate (one figure)."""
     _check(path)
@@ -97,7 +118,11 @@ def plot_layout_error(rows: list[dict[str, Any]], path: Path, title: str) -> Non
     fig, ax = plt.subplots(figsize=(9, 4.5))
     acc = {
         r["bookie"]: {
-            "predicted_reclaim": {"error": r["reclaim_err"]},
+            "predicted_reclaim": {
+                "error": r["reclaim_err"],
+                "measured": {"total": r.get("reclaim_meas") or 0},
+                **({"estimated_range": r["reclaim_range"]} if r.get("reclaim_range") else {}),
+            },
             "garbage_bytes": {
                 "error": (r["garbage_est"] - r["garbage_meas"]) / r["garbage_meas"] if r["garbage_meas"] else 0.0
             },

@@ -27,7 +27,7 @@ audit's ``unreclaimed-ledger-data`` finding is the place that tells which they a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from pulsar_ops.bookiescan import schema
 from pulsar_ops.errors import ModelError
+from pulsar_ops.model.gc_config import GcConfig
 from pulsar_ops.model.layout import BookieLayout, Layout
 
 I64 = npt.NDArray[np.int64]
@@ -331,3 +332,19 @@ def pinning_ledgers(
     ]
     rows.sort(key=lambda r: (-r[1], r[0]))
     return [{"ledger_id": lid, "bytes": b} for lid, b in rows[:top]]
+
+
+def predict_forced_run(
+    scan: BookieScan, garbage: Iterable[int], cfg: GcConfig, force_major: bool, force_minor: bool
+) -> dict[str, int]:
+    """The bytes one forced GC run frees on a scanned bookie's layout once ``garbage``'s ledgers are deleted: the
+    GC model (:func:`pulsar_ops.model.gc.simulate`) for exactly one run at once, forced with these flags (the
+    ``bookie-gc`` repair's prediction)."""
+    from pulsar_ops.model.gc import GcOptions, simulate
+
+    bl = measured_bookie_layout(scan, [0], dict.fromkeys(garbage, 0))
+    layout = Layout(bookies={scan.bookie_id: bl}, group_times_ms=[0], entry_size=1, estimated=False)
+    opts = GcOptions(start_ms=0, horizon_ms=0, first_run_ms=0, forced=(force_major, force_minor))
+    r = simulate(layout, cfg, opts).bookies[scan.bookie_id]
+    rec = {k: int(v) for k, v in r.reclaimed.items()}
+    return {**rec, "total": sum(rec.values()), "garbage": int(r.deleted_bytes), "rewrite": int(r.rewrite_bytes)}

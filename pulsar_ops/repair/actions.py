@@ -1,22 +1,15 @@
 """Repair actions and their preconditions: frozen values, serialised into the plan file. Pure.
 
-An action names what it deletes (``ledger_id`` + ledger znode ``path`` for ``delete-ledger-metadata``, the
-subtree root ``path`` for ``delete-subtree``) and what must still hold right before it runs:
-
-* ``znodes``: every znode it deletes, as scraped (version, mzxid, sha256 of the exact bytes). Listed parents
-  before children; the delete transaction runs them children-first.
-* ``custom_metadata``: the BookKeeper custom metadata the ledger must still carry (PIP-186 style re-check).
-* ``references``: the znodes that would reference the ledger if it were still in use (the owner's
-  managed-ledger znode and its cursors, the schema locator, the topic's ``__compaction`` cursor) with their
-  scraped versions. ``exists: false`` records a path that was absent at plan time: if it appears later, it is
-  decoded and checked like the others.
+``preconditions``: every znode the action changes as scraped (``znodes``, parents first), the identity custom
+metadata a ledger must still carry, the znodes that would reference the ledger if it were in use (``exists:
+false``: absent at plan time, checked like the others if it appears), and paths that must stay absent.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pulsar_ops import strict
@@ -59,13 +52,7 @@ class ZnodeRef:
     sha256: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "store": self.store,
-            "path": self.path,
-            "version": self.version,
-            "mzxid": self.mzxid,
-            "sha256": self.sha256,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "znode") -> ZnodeRef:
@@ -253,7 +240,7 @@ class FindingRef:
     detection: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "detection": self.detection}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -391,15 +378,7 @@ class NotPlanned:
     ledger_id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "detection": self.detection,
-            "reason_code": self.reason_code,
-            "reason": self.reason,
-            "bytes": self.bytes,
-            "path": self.path,
-            "ledger_id": self.ledger_id,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "not_planned") -> NotPlanned:

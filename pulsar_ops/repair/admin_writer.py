@@ -1,9 +1,6 @@
-"""The broker calls admin-API actions make (``delete-subscription``, ``load-topic``): one request, never retried,
-and an answer that is never read as success unless it is one.
-
-The caller verifies the effect in ZooKeeper afterwards (the cursor znode gone): a timeout or a dropped
-connection leaves the outcome unknown, and only the tree tells. Paths follow Pulsar's admin REST v2 (v1 for a
-``property/cluster/namespace`` topic), names encoded as the admin client encodes them (``Codec.encode``).
+"""The broker calls of admin-API actions: one request, never retried, never read as success unless it is one (the
+caller then checks ZooKeeper). Paths: Pulsar's admin REST v2 (v1 for ``property/cluster/namespace`` topics),
+names encoded as the admin client does (``Codec.encode``).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""One apply run, from the plan file to the report: the orchestration behind ``pulsar-ops apply``.
-
-Order matters, and every refusal comes before anything is journaled or changed:
-
-1. load the plan (schema, checksum, strict types) and re-validate every action against the safety rules
-   (:func:`pulsar_ops.repair.safety.plan_problems`): a forged plan is refused whole (``plan-unsafe``);
-2. a plan with no action is "nothing to do": the journal and backup directory are written, exit 0;
-3. without ``--apply``: the dry run, from the plan and the journal file alone;
-4. ``delete``: the backup manifest must exist and the quarantine must have passed;
-5. the confirmation (or ``--yes``);
-6. connect, then check the target: both chroots exist, the cluster's identity (``INSTANCEID``, cluster
-   names, the ledgers root's ``LAYOUT``) is the one recorded in the plan (``target-mismatch`` otherwise), and
-   so is its address: the chroot of each store and its ensemble (:mod:`pulsar_ops.repair.target`;
-   ``target-chroot-mismatch`` / ``target-ensemble-mismatch``), since a copy restored from a ZooKeeper
-   snapshot has the same identity;
-7. only then open the journal and run the phase.
+"""One apply run, from the plan file to the report (``pulsar-ops apply``). Every refusal comes before anything is
+journaled: the plan's schema, checksum and safety (``plan-unsafe``), then the dry run, the quarantine, the
+confirmation, then the target (identity and address: :mod:`pulsar_ops.repair.target`), and only then the journal.
 """
 
 from __future__ import annotations

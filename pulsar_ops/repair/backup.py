@@ -1,19 +1,14 @@
-"""Backups of every znode an action would delete: content-addressed objects plus an atomic manifest.
+"""Backups of every znode an action changes: content-addressed objects plus an atomic manifest.
 
-Layout::
-
-    BACKUP_DIR/objects/<sha256>      exact znode bytes (written to a temp file, fsynced, renamed)
+    BACKUP_DIR/objects/<sha256>      exact znode bytes (temp file, fsync, rename)
     BACKUP_DIR/manifest.json         {"schema_version": 1, "entries": [{store, path, sha256, stat, acl,
                                        action_id, plan_id, plan_checksum, backed_up_at_ms[, replaced_by]}],
-                                      "plans": {plan_id: {"checksum", "target": {ledgers_root, identity}}}}
+                                      "plans": {plan_id: {"checksum", "target"}}}
 
-``replaced_by`` (a znode an action rewrites instead of deleting: the sha256 of the bytes it writes) lets
-``restore`` put the backed-up bytes back with compare-and-set only while the znode still holds exactly what the
-action wrote. ``plans`` (added without a version bump: older readers ignore it) records which cluster each plan was made
-for, so ``restore --plan-id`` can refuse another cluster without the plan file.
-
-The manifest is rewritten atomically (tmp + fsync + rename). An action is journaled ``marked`` only after a
-manifest holding its entries is on disk, so a crash in between just re-marks it (marking is idempotent).
+``replaced_by``: the sha256 of the bytes an action wrote over a znode (restore puts the backup back only while the
+znode holds exactly those). ``plans`` (no version bump: older readers ignore it) lets ``restore --plan-id`` check
+the target without the plan file. An action is journaled ``marked`` only after a manifest with its entries is on
+disk.
 """
 
 from __future__ import annotations

@@ -1,28 +1,10 @@
 """Two-phase apply: ``mark`` (re-verify + back up, no ZooKeeper change) and ``delete`` (re-verify + CAS delete).
 
-Both phases walk the plan's actions in plan order, in batches of ``batch_size``; every transition is
-journaled (fsync per record) before the next step, so a crash at any point followed by the same command
-finishes the work without deleting anything twice:
-
-* an action journaled ``deleting`` whose target is gone (and whose backup exists) counts as committed;
-* one whose target still exists is re-verified and deleted;
-* ``failed`` actions are re-verified and retried.
-
-After each delete batch every committed target is re-read; a target still present stops the run.
-
-A skip is final or transient (:mod:`pulsar_ops.repair.journal`). Final: the cluster changed under the action
-(a version or bytes mismatch, a leak disproved, a reference found, a broker saying the subscription is in use
-or gone); it is reported again, as a previous run's, and never retried. Transient: the action could not be
-re-verified (a read error: no permission, a lost connection); nothing about it was learned, so the next run
-re-evaluates it from the state it was in and reports the old reason as a previous run's.
-
-The executor never branches on an action's kind: it asks the kind (:mod:`pulsar_ops.repair.registry`) what to
-read, its rule, the rest of its transaction, whether it is done and what a dry run says. Before its transaction
-every action is re-proved against the live tree, whatever the plan says: every znode it names is re-read and
-compared (:mod:`pulsar_ops.repair.validate`; a ledger action's owner znodes re-decoded, their versions then
-checked in the transaction), and its kind's eligibility rule, the one the planner asked on the snapshot, decides
-on the live facts (:class:`pulsar_ops.repair.live_facts.LiveFacts`) at mark and again at delete; what it refuses
-is skipped with the rule's reason before any write.
+Kind-agnostic: every action is re-read and compared (:mod:`pulsar_ops.repair.validate`), then its kind's rule
+decides on the live facts (:class:`pulsar_ops.repair.live_facts.LiveFacts`) at mark and again at delete, and its
+kind says what else its transaction does (:mod:`pulsar_ops.repair.registry`). Every transition is journaled (fsync)
+before the next step, so re-running the same command after a crash resumes without acting twice; final and
+transient skips: ``docs/repair.md``, "Final and transient skips".
 """
 
 from __future__ import annotations
@@ -31,7 +13,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +52,7 @@ class ActionOutcome:
     reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "target": self.target, "outcome": self.outcome, "reason": self.reason}
+        return asdict(self)
 
 
 @dataclass
@@ -101,12 +83,8 @@ class ApplyReport:
         }
 
 
-def _target(a: Action) -> str:
-    return kind_of(a.kind).target(a)
-
-
 def _outcome(a: Action, outcome: str, reason: str = "") -> ActionOutcome:
-    return ActionOutcome(a.id, a.kind, _target(a), outcome, reason)
+    return ActionOutcome(a.id, a.kind, kind_of(a.kind).target(a), outcome, reason)
 
 
 def _from_before(st: J.ActionState) -> str:
@@ -133,6 +111,15 @@ def _skip(
     journal.record(a.id, J.SKIPPED, phase=phase, reason=reason, final=final, **details)
     said = f"{reason} (final)" if final else f"{reason} (transient: the next run re-evaluates it)"
     return _outcome(a, "skipped", _joined(said, previous))
+
+
+_REMARK = "re-run `--phase mark --apply` to re-create the backup"
+
+
+def _settle(journal: J.Journal, a: Action, state: str, reason: str, **details: Any) -> ActionOutcome:
+    """Journal a delete-phase outcome (``committed``, ``failed``, ``skipped``: outcome = state) and report it."""
+    journal.record(a.id, state, phase="delete", **({"reason": reason} if reason else {}), **details)
+    return _outcome(a, state, reason)
 
 
 def _unreadable(e: ZooKeeperError) -> str:
@@ -236,10 +223,7 @@ def _back_up(
     """Re-read every target with stat + ACL, verify against the plan, ask the kind's rule, store bytes.
     (skip reason, shas)."""
     kind = kind_of(a.kind)
-    with_acl = {}
-    for z in a.preconditions.znodes:
-        got = session.read_with_acl(z.store, z.path)
-        with_acl[z.path] = got
+    with_acl = {z.path: session.read_with_acl(z.store, z.path) for z in a.preconditions.znodes}
     observed = [
         got.node if got is not None else Observed(store=a.store, path=p, exists=False) for p, got in with_acl.items()
     ]
@@ -415,16 +399,11 @@ def _delete_verified(
         missing = f"the backup of {a.path} does not record the bytes the rewrite writes"
     if st.live == J.DELETING and _done(session, backups, plan, a):
         if missing is None:
-            reason = "deleted before an interruption (target gone, backup present)"
-            journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
-            return _outcome(a, "committed", reason)
-        reason = f"target gone but {missing}"
-        journal.record(a.id, J.FAILED, phase="delete", reason=reason)
-        return _outcome(a, "failed", reason)
+            recovered = "deleted before an interruption (target gone, backup present)"
+            return _settle(journal, a, J.COMMITTED, recovered, recovered=True)
+        return _settle(journal, a, J.FAILED, f"target gone but {missing}")
     if missing is not None:
-        reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
-        journal.record(a.id, J.FAILED, phase="delete", reason=reason)
-        return _outcome(a, "failed", reason)
+        return _settle(journal, a, J.FAILED, f"{missing}; {_REMARK}")
     sets: tuple[tuple[str, bytes, int], ...] = ()
     error: ZooKeeperError | None = None  # a read error: the skip is transient
     try:
@@ -462,18 +441,10 @@ def _delete_verified(
     if result.committed:
         if after_commit is not None:
             after_commit()
-        journal.record(a.id, J.COMMITTED, phase="delete", ops=list(result.ops))
-        return _outcome(a, "committed")
+        return _settle(journal, a, J.COMMITTED, "", ops=list(result.ops))
     if result.unknown and _done(session, backups, plan, a):
-        reason = f"commit outcome confirmed by re-read after {result.error}"
-        journal.record(a.id, J.COMMITTED, phase="delete", reason=reason)
-        return _outcome(a, "committed", reason)
-    reason = f"transaction failed: {result.error}"
-    journal.record(a.id, J.FAILED, phase="delete", reason=reason, ops=list(result.ops))
-    return _outcome(a, "failed", reason)
-
-
-_STATES = {"committed": J.COMMITTED, "failed": J.FAILED, "skipped": J.SKIPPED}
+        return _settle(journal, a, J.COMMITTED, f"commit outcome confirmed by re-read after {result.error}")
+    return _settle(journal, a, J.FAILED, f"transaction failed: {result.error}", ops=list(result.ops))
 
 
 def _admin_one(
@@ -493,19 +464,15 @@ def _admin_one(
     st = journal.state(a.id)
     missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
     if missing is not None:
-        reason = f"{missing}; re-run `--phase mark --apply` to re-create the backup"
-        journal.record(a.id, J.FAILED, phase="delete", reason=reason)
-        return _outcome(a, "failed", reason)
+        return _settle(journal, a, J.FAILED, f"{missing}; {_REMARK}")
     if st.live in (J.DELETING, J.FAILED) and _done(session, backups, plan, a):
-        reason = "the broker acted before an interruption (the tree shows it; backup present)"
-        journal.record(a.id, J.COMMITTED, phase="delete", reason=reason, recovered=True)
-        return _outcome(a, "committed", reason)
+        recovered = "the broker acted before an interruption (the tree shows it; backup present)"
+        return _settle(journal, a, J.COMMITTED, recovered, recovered=True)
     # the action's znode exactly as scraped (version, bytes: a cursor's lastActive and position too), then its rule
     node = session.read(a.store, [a.path])[0]
     why = target_mismatch(a.preconditions.znodes[0], node) or kind.rule(a, facts.at([node]))
     if why is not None:
-        journal.record(a.id, J.SKIPPED, phase="delete", reason=why, final=True)
-        return _outcome(a, "skipped", why)
+        return _settle(journal, a, J.SKIPPED, why, final=True)
     if admin is None:
         raise ApplyError(
             f"{a.id} calls a broker's admin API, but no admin URL was given; nothing was called",
@@ -516,7 +483,7 @@ def _admin_one(
     if st.live != J.DELETING:
         journal.record(a.id, J.DELETING, phase="delete", call=kind.call_text(a))
     called = kind.call(session, a, admin, lambda: _done(session, backups, plan, a))
-    journal.record(a.id, _STATES[called.state], phase="delete", **called.details)
+    journal.record(a.id, called.state, phase="delete", **called.details)  # the state is the journal's
     return _outcome(a, called.state, called.reason)
 
 

@@ -1,22 +1,14 @@
-"""One set of facts for the repair rules: the fact types and the :class:`Facts` interface. No I/O.
+"""The fact types and the :class:`Facts` interface the kinds' rules read. No I/O.
 
-A kind's eligibility rule (``pulsar_ops.repair.kinds.<kind>.rule``) reads its facts through :class:`Facts` and
-nothing else. Two implementations, each the only reader of its source:
-
-* :class:`pulsar_ops.repair.snapshot_tree.SnapshotView`: the snapshot, as ``pulsar_ops.repair.snapshot_facts``
-  loaded it into a :class:`SnapshotFacts` (the planner);
-* :class:`pulsar_ops.repair.live_facts.LiveFacts`: ZooKeeper now, through the apply session (apply, at mark and
-  again at delete). A read that fails raises :class:`pulsar_ops.errors.ZooKeeperError` (never absence); the
-  reference index that fails once is not re-read in the same run.
-
-A value that does not decode is an unknown fact, which the rule refuses. A refusal is a :class:`Refusal`: the
-reason (a ``str``) with the stable ``reason_code`` the plan reports it under.
+Two implementations, each the only reader of its source: ``snapshot_tree.SnapshotView`` (the planner) and
+``live_facts.LiveFacts`` (apply; a failed read raises ZooKeeperError, never absence). A value that does not decode
+is an unknown fact, which the rule refuses, with a :class:`Refusal`'s reason code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from pulsar_ops.repair.actions import Action, ZnodeRef
@@ -73,12 +65,7 @@ class RuleParams:
     default_retention_size_mb: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "min_age_ms": self.min_age_ms,
-            "inactive_after_ms": self.inactive_after_ms,
-            "default_retention_time_minutes": self.default_retention_time_minutes,
-            "default_retention_size_mb": self.default_retention_size_mb,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, doc: Any) -> RuleParams:
@@ -122,10 +109,11 @@ class LedgerNow:
 
     ledger_id: int
     custom: Mapping[str, str] | None
-    ctime_ms: int | None
+    ctime_ms: int | None  # its metadata znode's ctime (ZooKeeper's clock: the age's; rules.orphan_created_ms)
     watermark: int | None
     referenced_by: str | None = None
     references_unknown: str | None = None  # a znode that could reference it does not decode
+    metadata_ctime_ms: int | None = None  # the metadata's own ctime when stored (only ever delays the age)
 
 
 @dataclass(frozen=True)
@@ -139,6 +127,19 @@ class ListedLedger:
     timestamp_ms: int | None
     bookkeeper_deleted: bool = False  # offloaded and deleted from BookKeeper: never trimmed here
     bk_last_entry_id: int | None = None  # the last ledger only: BookKeeper's last entry id
+
+
+BkLast = tuple[int | None, int | None, int | None]  # a ledger's (last entry id, length, ctime) from its metadata
+
+
+def listed_ledger(
+    lid: int, entries: int | None, size: int | None, ts: int | None, deleted: bool, bk: BkLast | None
+) -> ListedLedger:
+    """A list entry as the broker takes it after a load; the last ledger (``bk``) takes BookKeeper's values."""
+    if bk is None:
+        return ListedLedger(lid, entries or 0, size or 0, ts, deleted)
+    last, length, ctime = bk
+    return ListedLedger(lid, None if last is None else last + 1, length, ctime, deleted, last)
 
 
 @dataclass(frozen=True)

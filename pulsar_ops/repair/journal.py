@@ -1,25 +1,14 @@
 """The apply journal: append-only JSONL, one fsync per record, keyed by plan checksum + action id.
 
-States: ``pending`` (no record yet) -> ``marked`` -> ``deleting`` -> ``committed`` | ``failed`` | ``skipped``
-(``skipped`` also straight from pending when ``mark`` finds the target changed). ``failed`` actions are
-re-verified from scratch and retried when the same command runs again. ``committed`` is final: no record may
-follow it.
-
-A ``skipped`` record says whether the skip is final (``"final": true``: the cluster changed under the action,
-e.g. a version mismatch or a disproved leak; no record may follow it) or transient (``"final": false``: a read
-error, a broker that did not answer: nothing about the action was learned). A transient skip resumes from the
-state it interrupted: the next run of the same phase re-evaluates the action as if the skip had not happened
-(``resume``) and reports the old reason as a previous run's. A ``skipped`` record without ``final`` (journals
-written before this distinction) is final, as it was then.
-
-Record shapes::
+States: ``pending`` (no record) -> ``marked`` -> ``deleting`` -> ``committed`` | ``failed`` | ``skipped`` (also
+straight from pending). A ``skipped`` record is final (``"final": true``, or no ``final``: journals older than
+transient skips) or transient (``false``: the next run resumes from the state it interrupted). Record shapes::
 
     {"type": "plan", "plan": "<checksum>", "plan_id", "actions": N, "backup_dir", "ts_ms"}
     {"type": "action", "plan": "<checksum>", "action": "<id>", "state": "...", "ts_ms", ...details}
-    {"type": "action", ..., "state": "skipped", "final": true|false, "reason", ...}
 
-A crash can leave a torn last line: it is dropped (the file is truncated to the last complete record) before
-anything is appended. A malformed record anywhere else is a JournalError.
+A torn last line (a crash) is truncated away before anything is appended; a malformed record elsewhere is a
+JournalError.
 """
 
 from __future__ import annotations
@@ -42,7 +31,6 @@ COMMITTED = "committed"
 FAILED = "failed"
 SKIPPED = "skipped"
 STATES = (PENDING, MARKED, DELETING, COMMITTED, FAILED, SKIPPED)
-FINAL = frozenset({COMMITTED, SKIPPED})  # as states; a transient skip is not final: see ActionState.final
 SETTLED = frozenset({COMMITTED, SKIPPED, FAILED})  # nothing in flight (a transient skip is settled too)
 
 _ALLOWED: dict[str, frozenset[str]] = {

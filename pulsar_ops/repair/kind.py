@@ -1,18 +1,6 @@
-"""What an action kind is: the :class:`Kind` every ``pulsar_ops.repair.kinds.<kind>`` module defines one of.
-
-The planner, the executor, the impact and the dry run never branch on an action's kind: they look the kind up in
-:mod:`pulsar_ops.repair.registry` and call it. A kind owns:
-
-* ``build``: the action for one finding, from the snapshot's facts (or :class:`Skip` with a reason code);
-* ``shape``: its static check (reads nothing; :func:`pulsar_ops.repair.safety.action_problem` calls it);
-* ``rule``: its eligibility rule, ONE function, called by the planner on the snapshot's facts and by apply at mark
-  and again at delete on the live facts (:class:`pulsar_ops.repair.facts.Facts`);
-* ``verify``: the rest of its compare-and-set transaction at delete (what it sets, which versions it checks);
-* ``done``: whether its change is in the tree; ``dry_run``: what apply would do; ``freed``/``impact_note``:
-  what the impact model counts.
-
-This module also holds what several kinds share (the planner's skip, stable ids, a managed-ledger target), so
-that a kind module never imports another.
+"""What an action kind is: the :class:`Kind` each ``pulsar_ops.repair.kinds.<kind>`` module defines one of (``build``,
+``shape``, ``rule``, ``verify``, ``done``, the dry run and the impact), and what several kinds share, so that a
+kind module never imports another. Nothing outside ``kinds/`` branches on a kind: it asks the registry.
 """
 
 from __future__ import annotations
@@ -104,9 +92,6 @@ class Kind:
     steps_itself: ClassVar[bool] = False  # it runs its own mark and delete steps (``step``), not a znode backup
 
     # --- the plan ------------------------------------------------------------------------------------------
-    def action_id(self, a: Action) -> str:
-        return a.id
-
     def target(self, a: Action) -> str:
         return a.path
 

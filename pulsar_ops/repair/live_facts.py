@@ -1,11 +1,8 @@
-"""The live :class:`pulsar_ops.repair.facts.Facts`: what the eligibility rules need, re-read from ZooKeeper now.
+"""The live :class:`pulsar_ops.repair.facts.Facts`: ZooKeeper now, the only reader of the live tree for the rules.
 
-``apply`` asks a kind's rule at mark and again at delete, never trusting the plan's copy of a fact. This is the
-only reader of the live tree for the rules: the session reader the leak proofs read through, the reference index
-(read once per run when the first ledger action needs it; when that read fails, every later ledger action of the
-run is a transient skip, not a re-read), whether a topic is loaded, and the values the retention and drop rules
-decode. A read that fails raises (:class:`pulsar_ops.errors.ZooKeeperError`, the caller skips the action); a
-value that does not decode becomes an unknown fact, which the rule refuses.
+A failed read raises ZooKeeperError (the executor skips the action, transiently); a value that does not decode is
+an unknown fact. The reference index is read once per run; when that read fails, later ledger actions of the run
+are skipped with that error, not re-read.
 """
 
 from __future__ import annotations
@@ -17,8 +14,8 @@ from typing import Any
 from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError, ZooKeeperError
 from pulsar_ops.formats import names
-from pulsar_ops.formats.ledger_path import ledger_path
-from pulsar_ops.formats.policies import parse_bundle_range, topic_hash
+from pulsar_ops.formats.ledger_path import ledger_paths
+from pulsar_ops.formats.policies import in_bundle, parse_bundle_range, topic_hash
 from pulsar_ops.repair.actions import Action
 from pulsar_ops.repair.facts import (
     CursorNow,
@@ -30,6 +27,7 @@ from pulsar_ops.repair.facts import (
     SubtreeNode,
     TopicNow,
     TreeReader,
+    listed_ledger,
 )
 from pulsar_ops.repair.references import ReferenceIndex, build_index
 from pulsar_ops.repair.rules import resolve_retention, topic_policies_reason, topic_policy_pair
@@ -46,9 +44,11 @@ def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex, action: Ac
     from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 
     custom: dict[str, str] | None
+    metadata_ctime: int | None = None
     try:
         md = decode_ledger_metadata(node.data, node.path)
         custom = {k: v.decode("utf-8", errors="replace") for k, v in md.custom_metadata}
+        metadata_ctime = md.ctime_ms or None  # as the scrape records it (0: not stored)
     except DecodeError:
         custom = None
     return LedgerNow(
@@ -58,6 +58,7 @@ def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex, action: Ac
         watermark=index.watermark,
         referenced_by=index.referenced.get(ledger_id),
         references_unknown=index.owner_undecodable(action) if action is not None else None,
+        metadata_ctime_ms=metadata_ctime,
     )
 
 
@@ -65,8 +66,7 @@ def _bk_last(session: ZkSession, ledger_id: int, ledgers_root: str) -> tuple[int
     """(last entry id, length, ctime) of a ledger from its metadata (hierarchical or flat path), or Nones."""
     from pulsar_ops.formats.ledger_metadata import decode_ledger_metadata
 
-    paths = list(dict.fromkeys((ledger_path(ledger_id, ledgers_root), ledger_path(ledger_id, ledgers_root, flat=True))))
-    for node in session.read(LOCAL, paths):
+    for node in session.read(LOCAL, ledger_paths(ledger_id, ledgers_root)):
         if node.exists:
             md = decode_ledger_metadata(node.data, node.path)  # ctime: the metadata's, else the znode's
             return md.last_entry_id, md.length, md.ctime_ms or node.ctime_ms or None
@@ -112,12 +112,8 @@ def topic_now(session: ZkSession, ml_path: str, rules: RuleParams, ledgers_root:
         listed: list[ListedLedger] = []
         for i, li in enumerate(info.ledgers):
             deleted = bool(li.offload is not None and li.offload.bookkeeper_deleted)
-            if i < len(info.ledgers) - 1:
-                listed.append(ListedLedger(li.ledger_id, li.entries or 0, li.size or 0, li.timestamp_ms, deleted))
-                continue
-            last_entry, length, ctime = _bk_last(session, li.ledger_id, ledgers_root)
-            entries = None if last_entry is None else last_entry + 1
-            listed.append(ListedLedger(li.ledger_id, entries, length, ctime, deleted, last_entry))
+            bk = _bk_last(session, li.ledger_id, ledgers_root) if i == len(info.ledgers) - 1 else None
+            listed.append(listed_ledger(li.ledger_id, li.entries, li.size, li.timestamp_ms, deleted, bk))
         marks: list[tuple[int, int] | None] = []
         for child in session.children(LOCAL, ml_path) or ():
             cpath = f"{ml_path}/{child}"
@@ -195,9 +191,7 @@ def listed_now(session: ZkSession, ml_path: str) -> tuple[int, ...] | None:
 
 def present_paths(session: ZkSession, ledger_ids: tuple[int, ...], ledgers_root: str) -> list[str]:
     """Of the hierarchical and flat metadata paths of ``ledger_ids``, those that exist now."""
-    paths: list[str] = []
-    for lid in ledger_ids:
-        paths.extend(dict.fromkeys((ledger_path(lid, ledgers_root), ledger_path(lid, ledgers_root, flat=True))))
+    paths = [p for lid in ledger_ids for p in ledger_paths(lid, ledgers_root)]
     return [o.path for o in session.read(LOCAL, paths) if o.exists]
 
 
@@ -333,7 +327,7 @@ class LiveFacts:
                 lo, hi = parse_bundle_range(r, f"{root}/{r}")
             except DecodeError:
                 return f"{root}/{r} is not a bundle range; cannot tell whether {topic} is loaded"
-            if lo <= h < hi or (h == hi == 0xFFFFFFFF):
+            if in_bundle(h, lo, hi):
                 return f"{topic} is loaded: its bundle {r} is owned ({root}/{r}); {then}"
         return None
 

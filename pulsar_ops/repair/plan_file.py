@@ -1,17 +1,6 @@
-"""The plan file: versioned JSON with a checksum over everything else. Apply runs exactly the reviewed plan.
-
-Layout (``schema_version`` 2)::
-
-    {"schema_version": 2, "plan_id", "created_at_ms", "tool_version",
-     "snapshot": {"id", "path", "finished_at_ms"}, "audit": {"path"},
-     "target": {"ledgers_root", "identity": {"instance_id", "clusters"}, "stores": {...as scraped}},
-     "params": {...}, "caps": {...},
-     "summary": {...}, "impact": {...}, "actions": [Action...], "not_planned": [NotPlanned...],
-     "checksum": "<sha256 hex of the canonical JSON of every other key>"}
-
-Canonical JSON: ``json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` as UTF-8.
-Contract for scripts: ``actions`` holds objects with ``kind`` and the target as ``ledger_id`` (ledger metadata
-deletions) or ``path`` (znode deletions).
+"""The plan file: versioned JSON (``docs/repair.md``, "Plan file") with ``checksum`` = sha256 of the canonical JSON
+(``sort_keys``, ``separators=(",", ":")``, ``ensure_ascii=False``, UTF-8) of every other key. Apply runs exactly
+the reviewed plan.
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
-"""The pure planner: findings + snapshot facts (plain values) -> actions and not-planned findings.
-
-No I/O, and no rule of its own: for each finding it asks the kind (:mod:`pulsar_ops.repair.registry`) to build the
-action, and the kind asks its own eligibility rule on the snapshot's facts
-(:class:`pulsar_ops.repair.snapshot_tree.SnapshotView`), the rule apply asks again on the live tree.
-``plan_builder`` loads the audit and the snapshot, calls ``plan_actions`` and adds the impact.
-
-Which findings become actions:
-
-* ``orphan-ledger`` with ``plannable`` true -> ``delete-ledger-metadata``;
-* ``znode-leak`` with ``plannable`` true -> ``delete-subtree``;
-* on request (``--include``, ``--offline-trim``): ``dangling-ledger`` -> ``drop-missing-ledger``,
-  ``inactive-subscription`` -> ``delete-subscription``, ``expired-retention-unloaded`` -> ``load-topic`` (or
-  ``trim-unloaded``);
-* everything else is listed as not planned with a stable ``reason_code``.
-
-Caps (``max_actions``, ``max_bytes``) are applied in the plan order: oldest first (ledger ctime for ledger
-actions, newest znode mtime for subtrees), then biggest first, then ledger id / path. The walk keeps every
-action that still fits: an action bigger than the remaining byte budget is cut and smaller later ones may still
-be planned; once ``max_actions`` actions are kept every later one is cut. Cut actions are reported.
+"""The pure planner: findings + snapshot facts -> ordered, capped actions and not-planned findings (stable
+``reason_code``). It has no rule of its own: each kind builds its action and asks its rule on the snapshot
+(:class:`pulsar_ops.repair.snapshot_tree.SnapshotView`). Opt-in detections: :data:`OPT_IN`. Caps apply in
+:data:`ORDER_DOC` order.
 """
 
 from __future__ import annotations
@@ -89,15 +73,7 @@ class PlanDraft:
 
 
 def _np(f: Finding, code: str, reason: str) -> NotPlanned:
-    return NotPlanned(
-        key=f.key(),
-        detection=f.detection,
-        reason_code=code,
-        reason=reason,
-        bytes=f.bytes,
-        path=f.path,
-        ledger_id=f.ledger_id,
-    )
+    return NotPlanned(f.key(), f.detection, code, reason, f.bytes, f.path, f.ledger_id)
 
 
 def snapshot_topic(facts: SnapshotFacts, ml_path: str) -> TopicNow:

@@ -1,13 +1,6 @@
-"""Every ledger the live tree references, read once at the start of ``apply --phase delete``. Pure.
-
-The plan re-checks a ledger's owner (its managed ledger and cursors, its schema locator, its topic's
-``__compaction`` cursor) right before each delete, in the same transaction as the delete. This index adds the
-rest of the cluster: a ledger that ANY managed ledger, cursor or schema locator references is never deleted,
-whatever the plan says about its owner (a hand-edited plan can name the wrong owner).
-
-Blast radius of a value that cannot be decoded (an error is never evidence of absence): an undecodable
-managed-ledger info or cursor blocks the ledgers owned by that managed ledger; an undecodable schema locator
-blocks that schema's ledgers. Nothing else.
+"""Every ledger the live tree references (``/managed-ledgers``, ``/schemas``), read once per delete run: a ledger
+that ANY managed ledger, cursor or schema locator references is never deleted, whatever the plan says about its
+owner. An undecodable value blocks only the ledgers of the managed ledger or schema it belongs to. Pure.
 """
 
 from __future__ import annotations
@@ -56,19 +49,19 @@ class ReferenceIndex:
             other = first if first is not None and first != action.path else self.also.get(lid)
             if other is not None:
                 return f"ledger {lid} is also referenced by {other}"
-        bad = next((p for p in self.undecodable if within(p, action.path)), None)
-        if bad is not None:
-            return f"{bad} cannot be decoded ({self.undecodable[bad]}); not evidence of absence"
+        return self._undecodable_under([action.path])
+
+    def _undecodable_under(self, roots: list[str]) -> str | None:
+        for root in roots:
+            bad = next((p for p in self.undecodable if within(p, root)), None)
+            if bad is not None:
+                return f"{bad} cannot be decoded ({self.undecodable[bad]}); not evidence of absence"
         return None
 
     def owner_undecodable(self, action: Action) -> str | None:
         """Why a ledger action's references are unknown: a znode that would reference its ledger if the owner
         still used it (its managed ledger and cursors, its schema locator) does not decode."""
-        for root in _owner_roots(action):
-            bad = next((p for p in self.undecodable if within(p, root)), None)
-            if bad is not None:
-                return f"{bad} cannot be decoded ({self.undecodable[bad]}); not evidence of absence"
-        return None
+        return self._undecodable_under(_owner_roots(action))
 
 
 _ML_OWNED = frozenset({"data", "cursor", "bucket"})  # ledger kinds a managed ledger (or its cursors) owns
@@ -77,8 +70,8 @@ _SCHEMA_OWNED = frozenset({"schema"})
 
 def _owner_roots(action: Action) -> list[str]:
     """The znodes (subtrees) that could reference this ledger if its owner still used it."""
-    roots = [r.znode.path for r in action.preconditions.references if r.role == ROLE_MANAGED_LEDGER]
-    roots += [r.znode.path for r in action.preconditions.references if r.role != ROLE_MANAGED_LEDGER]
+    refs = action.preconditions.references
+    roots = [r.znode.path for r in sorted(refs, key=lambda r: r.role != ROLE_MANAGED_LEDGER)]  # its MLs first
     if action.owner and action.ledger_kind in _ML_OWNED:
         roots.append(f"{MANAGED_LEDGERS}/{action.owner}")
     if action.owner and action.ledger_kind in _SCHEMA_OWNED:

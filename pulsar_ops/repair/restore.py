@@ -1,28 +1,16 @@
 """Restore backed-up znodes: parents first, with their ACLs, byte-identical (sha256 verified after writing).
 
-Per entry outcome: ``restored`` | ``already-present`` (same bytes) | ``conflict`` (other bytes: never
-overwritten) | ``skipped`` (an ancestor is in conflict) | ``failed`` | and in a dry run ``would-create`` /
-``would-rewrite``. A znode an action rewrote (a managed-ledger info) is written back, compare-and-set, only while
-it holds exactly the bytes the action wrote (``BackupEntry.replaced_by``); anything else is a conflict.
-Missing ancestors that are not in the backup are created empty with the restored node's ACL and reported.
-
-An action that rewrote a managed-ledger znode (``trim-unloaded``, ``drop-missing-ledger``: the entry with
-``replaced_by``) is restored whole or not at all: its ledger znodes and the managed-ledger info go back in one
-ZooKeeper transaction (creates with their ACLs, then the compare-and-set of the info). When the info cannot be
-put back (written since: a broker loading the topic rewrites it; or deleted), none of the action's ledger
-metadata is restored either (restored alone, those ledgers would be listed by no managed ledger: orphans), and
-the report says so (``action_conflicts``) with what the operator can do. ``--only`` selects whole actions of
-that kind: selecting one of its znodes selects the action.
-
-WARNING: bookies discard a deleted ledger's data at their next garbage-collection run (minutes; ``gcWaitTime``
-defaults to 15 min). Restoring ledger metadata is a safety net for that short window only.
+Per entry: ``restored`` | ``already-present`` | ``conflict`` (other bytes: never overwritten) | ``skipped`` (an
+ancestor is in conflict) | ``failed`` | in a dry run ``would-create`` / ``would-rewrite``. An action that rewrote a
+managed-ledger znode (its entry has ``replaced_by``) is restored whole, in one transaction, or not at all
+(``action_conflicts``): ``docs/repair.md``, "Whole or nothing per action".
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +18,7 @@ from pulsar_ops.errors import RestoreError
 from pulsar_ops.identity import ClusterIdentity
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
 from pulsar_ops.repair.plan_file import Plan
+from pulsar_ops.repair.safety import within
 from pulsar_ops.repair.validate import sha256_hex
 from pulsar_ops.repair.zk_writer import ZkSession
 
@@ -50,14 +39,7 @@ class RestoreOutcome:
     created_parents: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "store": self.store,
-            "path": self.path,
-            "sha256": self.sha256,
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "created_parents": list(self.created_parents),
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -70,12 +52,7 @@ class ActionConflict:
     what_to_do: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "action_id": self.action_id,
-            "managed_ledger": self.managed_ledger,
-            "reason": self.reason,
-            "what_to_do": self.what_to_do,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -102,10 +79,6 @@ class RestoreReport:
 
 def _depth(path: str) -> int:
     return path.count("/")
-
-
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 @dataclass(frozen=True)
@@ -157,7 +130,7 @@ def select_entries(entries: tuple[BackupEntry, ...], only: str | None, plan_id: 
     versions of one path in the backup is an error (which one to restore would be a guess)."""
     chosen: dict[tuple[str, str], BackupEntry] = {}
     for e in sorted(entries, key=lambda x: x.backed_up_at_ms):
-        if only is not None and not _within(e.path, only):
+        if only is not None and not within(e.path, only):
             continue
         if plan_id and e.plan_id != plan_id:
             continue
@@ -174,8 +147,14 @@ def select_entries(entries: tuple[BackupEntry, ...], only: str | None, plan_id: 
     return sorted(chosen.values(), key=lambda e: (e.store, _depth(e.path), e.path))
 
 
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] or "/"
+def _missing_parents(session: ZkSession, store: str, path: str, made: set[str] | None = None) -> list[str]:
+    """The ancestors of ``path`` that do not exist (nor are in ``made``), parents first."""
+    missing: list[str] = []
+    p = path.rsplit("/", 1)[0] or "/"
+    while p != "/" and p not in (made or ()) and not session.read(store, [p])[0].exists:
+        missing.append(p)
+        p = p.rsplit("/", 1)[0] or "/"
+    return missing[::-1]
 
 
 def run_restore(
@@ -297,15 +276,10 @@ def _restore_action(
             out.outcome = "already-present"
             outs.append(out)
             continue
-        parent = _parent(e.path)
-        missing: list[str] = []
-        while parent != "/" and parent not in made and not session.read(e.store, [parent])[0].exists:
-            missing.append(parent)
-            parent = _parent(parent)
-        for p in reversed(missing):
+        out.created_parents = _missing_parents(session, e.store, e.path, made)
+        for p in out.created_parents:
             creates.append((p, b"", e.acl))
             made.add(p)
-        out.created_parents = list(reversed(missing))
         creates.append((e.path, body, e.acl))
         outs.append(out)
     info_out = RestoreOutcome(info.store, info.path, info.sha256, "would-rewrite")
@@ -323,8 +297,7 @@ def _restore_action(
         return _nothing(backups, g, f"the transaction failed ({result.error}): changed while restoring")
     for o in outs:
         o.outcome, o.reason = "restored", "restored with its action, in one transaction"
-        node = session.read(o.store, [o.path])[0]
-        if not node.exists or sha256_hex(node.data) != o.sha256:
+        if not _holds(session, o.store, o.path, o.sha256):
             o.outcome, o.reason = "failed", "read-back after the transaction does not match the backup bytes"
     return outs, None
 
@@ -359,7 +332,7 @@ def _restore_one(
 ) -> RestoreOutcome:
     out = RestoreOutcome(e.store, e.path, e.sha256, "failed")
     for store, path in blocked:
-        if store == e.store and _within(e.path, path) and e.path != path:
+        if store == e.store and within(e.path, path) and e.path != path:
             out.outcome, out.reason = "skipped", f"ancestor {path} was not restored"
             return out
     data = backups.read_valid_object(e.sha256)
@@ -376,12 +349,7 @@ def _restore_one(
         else:
             out.outcome, out.reason = "conflict", "the znode exists with other bytes; not overwritten"
         return out
-    missing_parents: list[str] = []
-    p = _parent(e.path)
-    while p != "/" and not session.read(e.store, [p])[0].exists:
-        missing_parents.append(p)
-        p = _parent(p)
-    missing_parents.reverse()
+    missing_parents = _missing_parents(session, e.store, e.path)
     if not apply:
         out.outcome = "would-create"
         out.created_parents = missing_parents
@@ -390,8 +358,7 @@ def _restore_one(
         if session.create(e.store, parent, b"", e.acl) == "created":
             out.created_parents.append(parent)
     if session.create(e.store, e.path, data, e.acl) == "exists":
-        now = session.read(e.store, [e.path])[0]
-        same = now.exists and sha256_hex(now.data) == e.sha256
+        same = _holds(session, e.store, e.path, e.sha256)
         out.outcome = "already-present" if same else "conflict"
         out.reason = "" if same else "created concurrently with other bytes; not overwritten"
         return out
@@ -416,20 +383,24 @@ def _put_back(
         return out
     result = session.commit(e.store, (), ((e.path, data, version),), ())
     if not result.committed:
-        now = session.read(e.store, [e.path])[0]
-        if now.exists and sha256_hex(now.data) == e.sha256:
+        if _holds(session, e.store, e.path, e.sha256):
             out.outcome = "already-present"
         elif result.unknown:
             out.reason = f"outcome unknown ({result.error}); re-run restore"
         else:
             out.outcome, out.reason = "conflict", f"changed while restoring ({result.error}); not overwritten"
         return out
-    now = session.read(e.store, [e.path])[0]
-    if not now.exists or sha256_hex(now.data) != e.sha256:
+    if not _holds(session, e.store, e.path, e.sha256):
         out.reason = "read-back after the rewrite does not match the backup bytes"
         return out
     out.outcome, out.reason = "restored", "rewritten back to the backed-up bytes"
     return out
+
+
+def _holds(session: ZkSession, store: str, path: str, sha256: str) -> bool:
+    """The znode exists with exactly the bytes hashing to ``sha256`` (read now)."""
+    node = session.read(store, [path])[0]
+    return node.exists and sha256_hex(node.data) == sha256
 
 
 def _norm_acl(acl: Any) -> list[tuple[int, str, str]]:

@@ -1,15 +1,8 @@
-"""One eligibility rule per action kind, shared by ``plan`` and ``apply``. Pure: facts in, a verdict out.
+"""The eligibility conditions the kinds' rules share with the audit's SQL, or that need more than one kind. Pure.
 
-The plan only proposes. These functions decide, from facts, whether an action is allowed and what exactly it may
-change; a kind's rule calls them on the snapshot's facts (the planner) and on facts re-read from ZooKeeper at mark
-and again at delete (apply). A plan file a person edits and re-checksums can only ever ask for less than the rules
-allow, never more.
-
-Each kind's module (``pulsar_ops.repair.kinds.<kind>``) says which of these its rule calls, and
-``docs/repair.md`` tabulates every condition per kind with where it is decided and its SQL twin.
-
-A fact that is unknown (a read that failed, a value that does not decode, a plan that does not record the
-parameter a rule needs) is never read as permission: the rule refuses, naming what is unknown.
+A kind's rule calls them on the snapshot's facts (plan) and on facts re-read at mark and at delete (apply), so
+an edited plan can only ask for less than they allow. An unknown fact (a failed read, a value that does not
+decode, a parameter the plan does not record) is never permission. The per-condition table: ``docs/repair.md``.
 """
 
 from __future__ import annotations
@@ -43,6 +36,11 @@ __all__ = ["LedgerNow", "ListedLedger", "Retention", "RetentionPair", "RuleParam
 PLANNABLE_LEDGER_KINDS = frozenset({"data", "cursor", "schema", "compacted", "bucket"})
 
 
+def plannable_ledger_kinds_sql() -> str:
+    """:data:`PLANNABLE_LEDGER_KINDS` as a SQL list (``${plannable_ledger_kinds}`` in orphan_ledger.sql)."""
+    return "(" + ", ".join(f"'{k}'" for k in sorted(PLANNABLE_LEDGER_KINDS)) + ")"
+
+
 # --- delete-ledger-metadata --------------------------------------------------------------------------------
 
 
@@ -63,12 +61,14 @@ def ledger_delete_rule(f: LedgerNow, *, min_age_ms: int | None, now_ms: int) -> 
         return f"ledger {lid} belongs to Pulsar's own managed ledger ({own}); it is never deleted"
     if min_age_ms is None:
         return "the plan records no min-age: re-plan from an audit that records its parameters"
-    if f.ctime_ms is None or f.ctime_ms <= 0:
+    age = orphan_age_ms(f.ctime_ms, f.metadata_ctime_ms, now_ms)
+    if age is None:
         return f"ledger {lid}: its znode's creation time is unknown; its age cannot be told"
-    age = now_ms - f.ctime_ms
-    if age < min_age_ms:
+    if is_orphan_too_young(age, min_age_ms):
+        source = orphan_ctime_source(f.ctime_ms, f.metadata_ctime_ms)
         return (
-            f"ledger {lid} was created {age // 1000} s ago (znode ctime), less than the min-age {min_age_ms // 1000} s"
+            f"ledger {lid} was created {age // 1000} s ago ({source} ctime), less than the min-age "
+            f"{min_age_ms // 1000} s"
         )
     if f.watermark is None or lid >= f.watermark:
         return Refusal(
@@ -92,6 +92,64 @@ def _own_ledger(ml_name: str | None) -> str | None:
     except DecodeError:
         return None
     return system_topic_reason(ml.namespace, ml.local_name)
+
+
+# --- the orphan ledger's age: one definition, for the rule and (rendered) for orphan_ledger.sql -------------------
+# What min-age protects against is a ledger in flight: a broker's LedgerCreateOp has created its metadata znode and
+# the managed ledger has not yet recorded it in its list (ManagedLedgerImpl stores the list after the create
+# completes). That window opens when the znode is created, and the znode's ctime is exactly that instant, stamped by
+# the ZooKeeper leader (PrepRequestProcessor: the TxnHeader time, Time.currentWallTime(); DataTree.createNode keeps
+# it as ctime), one clock for every ledger, present for every metadata format and every client setting. The
+# metadata's own ctime is optional (v3 or v2 text only, written only with storeSystemTimeAsLedgerCreationTime, off
+# by default and never set by Pulsar's BookKeeperClientFactoryImpl; BookKeeper itself then takes the metadata
+# store's ctime: LedgerMetadataSerDe.parseVersion3Config) and stamped by the broker's clock BEFORE the create
+# (LedgerCreateOp: the builder's withCreationTime, then generateLedgerId, then createLedgerMetadata). So on
+# consistent clocks it is never later than the znode's ctime; when it is later, the broker's clock runs ahead of
+# ZooKeeper's and one of the two is wrong: the age is then counted from the later stamp. A metadata ctime can only
+# shorten the age (withhold a plan), never lengthen it. The age is unknown without the znode's ctime.
+def orphan_created_ms(znode_ctime_ms: int | None, metadata_ctime_ms: int | None) -> int | None:
+    """The instant an orphan ledger's age is counted from: its metadata znode's ctime, or its metadata's own ctime
+    when that is later (None: the znode's ctime is unknown). ``metadata_ctime_ms`` may be the snapshot's
+    ``ctime_ms`` (the metadata's ctime, else the znode's): the result is the same."""
+    if znode_ctime_ms is None or znode_ctime_ms <= 0:
+        return None
+    if metadata_ctime_ms is not None and metadata_ctime_ms > znode_ctime_ms:
+        return metadata_ctime_ms
+    return znode_ctime_ms
+
+
+def orphan_ctime_source(znode_ctime_ms: int | None, metadata_ctime_ms: int | None) -> str:
+    """Which stamp :func:`orphan_created_ms` counts from: ``metadata`` when it is the later one, else ``znode``."""
+    later = znode_ctime_ms is not None and metadata_ctime_ms is not None and metadata_ctime_ms > znode_ctime_ms
+    return "metadata" if later else "znode"
+
+
+def orphan_age_ms(znode_ctime_ms: int | None, metadata_ctime_ms: int | None, now_ms: int) -> int | None:
+    """An orphan ledger's age at ``now_ms`` (None: unknown)."""
+    created = orphan_created_ms(znode_ctime_ms, metadata_ctime_ms)
+    return None if created is None else now_ms - created
+
+
+def is_orphan_too_young(age_ms: int | None, min_age_ms: int) -> bool:
+    """Younger than min-age, or of unknown age (an unknown age is never old enough)."""
+    return age_ms is None or age_ms < min_age_ms
+
+
+def orphan_created_sql(row: str) -> str:
+    """:func:`orphan_created_ms` over ``row`` (a ``stg_bk_ledgers`` row: znode_ctime_ms, metadata_ctime_ms)."""
+    z, m = f"{row}.znode_ctime_ms", f"{row}.metadata_ctime_ms"
+    return f"(CASE WHEN {z} > 0 THEN CASE WHEN {m} > {z} THEN {m} ELSE {z} END END)"
+
+
+def orphan_ctime_source_sql(row: str) -> str:
+    """:func:`orphan_ctime_source` over ``row`` (znode_ctime_ms, metadata_ctime_ms)."""
+    z, m = f"{row}.znode_ctime_ms", f"{row}.metadata_ctime_ms"
+    return f"(CASE WHEN {m} > {z} THEN 'metadata' ELSE 'znode' END)"
+
+
+def orphan_too_young_sql(row: str) -> str:
+    """:func:`is_orphan_too_young` over ``row`` (age_ms, min_age_ms)."""
+    return f"({row}.age_ms IS NULL OR {row}.age_ms < {row}.min_age_ms)"
 
 
 # --- retention: trim-unloaded and load-topic -----------------------------------------------------------------
@@ -192,15 +250,9 @@ def first_trim_ids(
     retention: Retention,
     now_ms: int,
 ) -> tuple[int, ...]:
-    """The ledgers the broker's first trim after a load removes (the audit's expired-retention-unloaded rule,
-    ``first_trim_ledger_ids``), in list order.
-
-    Candidates: ledgers before the slowest cursor's mark-delete ledger (and that ledger when fully consumed); all
-    when no cursor has a position; the last ledger only when BookKeeper shows entries; offloaded ledgers deleted
-    from BookKeeper never. Expired: older than the retention time, or beyond the retention size counted from the
-    newest. The cut is a prefix: it stops at the first candidate that is not expired. The last ledger is in the
-    first trim only when the retention time is 0 or the size rule takes it (a load re-stamps it with the load
-    time: ``ManagedLedgerImpl.initialize``). Infinite retention (-1) expires nothing."""
+    """The ledgers the broker's first trim after a load removes (the audit's ``first_trim_ledger_ids``), in list
+    order: the expired prefix of the trim candidates (retention size counted from the newest; -1: infinite), each
+    in the first trim by :func:`is_at_first_trim` (``ManagedLedgerImpl.internalTrimLedgers``)."""
     rt, rs = retention.time_minutes, retention.size_mb
     total = sum(li.size or 0 for li in ledgers)
     last = len(ledgers) - 1
@@ -358,15 +410,41 @@ def subscription_rule(
         return system
     if inactive_after_ms is None:
         return "the plan records no inactive-after: re-plan from an audit that records its parameters"
-    active = last_active_ms if last_active_ms is not None else mtime_ms
-    if active is None or active <= 0:
+    active = subscription_active_ms(last_active_ms, mtime_ms)
+    if active is None:
         return f"subscription {subscription!r}: its last activity is unknown"
-    if not active < now_ms - inactive_after_ms:
+    if not is_subscription_idle(active, inactive_after_ms, now_ms):
         return (
             f"subscription {subscription!r} was active {(now_ms - active) // 1000} s ago, within inactive-after "
             f"{inactive_after_ms // 1000} s"
         )
     return None
+
+
+# The subscription's idleness, one definition: the rule above calls it, inactive_subscription.sql renders it
+# (${subscription_active:ROW}, ${subscription_idle:ROW:PARAMS}).
+def subscription_active_ms(last_active_ms: int | None, mtime_ms: int | None) -> int | None:
+    """A cursor's last activity: its ``lastActive``, else its znode's mtime; None when that is not a time. A
+    ``lastActive`` of 0 is not recorded, never "active in 1970": ManagedCursorImpl's recovery keeps its own
+    (``info.getLastActive() != 0 ? info.getLastActive() : lastActive``), i.e. the cursor is active when opened."""
+    active = last_active_ms if last_active_ms is not None else mtime_ms
+    return active if active is not None and active > 0 else None
+
+
+def is_subscription_idle(active_ms: int | None, inactive_after_ms: int, now_ms: int) -> bool:
+    """Last active before ``now_ms - inactive_after_ms`` (an unknown activity is never idle)."""
+    return active_ms is not None and active_ms < now_ms - inactive_after_ms
+
+
+def subscription_active_sql(row: str) -> str:
+    """:func:`subscription_active_ms` over ``row`` (last_active_ms, mtime_ms)."""
+    a = f"coalesce({row}.last_active_ms, {row}.mtime_ms)"
+    return f"(CASE WHEN {a} > 0 THEN {a} END)"
+
+
+def subscription_idle_sql(row: str, params: str) -> str:
+    """:func:`is_subscription_idle` over ``row`` (active_ms) and ``params`` (now_ms, inactive_after_ms)."""
+    return f"coalesce({row}.active_ms < {params}.now_ms - {params}.inactive_after_ms, false)"
 
 
 # --- delete-subtree ------------------------------------------------------------------------------------------

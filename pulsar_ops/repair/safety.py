@@ -1,41 +1,7 @@
-"""The safety rules of a repair, enforced by ``apply`` itself whatever the plan file says. Pure.
-
-Two layers:
-
-* :func:`action_problem` checks one action against the rules the planner follows (static: no ZooKeeper
-  access). A plan that breaks one is refused as a whole before anything is journaled: a plan file is an input
-  like any other, and a recomputable checksum only catches accidents.
-
-  Never ``/``, a top-level root, or any of the protected roots (``/admin/clusters``, ``/ledgers`` structure such
-  as ``LAYOUT``, ``INSTANCEID``, ``available``, ``cookies``, ``underreplication``, ``idgen`` ...); then the
-  action's kind checks its own shape (``pulsar_ops.repair.kinds.<kind>``, ``shape``).
-
-* :func:`prove_leak` re-proves, at delete time and against the live tree (through a :class:`TreeReader`), the
-  condition that made a subtree a leak. Per leak kind (``docs/repair.md`` lists the same table):
-
-  ======================== =============================================== ===================================
-  leak                     root                                            re-proved just before the delete
-  ======================== =============================================== ===================================
-  managed-ledgers-tenant   ``/managed-ledgers/<tenant>``                   ``/admin/policies/<tenant>`` absent;
-                                                                           no managed ledger inside lists a
-                                                                           ledger
-  managed-ledgers-namespace ``/managed-ledgers/<ns>`` (ns = t/n or t/c/n)  ``/admin/policies/<ns>`` absent (and
-                                                                           ``t/c`` for a three-part ns); no
-                                                                           managed ledger inside lists a ledger
-  partitioned-topic        ``/admin/partitioned-topics/<ns>/persistent/<t>`` no managed ledger ``<t>`` or
-                                                                           ``<t>-partition-N`` in ``<ns>``
-  schema                   ``/schemas/<tenant>/<ns>/<t>``                  no managed ledger ``<t>`` /
-                                                                           ``<t>-partition-N`` (V2 ``t/ns`` and
-                                                                           every V1 ``t/<cluster>/ns``), no
-                                                                           partitioned-topic node for it,
-                                                                           persistent or non-persistent
-  bundle-data              ``/loadbalance/bundle-data/<ns>[/<range>]``     namespace policies absent (a single
-                                                                           range of a live namespace: not one
-                                                                           of its bundles); no bundle owned
-  local-policies           ``/admin/local-policies/<ns>``                  ``/admin/policies/<ns>`` absent
-  ======================== =============================================== ===================================
-
-  A read that fails, or a value that does not decode, is never evidence of absence: the action is skipped.
+"""The static safety rules of a plan (:func:`action_problem`, :func:`plan_problems`: apply refuses a plan that breaks
+one as a whole, before anything is journaled) and the leak proof (:func:`prove_leak`, per leak kind: the table in
+``docs/repair.md``, "What is re-checked at delete time"), run on the snapshot by the planner and on the live tree by
+apply. Pure. A read that fails, or a value that does not decode, is never evidence of absence.
 """
 
 from __future__ import annotations
@@ -46,9 +12,7 @@ from dataclasses import dataclass
 
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
-from pulsar_ops.repair.actions import (
-    Action,
-)
+from pulsar_ops.repair.actions import Action
 from pulsar_ops.repair.facts import SubtreeNode, TreeReader
 from pulsar_ops.strict import zk_path_problem
 

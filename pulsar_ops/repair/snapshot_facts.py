@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from pulsar_ops import pulsar_names
 from pulsar_ops.errors import FindingsError, SnapshotError
@@ -32,6 +31,7 @@ from pulsar_ops.repair.facts import (
     RuleParams,
     SnapshotFacts,
     SubtreeZnode,
+    listed_ledger,
 )
 from pulsar_ops.repair.planner import IDENTITY_KEYS, MANAGED_LEDGERS_ROOT
 from pulsar_ops.repair.rules import resolve_retention, topic_policy_pair
@@ -86,25 +86,8 @@ def open_audited_snapshot(audit: AuditInput) -> Snapshot:
     return snap
 
 
-def _read(snap: Snapshot, table: str, columns: Sequence[str]) -> pa.Table:
-    parts = sorted(snap.table_dir(table).glob("part-*.parquet"))
-    if not parts:
-        raise SnapshotError(f"{snap.table_dir(table)}: no part files; the snapshot is damaged")
-    tables = []
-    for p in parts:
-        try:
-            tables.append(pq.read_table(p, columns=list(columns)))
-        except (pa.ArrowException, OSError) as e:  # truncated, corrupt, or not Parquet at all
-            raise SnapshotError(
-                f"{p}: not a readable Parquet file ({type(e).__name__}: {e})",
-                hint="the snapshot is damaged: scrape again with `pulsar-ops scrape --zookeeper HOSTS --out DIR`",
-            ) from None
-    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-
-
-def _rows(t: pa.Table) -> Iterable[dict[str, Any]]:
-    rows: list[dict[str, Any]] = t.to_pylist()
-    return rows
+def _rows(t: pa.Table) -> list[dict[str, Any]]:
+    return t.to_pylist()  # type: ignore[no-any-return]
 
 
 _BK_COLUMNS = (
@@ -140,7 +123,7 @@ def _segments(raw: Any) -> tuple[tuple[int, tuple[str, ...]], ...] | None:
 
 def _close_times(snap: Snapshot) -> dict[int, int]:
     """Ledger id -> close time (``ledger_list.timestamp_ms``; the open ledger has none)."""
-    t = _read(snap, "ledger_list", ("ledger_id", "timestamp_ms"))
+    t = snap.read("ledger_list", ("ledger_id", "timestamp_ms"))
     return {
         int(lid): int(ts)
         for lid, ts in zip(t.column("ledger_id").to_pylist(), t.column("timestamp_ms").to_pylist(), strict=True)
@@ -150,7 +133,7 @@ def _close_times(snap: Snapshot) -> dict[int, int]:
 
 def load_disk_bytes(snap: Snapshot) -> dict[str, int]:
     """Bookie id -> disk capacity, when the bookie HTTP API was scraped."""
-    t = _read(snap, "bookies", ("bookie_id", "total_bytes"))
+    t = snap.read("bookies", ("bookie_id", "total_bytes"))
     return {
         str(b): int(total)
         for b, total in zip(t.column("bookie_id").to_pylist(), t.column("total_bytes").to_pylist(), strict=True)
@@ -160,7 +143,7 @@ def load_disk_bytes(snap: Snapshot) -> dict[str, int]:
 
 def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFacts]]:
     """Re-verification facts per ledger id, and every ledger as the impact model takes it."""
-    t = _read(snap, "bk_ledgers", _BK_COLUMNS)
+    t = snap.read("bk_ledgers", _BK_COLUMNS)
     closed = _close_times(snap)
     facts: dict[int, LedgerFact] = {}
     rows: list[LedgerFacts] = []
@@ -168,6 +151,7 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFact
     for i in range(t.num_rows):
         lid = int(cols["ledger_id"][i])
         custom = tuple((key, str(cols[col][i])) for col, key in _IDENTITY_COLUMNS if cols[col][i] is not None)
+        last_entry, zc = int(cols["last_entry_id"][i]), cols["znode_ctime_ms"][i]
         facts[lid] = LedgerFact(
             ledger_id=lid,
             path=str(cols["path"][i]),
@@ -177,10 +161,9 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFact
             ctime_ms=int(cols["ctime_ms"][i]),
             length=int(cols["length"][i]),
             custom_metadata=custom,
+            last_entry_id=last_entry,
+            znode_ctime_ms=None if zc is None else int(zc),
         )
-        last_entry = int(cols["last_entry_id"][i])
-        zc = cols["znode_ctime_ms"][i]
-        facts[lid] = replace(facts[lid], last_entry_id=last_entry, znode_ctime_ms=None if zc is None else int(zc))
         rows.append(
             LedgerFacts(
                 ledger_id=lid,
@@ -201,8 +184,7 @@ def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFact
 def _znode_rows(snap: Snapshot, exact: set[str], roots: set[str]) -> list[dict[str, Any]]:
     if not exact and not roots:
         return []
-    t = _read(
-        snap,
+    t = snap.read(
         "znodes",
         ("store", "path", "version", "mzxid", "data_sha256", "mtime_ms", "ephemeral_owner", "data_length"),
     )
@@ -217,23 +199,6 @@ def _strings(values: Sequence[str]) -> pa.Array:
     return pa.array(values, type=pa.string())  # typed, so an empty list still compares with a string column
 
 
-def _read_filtered(snap: Snapshot, table: str, columns: Sequence[str], where: pc.Expression) -> pa.Table:
-    """Only the rows matching ``where``, one part file at a time (memory: the matching rows, not the table)."""
-    parts = sorted(snap.table_dir(table).glob("part-*.parquet"))
-    if not parts:
-        raise SnapshotError(f"{snap.table_dir(table)}: no part files; the snapshot is damaged")
-    tables = []
-    for p in parts:
-        try:
-            tables.append(pq.read_table(p, columns=list(columns), filters=where))
-        except (pa.ArrowException, OSError) as e:
-            raise SnapshotError(
-                f"{p}: not a readable Parquet file ({type(e).__name__}: {e})",
-                hint="the snapshot is damaged: scrape again with `pulsar-ops scrape --zookeeper HOSTS --out DIR`",
-            ) from None
-    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-
-
 def _tree_part(snap: Snapshot, reads: LeakReads, incomplete: frozenset[tuple[str, str]]) -> SnapshotTree:
     """The znodes ``reads`` names (exact paths and the children of its directories), with their decode errors
     and, for namespace and local policies, their JSON (the only values :func:`prove_leak` reads)."""
@@ -242,7 +207,7 @@ def _tree_part(snap: Snapshot, reads: LeakReads, incomplete: frozenset[tuple[str
     paths = sorted({p for _, p in reads.exact})
     parents = sorted({p for _, p in reads.parents})
     where = ds.field("path").isin(_strings(paths)) | ds.field("parent").isin(_strings(parents))
-    t = _read_filtered(snap, "znodes", ("store", "path", "parent", "decode_error"), where)
+    t = snap.read("znodes", ("store", "path", "parent", "decode_error"), where)
     nodes: set[tuple[str, str]] = set()
     bad: dict[tuple[str, str], str] = {}
     for store, path, parent, err in zip(
@@ -258,7 +223,7 @@ def _tree_part(snap: Snapshot, reads: LeakReads, incomplete: frozenset[tuple[str
     for table, store in (("namespaces", CONFIG), ("local_policies", LOCAL)):
         want = [p for s, p in reads.exact if s == store]
         if want:
-            rows = _read_filtered(snap, table, ("path", "json"), ds.field("path").isin(_strings(sorted(want))))
+            rows = snap.read(table, ("path", "json"), ds.field("path").isin(_strings(sorted(want))))
             for path, js in zip(rows.column("path").to_pylist(), rows.column("json").to_pylist(), strict=True):
                 if js is not None:
                     values[(store, str(path))] = str(js).encode()
@@ -271,7 +236,7 @@ def _listed_in(snap: Snapshot, paths: Iterable[str]) -> dict[str, int]:
     want = sorted({p for p in paths if p.startswith(MANAGED_LEDGERS_ROOT + "/")})
     if not want:
         return {}
-    t = _read_filtered(snap, "managed_ledgers", ("path", "ledger_count"), ds.field("path").isin(_strings(want)))
+    t = snap.read("managed_ledgers", ("path", "ledger_count"), ds.field("path").isin(_strings(want)))
     return {
         str(p): int(n) for p, n in zip(t.column("path").to_pylist(), t.column("ledger_count").to_pylist(), strict=True)
     }
@@ -281,7 +246,7 @@ def load_leak_tree(snap: Snapshot, roots: Iterable[str]) -> SnapshotTree:
     """The snapshot tree :func:`pulsar_ops.repair.safety.prove_leak` reads for these leak roots, and nothing
     else: at 600,000 topics the planner never holds the cluster's paths, only the leaks' neighbourhoods."""
     shapes = [s for r in sorted(set(roots)) if (s := leak_shape(r)) is not None]
-    sc = _read(snap, "scopes", ("store", "scope", "complete"))
+    sc = snap.read("scopes", ("store", "scope", "complete"))
     incomplete = frozenset(
         (str(st), str(scope))
         for st, scope, ok in zip(*(sc.column(c).to_pylist() for c in ("store", "scope", "complete")), strict=True)
@@ -316,7 +281,7 @@ def _referenced(
     watermark: int | None = None
     want = pa.array(sorted(candidates), type=pa.int64())
     for table, col, where_col, what in _REFERENCE_COLUMNS:
-        t = _read(snap, table, (col, where_col))
+        t = snap.read(table, (col, where_col))
         ids = t.column(col)
         top = pc.max(ids).as_py()
         if top is not None and (table != "cursors" or top >= 0):
@@ -369,10 +334,9 @@ def _rewrite_facts(snap: Snapshot, findings: Iterable[Finding], include: frozens
     if not paths:
         return RewriteFacts([], {}, {}, frozenset())
     want = pa.array(paths, type=pa.string())
-    mls = _read(snap, "managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid", "format"))
+    mls = snap.read("managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid", "format"))
     ml_rows = list(_rows(mls.filter(pc.is_in(mls.column("path"), value_set=want))))
-    ll = _read(
-        snap,
+    ll = snap.read(
         "ledger_list",
         ("ml_path", "ledger_id", "entries", "size", "idx", "timestamp_ms", "is_last", "bookkeeper_deleted"),
     )
@@ -380,11 +344,11 @@ def _rewrite_facts(snap: Snapshot, findings: Iterable[Finding], include: frozens
     entries = {
         (str(r["ml_path"]), int(r["ledger_id"])): (r["entries"], r["size"]) for r in _rows(ll) if r["ledger_id"] >= 0
     }
-    owners = _read(snap, "bundle_owners", ("namespace", "lower", "upper"))
+    owners = snap.read("bundle_owners", ("namespace", "lower", "upper"))
     owned: dict[str, list[tuple[int, int]]] = {}
     for r in _rows(owners):
         owned.setdefault(str(r["namespace"]), []).append((int(r["lower"]), int(r["upper"])))
-    loaded = frozenset(str(t) for t in _read(snap, "loaded_topics", ("topic",)).column("topic").to_pylist())
+    loaded = frozenset(str(t) for t in snap.read("loaded_topics", ("topic",)).column("topic").to_pylist())
     owned_t = {k: tuple(sorted(v)) for k, v in owned.items()}
     return RewriteFacts(ml_rows, entries, owned_t, loaded, tuple(r for r in _rows(ll) if r["ledger_id"] >= 0))
 
@@ -401,21 +365,11 @@ def _ledger_lists(
     for path, rs in by_path.items():
         listed = []
         for r in sorted(rs, key=lambda x: int(x["idx"])):
-            lid, deleted = int(r["ledger_id"]), bool(r["bookkeeper_deleted"])
-            if not r["is_last"]:
-                listed.append(ListedLedger(lid, r["entries"] or 0, r["size"] or 0, r["timestamp_ms"], deleted))
-                continue
-            bk = ledgers.get(lid)
-            last = bk.last_entry_id if bk is not None else None
+            lid, f = int(r["ledger_id"]), ledgers.get(int(r["ledger_id"]))
+            bk = (f.last_entry_id, f.length, f.ctime_ms) if f is not None else (None, None, None)
+            last = bk if r["is_last"] else None
             listed.append(
-                ListedLedger(
-                    lid,
-                    None if last is None else last + 1,
-                    bk.length if bk is not None else None,
-                    bk.ctime_ms if bk is not None else None,
-                    deleted,
-                    last,
-                )
+                listed_ledger(lid, r["entries"], r["size"], r["timestamp_ms"], bool(r["bookkeeper_deleted"]), last)
             )
         out[path] = tuple(listed)
     return out
@@ -429,9 +383,9 @@ def _retention(snap: Snapshot, ml_rows: Sequence[dict[str, Any]], rules: RulePar
     if rules.default_retention_time_minutes is None or rules.default_retention_size_mb is None:
         return {str(r["path"]): None for r in ml_rows}
     defaults = (rules.default_retention_time_minutes, rules.default_retention_size_mb)
-    ns_t = _read(snap, "namespaces", ("namespace", "retention_time_minutes", "retention_size_mb"))
+    ns_t = snap.read("namespaces", ("namespace", "retention_time_minutes", "retention_size_mb"))
     ns = {str(r["namespace"]): (r["retention_time_minutes"], r["retention_size_mb"]) for r in _rows(ns_t)}
-    tp_t = _read(snap, "topic_policies", ("scope", "topic", "retention_time_minutes", "retention_size_mb"))
+    tp_t = snap.read("topic_policies", ("scope", "topic", "retention_time_minutes", "retention_size_mb"))
     scoped: dict[tuple[str, str], RetentionPair] = {
         (str(r["topic"]), str(r["scope"])): (r["retention_time_minutes"], r["retention_size_mb"]) for r in _rows(tp_t)
     }
@@ -453,10 +407,10 @@ def _policy_topic_namespaces(snap: Snapshot) -> frozenset[str]:
     partition, or its partitioned-topic node): :func:`pulsar_ops.repair.live_facts.topic_policies_unknown` reads
     the same at apply."""
     out: set[str] = set()
-    for r in _rows(_read(snap, "managed_ledgers", ("namespace", "local_name"))):
+    for r in _rows(snap.read("managed_ledgers", ("namespace", "local_name"))):
         if names.partition_suffix(str(r["local_name"]))[0] == pulsar_names.NAMESPACE_EVENTS_LOCAL_NAME:
             out.add(str(r["namespace"]))
-    for r in _rows(_read(snap, "partitioned_topics", ("namespace", "local_name", "topic"))):
+    for r in _rows(snap.read("partitioned_topics", ("namespace", "local_name", "topic"))):
         if r["local_name"] == pulsar_names.NAMESPACE_EVENTS_LOCAL_NAME and str(r["topic"]).startswith("persistent://"):
             out.add(str(r["namespace"]))
     return frozenset(out)
@@ -487,15 +441,14 @@ def load_facts(
 
     owners = sorted({str(f.evidence.get("owner")) for f in wanted if f.detection == "orphan-ledger"})
     owner_set = pa.array(owners, type=pa.string())
-    mls = _read(snap, "managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid"))
+    mls = snap.read("managed_ledgers", ("path", "ml_name", "topic", "version", "mzxid"))
     mls = mls.filter(
         pc.or_(pc.is_in(mls.column("ml_name"), value_set=owner_set), pc.is_in(mls.column("topic"), value_set=owner_set))
     )
     ml_rows = list(_rows(mls))
     ml_paths = {r["path"] for r in ml_rows}
     exact_rw = {str(r["path"]) for r in rw.ml_rows}
-    curs = _read(
-        snap,
+    curs = snap.read(
         "cursors",
         (
             "path", "ml_path", "version", "mzxid", "subscription", "is_system", "cursors_ledger_id",
@@ -506,7 +459,7 @@ def load_facts(
         pc.is_in(curs.column("ml_path"), value_set=pa.array(sorted(ml_paths | exact_rw), type=pa.string()))
     )
     cursor_rows = list(_rows(curs))
-    schemas = _read(snap, "schema_index", ("path", "schema_id", "version", "mzxid"))
+    schemas = snap.read("schema_index", ("path", "schema_id", "version", "mzxid"))
     schemas = schemas.filter(pc.is_in(schemas.column("schema_id"), value_set=owner_set))
     schema_rows = {r["schema_id"]: r for r in _rows(schemas)}
     exact = ml_paths | {r["path"] for r in cursor_rows} | {r["path"] for r in schema_rows.values()} | exact_rw

@@ -1,9 +1,6 @@
-"""A :class:`pulsar_ops.repair.safety.TreeReader` over the snapshot, so the planner decides a leak subtree with
-:func:`pulsar_ops.repair.safety.prove_leak` itself (the rule apply re-runs on the live tree). Pure: the loader
-(``snapshot_facts``) fills it with only the znodes :func:`leak_reads` names for the leak roots.
-
-A read outside what was loaded, inside a scope the scraper could not read completely, or of a value the snapshot
-could not decode raises :class:`SnapshotUnknown`: an error is never evidence of absence.
+"""The snapshot-backed :class:`pulsar_ops.repair.facts.Facts` (:class:`SnapshotView`) and the part of the snapshot
+tree :func:`pulsar_ops.repair.safety.prove_leak` reads (:class:`SnapshotTree`). Pure. A read outside what was
+loaded, in an incomplete scope or of an undecodable value raises :class:`SnapshotUnknown`, never absence.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from dataclasses import dataclass, field
 from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
-from pulsar_ops.formats.policies import topic_hash
+from pulsar_ops.formats.policies import in_bundle, topic_hash
 from pulsar_ops.repair.actions import Action
 from pulsar_ops.repair.facts import (
     CursorNow,
@@ -214,9 +211,17 @@ class SnapshotView:
         fact = self.facts.ledgers.get(action.ledger_id)
         if fact is None:
             return None
-        ctime = fact.znode_ctime_ms if fact.znode_ctime_ms is not None else fact.ctime_ms
         where = self.facts.referenced_ledgers.get(action.ledger_id)
-        return LedgerNow(action.ledger_id, dict(fact.custom_metadata), ctime, self.facts.watermark, where)
+        # the age's two stamps (rules.orphan_created_ms): the znode's ctime, and ctime_ms (the metadata's, else the
+        # znode's: the same age as the metadata's alone); no znode ctime is an unknown age, never the other clock
+        return LedgerNow(
+            action.ledger_id,
+            dict(fact.custom_metadata),
+            fact.znode_ctime_ms,
+            self.facts.watermark,
+            where,
+            metadata_ctime_ms=fact.ctime_ms,
+        )
 
     def topic(self, ml_path: str) -> TopicNow:
         listed = self.facts.ledger_lists.get(ml_path)
@@ -267,7 +272,7 @@ class SnapshotView:
             return f"topic {topic}: {e.reason}"
         h = topic_hash(topic)
         for lo, hi in self.facts.owned_ranges.get(ns, ()):
-            if lo <= h < hi or h == hi == 0xFFFFFFFF:
+            if in_bundle(h, lo, hi):
                 return f"{topic} is loaded (its bundle 0x{lo:08x}_0x{hi:08x} is owned): {then}"
         return None
 

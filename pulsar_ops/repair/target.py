@@ -1,17 +1,7 @@
-"""Is the ZooKeeper named on the command line the one a plan was scraped from? The address half of the check.
-
-:mod:`pulsar_ops.identity` compares what the cluster says about itself (``INSTANCEID``, cluster names, the
-ledgers root's ``LAYOUT``). A copy of the cluster restored from a ZooKeeper snapshot (a staging or DR copy,
-another chroot of the same ensemble) says the same things, so ``apply`` and ``restore`` also compare the
-address recorded at scrape time (``target.stores`` of the plan, from the snapshot manifest's ``stores``):
-
-* per store (local, configuration): the chroot is the one scraped, exactly;
-* per store: the ensemble shares at least one ``host:port`` with the one scraped (a subset of the servers, or
-  the servers listed in another order, is the same ensemble; no server in common is another ensemble, or the
-  same one under other names, which cannot be told apart from here);
-* a plan that records no address (its snapshot recorded none) cannot be verified and is refused.
-
-Refusals happen before anything is journaled. Pure: the caller parses the command line's ``HOSTS[/chroot]``.
+"""Is the ZooKeeper on the command line the one a plan was scraped from? The address half of the target check
+(:mod:`pulsar_ops.identity` is the other): a copy restored from a ZooKeeper snapshot has the same identity, so
+each store's chroot must be the scraped one and its ensemble share a ``host:port`` with it; a plan recording no
+address is refused. The table: ``docs/repair.md``, "The target is the plan's target". Pure.
 """
 
 from __future__ import annotations

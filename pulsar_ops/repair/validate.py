@@ -1,15 +1,9 @@
-"""Pure re-verification: given an action's precondition and freshly read znodes, decide proceed or skip.
+"""Pure re-verification of an action's targets and references against freshly read znodes (both apply phases).
 
-Used by both apply phases. ``mark`` checks the targets (and a ledger's custom metadata); ``delete`` also
-re-decodes every referencing znode. Rules:
-
-* a target that is gone, has another version or mzxid (deleted and re-created), other bytes, or (subtrees) a
-  different set of znodes -> skip;
-* a ledger whose identity custom metadata (application, component, owner keys) no longer matches -> skip;
-* a referencing znode whose version changed is *re-checked*, not skipped (active topics roll over constantly):
-  it is decoded and the action is skipped only when the ledger id is referenced again; the delete transaction
-  then carries ``check(path, version_just_read)`` for every referencing znode so nothing slips in between;
-* a referencing znode that cannot be decoded -> skip (an error is never evidence of absence).
+A target gone, at another version or mzxid, with other bytes, ephemeral, or (subtrees) with a new znode inside ->
+skip; a ledger whose identity custom metadata changed -> skip. A referencing znode is re-decoded, not compared: the
+action is skipped only when it references the ledger again or does not decode, and the transaction then
+``check``s the version just read.
 """
 
 from __future__ import annotations
@@ -156,8 +150,8 @@ def delete_order(action: Action) -> tuple[tuple[str, int], ...]:
 
 def decide_mark(action: Action, targets: Sequence[Observed]) -> Verdict:
     reason = verify_targets(action, targets)
-    if reason is None and action.ledger_id is not None:
-        reason = verify_custom_metadata(action, _data_of(action.path, targets))
+    if reason is None:  # a ledger action's identity (the others carry none)
+        reason = verify_custom_metadata(action, next((o.data for o in targets if o.path == action.path), b""))
     if reason is not None:
         return Verdict.skip(reason)
     return Verdict(proceed=True, deletes=delete_order(action))
@@ -173,10 +167,3 @@ def decide_delete(action: Action, targets: Sequence[Observed], refs: Sequence[Ob
         if reason is not None:
             return Verdict.skip(reason)
     return Verdict(proceed=True, checks=checks, deletes=mark.deletes)
-
-
-def _data_of(path: str, observed: Sequence[Observed]) -> bytes:
-    for o in observed:
-        if o.path == path:
-            return o.data
-    return b""

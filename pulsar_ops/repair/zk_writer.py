@@ -1,13 +1,8 @@
-"""The ONLY module of pulsar-ops that writes ZooKeeper (plus the reads apply and restore re-verify with).
+"""The ONLY module of pulsar-ops that writes ZooKeeper (and the reads apply and restore re-verify with).
 
-Writes are compare-and-set kazoo transactions: ``check(path, version)`` for referencing znodes and
-``delete(path, version)`` for every znode deleted. A failed kazoo transaction does not raise: ``commit()``
-returns one result per operation, exception objects for the failed one and ``RolledBackError`` for the rest,
-so every result is inspected. A connection error while committing leaves the outcome unknown; the caller
-re-reads the target to find out.
-
-Reads are pipelined (``get_async``) and retried on connection loss (reads are idempotent). Neither reads nor
-writes are retried on any other error.
+Writes are one compare-and-set kazoo transaction each; kazoo's ``commit()`` does not raise on a failed op, so every
+per-op result is inspected, and a connection error while committing leaves the outcome unknown (the caller
+re-reads). Reads are pipelined and retried on connection loss only.
 """
 
 from __future__ import annotations
@@ -81,6 +76,13 @@ class NodeWithAcl:
     node: Observed
     stat: Mapping[str, int]
     acl: tuple[Mapping[str, Any], ...]
+
+
+def _observed(store: str, path: str, data: bytes | None, stat: Any) -> Observed:
+    return Observed(
+        store, path, True, bytes(data or b""), int(stat.version), int(stat.mzxid), int(stat.ephemeralOwner),
+        int(stat.ctime), int(stat.mtime),
+    )  # fmt: skip
 
 
 def _is_stat(result: Any) -> bool:
@@ -183,19 +185,7 @@ class ZkSession:
                 raise ZooKeeperAuthError(
                     f"not authorised to read {p} (using {self._security.describe()})", hint=zkconn.AUTH_HINT
                 ) from None
-            out.append(
-                Observed(
-                    store=store,
-                    path=p,
-                    exists=True,
-                    data=bytes(data or b""),
-                    version=int(stat.version),
-                    mzxid=int(stat.mzxid),
-                    ephemeral_owner=int(stat.ephemeralOwner),
-                    ctime_ms=int(stat.ctime),
-                    mtime_ms=int(stat.mtime),
-                )
-            )
+            out.append(_observed(store, p, data, stat))
         return out
 
     def children(self, store: str, path: str) -> list[str] | None:
@@ -273,18 +263,7 @@ class ZkSession:
                 break
         else:
             raise ZooKeeperError(f"{path} keeps changing while being read; try again later")
-        node = Observed(
-            store=store,
-            path=path,
-            exists=True,
-            data=bytes(data or b""),
-            version=int(stat.version),
-            mzxid=int(stat.mzxid),
-            ephemeral_owner=int(stat.ephemeralOwner),
-            ctime_ms=int(stat.ctime),
-            mtime_ms=int(stat.mtime),
-        )
-        return NodeWithAcl(node=node, stat=stat_to_json(stat), acl=tuple(acl_to_json(acls)))
+        return NodeWithAcl(_observed(store, path, data, stat), stat_to_json(stat), tuple(acl_to_json(acls)))
 
     # --- writes --------------------------------------------------------------------------------------
     def commit(

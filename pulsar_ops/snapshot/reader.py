@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pulsar_ops.errors import SnapshotError, SnapshotIncompleteError, SnapshotVersionError
@@ -34,6 +36,21 @@ class Snapshot:
             raise SnapshotError(f"{d}: no part files; the snapshot is damaged", hint=_RESCRAPE)
         sch = arrow_schema(name)
         tables = [pq.read_table(p, schema=sch) for p in parts]
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+    def read(self, name: str, columns: Sequence[str], where: pc.Expression | None = None) -> pa.Table:
+        """Some columns of a table; ``where``: only the matching rows, one part file at a time (memory: the matching
+        rows, not the table). A part that does not read is a SnapshotError naming it."""
+        d = self.table_dir(name)
+        parts = sorted(d.glob("part-*.parquet"))
+        if not parts:
+            raise SnapshotError(f"{d}: no part files; the snapshot is damaged")
+        tables = []
+        for p in parts:
+            try:
+                tables.append(pq.read_table(p, columns=list(columns), filters=where))
+            except (pa.ArrowException, OSError) as e:  # truncated, corrupt, or not Parquet at all
+                raise _damaged(p, e) from None
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
     def table_paths(self) -> dict[str, Path]:
@@ -78,9 +95,13 @@ def verify_parts(snapshot_dir: Path | str) -> int:
         try:
             pq.read_metadata(part)
         except (pa.ArrowException, OSError) as e:
-            raise SnapshotError(
-                f"{part}: not a readable Parquet file ({type(e).__name__}: {e})",
-                hint="the snapshot is damaged: scrape again with `pulsar-ops scrape --zookeeper HOSTS --out DIR`",
-            ) from None
+            raise _damaged(part, e) from None
         checked += 1
     return checked
+
+
+def _damaged(part: Path, e: Exception) -> SnapshotError:
+    return SnapshotError(
+        f"{part}: not a readable Parquet file ({type(e).__name__}: {e})",
+        hint="the snapshot is damaged: scrape again with `pulsar-ops scrape --zookeeper HOSTS --out DIR`",
+    )

@@ -946,7 +946,9 @@ class ClusterModel:
         for o in self.orphans:
             ns_scope = f"/managed-ledgers/{o.owner_namespace}" if o.owner_namespace else None
             complete = ledgers_complete and (ns_scope is None or ns_scope not in self.incomplete_scopes)
-            ctime = o.ctime_ms if o.ctime_ms is not None else self.ztime
+            # aged from its znode's ctime (ZooKeeper stamps it at seeding time), or from its metadata ctime when
+            # that is later (pulsar_ops/repair/rules.py orphan_created_ms: a later metadata stamp can only delay)
+            ctime = self.ztime if o.ctime_ms is None else max(self.ztime, o.ctime_ms)
             plannable, _ = rules.orphan_plannable(
                 kind=o.kind,
                 ctime_ms=ctime,

@@ -2,8 +2,8 @@
 
 The seeding client stays connected for the cluster's lifetime because bundle ownership znodes are ephemeral,
 as on a real cluster. The seeded clock runs ``clock_ahead_ms`` ahead of the wall clock (and the demo audits with
-that ``now``) so that leaked znodes and ledgers without a metadata ctime, stamped by ZooKeeper at seeding time,
-are old enough to plan, while the seeder's "young" orphans (1 h) stay young.
+that ``now``) so that leaked znodes and orphan ledgers, stamped by ZooKeeper at seeding time, are old enough to
+plan, while the seeder's "young" orphans (a metadata ctime 1 h old, later than their znode's) stay young.
 """
 
 from __future__ import annotations

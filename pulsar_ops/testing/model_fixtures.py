@@ -108,7 +108,10 @@ def orphan_fixture(j: int) -> Fixture:
         lid = model._alloc(ns, rng)
         unknown = (("application", b"pulsar"), ("component", b"function-state"))
         yield from model.orphan(lid, "pulsar-unknown", None, False, None, old(), unknown, rng)
-        lid = model._alloc(ns, rng)  # young: created an hour ago (maybe in flight)
+        # young: its metadata stamped an hour ago (maybe in flight). Its znode is stamped at seeding time, which the
+        # audit's clock (25 h ahead) sees as old: the metadata stamp, later than its own znode's (a broker clock
+        # ahead of ZooKeeper's), is what keeps it young, as the rule's later-stamp reading does on a real cluster
+        lid = model._alloc(ns, rng)
         yield from model.orphan(lid, "data", gone.ml_name, False, ns.name, now - HOUR_MS, ml_custom(gone.ml_name), rng)
         lid = model._alloc(ns, rng)  # v1: no custom metadata, no ctime (znode ctime = seeding time)
         yield from model.orphan(lid, "unowned", None, False, None, None, ml_custom(gone.ml_name), rng, version=1)

@@ -184,7 +184,8 @@ def orphan_plannable(
     now_ms: int,
     scopes_complete: bool,
 ) -> tuple[bool, str]:
-    """(plannable, first failing reason) per the orphan-ledger rule order."""
+    """(plannable, first failing reason) per the orphan-ledger rule order. ``ctime_ms``: the instant its age counts
+    from, its znode's ctime or its metadata's when that is later."""
     if kind not in PLANNABLE_ORPHAN_KINDS:
         return False, "kind"
     if now_ms - ctime_ms < MIN_AGE_MS:

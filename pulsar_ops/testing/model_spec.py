@@ -78,9 +78,9 @@ def parse_defects(spec: str) -> frozenset[str]:
 @dataclass(frozen=True)
 class SeedOptions:
     """What to generate. ``now_ms`` defaults to the wall clock; ``znode_time_ms`` is when ZooKeeper stamps the
-    znodes (ctime/mtime), i.e. the seeding wall clock: it decides the age of a ledger without a metadata ctime
-    and of a leaked subtree. Set ``now_ms`` ahead of the wall clock (e.g. +25 h) and audit with the same
-    ``--now`` to make leaks and ctime-less orphans old enough to plan.
+    znodes (ctime/mtime), i.e. the seeding wall clock: it decides the age of an orphan ledger (counted from its
+    znode's ctime, or its metadata ctime when that is later) and of a leaked subtree. Set ``now_ms`` ahead of the
+    wall clock (e.g. +25 h) and audit with the same ``--now`` to make leaks and orphans old enough to plan.
     """
 
     topics: int = 100

@@ -1,15 +1,17 @@
 -- inactive-subscription: a durable, non-system cursor of a non-system topic whose last activity
 -- (last_active_ms, else the cursor znode mtime) is older than now - inactive_after_ms (docs/detections.md).
 -- Backlog: int_cursor_backlog (entries after the mark-delete position; BookKeeper values for the open ledger).
+-- The activity and the idleness are the delete-subscription rule's own (pulsar_ops/repair/rules.py
+-- subscription_active_ms, is_subscription_idle), rendered: a lastActive of 0 is not recorded, never idle since 1970.
 WITH user_cursors AS (
-    SELECT c.*, coalesce(c.last_active_ms, c.mtime_ms) AS active_ms
+    SELECT c.*, ${subscription_active:c} AS active_ms
     FROM int_user_cursors c
 ),
 inactive AS (
     SELECT /*+ BROADCAST(p) */ u.*
     FROM user_cursors u
     CROSS JOIN params p
-    WHERE u.active_ms < p.now_ms - p.inactive_after_ms
+    WHERE ${subscription_idle:u:p}
 )
 SELECT /*+ BROADCAST(p) */
     'inactive-subscription' AS detection,

@@ -4,6 +4,9 @@
 -- Plannable only when kind is Pulsar-owned and known, nothing it depends on is undecodable (its managed
 -- ledger's info or cursors, its schema locator: int_undecodable), old enough, below the watermark, scopes
 -- complete.
+-- Old enough: the age is counted from the ledger znode's ctime (ZooKeeper's clock), or from the metadata's own
+-- ctime when that is later; both rendered from pulsar_ops/repair/rules.py (orphan_created_ms, the rule's own
+-- definition: ${orphan_created:ROW}, ${orphan_ctime_source:ROW}, ${orphan_too_young:ROW}).
 WITH classified AS (
     SELECT
         b.*,
@@ -96,7 +99,9 @@ judged AS (
     SELECT /*+ BROADCAST(p, w, blk) */
         r.*,
         coalesce(uml.znode, ut.znode, us.znode) AS undecodable_dependency,
-        p.now_ms - r.ctime_ms AS age_ms,
+        p.now_ms - ${orphan_created:r} AS age_ms,
+        ${orphan_created:r} AS aged_from_ms,
+        ${orphan_ctime_source:r} AS ctime_source,
         p.min_age_ms,
         w.watermark,
         filter(
@@ -119,7 +124,8 @@ decided AS (
     SELECT
         j.*,
         CASE
-            WHEN j.kind NOT IN ('data', 'cursor', 'schema', 'compacted', 'bucket')
+            -- the kinds a plan may delete: rules.PLANNABLE_LEDGER_KINDS
+            WHEN j.kind NOT IN ${plannable_ledger_kinds}
                 THEN concat('kind ', j.kind, ': not a known Pulsar ledger kind; never planned')
             -- a ledger of Pulsar's own topic (pulsar_ops/pulsar_names.py) is never planned, even when its owner is gone
             WHEN ${system_topic_reason:j.owner_namespace:j.owner_local} IS NOT NULL
@@ -130,11 +136,14 @@ decided AS (
                     'depends on undecodable znode ', j.undecodable_dependency,
                     ' (its references are unknown); not evidence of absence'
                 )
-            WHEN j.age_ms < j.min_age_ms
-                THEN concat(
-                    'younger than min-age: age ', CAST(j.age_ms AS STRING), ' ms < ',
-                    CAST(j.min_age_ms AS STRING), ' ms'
-                )
+            WHEN ${orphan_too_young:j}
+                THEN CASE
+                    WHEN j.age_ms IS NULL THEN 'the creation time of its znode is unknown: its age cannot be told'
+                    ELSE concat(
+                        'younger than min-age: age ', CAST(j.age_ms AS STRING), ' ms (', j.ctime_source, ' ctime) < ',
+                        CAST(j.min_age_ms AS STRING), ' ms'
+                    )
+                END
             WHEN j.watermark IS NULL
                 THEN 'no referenced ledgers: watermark unknown'
             WHEN j.ledger_id >= j.watermark
@@ -170,7 +179,8 @@ SELECT
         'owner_exists', d.owner_exists,
         'cursor', d.cursor_name,
         'state', d.state,
-        'ctime_ms', d.ctime_ms,
+        'ctime_ms', d.aged_from_ms,
+        'ctime_source', d.ctime_source,
         'age_ms', d.age_ms,
         'bookies', d.bookies,
         'format_version', d.format_version,

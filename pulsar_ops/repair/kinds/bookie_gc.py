@@ -30,18 +30,14 @@ apache/bookkeeper/``):
   "isMinorGcSuspended"}``. The explicit flags override a suspension (``runWithFlags(true, !forceMajor, ...)``),
   and LedgerDirsMonitor suspends compaction when the disk is almost full: this kind refuses to override it.
 
-The plan proposes, per scanned bookie, one action when the audit found data of deleted ledgers there older than
-``gcWaitTime`` (``unreclaimed-ledger-data``) or entry logs GC should have removed (``stale-entry-log``);
-compaction is asked only for a stale log that still holds live bytes (a log with none is deleted by plain GC).
-A bookie holding a dangling ledger's data (a topic still lists it: recoverable) is never collected. The action
-carries the bytes the GC model (``model.gc``, one forced run) predicts it frees on the bookie's measured layout.
+What the plan proposes and why: ``docs/repair.md``, "bookie-gc".
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -49,10 +45,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pulsar_ops import strict
 from pulsar_ops.errors import ModelError, PlanError
 from pulsar_ops.findings import Finding
-from pulsar_ops.model.gc import GcOptions, simulate
-from pulsar_ops.model.gc_config import GcConfig, gc_config
-from pulsar_ops.model.layout import Layout
-from pulsar_ops.model.scan_layout import BookieScan, measured_bookie_layout
+from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig, gc_config
+from pulsar_ops.model.scan_layout import BookieScan
+from pulsar_ops.model.scan_layout import predict_forced_run as predict
 from pulsar_ops.repair.actions import Action
 from pulsar_ops.repair.facts import Facts
 from pulsar_ops.repair.kind import Kind
@@ -261,23 +256,6 @@ def gc_rule(call: BookieGcCall, f: GcFacts) -> Refusal | None:
     return None
 
 
-# --- the prediction (pure; the GC model on the measured layout) ------------------------------------------
-
-
-def predict(
-    scan: BookieScan, garbage: Iterable[int], cfg: GcConfig, force_major: bool, force_minor: bool
-) -> dict[str, int]:
-    """The bytes one forced run frees on the scanned layout once ``garbage``'s ledgers are GC'd: the GC model
-    (``model.gc.simulate``) for exactly one run at once, forced with these flags."""
-    delete_at = dict.fromkeys(garbage, 0)
-    bl = measured_bookie_layout(scan, [0], delete_at)
-    layout = Layout(bookies={scan.bookie_id: bl}, group_times_ms=[0], entry_size=1, estimated=False)
-    opts = GcOptions(start_ms=0, horizon_ms=0, first_run_ms=0, forced=(force_major, force_minor))
-    r = simulate(layout, cfg, opts).bookies[scan.bookie_id]
-    rec = {k: int(v) for k, v in r.reclaimed.items()}
-    return {**rec, "total": sum(rec.values()), "garbage": int(r.deleted_bytes), "rewrite": int(r.rewrite_bytes)}
-
-
 # --- build from findings ---------------------------------------------------------------------------------
 
 
@@ -458,8 +436,6 @@ def _flag(value: Any) -> bool | None:
 def settings_of(config: Mapping[str, Any]) -> GcConfig:
     """GC settings from ``server_config`` (every key set, as strings); keys not set take BookKeeper's code
     defaults (``ServerConfiguration``), as the bookie does. Raises ModelError for a value it cannot read."""
-    from pulsar_ops.model.gc_config import _FIELD_OF
-
     return gc_config({k: v for k, v in config.items() if k in _FIELD_OF and str(v).strip() != ""})
 
 
@@ -481,7 +457,7 @@ def live_facts(
     identity: str | None = None
     conf = api.get(CONFIG_PATH)
     if conf.ok and isinstance(conf.body, dict):
-        record["server_config"] = {k: conf.body[k] for k in sorted(conf.body) if k in _gc_keys() or k == "bookieId"}
+        record["server_config"] = {k: conf.body[k] for k in sorted(conf.body) if k in _FIELD_OF or k == "bookieId"}
         identity = identity_of(conf.body)
         try:
             settings = settings_of(conf.body)
@@ -512,12 +488,6 @@ def live_facts(
         minor_suspended=minor_s,
     )
     return facts, record
-
-
-def _gc_keys() -> frozenset[str]:
-    from pulsar_ops.model.gc_config import _FIELD_OF
-
-    return frozenset(_FIELD_OF)
 
 
 # --- the transaction ---------------------------------------------------------------------------------------
@@ -633,6 +603,13 @@ def _facts_now(
     return api, facts, record, gc_rule(call, facts)
 
 
+def _skipped(journal: Any, action_id: str, phase: str, refusal: Refusal) -> tuple[str, str]:
+    from pulsar_ops.repair import journal as J
+
+    journal.record(action_id, J.SKIPPED, phase=phase, reason=str(refusal), code=refusal.code, final=refusal.final)
+    return "skipped", f"{refusal} ({'final' if refusal.final else 'transient: the next run re-evaluates it'})"
+
+
 def mark_one(
     journal: Any,
     backups: Any,
@@ -648,8 +625,7 @@ def mark_one(
 
     _, _, record, refusal = _facts_now(gc, call, scans, registered)
     if refusal is not None:
-        journal.record(action_id, J.SKIPPED, phase="mark", reason=str(refusal), code=refusal.code, final=refusal.final)
-        return "skipped", f"{refusal} ({'final' if refusal.final else 'transient: the next run re-evaluates it'})"
+        return _skipped(journal, action_id, "mark", refusal)
     sha = backups.put_object(json.dumps({"bookie": call.bookie_id, "before": record}, sort_keys=True).encode())
     backups.flush()
     journal.record(action_id, J.MARKED, phase="mark", backup=[sha], znodes=0, bookie=call.bookie_id)
@@ -681,10 +657,7 @@ def delete_one(
             return "committed", reason
     api, _, record, refusal = _facts_now(gc, call, scans, registered)
     if refusal is not None:
-        journal.record(
-            action_id, J.SKIPPED, phase="delete", reason=str(refusal), code=refusal.code, final=refusal.final
-        )
-        return "skipped", f"{refusal} ({'final' if refusal.final else 'transient: the next run re-evaluates it'})"
+        return _skipped(journal, action_id, "delete", refusal)
     assert api is not None
     gc.pace()
     if state.live != J.DELETING:

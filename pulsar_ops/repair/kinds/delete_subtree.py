@@ -1,7 +1,7 @@
 """``delete-subtree``: delete a leaked metadata subtree (``znode-leak`` findings) in one transaction.
 
 Rule: the condition that made it a leak still holds (:func:`pulsar_ops.repair.safety.prove_leak`, per leak kind:
-the table in :mod:`pulsar_ops.repair.safety`) and its newest znode was modified at least min-age ago
+the table in ``docs/repair.md``) and its newest znode was modified at least min-age ago
 (:func:`pulsar_ops.repair.rules.leak_age_rule`). At mark the proof is only a forecast (``would-skip``); delete
 re-proves it. The transaction deletes exactly the planned znodes (children first), each at its scraped version.
 """

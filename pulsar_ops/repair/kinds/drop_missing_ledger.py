@@ -10,11 +10,11 @@ its scraped version) while every dropped ledger's metadata paths are still absen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
-from pulsar_ops.formats.ledger_path import ledger_id_from_path, ledger_path
+from pulsar_ops.formats.ledger_path import ledger_id_from_path, ledger_paths
 from pulsar_ops.repair import rules as R
 from pulsar_ops.repair.actions import KIND_DROP_MISSING_LEDGER, Action, FindingRef, Precondition, RemovedLedger, Rewrite
 from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, Refusal, SnapshotFacts
@@ -26,9 +26,6 @@ from pulsar_ops.repair.kind import (
     ml_target,
     rewrite_shape,
 )
-
-if TYPE_CHECKING:
-    pass
 
 LOADED = "its list belongs to the broker; unload it first"
 
@@ -53,11 +50,7 @@ class DropMissingLedger(RewriteKind):
         return checked(self, self._action(f, znode, ml.topic, [removed], facts.ledgers_root), view)
 
     def _action(self, f: Finding, znode: Any, topic: str, removed: list[RemovedLedger], root: str) -> Action:
-        absent = tuple(
-            p
-            for r in removed
-            for p in dict.fromkeys((ledger_path(r.ledger_id, root), ledger_path(r.ledger_id, root, flat=True)))
-        )
+        absent = tuple(p for r in removed for p in ledger_paths(r.ledger_id, root))
         return Action(
             id=hashed_id("rewrite", "local", znode.path),
             kind=KIND_DROP_MISSING_LEDGER,

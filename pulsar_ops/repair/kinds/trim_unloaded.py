@@ -12,7 +12,7 @@ the removed ledgers' metadata znodes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
@@ -37,9 +37,6 @@ from pulsar_ops.repair.kind import (
     retention_target,
     rewrite_shape,
 )
-
-if TYPE_CHECKING:
-    pass
 
 LOADED = "let its broker trim"
 

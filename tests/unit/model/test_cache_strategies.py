@@ -142,6 +142,7 @@ def tiny(**kw: Any) -> RestartScenario:
         "receiver_queue": 50,
         "cache_mb": 64.0,
         "entry_size": 1024,
+        "bundles": 0,
     }
     base.update(kw)
     return RestartScenario(**base)
@@ -201,6 +202,7 @@ def test_mark_delete_strategy_keeps_dispatched_unacked_entries() -> None:
         run._produce(0, 10.0, 0.05)  # 5 more blocks
         for s in range(2):
             run.queued[s][0].clear()
+            run.permits[s][0] = 5  # the consumer's FLOW for the 5 blocks it took
             run._dispatch(s, 0, 10.0)  # read positions 5 -> 10
         for s in range(2):
             run._consume(s, 0.0)  # no credit: nothing consumed, mark-delete stays 4

@@ -259,6 +259,9 @@ def test_gc_from_a_snapshot_estimates_the_layout(tmp_path: Path) -> None:
     assert t["reclaimed_bytes"]["deletion"] == 2 * gib  # ledger 3's two logs
     assert t["reclaimed_bytes"]["major"] == 2 * gib  # ledger 1's halves of four logs (usage 0.5 < 0.8)
     assert doc["bookies"]["bk-1:3181"]["disk_bytes"] == 100 * gib
+    est = sum(doc["bookies"]["bk-1:3181"]["reclaimed_bytes"].values())
+    band = doc["bookies"]["bk-1:3181"]["reclaim_range"]  # the estimate over 8 log-boundary phases
+    assert band["phases"] == 8 and band["low"] <= est <= band["high"] and band["low"] < band["high"]
     pulsar = json.loads(invoke("model", "gc", "--snapshot", snap, "--delete", "1", "--pulsar-conf", "--json").stdout)
     assert pulsar["total"]["unreclaimable_bytes"] == 2 * gib  # 0.5 is not below Pulsar's 0.5
     r = invoke("model", "gc", "--snapshot", snap, "--delete", "99")
@@ -285,6 +288,9 @@ def test_gc_with_a_bookie_scan_uses_the_measured_layout_and_says_so(tmp_path: Pa
     gib = 1 << 30
     assert acc["total_bytes"]["estimated"] == 6 * gib and acc["total_bytes"]["measured"] == 10_000
     assert acc["entry_logs"] == {"estimated": 6, "measured": 2, "error": 2.0}
+    assert acc["predicted_reclaim"]["measured_in_range"] is False  # 7,000 B measured, GiBs estimated at any phase
+    assert acc["predicted_reclaim"]["estimated_range"]["low"] > 1 << 30
+    assert "measured OUTSIDE" in r.stderr
     assert "bk-1:3181: measured, 2 logs in 1 dir(s)" in r.stderr and "estimate vs measured" in r.stderr
     r = invoke("model", "gc", "--layout", str(tmp_path / "x.json"), "--bookie-scan", str(out))
     assert r.exit_code == 3 and "--bookie-scan needs --snapshot" in r.stderr
@@ -300,6 +306,10 @@ def test_cache_needs_one_of_workload_and_scenario(tmp_path: Path) -> None:
     assert bad.exit_code == 3 and "unknown" in bad.stderr
     bad = invoke("model", "cache", "--workload", wl, "--min-backlog-cursors", "-1")
     assert bad.exit_code == 3
+    bad = invoke("model", "cache", "--workload", wl, "--consumer-rate", "60000")
+    assert bad.exit_code == 3 and "settings of --scenario rolling-restart" in bad.stderr
+    bad = invoke("model", "cache", "--scenario", "rolling-restart", "--move-ms", "-1")
+    assert bad.exit_code == 3 and "move_ms" in bad.stderr
     r = invoke("model", "cache", "--workload", wl, "--policy", "all", "--min-backlog-entries", "1", "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
@@ -314,5 +324,6 @@ def test_cache_rolling_restart_scenario_prints_model_next_to_published(tmp_path:
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["published"] == {"pip430": 0.984} and "98.40%" in r.stderr
-    assert doc["policies"]["pip430"]["restarts"] == 3 and doc["policies"]["pip430"]["topic_moves"] == 25
+    assert doc["policies"]["pip430"]["restarts"] == 3 and doc["policies"]["pip430"]["topic_moves"] == 30
+    assert "misses by cause" in r.stderr and "hit_rate_if_pending_reads_merged" in doc["policies"]["pip430"]
     assert png.read_bytes()[:4] == b"\x89PNG"

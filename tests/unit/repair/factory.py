@@ -43,6 +43,7 @@ def ledger_fact(
         ctime_ms=ctime_ms,
         length=length,
         custom_metadata=custom if custom is not None else ml_custom("t/ns/persistent/topic"),
+        znode_ctime_ms=ctime_ms,  # a snapshot always has the znode's ctime: the orphan age counts from it
     )
 
 
