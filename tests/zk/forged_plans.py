@@ -103,6 +103,9 @@ def _refused(env: Env, words: str, phase: str = "mark") -> None:
     assert dump(env.zk) == before
 
 
+OWNED = custom_ml("t/ns/persistent/gone")  # a ledger's custom metadata naming a topic that no longer exists
+
+
 def _ledger_action(zk: KazooClient, lid: int, plan_custom: dict[str, str] | None = None) -> Action:
     """A well-formed ledger action for ``lid`` whose recorded custom metadata is ``plan_custom`` (default: the
     ledger's own, so the plan is self-consistent)."""

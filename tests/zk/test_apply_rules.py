@@ -34,6 +34,7 @@ from tests.zk.forged_plans import (
     HOUR,
     ML,
     ML_PATH,
+    OWNED,
     TOPIC,
     _base,
     _env,
@@ -63,9 +64,6 @@ pytestmark = pytest.mark.zk
 
 
 # --- delete-ledger-metadata ----------------------------------------------------------------------------------
-
-
-OWNED = custom_ml("t/ns/persistent/gone")
 
 
 @pytest.mark.parametrize(
