@@ -155,6 +155,13 @@ def register(app: typer.Typer) -> None:
             None, "--token", envvar="PULSAR_OPS_TOKEN", help="Bearer token for the admin API (never printed)."
         ),
         http_timeout: float = typer.Option(30.0, "--http-timeout", min=0.5, help="Seconds per admin API request."),
+        zk_timeout: float = typer.Option(
+            30.0,
+            "--zk-timeout",
+            min=0.5,
+            help="Seconds to connect to ZooKeeper, and per request: a ZooKeeper that stops answering stops the "
+            "run after it (re-run the same command: skipped actions are retried).",
+        ),
         max_loads_per_minute: float = typer.Option(
             60.0,
             "--max-loads-per-minute",
@@ -198,6 +205,7 @@ def register(app: typer.Typer) -> None:
             admin=admin,
             loads_per_minute=max_loads_per_minute,
             bookie_gc=_bookie_gc(bookie_http, http_timeout, bookie_gc_interval, bookie_gc_timeout),
+            zk_timeout_s=zk_timeout,
             security=security_from_flags(
                 zk_auth=zk_auth,
                 zk_auth_file=zk_auth_file,

@@ -46,6 +46,7 @@ class ApplyRequest:
     admin: AdminApi | None = field(default=None, repr=False)  # a broker's admin REST API (admin-API actions)
     loads_per_minute: float = 60.0  # load-topic pacing
     bookie_gc: bookie_gc.GcApply | None = field(default=None, repr=False)  # bookie-gc: clients, pacing, wait
+    zk_timeout_s: float = 30.0  # ZooKeeper: to connect, and per request (a stopped server is noticed after it)
 
 
 def check_plan_safe(plan: Plan, source: str) -> None:
@@ -180,7 +181,7 @@ def run_apply(
         + "?"
     )
     confirm(question)
-    with ZkSession(req.zookeeper, req.config_zookeeper, security=req.security) as session:
+    with ZkSession(req.zookeeper, req.config_zookeeper, timeout_s=req.zk_timeout_s, security=req.security) as session:
         verify_target(session, plan.target, req.zookeeper, req.config_zookeeper)
         with J.Journal.open(
             jpath,

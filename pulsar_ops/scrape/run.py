@@ -83,6 +83,7 @@ class ScrapeConfig:
 
 
 ROOT_MISSING = "zookeeper-root-missing"
+IDENTITY_READ_TIMEOUT = 10.0  # seconds for each identity read after the walk (scrape/zk.py: bounded reads)
 
 
 def _now_ms() -> int:
@@ -196,6 +197,7 @@ def _scrape(config: ScrapeConfig) -> Manifest:
         multiread_used: dict[str, bool] = {}
         servers: dict[str, dict[str, dict[str, Any]]] = {}
         known: dict[int, dict[str, zk.ServerInfo]] = {}  # per client: what each server can do
+        gave_up: set[int] = set()  # clients whose walk gave up: no connection within retry_seconds
         for store, target in ((CONFIG, config_t), (LOCAL, local_t)):
             client = clients[store]
             roots = roots_for(store, ledgers_root, separate_config=separate)
@@ -219,17 +221,22 @@ def _scrape(config: ScrapeConfig) -> Manifest:
                 known=known.setdefault(id(client), {}),
             )
             stats = walker.walk(roots, walk_sink)
+            if stats.aborted:
+                gave_up.add(id(client))
             walked += stats.znodes
             seen = sorted({i.version for i in walker.servers.values() if i.version != "unknown"})
             versions[store] = ",".join(seen) or (zk.server_version(target) or "unknown")
             multiread_used[store] = stats.single_batches == 0 and stats.multiread_batches > 0
             servers[store] = {name: info.to_json() for name, info in sorted(walker.servers.items())}
+        # A client whose walk gave up and is still not connected fails these reads at once (unread: unknown, as
+        # when they time out) instead of queueing each one for its 10 s bound.
+        bound = {s: 0.0 if id(c) in gave_up and not c.connected else IDENTITY_READ_TIMEOUT for s, c in clients.items()}
         identity: dict[str, Any] = {
-            "instance_id": zk.read_instance_id(clients[LOCAL], ledgers_root),
-            "clusters": zk.cluster_names(clients[CONFIG]),
+            "instance_id": zk.read_instance_id(clients[LOCAL], ledgers_root, timeout=bound[LOCAL]),
+            "clusters": zk.cluster_names(clients[CONFIG], timeout=bound[CONFIG]),
         }
-        load_manager = zk.read_load_manager(clients[LOCAL])
-        layout = zk.read_ledger_layout(clients[LOCAL], ledgers_root)
+        load_manager = zk.read_load_manager(clients[LOCAL], timeout=bound[LOCAL])
+        layout = zk.read_ledger_layout(clients[LOCAL], ledgers_root, timeout=bound[LOCAL])
         if layout is not None:
             identity["ledger_layout"] = layout
         summaries = pool.close() if pool is not None else []

@@ -14,7 +14,7 @@ import pytest
 
 from pulsar_ops.audit import etl
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.runner import INTERMEDIATE_DIR, run_audit
+from pulsar_ops.audit.runner import INTERMEDIATE_DIR, AuditResult, run_audit
 from pulsar_ops.audit.session import CODEGEN_CACHE_ENTRIES
 from pulsar_ops.audit.sql_files import coverage_files, detect_files, intermediate_files
 from pulsar_ops.findings import STORAGE_DETECTIONS
@@ -325,10 +325,22 @@ def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, t
     assert stages["slowest"] and stages["slowest"][0]["task_run_s"] == max(s["task_run_s"] for s in stages["slowest"])
 
 
-def test_one_partition_settings_are_recorded_and_undone_for_a_partitioned_audit(spark: Any, tmp_path: Path) -> None:
-    snap = _builder().write(tmp_path / "snap")
-    small = run_audit(snap, tmp_path / "small", None, spark=spark, one_partition=True)
-    large = run_audit(snap, tmp_path / "large", None, spark=spark, one_partition=False)
+@pytest.fixture(scope="module")
+def audited_three_times(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[AuditResult, ...]:
+    """One snapshot audited in this order in the suite's session: with one partition, then partitioned twice (the
+    partitioned audit after a one-partition one, and a second audit of the same session)."""
+    tmp = tmp_path_factory.mktemp("audited-three-times")
+    snap = _builder().write(tmp / "snap")
+    small = run_audit(snap, tmp / "small", None, spark=spark, one_partition=True)
+    first = run_audit(snap, tmp / "first", None, spark=spark, one_partition=False)
+    second = run_audit(snap, tmp / "second", None, spark=spark, one_partition=False)
+    return small, first, second
+
+
+def test_one_partition_settings_are_recorded_and_undone_for_a_partitioned_audit(
+    audited_three_times: tuple[AuditResult, ...],
+) -> None:
+    small, large, _ = audited_three_times
     assert [f.to_json() for f in small.findings] == [f.to_json() for f in large.findings]
     # findings.json says what the plan ran with: one partition without adaptive execution, then Spark's defaults
     # again in the same session (etl.ONE_PARTITION_CONF)
@@ -339,15 +351,15 @@ def test_one_partition_settings_are_recorded_and_undone_for_a_partitioned_audit(
     assert large.audit["spark_conf"]["spark.sql.autoBroadcastJoinThreshold"] == "-1"  # etl.PLAN_CONF either way
 
 
-def test_a_second_audit_in_the_same_session_reuses_the_generated_code(spark: Any, tmp_path: Path) -> None:
+def test_a_second_audit_in_the_same_session_reuses_the_generated_code(
+    spark: Any, audited_three_times: tuple[AuditResult, ...]
+) -> None:
     # Spark's cache of compiled generated code holds 100 classes by default and one audit generates about 400: a
     # session that audits again (bench audit's sizes, a long-lived driver, this suite) compiled them all again
     # (generated code is what a large snapshot's audit compiles: a small one's is interpreted, audit/sizing.py, so
     # these audits take the large snapshot's partitioned plan)
     assert spark.conf.get("spark.sql.codegen.cache.maxEntries") == str(CODEGEN_CACHE_ENTRIES)
-    snap = _builder().write(tmp_path / "snap")
-    first = run_audit(snap, tmp_path / "first", None, spark=spark, one_partition=False)
-    second = run_audit(snap, tmp_path / "second", None, spark=spark, one_partition=False)
+    _, first, second = audited_three_times
     assert [f.to_json() for f in second.findings] == [f.to_json() for f in first.findings]
     compiled = second.audit["jvm"]["codegen_classes"]
     # measured: about 400 classes again with Spark's default cache, about ten with room for them

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,25 @@ def _wait_for(path: Path, pattern: str, proc: subprocess.Popen[bytes], seconds: 
     raise AssertionError(f"{pattern!r} not seen in {path}:\n{path.read_text(errors='replace')[-3000:]}")
 
 
-@pytest.fixture
-def standalone(tmp_path: Path) -> Iterator[str]:
-    """``spark://127.0.0.1:PORT`` with two registered workers (1 core, 1 GiB each)."""
+@dataclass(frozen=True)
+class Standalone:
+    """A running standalone cluster: its master URL and the workers' directory (one ``app-*`` per application)."""
+
+    url: str
+    work: Path
+
+    def apps(self) -> set[Path]:
+        return set(self.work.glob("app-*"))
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    """``spark://127.0.0.1:PORT`` with two registered workers (1 core, 1 GiB each), shared by this module's tests:
+    each test submits its own application (its own driver and executors), as an operator's scheduled audits do."""
     spark_class = _spark_home() / "bin" / "spark-class"
     if not spark_class.exists() or shutil.which("java") is None:
         pytest.skip("spark-class or java is not installed here")
+    tmp_path = tmp_path_factory.mktemp("standalone")
     env = {
         **os.environ,
         "SPARK_HOME": str(_spark_home()),
@@ -64,14 +78,12 @@ def standalone(tmp_path: Path) -> Iterator[str]:
     port = _free_port()
     url = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen[bytes]] = []
-    logs: list[Path] = []
 
     def start(name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
         log = tmp_path / f"{name}.log"
         with log.open("wb") as out:
             p = subprocess.Popen([str(spark_class), *args], stdout=out, stderr=subprocess.STDOUT, env=env)
         procs.append(p)
-        logs.append(log)
         return p, log
 
     try:
@@ -86,8 +98,8 @@ def standalone(tmp_path: Path) -> Iterator[str]:
             str(_free_port()),
         )
         _wait_for(mlog, r"I have been elected leader|Starting Spark master", master)
-        for i in range(2):
-            w, wlog = start(
+        workers = [
+            start(
                 f"worker{i}",
                 "org.apache.spark.deploy.worker.Worker",
                 "--host",
@@ -100,8 +112,11 @@ def standalone(tmp_path: Path) -> Iterator[str]:
                 str(_free_port()),
                 url,
             )
-            _wait_for(wlog, r"Successfully registered with master", w)
-        yield url
+            for i in range(2)
+        ]
+        for w, wlog in workers:  # both JVMs start at once (each given twice one start's time); each must register
+            _wait_for(wlog, r"Successfully registered with master", w, seconds=180.0)
+        yield Standalone(url, tmp_path / "work")
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -124,7 +139,7 @@ def _findings(doc: dict[str, Any]) -> list[str]:
 
 
 def test_readme_spark_submit_on_a_standalone_cluster_equals_the_local_run(
-    standalone: str, repo_root: Path, tmp_path: Path, spark: Any
+    standalone: Standalone, repo_root: Path, tmp_path: Path, spark: Any
 ) -> None:
     b = SnapshotBuilder()
     b.namespace("t/ns")
@@ -140,7 +155,7 @@ def test_readme_spark_submit_on_a_standalone_cluster_equals_the_local_run(
     block = _readme_submit_block((repo_root / "README.md").read_text())
     out = tmp_path / "shared" / "audit"
     script = (
-        block.replace("spark://spark-master:7077", standalone)
+        block.replace("spark://spark-master:7077", standalone.url)
         .replace("/shared/snap-2026-11-21", str(snap))
         .replace("/shared/audit-2026-11-21", str(out))
         .replace("/tmp/pulsar_ops.zip", str(tmp_path / "pulsar_ops.zip"))
@@ -162,7 +177,7 @@ def test_readme_spark_submit_on_a_standalone_cluster_equals_the_local_run(
     )
     assert r.returncode == 2, r.stdout[-4000:] + r.stderr[-4000:]  # a dangling ledger is critical
     doc = json.loads((out / "findings.json").read_text())
-    assert doc["audit"]["master"] == standalone  # ran on the cluster, not on a local fallback
+    assert doc["audit"]["master"] == standalone.url  # ran on the cluster, not on a local fallback
     assert _findings(doc) == _findings(local.document())
     assert {f["detection"] for f in doc["findings"]} >= {"orphan-ledger", "dangling-ledger"}
     # Spark's own stage metrics are read on a cluster's driver too: the detections ran as tasks on the workers
@@ -206,7 +221,7 @@ Path(out).write_text(json.dumps(probe))
 
 
 def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
-    standalone: str, repo_root: Path, tmp_path: Path
+    standalone: Standalone, repo_root: Path, tmp_path: Path
 ) -> None:
     """spark-submit's --conf values are the operator's: the audit's defaults replace none of them, they reach the
     executors as given, findings.json records them, and no driver-local file is named on an executor."""
@@ -233,7 +248,7 @@ def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
         [
             str(_spark_home() / "bin" / "spark-submit"),
             "--master",
-            standalone,
+            standalone.url,
             "--conf",
             f"spark.executor.extraJavaOptions={executor_opts}",
             "--conf",
@@ -270,7 +285,7 @@ def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
         assert not any("pulsar-ops-log4j2" in a or "log4j2.configurationFile" in a for a in args), args
         assert not any("SharedArchiveFile" in a or "ArchiveClassesAtExit" in a for a in args), args
     doc = json.loads((out / "findings.json").read_text())
-    assert doc["audit"]["master"] == standalone
+    assert doc["audit"]["master"] == standalone.url
     recorded = doc["audit"]["spark_conf"]
     # Spark itself puts its module options (--add-opens ...) before the operator's (SparkContext); nothing else
     for key, given in (
@@ -282,7 +297,7 @@ def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
 
 
 def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executors(
-    standalone: str, repo_root: Path, tmp_path: Path
+    standalone: Standalone, repo_root: Path, tmp_path: Path
 ) -> None:
     """`pulsar-ops audit --master spark://...` starts its own driver JVM: spark-defaults.conf's settings (read by
     Spark's launcher) stay the operator's, and each executor is launched with them and no driver-local file."""
@@ -305,6 +320,7 @@ def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executor
         "PULSAR_OPS_SQL_DIR": str(repo_root / "sql"),
     }
     out = tmp_path / "shared" / "audit"
+    apps_before = standalone.apps()
     r = subprocess.run(
         [
             sys.executable,
@@ -315,7 +331,7 @@ def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executor
             "--out",
             str(out),
             "--master",
-            standalone,
+            standalone.url,
             "--min-age",
             "1h",
             "--now",
@@ -330,12 +346,13 @@ def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executor
     assert r.returncode == 1, r.stdout[-4000:] + r.stderr[-4000:]
     assert "incubator" not in r.stderr
     doc = json.loads((out / "findings.json").read_text())
-    assert doc["audit"]["master"] == standalone
+    assert doc["audit"]["master"] == standalone.url
     recorded = doc["audit"]["spark_conf"]
     assert recorded["spark.executor.extraJavaOptions"].endswith(executor_opts)
     assert recorded["spark.sql.codegen.cache.maxEntries"] == "321"
     # the worker writes each executor's launch command at the top of its stderr
-    launched = [p.read_text(errors="replace") for p in (tmp_path / "work").glob("app-*/*/stderr")]
+    (app_dir,) = standalone.apps() - apps_before  # this audit's application, not another test's
+    launched = [p.read_text(errors="replace") for p in app_dir.glob("*/stderr")]
     commands = [line for text in launched for line in text.splitlines() if line.startswith("Spark Executor Command")]
     assert commands, launched
     for command in commands:
@@ -343,7 +360,7 @@ def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executor
 
 
 def test_storage_detections_on_a_standalone_cluster_equal_the_local_run(
-    standalone: str, repo_root: Path, tmp_path: Path, spark: Any
+    standalone: Standalone, repo_root: Path, tmp_path: Path, spark: Any
 ) -> None:
     """The README's spark-submit command with `--bookie-scan` per scan: the storage findings equal the local run's."""
     from tests.spark.test_storage_detections import scans, snapshot
@@ -356,7 +373,7 @@ def test_storage_detections_on_a_standalone_cluster_equal_the_local_run(
     out = tmp_path / "shared" / "audit"
     script = (
         _readme_submit_block((repo_root / "README.md").read_text())
-        .replace("spark://spark-master:7077", standalone)
+        .replace("spark://spark-master:7077", standalone.url)
         .replace("/shared/snap-2026-11-21", str(snap))
         .replace("/shared/audit-2026-11-21", str(out))
         .replace("/tmp/pulsar_ops.zip", str(tmp_path / "pulsar_ops.zip"))
@@ -376,7 +393,7 @@ def test_storage_detections_on_a_standalone_cluster_equal_the_local_run(
     )
     assert r.returncode == 2, r.stdout[-4000:] + r.stderr[-4000:]  # ledger-data-missing is critical
     doc = json.loads((out / "findings.json").read_text())
-    assert doc["audit"]["master"] == standalone
+    assert doc["audit"]["master"] == standalone.url
     assert _findings(doc) == _findings(local.document())
     assert {f["detection"] for f in doc["findings"]} >= {
         "unreclaimed-ledger-data",

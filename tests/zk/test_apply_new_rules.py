@@ -16,17 +16,22 @@ from kazoo.client import KazooClient
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats.cursor import ManagedCursorInfo, encode_cursor_info
 from pulsar_ops.repair.actions import (
-    KIND_DELETE_SUBSCRIPTION,
-    KIND_DELETE_SUBTREE,
     Action,
-    AdminCall,
-    FindingRef,
-    Precondition,
 )
 from tests.unit.repair.encoders import ml_info, schema_locator
+from tests.zk.forged_plans import (
+    DAY,
+    HOUR,
+    _base,
+    _env,
+    _forge,
+    _now,
+    _refused,
+    _subscription_action,
+    _subtree_action,
+)
 from tests.zk.repair_cluster import TEST_AUDIT_PARAMS, dump, write_audit, write_snapshot
 from tests.zk.test_apply import apply, cli
-from tests.zk.test_apply_rules import DAY, HOUR, _base, _env, _forge, _now, _ref, _refused
 
 pytestmark = pytest.mark.zk
 
@@ -34,17 +39,7 @@ LEAK = "/schemas/t/ns/gone"
 
 
 def _leak_action(zk: KazooClient) -> Action:
-    return Action(
-        id="subtree-forged",
-        kind=KIND_DELETE_SUBTREE,
-        store="local",
-        path=LEAK,
-        finding=FindingRef("forged-leak", "znode-leak"),
-        preconditions=Precondition(znodes=(_ref(zk, LEAK),)),
-        bytes=0,
-        time_ms=0,
-        leak="schema",
-    )
+    return _subtree_action(zk, LEAK, "schema")
 
 
 def test_a_leak_modified_within_min_age_is_refused_at_mark_and_at_delete(
@@ -93,22 +88,6 @@ def test_the_planner_refuses_a_leak_the_snapshot_shows_modified_within_min_age(
     assert doc["actions"] == []
     (np_,) = doc["not_planned"]
     assert np_["reason_code"] == "refused-by-rule" and "less than the min-age 86400 s" in np_["reason"], np_
-
-
-def _subscription_action(zk: KazooClient, ml_path: str, topic: str, sub: str) -> Action:
-    return Action(
-        id="subscription-forged",
-        kind=KIND_DELETE_SUBSCRIPTION,
-        store="local",
-        path=f"{ml_path}/{sub}",
-        finding=FindingRef("forged-sub", "inactive-subscription"),
-        preconditions=Precondition(znodes=(_ref(zk, f"{ml_path}/{sub}"),)),
-        bytes=0,
-        time_ms=0,
-        owner=topic,
-        loads_topics=True,
-        admin=AdminCall(topic=topic, subscription=sub),
-    )
 
 
 def _idle_cursor() -> bytes:

@@ -23,9 +23,9 @@ from kazoo.client import KazooClient
 from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.repair.executor import APPLY_NOW_ENV
 from tests.unit.repair.encoders import ledger_md
+from tests.zk.forged_plans import DAY, HOUR, OWNED, _env, _forge, _ledger_action, _refused
 from tests.zk.repair_cluster import dump
 from tests.zk.test_apply import Env, apply
-from tests.zk.test_apply_rules import DAY, HOUR, OWNED, _env, _forge, _ledger_action, _refused
 
 pytestmark = pytest.mark.zk
 

@@ -15,19 +15,8 @@ from kazoo.client import KazooClient
 from pulsar_ops.formats.cursor import ManagedCursorInfo, encode_cursor_info
 from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.formats.policies import encode_namespace_policies
-from pulsar_ops.repair.actions import (
-    KIND_DELETE_SUBSCRIPTION,
-    KIND_DELETE_SUBTREE,
-    Action,
-    AdminCall,
-    FindingRef,
-    Precondition,
-    ZnodeRef,
-)
 from tests.unit.repair.encoders import ledger_md, ml_info
-from tests.zk.repair_cluster import TEST_AUDIT_PARAMS, custom_ml, dump, write_audit, write_snapshot
-from tests.zk.test_apply import apply, cli
-from tests.zk.test_apply_rules import (
+from tests.zk.forged_plans import (
     DAY,
     ML_PATH,
     _env,
@@ -35,11 +24,14 @@ from tests.zk.test_apply_rules import (
     _ledger_action,
     _now,
     _policies,
-    _ref,
     _refused,
+    _subscription_action,
+    _subtree_action,
     _topic,
     _trim_action,
 )
+from tests.zk.repair_cluster import TEST_AUDIT_PARAMS, custom_ml, dump, write_audit, write_snapshot
+from tests.zk.test_apply import apply, cli
 
 pytestmark = pytest.mark.zk
 
@@ -57,11 +49,6 @@ def _cluster_setup() -> dict[str, bytes]:
     }
 
 
-def _config_ref(zk: KazooClient, path: str) -> ZnodeRef:
-    r = _ref(zk, path)
-    return ZnodeRef("config", r.path, r.version, r.mzxid, r.sha256)
-
-
 def _refused_both_phases(env: object, words: str) -> None:
     """Mark skips (or forecasts the skip of) the action naming ``words``; delete refuses it; the tree is the same."""
     before = dump(env.zk)  # type: ignore[attr-defined]
@@ -77,17 +64,7 @@ def _refused_both_phases(env: object, words: str) -> None:
 def test_deleting_the_coordinator_assign_metadata_is_refused(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
     """Its partitions never get a managed ledger, so prove_leak alone would call it a leak; it is Pulsar's own."""
     env = _env(zk, zk_hosts, tmp_path, _cluster_setup())
-    a = Action(
-        id="assign-forged",
-        kind=KIND_DELETE_SUBTREE,
-        store="config",
-        path=ASSIGN,
-        finding=FindingRef("forged-leak", "znode-leak"),
-        preconditions=Precondition(znodes=(_config_ref(zk, ASSIGN),)),
-        bytes=0,
-        time_ms=0,
-        leak="partitioned-topic",
-    )
+    a = _subtree_action(zk, ASSIGN, "partitioned-topic", id="assign-forged", store="config")
     _forge(env, [a])
     _refused_both_phases(env, "Pulsar's own metadata (Pulsar system namespace pulsar/system")
     assert zk.exists(ASSIGN) is not None
@@ -160,19 +137,7 @@ def test_deleting_a_subscription_of_change_events_is_refused(zk: KazooClient, zk
     )
     path = CHANGE_EVENTS + "/reader-1"
     env = _env(zk, zk_hosts, tmp_path, {CHANGE_EVENTS: ml_info([10]), path: cursor})
-    a = Action(
-        id="subscription-forged",
-        kind=KIND_DELETE_SUBSCRIPTION,
-        store="local",
-        path=path,
-        finding=FindingRef("forged-sub", "inactive-subscription"),
-        preconditions=Precondition(znodes=(_ref(zk, path),)),
-        bytes=0,
-        time_ms=0,
-        owner="persistent://t/ns/__change_events",
-        loads_topics=True,
-        admin=AdminCall(topic="persistent://t/ns/__change_events", subscription="reader-1"),
-    )
+    a = _subscription_action(zk, CHANGE_EVENTS, "persistent://t/ns/__change_events", "reader-1")
     _forge(env, [a], inactive_after_ms=7 * DAY)
     _refused(env, "is a cursor of Pulsar's own (Pulsar events system topic")
 

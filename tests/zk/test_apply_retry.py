@@ -169,8 +169,16 @@ def test_zookeeper_stopped_mid_delete_then_restarted(tmp_path: Path) -> None:
                 stopped.append(True)
                 server.stop()
 
+        # the stopped server is noticed after one request timeout for the read and one for the ping that
+        # follows it (apply's 30 s default twice): 10 s each here
         req = ApplyRequest(
-            plan_path=env.plan, zookeeper=hosts, config_zookeeper=None, phase="delete", quarantine_ms=0, apply=True
+            plan_path=env.plan,
+            zookeeper=hosts,
+            config_zookeeper=None,
+            phase="delete",
+            quarantine_ms=0,
+            apply=True,
+            zk_timeout_s=10.0,
         )
         with pytest.raises(ZooKeeperError, match="does not answer"):
             run_apply(req, confirm=lambda _q: None, say=lambda _l: None, after_commit=stop_after_first_commit)

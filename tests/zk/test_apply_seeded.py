@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from pulsar_ops.findings import Finding
-from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
 from tests.zk.apply_steps import mark_then_delete
+from tests.zk.ground_truth import seeded_findings
 from tests.zk.repair_cluster import dump, write_audit
 from tests.zk.test_apply import cli
 
@@ -27,26 +26,7 @@ def test_seeded_cluster_round_trip(zk: KazooClient, zk_hosts: str, tmp_path: Pat
     res = seed_cluster(zk, None, SeedOptions(topics=12, seed=11, now_ms=now, persistent_ownership=True))
     expected = res.ground_truth["expected"]
     manifest = scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
-    findings = [
-        Finding(
-            detection="orphan-ledger",
-            severity=o["severity"],
-            ledger_id=o["ledger_id"],
-            path=ledger_path(o["ledger_id"]),
-            plannable=o["plannable"],
-            evidence={"kind": o["kind"], "owner": o["owner"]},
-        )
-        for o in expected["orphan-ledger"]
-    ] + [
-        Finding(
-            detection="znode-leak",
-            severity="warning",
-            path=z["path"],
-            plannable=z["plannable"],
-            evidence={"leak": z["leak"]},
-        )
-        for z in expected["znode-leak"]
-    ]
+    findings = seeded_findings(expected)
     snap = {"snapshot_id": manifest.snapshot_id, "path": str(tmp_path / "snap")}
     audit = write_audit(tmp_path / "audit", snap, findings)
     plan = tmp_path / "plan.json"

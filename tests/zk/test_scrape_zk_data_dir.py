@@ -376,31 +376,10 @@ def test_the_audit_sql_finds_the_same_in_both(case: Case) -> None:
 def _ground_truth_audit(case: Case, snap: Snapshot, root: Path) -> Path:
     """An audit directory holding the seeder's expected orphan-ledger and znode-leak findings for ``snap`` (the
     findings themselves are compared by test_the_audit_sql_finds_the_same_in_both)."""
-    from pulsar_ops.findings import Finding
-    from pulsar_ops.formats.ledger_path import ledger_path
+    from tests.zk.ground_truth import seeded_findings
     from tests.zk.repair_cluster import write_audit
 
-    exp = case.expected
-    findings = [
-        Finding(
-            detection="orphan-ledger",
-            severity=o["severity"],
-            ledger_id=o["ledger_id"],
-            path=ledger_path(o["ledger_id"]),
-            plannable=o["plannable"],
-            evidence={"kind": o["kind"], "owner": o["owner"]},
-        )
-        for o in exp["orphan-ledger"]
-    ] + [
-        Finding(
-            detection="znode-leak",
-            severity="warning",
-            path=z["path"],
-            plannable=z["plannable"],
-            evidence={"leak": z["leak"]},
-        )
-        for z in exp["znode-leak"]
-    ]
+    findings = seeded_findings(case.expected)
     return write_audit(root, {"snapshot_id": snap.manifest.snapshot_id, "path": str(snap.path)}, findings)
 
 

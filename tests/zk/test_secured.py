@@ -201,11 +201,14 @@ def test_tls_secure_client_port(tls_zk: tuple[EmbeddedZooKeeper, Any], tmp_path:
     run = Run()
     plan = tmp_path / "plan.json"
     assert run("plan", str(audit), "--out", str(plan))[0] == 0
-    # plain text to a TLS port: a clear error whose hint names --zk-tls-ca
+    # plain text to a TLS port: a clear error whose hint names --zk-tls-ca (it never connects: it fails after
+    # --zk-timeout, 30 s by default)
     code, _o, err = run(
-        "apply", str(plan), "--zookeeper", zk.secure_hosts + "/pulsar", "--phase", "mark", "--apply", "--yes"
-    )
+        "apply", str(plan), "--zookeeper", zk.secure_hosts + "/pulsar", "--phase", "mark", "--apply", "--yes",
+        "--zk-timeout", "5",
+    )  # fmt: skip
     assert code == 3 and "error[zookeeper-unavailable]" in err and "--zk-tls-ca" in err, err
+    assert "within 5s" in err, err
     for phase in ("mark", "delete"):
         code, out, err = run(
             "apply",
