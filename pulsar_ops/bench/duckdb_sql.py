@@ -15,6 +15,7 @@ rewrites the few Spark-only spellings (the table below) and registers the same v
 | `substring_index(s, d, n)`, n > 0 | the first n parts of `string_split(s, d)` joined by d |
 | `conv(h, 16, 10)` / `crc32(s)`    | Python UDFs                              |
 | `try_url_decode(s)`               | `url_decode(replace(s, '+', ' '))`      |
+| `regexp_replace(s, p, r)` (every match) | `regexp_replace(s, p, r, 'g')`     |
 """
 
 from __future__ import annotations
@@ -64,6 +65,18 @@ MACROS = (
 def rewrite(sql: str) -> str:
     for pattern, repl in _SIMPLE:
         sql = pattern.sub(repl, sql)
+    return _replace_all(sql)
+
+
+def _replace_all(sql: str) -> str:
+    """Spark's ``regexp_replace(s, p, r)`` replaces every match; DuckDB's only the first without option 'g'."""
+    at = 0
+    while (at := sql.find("regexp_replace(", at)) >= 0:
+        args, end = _args(sql, at + len("regexp_replace"))
+        if len(args) == 3:
+            call = "regexp_replace(" + ", ".join([*args, "'g'"]) + ")"
+            sql = sql[:at] + call + sql[end:]
+        at += len("regexp_replace(")
     return sql
 
 

@@ -143,7 +143,7 @@ def stage_lines(r: dict[str, Any]) -> list[str]:
         if isinstance(sc.get("pairs"), int)
         else f"  {sc['bookies']} bookie scans",
         f"  {'stage':<9} {'spark cold s':>12} {'warm s':>7} {'duckdb s':>8} {'cold/duck':>9} {'warm/duck':>9} "
-        f"{'stages':>6} {'shuffles':>8} {'classes':>7} {'JIT s':>6} {'task CPU s':>10}",
+        f"{'stages':>6} {'shuffles':>8} {'classes':>7} {'JIT s':>6} {'task CPU s':>10} {'JVM CPU s':>9}",
     ]
     for stage, duck in (("metadata", r["duckdb_s"]), ("storage", sc["storage_duckdb_s"])):
         cold, warm = figs(stage)
@@ -158,7 +158,8 @@ def stage_lines(r: dict[str, Any]) -> list[str]:
             f"{ratio(cold['wall_s']):>9} {ratio(warm_s):>9} {cold.get('stages') or '-':>6} "
             f"{cold.get('shuffles') if cold.get('shuffles') is not None else '-':>8} "
             f"{jvm.get('codegen_classes') if jvm.get('codegen_classes') is not None else '-':>7} "
-            f"{jvm.get('jit_s') if jvm.get('jit_s') is not None else '-':>6} {cold.get('task_cpu_s') or '-':>10}"
+            f"{jvm.get('jit_s') if jvm.get('jit_s') is not None else '-':>6} {cold.get('task_cpu_s') or '-':>10} "
+            f"{jvm.get('cpu_s') if jvm.get('cpu_s') is not None else '-':>9}"
         )
     storage_cold = audits[0]["storage"]["wall_s"]
     out.append(
