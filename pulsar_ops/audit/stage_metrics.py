@@ -174,6 +174,7 @@ def step_figures(rows: Iterable[StageRow], wall_s: float | None = None) -> dict[
     out: dict[str, Any] = {
         "stages": len(ran),
         "skipped": len(rows) - len(ran),
+        "shuffles": sum(1 for r in ran if r.shuffle_write_bytes > 0),  # stages that wrote a shuffle (exchanges run)
         "tasks": sum(r.tasks for r in ran),
         "in_stages_s": round(in_stages, 2),
         "task_run_s": round(sum(r.run_ms for r in ran) / 1000, 2),
@@ -229,6 +230,7 @@ def summary(
 
 _COLUMNS = (
     ("stages", "stages", "{:.0f}"),
+    ("shuffles", "shuffles", "{:.0f}"),
     ("tasks", "tasks", "{:.0f}"),
     ("wall s", "wall_s", "{:.2f}"),
     ("in stages s", "in_stages_s", "{:.2f}"),

@@ -10,11 +10,12 @@ rewrites the few Spark-only spellings (the table below) and registers the same v
 | `size(l)`                         | `len(l)`                                |
 | `slice(l, s, n)` / `split(s, d)`  | `list_slice(l, s, s + n - 1)` / `string_split(s, d)` |
 | `element_at(l, i)`                | `list_extract(l, i)`                    |
-| `collect_list` / `collect_set`    | `list` / `list_distinct(list(..))`      |
+| `collect_list` / `collect_set`    | `list(..)` without NULLs / `list_distinct(list(..))`, `[]` over no row |
 | `array_join(l, s)`                | `array_to_string(l, s)`                 |
 | `substring_index(s, d, n)`, n > 0 | the first n parts of `string_split(s, d)` joined by d |
 | `conv(h, 16, 10)` / `crc32(s)`    | Python UDFs                              |
 | `try_url_decode(s)`               | `url_decode(replace(s, '+', ' '))`      |
+| `regexp_replace(s, p, r)` (every match) | `regexp_replace(s, p, r, 'g')`     |
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 import duckdb
 
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.sql_files import detect_files, intermediate_files, staging_files
+from pulsar_ops.audit.sql_files import detect_files, intermediate_files, staging_files, storage_files
 from pulsar_ops.findings import STORAGE_DETECTIONS
 from pulsar_ops.snapshot import schema
 
@@ -40,7 +41,7 @@ _SIMPLE = [
     (re.compile(r"\bsize\("), "len("),
     (re.compile(r"\bsplit\("), "string_split("),
     (re.compile(r"\belement_at\("), "list_extract("),
-    (re.compile(r"\bcollect_list\("), "list("),
+    (re.compile(r"\bcollect_list\("), "po_collect_list("),
     (re.compile(r"\bcollect_set\("), "po_collect_set("),
     (re.compile(r"\barray_join\("), "array_to_string("),
     (re.compile(r"\bslice\("), "po_slice("),
@@ -51,7 +52,9 @@ _SIMPLE = [
 ]
 
 MACROS = (
-    "CREATE OR REPLACE MACRO po_collect_set(x) AS list_distinct(list(x))",
+    # Spark's collect_list/collect_set skip NULLs and give [] over no row (DuckDB's list(): NULLs kept, NULL)
+    "CREATE OR REPLACE MACRO po_collect_list(x) AS coalesce(list_filter(list(x), lambda y: y IS NOT NULL), [])",
+    "CREATE OR REPLACE MACRO po_collect_set(x) AS coalesce(list_distinct(list(x)), [])",
     "CREATE OR REPLACE MACRO po_slice(l, s, n) AS list_slice(l, s, s + n - 1)",
     "CREATE OR REPLACE MACRO po_url_decode(s) AS url_decode(replace(s, '+', ' '))",
     # Spark's substring_index for a positive count: everything before the n-th delimiter (all of s with fewer)
@@ -62,7 +65,99 @@ MACROS = (
 def rewrite(sql: str) -> str:
     for pattern, repl in _SIMPLE:
         sql = pattern.sub(repl, sql)
+    return _replace_all(sql)
+
+
+def _replace_all(sql: str) -> str:
+    """Spark's ``regexp_replace(s, p, r)`` replaces every match; DuckDB's only the first without option 'g'."""
+    at = 0
+    while (at := sql.find("regexp_replace(", at)) >= 0:
+        args, end = _args(sql, at + len("regexp_replace"))
+        if len(args) == 3:
+            call = "regexp_replace(" + ", ".join([*args, "'g'"]) + ")"
+            sql = sql[:at] + call + sql[end:]
+        at += len("regexp_replace(")
     return sql
+
+
+# The storage SQL (the three storage detections and storage/*.sql) uses real structs and arrays, where the
+# metadata SQL only builds JSON: these spellings are rewritten first, then :func:`rewrite`.
+#
+# | Spark SQL                                  | DuckDB                                               |
+# |--------------------------------------------|------------------------------------------------------|
+# | `named_struct('k', v, ...)`                | `struct_pack("k" := v, ...)`                         |
+# | `a[i]` (0-based)                           | `a[(i) + 1]`                                         |
+# | `transform(l, (x, k) -> e)` (k 0-based)    | `list_transform(l, lambda x, k: e)`, k -> `(k - 1)`  |
+# | `exists(l, f)` / column `exists`           | `list_bool_or(list_transform(l, f))` / `"exists"`    |
+# | `from_json(j, 'MAP<STRING, ARRAY<STRING>>')` | `CAST(json(j) AS MAP(VARCHAR, VARCHAR[]))`         |
+# | `pmod(a, b)`, `a DIV b`, `startswith`      | `((a % b) + b) % b`, `a // b`, `starts_with`         |
+# | `reverse(array)`, `array_distinct`         | `list_reverse`, `list_distinct`                      |
+_STORAGE_SIMPLE = [
+    (
+        re.compile(r"\bfrom_json\(([\w.]+), 'MAP<STRING, ARRAY<STRING>>'\)"),
+        r"CAST(json(\1) AS MAP(VARCHAR, VARCHAR[]))",
+    ),
+    (re.compile(r"(?<![\w\"])exists(?!\s*\()"), '"exists"'),
+    (re.compile(r"\bexists\("), "po_exists("),
+    (re.compile(r"\btransform\("), "list_transform("),
+    (re.compile(r"\bpmod\("), "po_pmod("),
+    (re.compile(r"\bstartswith\("), "starts_with("),
+    (re.compile(r"\bDIV\b"), "//"),
+    (re.compile(r"\breverse\(array_sort\("), "list_reverse(array_sort("),
+    (re.compile(r"\barray_distinct\("), "list_distinct("),
+]
+
+STORAGE_MACROS = (
+    "CREATE OR REPLACE MACRO po_exists(l, f) AS list_bool_or(list_transform(l, f))",
+    "CREATE OR REPLACE MACRO po_pmod(a, b) AS ((a % b) + b) % b",
+)
+
+_SUBSCRIPT = re.compile(r"(\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\[([^\[\]]+)\]")
+_INDEX_LAMBDA = re.compile(r"\((\w+), (\w+)\) ->")
+
+
+def _args(sql: str, open_at: int) -> tuple[list[str], int]:
+    """The top-level comma-separated arguments of the call whose '(' is at ``open_at``; and the index after ')'."""
+    depth, quote, start, out = 0, False, open_at + 1, []
+    i = open_at
+    while i < len(sql):
+        c = sql[i]
+        if quote:
+            quote = c != "'"
+        elif c == "'":
+            quote = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                out.append(sql[start:i].strip())
+                return out, i + 1
+        elif c == "," and depth == 1:
+            out.append(sql[start:i].strip())
+            start = i + 1
+        i += 1
+    raise ValueError("unbalanced parentheses")
+
+
+def _struct_pack(sql: str) -> str:
+    while (at := sql.find("named_struct(")) >= 0:
+        args, end = _args(sql, at + len("named_struct"))
+        pairs = [f'"{args[i].strip(chr(39))}" := {args[i + 1]}' for i in range(0, len(args), 2)]
+        sql = sql[:at] + "struct_pack(" + ", ".join(pairs) + ")" + sql[end:]
+    return sql
+
+
+def rewrite_storage(sql: str) -> str:
+    """A storage SQL file for DuckDB (the table above), then the metadata rewrites."""
+    sql = _struct_pack(sql)
+    for name_x, name_k in _INDEX_LAMBDA.findall(sql):  # Spark's index is 0-based, DuckDB's 1-based
+        sql = sql.replace(f"({name_x}, {name_k}) ->", f"lambda {name_x}, {name_k}__1:")
+        sql = re.sub(rf"(?<![\w.\"']){name_k}\b(?!__1)", f"({name_k}__1 - 1)", sql)
+    sql = _SUBSCRIPT.sub(r"\1[(\2) + 1]", sql)
+    for pattern, repl in _STORAGE_SIMPLE:
+        sql = pattern.sub(repl, sql)
+    return rewrite(sql)
 
 
 def _conv(text: str | None, from_base: int, to_base: int) -> str | None:
@@ -128,3 +223,59 @@ def run_detections(con: Any) -> dict[str, int]:
             continue
         out[f.name] = len(con.execute(rewrite(f.text)).fetchall())
     return out
+
+
+def register_scans(con: Any, scan_dirs: list[Path], params: AuditParams, manifest: dict[str, Any]) -> None:
+    """The bookie scans' views as the Spark audit registers them (audit/etl.py ``register_scans``): every scan's
+    table read as one, ``src_scan_bookies`` and ``scan_params`` from the same literal SQL, then ``stg_scan_*``."""
+    from pulsar_ops.audit.bookie_scans import SCAN_TABLES, check_scraped_dirs, read_scans
+    from pulsar_ops.audit.etl import SCAN_BOOKIES_COLUMNS, SCAN_PARAMS_COLUMNS, literal_sql
+
+    scans = check_scraped_dirs(read_scans(scan_dirs), manifest.get("bookie_dirs"))
+    for t in SCAN_TABLES:
+        paths = ", ".join(f"'{s.tables[t.name]}'" for s in scans)
+        con.execute(f"CREATE OR REPLACE VIEW src_scan_{t.name} AS SELECT * FROM read_parquet([{paths}])")
+    rows = [
+        (s.bookie_id, str(s.path), s.covers_bookie, s.index_status, s.started_at_ms, s.finished_at_ms) for s in scans
+    ]
+    con.execute(f"CREATE OR REPLACE TABLE src_scan_bookies AS {literal_sql(SCAN_BOOKIES_COLUMNS, rows)}")
+    finished = int(manifest["finished_at_ms"])
+    started = manifest.get("started_at_ms")
+    gc = params.bookie.gc
+    values = (
+        started if isinstance(started, int) else finished,
+        finished,
+        gc.gc_wait_time_ms,
+        float(gc.minor_compaction_threshold),
+        gc.minor_compaction_interval_s * 1000,
+        float(gc.major_compaction_threshold),
+        gc.major_compaction_interval_s * 1000,
+        float(gc.disk_usage_warn_threshold),
+        float(gc.disk_usage_threshold),
+        params.bookie.flush_interval_ms,
+    )
+    con.execute(f"CREATE OR REPLACE TABLE scan_params AS {literal_sql(SCAN_PARAMS_COLUMNS, [values])}")
+    for f in staging_files():
+        if f.name.startswith("stg_scan_"):
+            con.execute(f"CREATE OR REPLACE VIEW {f.name} AS {rewrite_storage(f.text)}")
+
+
+def run_storage(con: Any, top_n: int = 10) -> tuple[dict[str, int], dict[str, int]]:
+    """The storage stage (after :func:`register_scans`): the storage detections, then the capacity view's SQL as
+    the Spark audit runs it (the prefixed view written once as a table, the others collected). Returns rows per
+    detection and per capacity-view file."""
+    for m in STORAGE_MACROS:
+        con.execute(m)
+    found: dict[str, int] = {}
+    for f in detect_files():
+        if f.name in STORAGE_DETECTIONS:
+            found[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
+    con.execute(f"CREATE OR REPLACE TABLE storage_params AS SELECT CAST({int(top_n)} AS INT) AS top_n")
+    rows: dict[str, int] = {}
+    for f in storage_files():
+        if f.path.stem != f.name:  # the shared view: materialised once, as Spark writes it to Parquet
+            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+            rows[f.name] = int(con.execute(f"SELECT count(*) FROM {f.name}").fetchone()[0])
+            continue
+        rows[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
+    return found, rows

@@ -166,6 +166,56 @@ def bench_scrape(
     guarded(_go)(as_json=as_json)
 
 
+def stage_lines(r: dict[str, Any]) -> list[str]:
+    """Per stage (metadata audit, storage stage): Spark cold, Spark warm (the last repeat), DuckDB, the ratios,
+    and Spark's stages, shuffles, generated classes and JIT seconds of the cold run."""
+    audits = r.get("audits") or []
+    sc = r.get("scans")
+    if not audits or not sc:
+        return []
+
+    def figs(stage: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        cold = audits[0][stage]
+        warm = audits[-1][stage] if len(audits) > 1 else None
+        return cold, warm
+
+    out = [
+        f"  {sc['bookies']} bookie scans, {sc['pairs'] or '-':,} (ledger, log) pairs"
+        if isinstance(sc.get("pairs"), int)
+        else f"  {sc['bookies']} bookie scans",
+        f"  {'stage':<9} {'spark cold s':>12} {'warm s':>7} {'duckdb s':>8} {'cold/duck':>9} {'warm/duck':>9} "
+        f"{'stages':>6} {'shuffles':>8} {'classes':>7} {'JIT s':>6} {'task CPU s':>10} {'JVM CPU s':>9}",
+    ]
+    for stage, duck in (("metadata", r["duckdb_s"]), ("storage", sc["storage_duckdb_s"])):
+        cold, warm = figs(stage)
+        jvm = cold.get("jvm") or {}
+
+        def ratio(x: float | None, duck: float = duck) -> str:
+            return f"{x / duck:.2f}" if x is not None and duck else "-"
+
+        warm_s = warm["wall_s"] if warm else None
+        out.append(
+            f"  {stage:<9} {cold['wall_s']:>12} {warm_s if warm_s is not None else '-':>7} {duck:>8} "
+            f"{ratio(cold['wall_s']):>9} {ratio(warm_s):>9} {cold.get('stages') or '-':>6} "
+            f"{cold.get('shuffles') if cold.get('shuffles') is not None else '-':>8} "
+            f"{jvm.get('codegen_classes') if jvm.get('codegen_classes') is not None else '-':>7} "
+            f"{jvm.get('jit_s') if jvm.get('jit_s') is not None else '-':>6} {cold.get('task_cpu_s') or '-':>10} "
+            f"{jvm.get('cpu_s') if jvm.get('cpu_s') is not None else '-':>9}"
+        )
+    storage_cold = audits[0]["storage"]["wall_s"]
+    out.append(
+        f"  storage/metadata (cold) {sc['ratio_storage_over_metadata']}, storage spark/duckdb (cold) "
+        f"{sc['ratio_storage_spark_over_duckdb']} (targets: <= 0.5 and <= 3); storage findings "
+        f"{'equal' if sc['same_counts'] else 'DIFFER'}: spark {sc['findings_spark']}"
+        + ("" if sc["same_counts"] else f" duckdb {sc['findings_duckdb']}")
+    )
+    out.append(
+        "  (storage: the storage detections' and the capacity view's steps of an audit over only them, "
+        f"{storage_cold} s; its JVM figures count that audit's intermediates too)"
+    )
+    return out
+
+
 @app.command("audit")
 def bench_audit(
     topics: str = typer.Option(
@@ -187,6 +237,18 @@ def bench_audit(
         help="Audit each snapshot this many times in the same Spark session: the first is the figure, the others "
         "show what a driver that outlives one audit takes.",
     ),
+    scans: bool = typer.Option(
+        False,
+        "--scans",
+        help="Also seed the six bookies' directories, scan them, and time the storage stage (storage detections "
+        "and capacity view) apart from the metadata audit, on Spark and DuckDB (seeding takes about twice as long).",
+    ),
+    bookie_scan: list[Path] = typer.Option(
+        [], "--bookie-scan", help="With --snapshot: a scan-bookie output of that cluster (repeatable)."
+    ),
+    now_ms: int | None = typer.Option(
+        None, "--now-ms", help="With --snapshot: the audit's clock (default: the snapshot's finished_at_ms)."
+    ),
 ) -> None:
     """Spark audit wall time vs the same SQL on DuckDB over the same Parquet, and the ratio."""
     from pulsar_ops.audit import jvm_metrics, stage_metrics
@@ -204,7 +266,22 @@ def bench_audit(
             ) from None
         if not sizes or min(sizes) < 1:
             raise ConfigError(f"--topics {topics!r}: sizes must be >= 1", hint="e.g. --topics 10000,100000")
-        doc = run(topics=sizes, snapshot=snapshot, master=master, info=info, keep=keep, repeat=repeat)
+        if (bookie_scan or now_ms is not None) and snapshot is None:
+            raise ConfigError(
+                "--bookie-scan and --now-ms go with --snapshot",
+                hint="pass --snapshot DIR with them, or --scans to seed and scan bookies",
+            )
+        doc = run(
+            topics=sizes,
+            snapshot=snapshot,
+            master=master,
+            info=info,
+            keep=keep,
+            repeat=repeat,
+            scans=scans,
+            bookie_scans=list(bookie_scan),
+            now_ms=now_ms,
+        )
         if doc.get("work_dir"):
             info(f"snapshots and audit outputs kept in {doc['work_dir']}")
         info(f"machine: {doc['cpus']} cpu(s), load {doc['load_1min']} (shared machine: figures are upper bounds)")
@@ -241,6 +318,8 @@ def bench_audit(
                     info(f"    {jvm_line(a['jvm'])}")
             if not r["same_counts"]:
                 info(f"  spark {r['findings_spark']}\n  duckdb {r['findings_duckdb']}")
+            for line in stage_lines(r):
+                info(line)
         if as_json:
             emit_json(doc)
 

@@ -26,40 +26,45 @@ WITH logs AS (
     GROUP BY bookie_id, ledger_dir, log_id
 ),
 held AS (
+    -- ids only: a pair is live when its ledger's metadata exists (or its znode is an undecodable one); the wide
+    -- columns (the managed ledger names) are read back below only for the few logs found stale
     SELECT
         l.bookie_id, l.ledger_dir, l.log_id, l.ledger_id, l.bytes,
-        b.ledger_id IS NOT NULL OR u.ledger_id IS NOT NULL AS live,
-        b.ml_name
+        b.ledger_id IS NOT NULL OR u.ledger_id IS NOT NULL AS live
     FROM stg_scan_entry_log_ledgers l
-    LEFT JOIN (SELECT ledger_id, min(ml_name) AS ml_name FROM stg_bk_ledgers GROUP BY ledger_id) b
-        ON b.ledger_id = l.ledger_id
+    LEFT JOIN (SELECT ledger_id FROM stg_bk_ledgers GROUP BY ledger_id) b ON b.ledger_id = l.ledger_id
     LEFT JOIN (SELECT ledger_id FROM int_undecodable WHERE ledger_id IS NOT NULL GROUP BY ledger_id) u
         ON u.ledger_id = l.ledger_id
-),
-indexed AS (
-    SELECT bookie_id, ledger_id FROM stg_scan_local_index WHERE coalesce(exists, true) GROUP BY bookie_id, ledger_id
 ),
 per_log AS (
     SELECT
         h.bookie_id, h.ledger_dir, h.log_id,
         coalesce(sum(CASE WHEN h.live THEN h.bytes END), 0) AS live_bytes,
-        count_if(NOT h.live AND i.ledger_id IS NOT NULL) AS deleted_in_index,
-        array_sort(collect_list(CASE WHEN NOT h.live AND i.ledger_id IS NOT NULL THEN h.ledger_id END))
-            AS deleted_in_index_ids,
-        collect_list(CASE WHEN h.live THEN named_struct('bytes', h.bytes, 'ledger_id', h.ledger_id, 'ml_name', h.ml_name) END)
-            AS live_ledgers
+        count_if(h.live) AS live_ledger_count
     FROM held h
-    LEFT JOIN indexed i ON i.bookie_id = h.bookie_id AND i.ledger_id = h.ledger_id
+    GROUP BY h.bookie_id, h.ledger_dir, h.log_id
+),
+in_index AS (
+    -- the pairs of deleted ledgers (few) still in the bookie's local index
+    SELECT
+        h.bookie_id, h.ledger_dir, h.log_id,
+        count(*) AS deleted_in_index,
+        array_sort(collect_list(h.ledger_id)) AS deleted_in_index_ids
+    FROM held h
+    WHERE NOT h.live
+        AND EXISTS (
+            SELECT 1 FROM stg_scan_local_index i
+            WHERE i.bookie_id = h.bookie_id AND i.ledger_id = h.ledger_id AND coalesce(i.exists, true)
+        )
     GROUP BY h.bookie_id, h.ledger_dir, h.log_id
 ),
 measured AS (
     SELECT /*+ BROADCAST(sb, sp, blk) */
         g.*,
         coalesce(p.live_bytes, 0) AS live_bytes,
-        coalesce(p.deleted_in_index, 0) AS deleted_in_index,
-        coalesce(p.deleted_in_index_ids, array()) AS deleted_in_index_ids,
-        slice(reverse(array_sort(coalesce(p.live_ledgers, array()))), 1, 10) AS top_live,
-        coalesce(size(p.live_ledgers), 0) AS live_ledger_count,
+        coalesce(x.deleted_in_index, 0) AS deleted_in_index,
+        coalesce(x.deleted_in_index_ids, array()) AS deleted_in_index_ids,
+        coalesce(p.live_ledger_count, 0) AS live_ledger_count,
         coalesce(p.live_bytes, 0) / g.data_bytes AS live_fraction,
         sb.started_at_ms - g.mtime_ms AS age_ms,
         sb.index_status,
@@ -77,6 +82,7 @@ measured AS (
     FROM logs g
     JOIN stg_scan_bookies sb ON sb.bookie_id = g.bookie_id
     LEFT JOIN per_log p ON p.bookie_id = g.bookie_id AND p.ledger_dir = g.ledger_dir AND p.log_id = g.log_id
+    LEFT JOIN in_index x ON x.bookie_id = g.bookie_id AND x.ledger_dir = g.ledger_dir AND x.log_id = g.log_id
     CROSS JOIN scan_params sp
     CROSS JOIN int_blocking blk
     WHERE NOT array_contains(blk.incomplete_scopes, '/ledgers')
@@ -135,8 +141,34 @@ caused AS (
 ml AS (
     SELECT ml_name, min(topic) AS topic, min(namespace) AS namespace FROM stg_managed_ledgers GROUP BY ml_name
 ),
+stale_pairs AS (
+    -- the live pairs of the stale logs (a row per stale log: broadcast)
+    SELECT /*+ BROADCAST(c) */ l.bookie_id, l.ledger_dir, l.log_id, l.ledger_id, l.bytes
+    FROM stg_scan_entry_log_ledgers l
+    JOIN caused c ON c.bookie_id = l.bookie_id AND c.ledger_dir = l.ledger_dir AND c.log_id = l.log_id
+),
+stale_live AS (
+    SELECT p.bookie_id, p.ledger_dir, p.log_id, p.ledger_id, p.bytes, b.ml_name
+    FROM stale_pairs p
+    LEFT JOIN (
+        SELECT ledger_id, min(ml_name) AS ml_name FROM stg_bk_ledgers b
+        WHERE EXISTS (SELECT 1 FROM stale_pairs s WHERE s.ledger_id = b.ledger_id)
+        GROUP BY ledger_id
+    ) b ON b.ledger_id = p.ledger_id
+    LEFT JOIN (SELECT ledger_id FROM int_undecodable WHERE ledger_id IS NOT NULL GROUP BY ledger_id) u
+        ON u.ledger_id = p.ledger_id
+    WHERE b.ledger_id IS NOT NULL OR u.ledger_id IS NOT NULL
+),
+top_live AS (
+    SELECT
+        bookie_id, ledger_dir, log_id,
+        slice(reverse(array_sort(collect_list(named_struct('bytes', bytes, 'ledger_id', ledger_id, 'ml_name', ml_name)))), 1, 10)
+            AS top_live
+    FROM stale_live
+    GROUP BY bookie_id, ledger_dir, log_id
+),
 keepers AS (
-    SELECT c.bookie_id, c.ledger_dir, c.log_id, explode(c.top_live) AS l FROM caused c
+    SELECT t.bookie_id, t.ledger_dir, t.log_id, explode(t.top_live) AS l FROM top_live t
 ),
 described AS (
     -- the ledgers keeping the rest of it alive (the 10 biggest), with their topics and namespace retention

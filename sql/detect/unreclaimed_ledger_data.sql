@@ -20,7 +20,15 @@ WITH logs AS (
     WHERE read_via <> 'skipped'
     GROUP BY bookie_id, ledger_dir, log_id
 ),
-on_disk AS (
+absent_ids AS (
+    -- ids only: the ledgers on the scanned disks whose metadata is absent (and whose znode is not an undecodable
+    -- one); the per-log detail below is gathered for these alone, not for every (ledger, log) pair
+    SELECT l.ledger_id
+    FROM (SELECT ledger_id FROM stg_scan_entry_log_ledgers WHERE ledger_id >= 0 GROUP BY ledger_id) l
+    WHERE NOT EXISTS (SELECT 1 FROM stg_bk_ledgers b WHERE b.ledger_id = l.ledger_id)
+        AND NOT EXISTS (SELECT 1 FROM int_undecodable u WHERE u.ledger_id = l.ledger_id)
+),
+absent AS (
     SELECT
         l.bookie_id,
         l.ledger_id,
@@ -32,14 +40,8 @@ on_disk AS (
         ))) AS logs
     FROM stg_scan_entry_log_ledgers l
     JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
-    WHERE l.ledger_id >= 0
+    WHERE l.ledger_id >= 0 AND EXISTS (SELECT 1 FROM absent_ids a WHERE a.ledger_id = l.ledger_id)
     GROUP BY l.bookie_id, l.ledger_id
-),
-absent AS (
-    SELECT d.*
-    FROM on_disk d
-    WHERE NOT EXISTS (SELECT 1 FROM stg_bk_ledgers b WHERE b.ledger_id = d.ledger_id)
-        AND NOT EXISTS (SELECT 1 FROM int_undecodable u WHERE u.ledger_id = d.ledger_id)
 ),
 referenced AS (
     SELECT ledger_id, min(topic) AS topic, min(namespace) AS namespace

@@ -21,7 +21,10 @@ WITH logs AS (
     GROUP BY bookie_id, ledger_dir, log_id
 ),
 on_disk AS (
-    SELECT l.bookie_id, l.ledger_id, sum(l.bytes) AS bytes, count(*) AS logs, min(g.mtime_ms) AS oldest_mtime_ms
+    -- `logs` has a row per entry log (a bookie's disk over its logSizeLimit, 1 GiB by default): broadcast, so
+    -- the (ledger, log) pairs are not shuffled by log before their aggregate by ledger
+    SELECT /*+ BROADCAST(g) */
+        l.bookie_id, l.ledger_id, sum(l.bytes) AS bytes, count(*) AS logs, min(g.mtime_ms) AS oldest_mtime_ms
     FROM stg_scan_entry_log_ledgers l
     LEFT JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
     GROUP BY l.bookie_id, l.ledger_id
@@ -52,24 +55,8 @@ owner AS (
     GROUP BY ledger_id
 ),
 bk AS (
-    SELECT
-        b.ledger_id,
-        ${ledger_kind:b} AS kind,
-        CASE
-            WHEN b.component = 'managed-ledger' THEN concat(
-                'persistent://',
-                nullif(regexp_extract(b.ml_name, '^(.+)/persistent/[^/]+$', 1), ''),
-                '/',
-                try_url_decode(nullif(regexp_extract(b.ml_name, '/persistent/([^/]+)$', 1), ''))
-            )
-            WHEN b.schema_id IS NOT NULL THEN concat(
-                'persistent://',
-                nullif(regexp_extract(b.schema_id, '^(.+)/[^/]+$', 1), ''),
-                '/',
-                try_url_decode(nullif(regexp_extract(b.schema_id, '/([^/]+)$', 1), ''))
-            )
-            ELSE b.compacted_topic
-        END AS meta_topic
+    -- the topic the metadata names is derived (regular expressions) only for a ledger no reference owns, below
+    SELECT b.ledger_id, ${ledger_kind:b} AS kind, b.component, b.ml_name, b.schema_id, b.compacted_topic
     FROM stg_bk_ledgers b
     WHERE EXISTS (SELECT 1 FROM ids i WHERE i.ledger_id = b.ledger_id)
 ),
@@ -77,7 +64,7 @@ undecodable AS (
     SELECT DISTINCT u.ledger_id FROM int_undecodable u
     WHERE u.ledger_id IS NOT NULL AND EXISTS (SELECT 1 FROM ids i WHERE i.ledger_id = u.ledger_id)
 ),
-classified AS (
+joined AS (
     SELECT /*+ BROADCAST(sb, sp, blk) */
         d.bookie_id,
         d.ledger_id,
@@ -98,11 +85,25 @@ classified AS (
             WHEN o.ledger_id IS NOT NULL THEN o.o.kind
             WHEN b.ledger_id IS NOT NULL THEN b.kind
         END AS kind,
-        CASE WHEN o.ledger_id IS NOT NULL THEN o.o.topic ELSE b.meta_topic END AS topic,
+        o.ledger_id IS NOT NULL AS owned,
+        o.o.topic AS owner_topic,
+        o.o.namespace AS owner_namespace,
         CASE
-            WHEN o.ledger_id IS NOT NULL THEN o.o.namespace
-            ELSE nullif(regexp_extract(b.meta_topic, '^[a-z-]+://(.+)/[^/]+$', 1), '')
-        END AS namespace
+            WHEN o.ledger_id IS NOT NULL THEN CAST(NULL AS STRING)
+            WHEN b.component = 'managed-ledger' THEN concat(
+                'persistent://',
+                nullif(regexp_extract(b.ml_name, '^(.+)/persistent/[^/]+$', 1), ''),
+                '/',
+                try_url_decode(nullif(regexp_extract(b.ml_name, '/persistent/([^/]+)$', 1), ''))
+            )
+            WHEN b.schema_id IS NOT NULL THEN concat(
+                'persistent://',
+                nullif(regexp_extract(b.schema_id, '^(.+)/[^/]+$', 1), ''),
+                '/',
+                try_url_decode(nullif(regexp_extract(b.schema_id, '/([^/]+)$', 1), ''))
+            )
+            ELSE b.compacted_topic
+        END AS meta_topic
     FROM on_disk d
     JOIN stg_scan_bookies sb ON sb.bookie_id = d.bookie_id
     CROSS JOIN scan_params sp
@@ -110,6 +111,22 @@ classified AS (
     LEFT JOIN owner o ON o.ledger_id = d.ledger_id
     LEFT JOIN bk b ON b.ledger_id = d.ledger_id
     LEFT JOIN undecodable u ON u.ledger_id = d.ledger_id
+),
+classified AS (
+    SELECT
+        j.bookie_id,
+        j.ledger_id,
+        j.bytes,
+        j.logs,
+        j.oldest_mtime_ms,
+        j.class,
+        j.kind,
+        CASE WHEN j.owned THEN j.owner_topic ELSE j.meta_topic END AS topic,
+        CASE
+            WHEN j.owned THEN j.owner_namespace
+            ELSE nullif(regexp_extract(j.meta_topic, '^[a-z-]+://(.+)/[^/]+$', 1), '')
+        END AS namespace
+    FROM joined j
 )
 SELECT
     c.*,

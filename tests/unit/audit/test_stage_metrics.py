@@ -79,6 +79,7 @@ def test_summary_groups_by_step_in_run_order_and_splits_wall_time_into_inside_an
     assert list(doc["by_step"]) == ["materialise int_ledgers", "detections", UNLABELLED, "register"]
     led = doc["by_step"]["materialise int_ledgers"]
     assert led["stages"] == 2 and led["skipped"] == 1 and led["tasks"] == 4
+    assert led["shuffles"] == 1 and doc["by_step"]["detections"]["shuffles"] == 0  # stages that wrote a shuffle
     assert led["in_stages_s"] == 3.0  # 1.0-4.0 s: the two stages overlap for a second
     assert led["wall_s"] == 4.25 and led["outside_stages_s"] == 1.25
     assert (led["task_run_s"], led["task_cpu_s"], led["task_gc_s"]) == (4.0, 3.4, 0.1)
@@ -105,8 +106,8 @@ def test_table_aligns_one_line_per_step_and_a_total() -> None:
     )
     lines = table(doc)
     assert len(lines) == 3 and len({len(line) for line in lines}) == 1
-    assert lines[0].split()[:3] == ["step", "stages", "tasks"]
-    figures = ["1", "2", "2.00", "1.50", "0.50", "2.50", "2.00", "0.00", "0.0", "12.3", "0.0"]
+    assert lines[0].split()[:4] == ["step", "stages", "shuffles", "tasks"]
+    figures = ["1", "1", "2", "2.00", "1.50", "0.50", "2.50", "2.00", "0.00", "0.0", "12.3", "0.0"]
     assert lines[1].split() == ["detections", *figures]
     assert lines[2].split()[0] == "total"
     assert table({}) == [] and table({"by_step": {}}) == []

@@ -12,7 +12,7 @@ from pulsar_ops.bench import audit as bench_audit
 
 
 def _fake_run(seen: list[Path], fail: bool) -> Any:
-    def run(topics: Any, snapshot: Any, master: str, info: Any, work: Path, repeat: int = 1) -> dict[str, Any]:
+    def run(topics: Any, snapshot: Any, master: str, info: Any, work: Path, *_rest: Any) -> dict[str, Any]:
         (work / "snap-10" / "snap").mkdir(parents=True)
         (work / "out-10" / "findings.json").parent.mkdir()
         (work / "out-10" / "findings.json").write_text("{}")

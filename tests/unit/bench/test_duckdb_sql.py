@@ -9,7 +9,8 @@ import duckdb
 import pytest
 
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.bench.duckdb_sql import MACROS, connect, rewrite, run_detections
+from pulsar_ops.audit.sql_files import detect_files
+from pulsar_ops.bench.duckdb_sql import MACROS, connect, rewrite, rewrite_storage, run_detections
 from pulsar_ops.findings import DETECTIONS, STORAGE_DETECTIONS
 from tests.spark.snapshot_builder import NOW, SnapshotBuilder
 
@@ -39,3 +40,51 @@ def test_every_detection_runs_on_duckdb_over_a_snapshot(tmp_path: Path) -> None:
     counts = run_detections(con)
     assert set(counts) == set(DETECTIONS) - set(STORAGE_DETECTIONS)
     assert counts["znode-leak"] >= 1
+
+
+def test_the_storage_sql_finds_on_duckdb_what_the_spark_audit_finds(tmp_path: Path) -> None:
+    # the hand-built snapshot and scans of tests/spark/test_storage_detections.py, whose Spark findings that file
+    # pins: the translated storage SQL (structs, 0-based indexes, collect_list without NULLs) must find the same
+    from pulsar_ops.bench.duckdb_sql import register_scans, run_storage
+    from tests.spark.test_storage_detections import B1, B2, scans, snapshot
+
+    snap = snapshot().write(tmp_path / "snap")
+    params = AuditParams(now_ms=NOW).resolved(NOW)
+    con = connect(snap, params, admin_scraped=False)
+    manifest = {"finished_at_ms": NOW, "started_at_ms": NOW}
+    register_scans(con, scans(tmp_path), params, manifest)
+    counts, rows = run_storage(con)
+    assert counts == {"ledger-data-missing": 3, "stale-entry-log": 3, "unreclaimed-ledger-data": 4}
+    missing = con.execute(
+        rewrite_storage(next(f for f in detect_files() if f.name == "ledger-data-missing").text)
+    ).fetchall()
+    assert sorted((r[5], r[2]) for r in missing) == [(B2, 102), (B2, 108), (B2, 111)]
+    stale = con.execute(rewrite_storage(next(f for f in detect_files() if f.name == "stale-entry-log").text)).fetchall()
+    assert sorted(r[5] for r in stale) == [f"{B1}:/data/bk/current/3.log", f"{B1}:/data/bk/current/7.log",
+                                           f"{B1}:/data/bk2/current/4.log"]  # fmt: skip
+    assert rows["bookies"] == 2 and rows["storage_ledgers"] > 0
+
+
+def test_spark_spellings_of_the_storage_sql_keep_their_meaning() -> None:
+    from pulsar_ops.bench.duckdb_sql import STORAGE_MACROS
+
+    con = duckdb.connect()
+    for m in (*MACROS, *STORAGE_MACROS):
+        con.execute(m)
+
+    def one(sql: str) -> object:
+        return con.execute(rewrite_storage(sql)).fetchone()[0]  # type: ignore[index]
+
+    assert one("SELECT t.a[1] FROM (SELECT array(10, 20, 30) AS a) t") == 20  # Spark's subscript is 0-based
+    assert one("SELECT transform(array(10, 20), (x, k) -> k)") == [0, 1]  # and so is a lambda's index
+    assert one("SELECT named_struct('a', 1, 'b', 'x').b") == "x"
+    assert one("SELECT collect_list(x) FROM (SELECT CAST(NULL AS INT) AS x UNION ALL SELECT 1)") == [1]
+    assert one("SELECT collect_list(x) FROM (SELECT 1 AS x) WHERE false") == []  # [] over no row, not NULL
+    assert one("SELECT exists(array(1, 2), v -> v > 1)") is True
+    assert one("SELECT pmod(-1, 3)") == 2
+    assert one("SELECT 7 DIV 2") == 3
+    json_map = (
+        "SELECT size(map_entries(from_json(t.j, 'MAP<STRING, ARRAY<STRING>>'))) "
+        'FROM (SELECT \'{"0": ["b1"]}\' AS j) t'
+    )
+    assert one(json_map) == 1
