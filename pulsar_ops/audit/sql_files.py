@@ -55,9 +55,11 @@ _NAMES_MACROS = {
     "heartbeat_namespace": 1,
     "system_cursor_reason": 1,
     "transaction_store_kind": 2,
+    "service_unit_ownership": 2,
 }
 _NAMES = re.compile(
-    r"\$\{(system_topic_reason|system_namespace_reason|system_tenant_reason|heartbeat_namespace|system_cursor_reason|transaction_store_kind)"
+    r"\$\{(system_topic_reason|system_namespace_reason|system_tenant_reason|heartbeat_namespace|system_cursor_reason|transaction_store_kind"
+    r"|service_unit_ownership)"
     r"((?::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)+)\}"
 )
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -80,7 +82,8 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     planner and apply call directly; ``${leak_too_young:ROW}`` -> the leak's min-age rule (znode-leak).
 
     ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_tenant_reason:T}``,
-    ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``
+    ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``,
+    ``${service_unit_ownership:STATE:REGISTERED}``
     (each argument ``COLUMN`` or ``ALIAS.COLUMN``) -> the SQL of the same name in :mod:`pulsar_ops.pulsar_names`,
     the one registry of what Pulsar creates for itself."""
     from pulsar_ops.formats.ascii_case import ascii_lower_sql
@@ -128,6 +131,8 @@ def _names_sql(m: re.Match[str]) -> str:
         return pulsar_names.system_tenant_reason_sql(args[0])
     if name == "system_cursor_reason":
         return pulsar_names.system_cursor_reason_sql(args[0])
+    if name == "service_unit_ownership":
+        return pulsar_names.service_unit_ownership_sql(args[0], args[1])
     return pulsar_names.transaction_store_kind_sql(args[0], args[1])
 
 
