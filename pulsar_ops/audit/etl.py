@@ -517,3 +517,13 @@ def service_unit_summary(spark: SparkSession) -> dict[str, Any]:
         "why_not": None if known or not src else src[0]["why_not"],
         "bundles": {str(r["ownership"]): int(r["n"]) for r in counts},
     }
+
+
+def transaction_store_summary(spark: SparkSession) -> dict[str, dict[str, int]]:
+    """``audit.ownership.transaction_stores``: the transaction stores per kind and whether what opens them has
+    them open (``int_transaction_stores``: yes / no / unknown); they are never unloaded findings of their own."""
+    out: dict[str, dict[str, int]] = {}
+    rows = spark.sql("SELECT kind, in_use, count(*) AS n FROM int_transaction_stores GROUP BY kind, in_use")
+    for r in rows.collect():
+        out.setdefault(str(r["kind"]), {})[str(r["in_use"])] = int(r["n"])
+    return out

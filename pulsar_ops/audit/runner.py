@@ -237,6 +237,7 @@ def run_audit(
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}coverage")
         covered = etl.coverage(session, sql_root)
         sus = etl.service_unit_summary(session) if sus_allowed else None
+        stores = etl.transaction_store_summary(session)
         timings["coverage"], mark = time.monotonic() - mark, time.monotonic()
         stored: dict[str, list[dict[str, Any]]] | None = None
         if scans:  # the capacity view reads only the scans' tables and what they name
@@ -283,6 +284,9 @@ def run_audit(
         "in_zookeeper": owned_in_zk,
         "service_unit_state": (sus if sus is not None else {"known": False, "why_not": sus_why, "bundles": {}}),
         "unknown_scope": not owned_in_zk and not sus_known and not bool(manifest.get("admin_scraped")),
+        # per kind, whether what opens each transaction store has it open (pending-ack: its origin topic loaded;
+        # coordinator log: its coordinator's bundle owned): {"yes": n, "no": n, "unknown": n}
+        "transaction_stores": stores,
     }
     audit["storage"] = storage_summary(stored, storage_top_n) if stored is not None else None
     audit["bookie_scans"] = [

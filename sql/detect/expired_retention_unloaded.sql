@@ -35,6 +35,8 @@ admin AS (
         p.admin_scraped AS all_answered,
         f.per_broker,
         f.answered,
+        -- /service_unit_state is the truth about bundle ownership (int_ownership_source, one row)
+        coalesce((SELECT max(sus_known) FROM int_ownership_source), false) AS sus_known,
         -- ownership_in_zk: the registrations say the modular load manager keeps ownership in /namespace znodes
         -- (snapshot manifest load_manager, pulsar_ops/pulsar_names.py load_manager_kind): under the extensible
         -- load manager (PIP-192: ownership in the system topic loadbalancer-service-unit-state, or opt-in
@@ -93,12 +95,11 @@ owners AS (
     UNION ALL
     -- the extensible load manager's metadata-store table view, when it is the truth (int_ownership_source): a
     -- bundle Owned by a registered broker (dstBroker is its id)
-    SELECT /*+ BROADCAST(os) */
+    SELECT
         su.namespace, su.lower, su.upper, max(su.owner_broker) AS owner_broker,
         'service-unit-state' AS ownership_source
     FROM int_service_units su
-    CROSS JOIN int_ownership_source os
-    WHERE os.sus_known AND su.ownership = 'owned'
+    WHERE su.ownership = 'owned' AND coalesce((SELECT max(sus_known) FROM int_ownership_source), false)
     GROUP BY su.namespace, su.lower, su.upper
 ),
 -- bundles whose /service_unit_state value says neither owned nor free (in flight, Init, an unregistered owner, or
@@ -117,21 +118,20 @@ unknown_topic AS (
     SELECT topic FROM int_undecodable WHERE kind = 'topic-policies'
 ),
 unloaded AS (
-    SELECT /*+ BROADCAST(a, o, os) */
+    SELECT /*+ BROADCAST(a, o) */
         t.*,
         o.namespace IS NOT NULL AS owned,
         nullif(o.owner_broker, '') AS owner_broker,
         CASE WHEN o.namespace IS NOT NULL THEN o.ownership_source
-            WHEN os.sus_known THEN 'service-unit-state'
+            WHEN a.sus_known THEN 'service-unit-state'
             WHEN a.ownership_known THEN 'namespace-znode' END AS ownership_source
     FROM bundled t
     CROSS JOIN admin a
-    CROSS JOIN int_ownership_source os
     LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
     WHERE (
             -- unowned: no ownership znode (/namespace the truth), or no Owned value in /service_unit_state (the
             -- metadata-store table view the truth: no value, Free or Deleted)
-            (o.namespace IS NULL AND (a.ownership_known OR os.sus_known))
+            (o.namespace IS NULL AND (a.ownership_known OR a.sus_known))
             OR (
                 CASE
                     WHEN o.namespace IS NOT NULL AND a.per_broker THEN array_contains(a.answered, o.owner_broker)
@@ -140,7 +140,7 @@ unloaded AS (
                 AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic)
             )
         )
-        AND NOT (os.sus_known AND EXISTS (
+        AND NOT (a.sus_known AND EXISTS (
             SELECT 1 FROM sus_unknown sx WHERE sx.namespace = t.namespace AND sx.lower = t.lower AND sx.upper = t.upper
         ))
         AND NOT EXISTS (SELECT 1 FROM unknown_ns un WHERE un.namespace = t.namespace)
@@ -307,7 +307,16 @@ SELECT /*+ BROADCAST(p) */
         'bundle', t.bundle_range,
         'owned', t.owned,
         'owner_broker', t.owner_broker,
-        'ownership_source', t.ownership_source
+        'ownership_source', t.ownership_source,
+        -- the transaction stores this topic opens (int_transaction_stores: a pending-ack store is in use while its
+        -- origin topic is loaded); never findings of their own
+        'transaction_stores', ts.stores
     )) AS evidence
 FROM trimmed t
 CROSS JOIN params p
+LEFT JOIN (
+    SELECT opener, array_sort(collect_list(named_struct('store', topic, 'in_use', in_use))) AS stores
+    FROM int_transaction_stores
+    WHERE kind = 'pending-ack'
+    GROUP BY opener
+) ts ON ts.opener = t.r_topic
