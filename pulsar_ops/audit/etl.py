@@ -279,6 +279,11 @@ def partition_conf(spark: SparkSession, one_partition: bool) -> None:
             spark.conf.unset(key)
 
 
+# tables added after snapshots were already taken: an older snapshot has none, read as empty (service_unit_states:
+# its /service_unit_state was not read, and the audit's int_ownership_source then finds the scope incomplete)
+ADDED_TABLES: frozenset[str] = frozenset({"service_unit_states"})
+
+
 def read_parquet(reader: DataFrameReader, directory: Path, one_partition: bool) -> DataFrame:
     """A Parquet directory as a frame; with ``one_partition`` (a small snapshot: audit/sizing.py) coalesced to
     one partition, which every join, aggregate and window downstream accepts without a shuffle where its plan
@@ -312,9 +317,13 @@ def extract(
     plan_conf(spark)
     partition_conf(spark, one_partition)
     for t in schema.TABLES:
+        d = table_dir(snapshot_dir, t.name)
+        if t.name in ADDED_TABLES and not d.exists():  # a snapshot scraped before the table existed: no rows
+            spark.createDataFrame([], spark_ddl(t)).createOrReplaceTempView(f"src_{t.name}")
+            continue
         # the schema is known (snapshot/schema.py): no schema-inference job per table
         reader = spark.read.schema(spark_ddl(t))
-        read_parquet(reader, table_dir(snapshot_dir, t.name), one_partition).createOrReplaceTempView(f"src_{t.name}")
+        read_parquet(reader, d, one_partition).createOrReplaceTempView(f"src_{t.name}")
     register_scans(spark, bookie_scans, params, snapshot_times, one_partition)
     for f in staging_files(sql_root):
         _view(spark, f)
