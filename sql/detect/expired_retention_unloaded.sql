@@ -315,7 +315,10 @@ SELECT /*+ BROADCAST(p) */
 FROM trimmed t
 CROSS JOIN params p
 LEFT JOIN (
-    SELECT opener, array_sort(collect_list(named_struct('store', topic, 'in_use', in_use))) AS stores
+    SELECT
+        opener,
+        array_sort(collect_list(named_struct('store', topic, 'in_use', in_use, 'opener_state', opener_state)))
+            AS stores
     FROM int_transaction_stores
     WHERE kind = 'pending-ack'
     GROUP BY opener

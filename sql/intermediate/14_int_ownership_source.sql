@@ -30,11 +30,17 @@ evidence AS (
         ) = 0 AS no_system_topic,
         (
             SELECT count(*)
-            FROM stg_loaded_topics lt
-            WHERE lt.bundle IS NOT NULL AND NOT EXISTS (
+            FROM (
+                SELECT bundle, regexp_extract(topic, '^persistent://(.+)/[^/]+$', 1) AS ns
+                FROM stg_loaded_topics
+                WHERE bundle IS NOT NULL
+            ) lt
+            -- not the heartbeat / SLA-monitor namespaces, nor pulsar/system: ExtensibleLoadManagerImpl.assign gives
+            -- those to a fixed broker (getHeartbeatOrSLAMonitorBrokerId) or the channel owner (internal topics)
+            -- without a value in the table
+            WHERE ${system_namespace_reason:lt.ns} IS NULL AND NOT EXISTS (
                 SELECT 1 FROM int_service_units su
-                WHERE su.bundle_range = lt.bundle AND su.ownership = 'owned'
-                    AND su.namespace = regexp_extract(lt.topic, '^persistent://(.+)/[^/]+$', 1)
+                WHERE su.bundle_range = lt.bundle AND su.ownership = 'owned' AND su.namespace = lt.ns
             )
         ) = 0 AS listings_agree
     FROM params p

@@ -121,7 +121,12 @@ def test_transaction_stores_are_judged_by_their_opener(truth: AuditResult) -> No
     }
     (old,) = [f for f in of(truth, "expired-retention-unloaded") if f.namespace == "t/free"]
     assert old.evidence["transaction_stores"] == [
-        {"store": "persistent://t/free/old-idle__transaction_pending_ack", "in_use": "no"}
+        {
+            "store": "persistent://t/free/old-gone__transaction_pending_ack",
+            "in_use": "no",
+            "opener_state": "subscription-gone",
+        },
+        {"store": "persistent://t/free/old-idle__transaction_pending_ack", "in_use": "no", "opener_state": "present"},
     ]
     gone = {f.topic: f for f in of(truth, "system-metadata") if f.evidence.get("transaction_store")}
     assert set(gone) == {
@@ -150,3 +155,19 @@ def test_an_unread_listing_makes_it_unknown(spark: Any, tmp_path: Path) -> None:
     res = audit(spark, b, tmp_path)
     assert of(res, "expired-retention-unloaded") == []
     assert res.audit["ownership"]["service_unit_state"]["why_not"] == "/service_unit_state was not read completely"
+
+
+def test_a_listing_of_a_topic_in_a_bundle_it_does_not_own_contradicts_it(spark: Any, tmp_path: Path) -> None:
+    """A broker lists t/free's topic loaded: the table is not the truth (the listings decide, every broker
+    answered). A heartbeat topic loaded without a value (ExtensibleLoadManagerImpl.assign gives heartbeat bundles a
+    fixed broker) does not contradict it."""
+    b = SnapshotBuilder(load_manager=ELM_SUS, admin_scraped=True)
+    _cluster(b)
+    b.add("loaded_topics", broker=B1, topic="persistent://pulsar/10.0.0.1:8080/healthcheck", bundle=RANGE)
+    res = audit(spark, b, tmp_path / "heartbeat")
+    assert res.audit["ownership"]["service_unit_state"]["known"] is True
+    b.add("loaded_topics", broker=B1, topic="persistent://t/free/old", bundle=RANGE)
+    res = audit(spark, b, tmp_path / "contradicted")
+    assert "does not own" in res.audit["ownership"]["service_unit_state"]["why_not"]
+    # every broker answered: judged by the listings, the loaded one is not unloaded
+    assert "persistent://t/free/old" not in {f.topic for f in of(res, "expired-retention-unloaded")}
