@@ -37,7 +37,7 @@ pending_topic AS (
     JOIN stg_managed_ledgers m
         ON m.namespace = s.namespace
         AND m.path <> s.path
-        AND startswith(s.topic, concat(m.topic, '-'))
+        AND left(s.topic, length(m.topic) + 1) = concat(m.topic, '-')
     WHERE s.kind = 'pending-ack'
     GROUP BY s.path
 ),
