@@ -9,7 +9,7 @@ SELECT
     ${service_unit_ownership:s.state:s.registered} AS ownership,
     CASE WHEN ${service_unit_ownership:s.state:s.registered} = 'owned' THEN s.dst_broker END AS owner_broker
 FROM (
-    SELECT u.*, coalesce(array_contains(p.registered_brokers, u.dst_broker), false) AS registered
+    SELECT /*+ BROADCAST(p) */ u.*, coalesce(array_contains(p.registered_brokers, u.dst_broker), false) AS registered
     FROM stg_service_unit_states u
     CROSS JOIN params p
 ) s

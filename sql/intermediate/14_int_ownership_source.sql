@@ -20,11 +20,14 @@ WITH scopes AS (
     WHERE store = 'local'
 ),
 evidence AS (
-    SELECT
+    SELECT /*+ BROADCAST(p) */
         p.service_unit_table_view AS manifest_ok,
         s.sus_read,
         s.system_ml_read,
         (
+            SELECT count(*) FROM stg_managed_ledgers m
+            WHERE m.path = '/managed-ledgers/pulsar/system/persistent/loadbalancer-service-unit-state'
+        ) + (
             SELECT count(*) FROM stg_znodes z
             WHERE z.path = '/managed-ledgers/pulsar/system/persistent/loadbalancer-service-unit-state'
         ) = 0 AS no_system_topic,
