@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from typing import Literal
 
 from pulsar_ops.errors import DecodeError
@@ -114,6 +115,16 @@ ELM_LEADER_PATH = "/loadbalance/extension/leader"
 # .../extensions/channel/ServiceUnitStateMetadataStoreTableViewImpl.java PATH_PREFIX: ownership under
 # /service_unit_state/<tenant>/<ns>/<0x..._0x...> when the metadata-store table view is configured
 SERVICE_UNIT_STATE_ROOT = "/service_unit_state"
+# .../extensions/channel/ServiceUnitState.java: Owned is dstBroker's (terminal) ownership; Assigning, Releasing and
+# Splitting are in flight (ServiceUnitState.isInFlightState: the bundle is moving between brokers, in use); Free and
+# Deleted are semi-terminal, no broker owns the bundle; Init is what an absent value reads as
+# (ServiceUnitStateData.state(null)), stored it says nothing about an owner
+SERVICE_UNIT_OWNED_STATE = "Owned"
+SERVICE_UNIT_IN_FLIGHT_STATES: tuple[str, ...] = ("Assigning", "Releasing", "Splitting")
+SERVICE_UNIT_FREE_STATES: tuple[str, ...] = ("Free", "Deleted")
+# ServiceUnitStateTableViewImpl.TOPIC: the system-topic table view's topic. Its managed ledger exists once any broker
+# ran that table view (or ServiceUnitStateTableViewSyncer, which opens both views while migrating)
+SERVICE_UNIT_STATE_TOPIC_ML = "pulsar/system/persistent/loadbalancer-service-unit-state"
 ELM_CLASS_NAMES: frozenset[str] = frozenset(
     {
         "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl",
@@ -410,6 +421,43 @@ def ownership_in_zk(load_manager: dict[str, object] | None) -> bool:
     return load_manager.get("kind") in ("modular", "none")
 
 
+ServiceUnitOwnership = Literal["owned", "unowned", "unknown"]
+
+
+def service_unit_ownership(
+    state: str | None, dst_broker: str | None, *, registered: Collection[str]
+) -> ServiceUnitOwnership:
+    """What one decoded ``/service_unit_state/<bundle>`` value says about its bundle, when the metadata-store table
+    view is authoritative (:func:`service_unit_table_view`): ``owned`` when ``Owned`` by a registered broker
+    (``dstBroker`` is the broker id, ``/loadbalance/brokers/<id>``), ``unowned`` when ``Free`` or ``Deleted``, else
+    ``unknown`` (in flight: in use, never free; ``Init``; owned by a broker that is not registered). A missing value
+    (the whole listing read) is unowned; a value that does not decode is unknown. The audit's SQL renders the same
+    rule (:func:`service_unit_ownership_sql`)."""
+    if state == SERVICE_UNIT_OWNED_STATE and dst_broker is not None and dst_broker in registered:
+        return "owned"
+    if state in SERVICE_UNIT_FREE_STATES:
+        return "unowned"
+    return "unknown"
+
+
+def service_unit_table_view(load_manager: dict[str, object] | None) -> tuple[bool, str]:
+    """Whether a snapshot's manifest allows reading bundle ownership from ``/service_unit_state`` (the metadata-store
+    table view), with the reason. Which table view brokers use is broker configuration
+    (``loadManagerServiceUnitStateTableViewClassName``), never written to ZooKeeper: the manifest can only rule it
+    out. The audit adds the snapshot's own evidence (``/service_unit_state`` read completely, and no managed ledger
+    of the system-topic table view's topic :data:`SERVICE_UNIT_STATE_TOPIC_ML`, which that view and the
+    ServiceUnitStateTableViewSyncer create)."""
+    if not load_manager:
+        return False, "load manager not recorded"
+    if load_manager.get("error"):
+        return False, "load manager registrations unreadable"
+    if load_manager.get("kind") != "extensible":
+        return False, f"load manager is {load_manager.get('kind')}, not only the extensible one"
+    if not load_manager.get("service_unit_state"):
+        return False, "/service_unit_state does not exist (system-topic table view)"
+    return True, "extensible load manager with /service_unit_state"
+
+
 # --- SQL renderers ----------------------------------------------------------------------------------------------
 
 
@@ -469,4 +517,13 @@ def transaction_store_kind_sql(ns: str, local: str) -> str:
         f"(CASE WHEN right({local}, {len(suffix)}) = {_q(suffix)} THEN 'pending-ack'"
         f" WHEN {ns} = {_q(SYSTEM_NAMESPACE)} AND regexp_extract({local}, {_q(_TC_LOG_SQL)}, 0) <> ''"
         " THEN 'coordinator-log' END)"
+    )
+
+
+def service_unit_ownership_sql(state: str, registered: str) -> str:
+    """:func:`service_unit_ownership` of a decoded value as a SQL CASE (``registered``: a boolean expression, the
+    value's dstBroker is a registered broker)."""
+    return (
+        f"(CASE WHEN {state} = {_q(SERVICE_UNIT_OWNED_STATE)} AND {registered} THEN 'owned'"
+        f" WHEN {_in(state, SERVICE_UNIT_FREE_STATES)} THEN 'unowned' ELSE 'unknown' END)"
     )

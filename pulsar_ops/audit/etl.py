@@ -57,11 +57,23 @@ PARAMS_SCHEMA = T.StructType(
         # False when bundle ownership is not (all) in /namespace znodes: the extensible load manager, mixed or
         # unknown registrations (pulsar_ops.audit.manifest.ownership_in_zk)
         T.StructField("ownership_in_zk", T.BooleanType(), False),
+        # True when the manifest allows reading ownership from /service_unit_state (the extensible load manager's
+        # metadata-store table view: pulsar_ops.pulsar_names.service_unit_table_view); the SQL adds the snapshot's
+        # evidence (int_service_unit_ownership)
+        T.StructField("service_unit_table_view", T.BooleanType(), False),
+        # the broker ids registered under /loadbalance/brokers at scrape time (manifest load_manager)
+        T.StructField("registered_brokers", T.ArrayType(T.StringType()), False),
     ]
 )
 
 
-def params_row(params: AuditParams, admin_scraped: bool, ownership_in_zk: bool = True) -> tuple[int | bool, ...]:
+def params_row(
+    params: AuditParams,
+    admin_scraped: bool,
+    ownership_in_zk: bool = True,
+    service_unit_table_view: bool = False,
+    registered_brokers: Sequence[str] = (),
+) -> tuple[int | bool | tuple[str, ...], ...]:
     if params.now_ms is None:
         raise AuditError("audit parameters were not resolved against the snapshot (now_ms missing)")
     b = params.broker
@@ -79,6 +91,8 @@ def params_row(params: AuditParams, admin_scraped: bool, ownership_in_zk: bool =
         b.max_unacked_ranges_persist,
         admin_scraped,
         ownership_in_zk,
+        service_unit_table_view,
+        tuple(sorted(registered_brokers)),
     )
 
 
@@ -98,7 +112,13 @@ def spark_ddl(table: schema.Table) -> str:
     return ", ".join(f"`{c.name}` {_SPARK_TYPES[c.type]}" for c in table.columns)
 
 
-def params_sql(params: AuditParams, admin_scraped: bool, ownership_in_zk: bool = True) -> str:
+def params_sql(
+    params: AuditParams,
+    admin_scraped: bool,
+    ownership_in_zk: bool = True,
+    service_unit_table_view: bool = False,
+    registered_brokers: Sequence[str] = (),
+) -> str:
     """The one-row ``params`` view as a literal SELECT.
 
     A literal projection has known, tiny statistics, so every ``CROSS JOIN params`` is planned as a broadcast
@@ -106,8 +126,12 @@ def params_sql(params: AuditParams, admin_scraped: bool, ownership_in_zk: bool =
     main cost).
     """
     cols = []
-    for field, value in zip(PARAMS_SCHEMA.fields, params_row(params, admin_scraped, ownership_in_zk), strict=True):
-        if isinstance(value, bool):
+    row = params_row(params, admin_scraped, ownership_in_zk, service_unit_table_view, registered_brokers)
+    for field, value in zip(PARAMS_SCHEMA.fields, row, strict=True):
+        if isinstance(value, tuple):  # strings as hex: no quoting of what a registration names
+            items = ", ".join(f"decode(unhex('{v.encode('utf-8').hex()}'), 'UTF-8')" for v in value)
+            cols.append(f"CAST(array({items}) AS ARRAY<STRING>) AS {field.name}")
+        elif isinstance(value, bool):
             cols.append(f"{'true' if value else 'false'} AS {field.name}")
         else:
             cols.append(f"CAST({int(value)} AS BIGINT) AS {field.name}")
@@ -255,6 +279,11 @@ def partition_conf(spark: SparkSession, one_partition: bool) -> None:
             spark.conf.unset(key)
 
 
+# tables added after snapshots were already taken: an older snapshot has none, read as empty (service_unit_states:
+# its /service_unit_state was not read, and the audit's int_ownership_source then finds the scope incomplete)
+ADDED_TABLES: frozenset[str] = frozenset({"service_unit_states"})
+
+
 def read_parquet(reader: DataFrameReader, directory: Path, one_partition: bool) -> DataFrame:
     """A Parquet directory as a frame; with ``one_partition`` (a small snapshot: audit/sizing.py) coalesced to
     one partition, which every join, aggregate and window downstream accepts without a shuffle where its plan
@@ -271,6 +300,8 @@ def extract(
     *,
     admin_scraped: bool,
     ownership_in_zk: bool = True,
+    service_unit_table_view: bool = False,
+    registered_brokers: Sequence[str] = (),
     sql_root: Path | None = None,
     intermediates: bool = False,
     one_partition: bool = False,
@@ -286,13 +317,19 @@ def extract(
     plan_conf(spark)
     partition_conf(spark, one_partition)
     for t in schema.TABLES:
+        d = table_dir(snapshot_dir, t.name)
+        if t.name in ADDED_TABLES and not d.exists():  # a snapshot scraped before the table existed: no rows
+            spark.createDataFrame([], spark_ddl(t)).createOrReplaceTempView(f"src_{t.name}")
+            continue
         # the schema is known (snapshot/schema.py): no schema-inference job per table
         reader = spark.read.schema(spark_ddl(t))
-        read_parquet(reader, table_dir(snapshot_dir, t.name), one_partition).createOrReplaceTempView(f"src_{t.name}")
+        read_parquet(reader, d, one_partition).createOrReplaceTempView(f"src_{t.name}")
     register_scans(spark, bookie_scans, params, snapshot_times, one_partition)
     for f in staging_files(sql_root):
         _view(spark, f)
-    spark.sql(params_sql(params, admin_scraped, ownership_in_zk)).createOrReplaceTempView("params")
+    spark.sql(
+        params_sql(params, admin_scraped, ownership_in_zk, service_unit_table_view, registered_brokers)
+    ).createOrReplaceTempView("params")
     if intermediates:
         for f in intermediate_files(sql_root):
             _view(spark, f)
@@ -476,3 +513,26 @@ def load(findings: DataFrame, out_dir: Path) -> DataFrame:
     except PySparkException as e:
         raise AuditError(f"audit job failed: {first_line(e)}") from e
     return findings.sparkSession.read.parquet(str(target))
+
+
+def service_unit_summary(spark: SparkSession) -> dict[str, Any]:
+    """``audit.ownership.service_unit_state``: whether ``/service_unit_state`` was read as the truth about bundle
+    ownership (``int_ownership_source``), why not, and its values per ownership (``int_service_units``)."""
+    src = spark.sql("SELECT sus_known, why_not FROM int_ownership_source").collect()
+    counts = spark.sql("SELECT ownership, count(*) AS n FROM int_service_units GROUP BY ownership").collect()
+    known = bool(src and src[0]["sus_known"])
+    return {
+        "known": known,
+        "why_not": None if known or not src else src[0]["why_not"],
+        "bundles": {str(r["ownership"]): int(r["n"]) for r in counts},
+    }
+
+
+def transaction_store_summary(spark: SparkSession) -> dict[str, dict[str, int]]:
+    """``audit.ownership.transaction_stores``: the transaction stores per kind and whether what opens them has
+    them open (``int_transaction_stores``: yes / no / unknown); they are never unloaded findings of their own."""
+    out: dict[str, dict[str, int]] = {}
+    rows = spark.sql("SELECT kind, in_use, count(*) AS n FROM int_transaction_stores GROUP BY kind, in_use")
+    for r in rows.collect():
+        out.setdefault(str(r["kind"]), {})[str(r["in_use"])] = int(r["n"])
+    return out

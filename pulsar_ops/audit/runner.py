@@ -207,15 +207,20 @@ def run_audit(
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}register")
         small = small_snapshot(row_counts(manifest)) if one_partition is None else one_partition  # local or cluster
         admin_scraped = bool(manifest.get("admin_scraped"))
-        from pulsar_ops.pulsar_names import ownership_in_zk
+        from pulsar_ops.pulsar_names import ownership_in_zk, service_unit_table_view
 
-        owned_in_zk = ownership_in_zk(manifest.get("load_manager"))
+        load_manager = manifest.get("load_manager") or {}
+        owned_in_zk = ownership_in_zk(load_manager)
+        sus_allowed, sus_why = service_unit_table_view(load_manager)
+        registered = sorted((load_manager.get("registrations") or {}).keys())
         etl.extract(
             session,
             snapshot_dir,
             resolved,
             admin_scraped=admin_scraped,
             ownership_in_zk=owned_in_zk,
+            service_unit_table_view=sus_allowed,
+            registered_brokers=registered,
             sql_root=sql_root,
             one_partition=small,
             bookie_scans=scans,
@@ -231,6 +236,8 @@ def run_audit(
         timings["detections"], mark = time.monotonic() - mark, time.monotonic()
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}coverage")
         covered = etl.coverage(session, sql_root)
+        sus = etl.service_unit_summary(session) if sus_allowed else None
+        stores = etl.transaction_store_summary(session)
         timings["coverage"], mark = time.monotonic() - mark, time.monotonic()
         stored: dict[str, list[dict[str, Any]]] | None = None
         if scans:  # the capacity view reads only the scans' tables and what they name
@@ -268,11 +275,18 @@ def run_audit(
     # whether a bundle without a /namespace ownership znode may be called unowned (docs/detections.md "Pulsar's own
     # names"): under the extensible load manager it may not, and without every broker's listing the loaded state
     # of those topics is an unknown scope: expired-retention-unloaded judges none of them
-    load_manager = manifest.get("load_manager") or {}
+    # /service_unit_state (the extensible load manager's metadata-store table view) is read as the truth only when
+    # nothing contradicts it (sql/intermediate/14_int_ownership_source.sql): then absent /namespace znodes are not
+    # needed, and a bundle with no Owned value is unowned
+    sus_known = bool(sus and sus["known"])
     audit["ownership"] = {
         "load_manager": load_manager.get("kind", "not recorded"),
         "in_zookeeper": owned_in_zk,
-        "unknown_scope": not owned_in_zk and not bool(manifest.get("admin_scraped")),
+        "service_unit_state": (sus if sus is not None else {"known": False, "why_not": sus_why, "bundles": {}}),
+        "unknown_scope": not owned_in_zk and not sus_known and not bool(manifest.get("admin_scraped")),
+        # per kind, whether what opens each transaction store has it open (pending-ack: its origin topic loaded;
+        # coordinator log: its coordinator's bundle owned): {"yes": n, "no": n, "unknown": n}
+        "transaction_stores": stores,
     }
     audit["storage"] = storage_summary(stored, storage_top_n) if stored is not None else None
     audit["bookie_scans"] = [

@@ -61,9 +61,11 @@ _NAMES_MACROS = {
     "heartbeat_namespace": 1,
     "system_cursor_reason": 1,
     "transaction_store_kind": 2,
+    "service_unit_ownership": 2,
 }
 _NAMES = re.compile(
-    r"\$\{(system_topic_reason|system_namespace_reason|system_tenant_reason|heartbeat_namespace|system_cursor_reason|transaction_store_kind)"
+    r"\$\{(system_topic_reason|system_namespace_reason|system_tenant_reason|heartbeat_namespace|system_cursor_reason|transaction_store_kind"
+    r"|service_unit_ownership)"
     r"((?::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)+)\}"
 )
 _PLANNABLE_KINDS = re.compile(r"\$\{plannable_ledger_kinds\}")
@@ -91,7 +93,8 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     ``${subscription_idle:ROW:PARAMS}`` -> a cursor's activity and idleness as the subscription rule decides them.
 
     ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_tenant_reason:T}``,
-    ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``
+    ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``,
+    ``${service_unit_ownership:STATE:REGISTERED}``
     (each argument ``COLUMN`` or ``ALIAS.COLUMN``) -> the SQL of the same name in :mod:`pulsar_ops.pulsar_names`,
     the one registry of what Pulsar creates for itself."""
     from pulsar_ops.formats.ascii_case import ascii_lower_sql
@@ -156,6 +159,8 @@ def _names_sql(m: re.Match[str]) -> str:
         return pulsar_names.system_tenant_reason_sql(args[0])
     if name == "system_cursor_reason":
         return pulsar_names.system_cursor_reason_sql(args[0])
+    if name == "service_unit_ownership":
+        return pulsar_names.service_unit_ownership_sql(args[0], args[1])
     return pulsar_names.transaction_store_kind_sql(args[0], args[1])
 
 

@@ -207,7 +207,9 @@ def connect(
         f"CAST({b.max_unacked_ranges_metadata} AS BIGINT) AS max_unacked_ranges_metadata, "
         f"CAST({b.max_unacked_ranges_persist} AS BIGINT) AS max_unacked_ranges_persist, "
         f"{str(admin_scraped).lower()} AS admin_scraped, "
-        f"{str(ownership_in_zk).lower()} AS ownership_in_zk"
+        f"{str(ownership_in_zk).lower()} AS ownership_in_zk, "
+        # the benchmark reads no /service_unit_state ownership (sql/intermediate/14_int_ownership_source.sql)
+        "false AS service_unit_table_view, CAST([] AS VARCHAR[]) AS registered_brokers"
     )
     for f in intermediate_files():
         con.execute(f"CREATE VIEW {f.name} AS {rewrite(f.text)}")

@@ -68,6 +68,9 @@ def render_markdown(model: ReportModel) -> str:
     lines += _section(
         "Ack-hole range counts", _histogram_table([model.ack_holes], "ranges") + ([md(coverage)] if coverage else [])
     )
+    ownership = model.audit.ownership_line()
+    if ownership:
+        lines += _section("Bundle ownership", [md(ownership)])
     lines += _section(
         "Ages",
         _histogram_table([model.orphan_ages, model.inactive_ages, model.retention_ages], "age"),

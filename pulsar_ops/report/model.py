@@ -92,6 +92,8 @@ class AuditInfo:
     # ``audit.coverage`` of findings.json: what the audit could not see into, counted (e.g. the cursors whose
     # acknowledged ranges live in cursor ledgers); empty for documents written before it existed.
     coverage: Mapping[str, Any] = field(default_factory=dict)
+    # ``audit.ownership`` of findings.json: where bundle ownership was read from (issue 33); empty before it existed
+    ownership: Mapping[str, Any] = field(default_factory=dict)
     # ``audit.bookie_scans`` of findings.json: one object per --bookie-scan (its bookie, whether its scope was
     # partial and what that withheld); empty without scans.
     bookie_scans: tuple[Mapping[str, Any], ...] = ()
@@ -138,6 +140,28 @@ class AuditInfo:
                         "ledger deleted since"
                     )
         return text
+
+    def ownership_line(self) -> str | None:
+        """One line when bundle ownership was not fully known (an unknown scope: no unloaded finding there), or was
+        read from /service_unit_state; None for the modular load manager's /namespace znodes."""
+        o = self.ownership
+        if not o:
+            return None
+        sus = o.get("service_unit_state")
+        if isinstance(sus, Mapping) and sus.get("known"):
+            return (
+                "Bundle ownership read from /service_unit_state (the extensible load manager's metadata-store table "
+                "view): Owned bundles owned, Free or absent ones unowned, in-flight ones unknown; no offline trim. "
+                "Details: findings.json audit.ownership."
+            )
+        if o.get("unknown_scope"):
+            why = sus.get("why_not") if isinstance(sus, Mapping) else None
+            return (
+                f"Bundle ownership is an unknown scope (load manager {o.get('load_manager')}"
+                + (f"; /service_unit_state not read: {why}" if why else "")
+                + "): no topic is called unloaded without every broker's listing (scrape with --admin-url)."
+            )
+        return None
 
     def coverage_line(self) -> str | None:
         """One line on the ack-hole coverage, or None when every cursor's ranges were in the snapshot."""
@@ -500,6 +524,7 @@ def _audit_info(raw: Any, file_mtime_ms: int | None) -> AuditInfo:
         wall_seconds=wall,
         finished_at_ms=finished,
         coverage=dict(coverage) if isinstance(coverage, Mapping) else {},
+        ownership=dict(a["ownership"]) if isinstance(a.get("ownership"), Mapping) else {},
         bookie_scans=tuple(x for x in scans if isinstance(x, Mapping)) if isinstance(scans, list) else (),
         storage=capacity_of(a.get("storage")),
     )

@@ -40,6 +40,10 @@ def summary_lines(model: ReportModel) -> list[str]:
     if coverage:
         lines.append("")
         lines.append(coverage)
+    ownership = model.audit.ownership_line()
+    if ownership:
+        lines.append("")
+        lines.append(ownership)
     scans = model.audit.bookie_scan_lines()
     if scans:
         lines.append("")

@@ -20,6 +20,8 @@ CLUSTERS = "/admin/clusters"
 TOPIC_POLICIES = "/admin/topic-policies"
 NAMESPACE = "/namespace"
 BUNDLE_DATA = "/loadbalance/bundle-data"
+# the extensible load manager's metadata-store table view (ServiceUnitStateMetadataStoreTableViewImpl.PATH_PREFIX)
+SERVICE_UNIT_STATE = "/service_unit_state"
 
 CONFIG_ROOTS: tuple[str, ...] = (POLICIES, PARTITIONED, CLUSTERS)
 LOCAL_FIXED_ROOTS: tuple[str, ...] = (
@@ -29,6 +31,7 @@ LOCAL_FIXED_ROOTS: tuple[str, ...] = (
     NAMESPACE,
     BUNDLE_DATA,
     TOPIC_POLICIES,
+    SERVICE_UNIT_STATE,
 )
 
 _DOMAINS = ("persistent", "non-persistent")
@@ -167,6 +170,11 @@ def classify(path: str, ledgers_root: str, num_children: int = 0) -> PathInfo:
     if s is not None:
         kind = "bundle-data" if len(s) in (3, 4) and is_bundle_range(s[-1]) else "bundle-data-dir"
         return PathInfo(kind, BUNDLE_DATA, BUNDLE_DATA, tuple(s))
+    s = _under(path, SERVICE_UNIT_STATE)
+    if s is not None:
+        # <tenant>/<ns>/<range> (V1: <p>/<c>/<ns>/<range>): NamespaceBundle.toString() below PATH_PREFIX
+        kind = "service-unit-state" if len(s) in (3, 4) and is_bundle_range(s[-1]) else "service-unit-state-dir"
+        return PathInfo(kind, SERVICE_UNIT_STATE, SERVICE_UNIT_STATE, tuple(s))
     s = _under(path, TOPIC_POLICIES)
     if s is not None:
         n = len(s)

@@ -30,6 +30,7 @@ from pulsar_ops.formats.policies import (
     parse_partitioned_topic,
 )
 from pulsar_ops.formats.schema_locator import decode_schema_locator
+from pulsar_ops.formats.service_unit_state import parse_service_unit_state
 from pulsar_ops.scrape.classify import PathInfo, classify
 from pulsar_ops.scrape.multiread import Stat
 
@@ -484,6 +485,30 @@ def _bundle_data(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: Extrac
     ]
 
 
+def _service_unit_state(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ExtractConfig) -> Rows:
+    s = info.segments
+    lower, upper = _range(s[-1], path)
+    sus = parse_service_unit_state(data, path)
+    return [
+        (
+            "service_unit_states",
+            {
+                "path": path,
+                "namespace": "/".join(s[:-1]),
+                "bundle_range": s[-1],
+                "lower": lower,
+                "upper": upper,
+                "state": sus.state,
+                "dst_broker": sus.dst_broker,
+                "source_broker": sus.source_broker,
+                "version_id": sus.version_id,
+                "timestamp_ms": sus.timestamp_ms,
+                **_stat_cols(stat),
+            },
+        )
+    ]
+
+
 def _topic_policies(path: str, data: bytes, stat: Stat, info: PathInfo, cfg: ExtractConfig) -> Rows:
     s = info.segments
     scope, ns_parts, domain, enc = s[0], s[1:-2], s[-2], s[-1]
@@ -527,6 +552,7 @@ EXTRACTORS: dict[str, Extractor] = {
     "bundle-owner": _bundle_owner,
     "bundle-data": _bundle_data,
     "topic-policies": _topic_policies,
+    "service-unit-state": _service_unit_state,
 }
 
 

@@ -346,6 +346,26 @@ BUNDLE_DATA = Table(
     ),
 )
 
+SERVICE_UNIT_STATES = Table(
+    "service_unit_states",
+    "/service_unit_state/<namespace>/<range>: the extensible load manager's bundle ownership when its metadata-store "
+    "table view is configured (ServiceUnitStateMetadataStoreTableViewImpl; ServiceUnitStateData JSON). A value "
+    "that does not decode has no row (znodes.decode_error): that bundle's ownership is unknown.",
+    (
+        _c("path", "string", "", False),
+        _c("namespace", "string", "", False),
+        _c("bundle_range", "string", "0xXXXXXXXX_0xYYYYYYYY", False),
+        _c("lower", "int64", "", False),
+        _c("upper", "int64", "", False),
+        _c("state", "string", "ServiceUnitState: Init|Free|Owned|Assigning|Releasing|Splitting|Deleted", False),
+        _c("dst_broker", "string", "broker id (host:port) the state names as destination/owner"),
+        _c("source_broker", "string", "broker id releasing or splitting it"),
+        _c("version_id", "int64", "", False),
+        _c("timestamp_ms", "int64", "", False),
+        *_stat(),
+    ),
+)
+
 TOPIC_POLICIES = Table(
     "topic_policies",
     "/admin/topic-policies/{global,local}/<namespace>/<domain>/<encodedName> (newest Pulsar only).",
@@ -424,6 +444,7 @@ TABLES: tuple[Table, ...] = (
     CLUSTERS,
     BUNDLE_OWNERS,
     BUNDLE_DATA,
+    SERVICE_UNIT_STATES,
     TOPIC_POLICIES,
     SCOPES,
     SCRAPE_ERRORS,

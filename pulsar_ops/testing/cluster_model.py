@@ -459,11 +459,19 @@ class ClusterModel:
             for k, rg in enumerate(ranges):
                 owner = pay.broker_urls(BROKERS[(hash_int(ns.name) + k) % len(BROKERS)])
                 yield from self._json(LOCAL, f"/namespace/{ns.name}/{rg}", owner, "bundle-owner", eph=eph)
-        elif ns.owned and self.o.service_unit_state == "metadata-store":
-            # ServiceUnitStateMetadataStoreTableViewImpl: persistent values under /service_unit_state/<bundle>
+        elif self.extensible and self.o.service_unit_state == "metadata-store":
+            # ServiceUnitStateMetadataStoreTableViewImpl: persistent values under /service_unit_state/<bundle>. An
+            # owned namespace's bundles are Owned by a registered broker; an unowned one's were unloaded (Releasing
+            # -> Free: ServiceUnitState's transitions; the value names the broker that released it) or never
+            # assigned (no value): both unowned, as the channel reads them
             for k, rg in enumerate(ranges):
                 broker = f"{BROKERS[(hash_int(ns.name) + k) % len(BROKERS)]}:8080"
-                state = up.service_unit_state(broker, self.ztime - HOUR_MS)
+                if ns.owned:
+                    state = up.service_unit_state(broker, self.ztime - HOUR_MS)
+                elif k % 2 == 0:
+                    state = up.service_unit_state_free(broker, self.ztime - HOUR_MS)
+                else:
+                    continue
                 yield from self._json(
                     LOCAL, f"{up.SERVICE_UNIT_STATE_ROOT}/{ns.name}/{rg}", state, "service-unit-state"
                 )

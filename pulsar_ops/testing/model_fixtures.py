@@ -519,6 +519,10 @@ def system_namespace(model: ClusterModel) -> Iterator[ZNode]:
         yield from model._emit(ns, t, rng)
         logs.append(t.ml.topic)
     model.pulsar_owned.append({"what": "transaction-coordinator-log", "topics": logs, "source": up.MLTC_SOURCE})
+    if model.extensible and model.o.service_unit_state == "metadata-store":
+        # the metadata-store table view never creates the channel's topic (only ServiceUnitStateTableViewImpl, the
+        # system-topic table view, and ServiceUnitStateTableViewSyncer open it)
+        return
     t = Topic(model._ml(ns, up.SERVICE_UNIT_STATE_TOPIC))
     model._closed(ns, t, rng, [20 * DAY_MS, 10 * DAY_MS], version=3)
     model._open(ns, t, rng)

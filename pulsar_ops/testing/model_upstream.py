@@ -112,6 +112,20 @@ def service_unit_state(broker_id: str, timestamp_ms: int, version_id: int = 1) -
     }
 
 
+def service_unit_state_free(source_broker: str, timestamp_ms: int, version_id: int = 2) -> dict[str, Any]:
+    """``ServiceUnitStateData`` of a bundle an unload released (``Releasing`` -> ``Free``: no destination broker,
+    the releasing one as ``sourceBroker``; ServiceUnitStateChannelImpl's unload)."""
+    return {
+        "state": "Free",
+        "dstBroker": None,
+        "sourceBroker": source_broker,
+        "splitServiceUnitToDestBroker": None,
+        "force": False,
+        "timestamp": timestamp_ms,
+        "versionId": version_id,
+    }
+
+
 MLTC_SOURCE = (
     "pulsar-transaction/coordinator/src/main/java/org/apache/pulsar/transaction/coordinator/impl/"
     "MLTransactionLogImpl.java"

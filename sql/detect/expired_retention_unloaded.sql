@@ -35,6 +35,8 @@ admin AS (
         p.admin_scraped AS all_answered,
         f.per_broker,
         f.answered,
+        -- /service_unit_state is the truth about bundle ownership (int_ownership_source, one row)
+        coalesce((SELECT max(sus_known) FROM int_ownership_source), false) AS sus_known,
         -- ownership_in_zk: the registrations say the modular load manager keeps ownership in /namespace znodes
         -- (snapshot manifest load_manager, pulsar_ops/pulsar_names.py load_manager_kind): under the extensible
         -- load manager (PIP-192: ownership in the system topic loadbalancer-service-unit-state, or opt-in
@@ -86,9 +88,26 @@ owners AS (
     -- lookupServiceAddress, /loadbalance/brokers/<id>) is that address's host:port. No httpUrl: owner unknown.
     SELECT
         namespace, lower, upper,
-        max(regexp_extract(coalesce(http_url, ''), '^[A-Za-z][A-Za-z0-9+.-]*://([^/]+)', 1)) AS owner_broker
+        max(regexp_extract(coalesce(http_url, ''), '^[A-Za-z][A-Za-z0-9+.-]*://([^/]+)', 1)) AS owner_broker,
+        'namespace-znode' AS ownership_source
     FROM stg_bundle_owners
     GROUP BY namespace, lower, upper
+    UNION ALL
+    -- the extensible load manager's metadata-store table view, when it is the truth (int_ownership_source): a
+    -- bundle Owned by a registered broker (dstBroker is its id)
+    SELECT
+        su.namespace, su.lower, su.upper, max(su.owner_broker) AS owner_broker,
+        'service-unit-state' AS ownership_source
+    FROM int_service_units su
+    WHERE su.ownership = 'owned' AND coalesce((SELECT max(sus_known) FROM int_ownership_source), false)
+    GROUP BY su.namespace, su.lower, su.upper
+),
+-- bundles whose /service_unit_state value says neither owned nor free (in flight, Init, an unregistered owner, or
+-- undecodable): never judged, whatever the listings say (a bundle in motion is in use)
+sus_unknown AS (
+    SELECT DISTINCT su.namespace, su.lower, su.upper
+    FROM int_service_units su
+    WHERE su.ownership = 'unknown'
 ),
 -- undecodable policies, local policies or topic policies: the topic's bundle or retention is unknown, so it is
 -- not judged (the undecodable-znode finding names what it holds back). Only tested with NOT EXISTS: no DISTINCT.
@@ -102,12 +121,17 @@ unloaded AS (
     SELECT /*+ BROADCAST(a, o) */
         t.*,
         o.namespace IS NOT NULL AS owned,
-        nullif(o.owner_broker, '') AS owner_broker
+        nullif(o.owner_broker, '') AS owner_broker,
+        CASE WHEN o.namespace IS NOT NULL THEN o.ownership_source
+            WHEN a.sus_known THEN 'service-unit-state'
+            WHEN a.ownership_known THEN 'namespace-znode' END AS ownership_source
     FROM bundled t
     CROSS JOIN admin a
     LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
     WHERE (
-            (o.namespace IS NULL AND a.ownership_known)
+            -- unowned: no ownership znode (/namespace the truth), or no Owned value in /service_unit_state (the
+            -- metadata-store table view the truth: no value, Free or Deleted)
+            (o.namespace IS NULL AND (a.ownership_known OR a.sus_known))
             OR (
                 CASE
                     WHEN o.namespace IS NOT NULL AND a.per_broker THEN array_contains(a.answered, o.owner_broker)
@@ -116,6 +140,9 @@ unloaded AS (
                 AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic)
             )
         )
+        AND NOT (a.sus_known AND EXISTS (
+            SELECT 1 FROM sus_unknown sx WHERE sx.namespace = t.namespace AND sx.lower = t.lower AND sx.upper = t.upper
+        ))
         AND NOT EXISTS (SELECT 1 FROM unknown_ns un WHERE un.namespace = t.namespace)
         AND NOT EXISTS (SELECT 1 FROM unknown_topic ut WHERE ut.topic = t.topic)
         AND NOT EXISTS (SELECT 1 FROM unknown_topic ub WHERE ub.topic = t.base_topic)
@@ -183,7 +210,7 @@ topic_ledgers AS (
     -- bundle and retention resolution of every managed ledger (5.9-7.2 s -> 4.3-4.5 s at 600,000 topics)
     SELECT
         l.*, r.rt, r.rs, r.topic AS r_topic, r.namespace AS r_namespace, r.owned, r.owner_broker, r.bundle_range,
-        r.retention_source,
+        r.retention_source, r.ownership_source,
         sum(coalesce(l.size, CAST(0 AS BIGINT))) OVER (PARTITION BY l.ml_path) AS total_size
     FROM int_ledgers l
     JOIN retention r ON r.path = l.ml_path
@@ -191,7 +218,7 @@ topic_ledgers AS (
 candidates AS (
     SELECT
         l.ml_path, l.idx, l.ledger_id, l.is_last, l.size, l.timestamp_ms, l.rt, l.rs, l.total_size,
-        l.r_topic, l.r_namespace, l.owned, l.owner_broker, l.bundle_range, l.retention_source
+        l.r_topic, l.r_namespace, l.owned, l.owner_broker, l.bundle_range, l.retention_source, l.ownership_source
     FROM topic_ledgers l
     LEFT JOIN slowest s ON s.ml_path = l.ml_path
     -- the rule's per-ledger predicates are rendered from pulsar_ops/repair/rules.py, the one definition the
@@ -229,7 +256,7 @@ cut AS (
 ),
 trimmed AS (
     SELECT
-        ml_path, r_topic, r_namespace, owned, owner_broker, bundle_range, rt, rs, retention_source,
+        ml_path, r_topic, r_namespace, owned, owner_broker, bundle_range, rt, rs, retention_source, ownership_source,
         array_sort(collect_list(ledger_id)) AS ledger_ids,
         array_sort(collect_list(CASE WHEN at_first_trim THEN ledger_id END)) AS first_trim_ids,
         array_sort(collect_list(CASE WHEN NOT at_first_trim THEN ledger_id END)) AS after_retention_ids,
@@ -239,7 +266,8 @@ trimmed AS (
         min(timestamp_ms) AS oldest_ms
     FROM cut
     WHERE expired AND (first_kept IS NULL OR idx < first_kept)
-    GROUP BY ml_path, r_topic, r_namespace, owned, owner_broker, bundle_range, rt, rs, retention_source
+    GROUP BY ml_path, r_topic, r_namespace, owned, owner_broker, bundle_range, rt, rs, retention_source,
+        ownership_source
 )
 SELECT /*+ BROADCAST(p) */
     'expired-retention-unloaded' AS detection,
@@ -254,6 +282,7 @@ SELECT /*+ BROADCAST(p) */
     concat(
         'topic not loaded (',
         CASE WHEN t.owned THEN 'not in loaded_topics'
+            WHEN t.ownership_source = 'service-unit-state' THEN 'bundle not Owned in /service_unit_state'
             WHEN p.ownership_in_zk THEN 'bundle unowned'
             ELSE 'no broker lists it loaded' END, '): ',
         CAST(t.ledgers AS STRING), ' ledger(s) past retention are kept until it is loaded',
@@ -277,7 +306,20 @@ SELECT /*+ BROADCAST(p) */
         'retention_source', t.retention_source,
         'bundle', t.bundle_range,
         'owned', t.owned,
-        'owner_broker', t.owner_broker
+        'owner_broker', t.owner_broker,
+        'ownership_source', t.ownership_source,
+        -- the transaction stores this topic opens (int_transaction_stores: a pending-ack store is in use while its
+        -- origin topic is loaded); never findings of their own
+        'transaction_stores', ts.stores
     )) AS evidence
 FROM trimmed t
 CROSS JOIN params p
+LEFT JOIN (
+    SELECT
+        opener,
+        array_sort(collect_list(named_struct('store', topic, 'in_use', in_use, 'opener_state', opener_state)))
+            AS stores
+    FROM int_transaction_stores
+    WHERE kind = 'pending-ack'
+    GROUP BY opener
+) ts ON ts.opener = t.r_topic

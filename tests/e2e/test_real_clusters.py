@@ -55,15 +55,19 @@ class Audited:
     findings: list[Finding]
     truth: dict[str, Any]
     loaded: list[str]  # topics the test broker had open when scraped
+    sus: str = "system-topic"  # where the extensible load manager keeps ownership (SeedOptions.service_unit_state)
 
 
-def _seed(zk_server: EmbeddedZooKeeper, load_manager: str, now: int) -> tuple[str, KazooClient, dict[str, Any]]:
+def _seed(
+    zk_server: EmbeddedZooKeeper, load_manager: str, now: int, sus: str = "system-topic"
+) -> tuple[str, KazooClient, dict[str, Any]]:
     chroot = f"/real-{load_manager}-{uuid.uuid4().hex[:8]}"
     with connected(zk_server.hosts) as c:
         c.ensure_path(chroot)
     hosts = zk_server.hosts + chroot
     client = connect(hosts)  # stays open: the registrations and ownership znodes are ephemeral, as on a live cluster
-    res = seed_cluster(client, None, SeedOptions(topics=30, seed=11, now_ms=now, load_manager=load_manager))
+    opts = SeedOptions(topics=30, seed=11, now_ms=now, load_manager=load_manager, service_unit_state=sus)
+    res = seed_cluster(client, None, opts)
     return hosts, client, res.ground_truth
 
 
@@ -71,12 +75,15 @@ def _audit(spark: Any, snap: Path, out: Path, now: int) -> list[Finding]:
     return list(run_audit(snap, out, AuditParams(now_ms=now), spark=spark).findings)
 
 
-def _audited(spark: Any, zk_server: EmbeddedZooKeeper, tmp: Path, load_manager: str) -> Iterator[list[Audited]]:
+def _audited(
+    spark: Any, zk_server: EmbeddedZooKeeper, tmp: Path, load_manager: str, sus: str = "system-topic"
+) -> Iterator[list[Audited]]:
     now = int(time.time() * 1000) + AHEAD_MS
-    hosts, client, truth = _seed(zk_server, load_manager, now)
+    hosts, client, truth = _seed(zk_server, load_manager, now, sus)
     try:
         scrape(ScrapeConfig(zookeeper=hosts, out=tmp / "snap"))
-        out = [Audited(load_manager, False, tmp / "audit", _audit(spark, tmp / "snap", tmp / "audit", now), truth, [])]
+        findings = _audit(spark, tmp / "snap", tmp / "audit", now)
+        out = [Audited(load_manager, False, tmp / "audit", findings, truth, [], sus)]
         # the seeded brokers are not running: only the test broker registers, and it opens one expired topic
         for child in client.get_children("/loadbalance/brokers"):
             client.delete(f"/loadbalance/brokers/{child}")
@@ -88,7 +95,8 @@ def _audited(spark: Any, zk_server: EmbeddedZooKeeper, tmp: Path, load_manager: 
             loaded = broker.loaded_topics
             scrape_brokers(hosts, tmp / "snap-admin", broker.url)
         audit = tmp / "audit-admin"
-        out.append(Audited(load_manager, True, audit, _audit(spark, tmp / "snap-admin", audit, now), truth, loaded))
+        findings = _audit(spark, tmp / "snap-admin", audit, now)
+        out.append(Audited(load_manager, True, audit, findings, truth, loaded, sus))
         yield out
     finally:
         close(client)
@@ -104,7 +112,13 @@ def extensible(spark: Any, zk_server: EmbeddedZooKeeper, tmp_path_factory: pytes
     yield from _audited(spark, zk_server, tmp_path_factory.mktemp("extensible"), "extensible")
 
 
-@pytest.fixture(params=["modular", "extensible"])
+@pytest.fixture(scope="module")
+def extensible_sus(spark: Any, zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The extensible load manager with its metadata-store table view: ownership in /service_unit_state."""
+    yield from _audited(spark, zk_server, tmp_path_factory.mktemp("extensible-sus"), "extensible", "metadata-store")
+
+
+@pytest.fixture(params=["modular", "extensible", "extensible_sus"])
 def clusters(request: pytest.FixtureRequest) -> list[Audited]:
     return list(request.getfixturevalue(request.param))
 
@@ -203,7 +217,7 @@ def test_no_unloaded_finding_for_an_open_or_pulsar_owned_topic(clusters: list[Au
             f.path for f in audited.findings if f.detection in ("znode-leak", "orphan-ledger") and f.path and
             _owned_path(f.path, audited.truth)
         ]  # fmt: skip
-        if audited.load_manager == "extensible" and not audited.admin:
+        if audited.load_manager == "extensible" and audited.sus == "system-topic" and not audited.admin:
             # ownership lives in the service-unit-state topic: no topic can be called unloaded from ZooKeeper
             assert unloaded == set()
         else:
@@ -241,3 +255,22 @@ def test_offline_trim_still_trims_namespaces_without_change_events(clusters: lis
         for topic, ids in got.items():
             assert set(ids) <= set(want[topic]) and len(ids) >= len(want[topic]) - 1, topic
         assert set(want) - set(got) <= {t for t, ids in want.items() if len(ids) == 1}
+
+
+def test_service_unit_state_is_read_as_ownership_only_when_it_is_the_truth(extensible_sus: list[Audited]) -> None:
+    """The metadata-store table view (ServiceUnitStateMetadataStoreTableViewImpl): without ``--admin-url`` the audit
+    reads ``/service_unit_state`` as bundle ownership (Owned bundles owned, Free or absent ones unowned), so exactly
+    the ground truth's expired topics are unloaded findings, each saying where ownership came from. With the test
+    broker answering, it lists a topic loaded in a bundle no value says it owns: the table is contradicted, never
+    read as the truth (the listings decide)."""
+    offline, online = extensible_sus
+    own = json.loads((offline.audit / "findings.json").read_text())["audit"]["ownership"]
+    assert own["service_unit_state"]["known"] is True and own["unknown_scope"] is False
+    assert own["service_unit_state"]["bundles"]["owned"] > 0 and own["service_unit_state"]["bundles"]["unowned"] > 0
+    unloaded = [f for f in offline.findings if f.detection == "expired-retention-unloaded"]
+    assert unloaded and {f.evidence["ownership_source"] for f in unloaded} == {"service-unit-state"}
+    assert all("bundle not Owned in /service_unit_state" in f.reason for f in unloaded)
+    assert {f.topic for f in unloaded} == {r["topic"] for r in offline.truth["expected"]["expired-retention-unloaded"]}
+    own = json.loads((online.audit / "findings.json").read_text())["audit"]["ownership"]
+    assert own["service_unit_state"]["known"] is False
+    assert "does not own" in own["service_unit_state"]["why_not"]

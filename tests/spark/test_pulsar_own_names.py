@@ -95,8 +95,12 @@ def test_nothing_of_pulsar_is_a_leak_or_idle_or_unloaded(modular: AuditResult) -
     assert unloaded == {"persistent://t/pol/kept-by-topic-policy", "persistent://t/plain/old"}
     idle = {(f.topic, f.subscription) for f in of(modular, "inactive-subscription")}
     assert idle == {("persistent://t/plain/old", "idle")}
-    # by design, not reported: the coordinator-assign metadata and the heartbeat namespace's ledgers
-    assert of(modular, "system-metadata") == []
+    # by design, not reported: the coordinator-assign metadata and the heartbeat namespace's ledgers; reported:
+    # the pending-ack store of a subscription ("sub") its origin topic does not have (int_transaction_stores)
+    sm = of(modular, "system-metadata")
+    assert [(f.topic, f.evidence["opener_state"]) for f in sm] == [
+        ("persistent://t/pol/kept-by-topic-policy-sub__transaction_pending_ack", "subscription-gone")
+    ]
     (orphan,) = [f for f in of(modular, "orphan-ledger") if f.ledger_id == 99]
     assert not orphan.plannable and "Pulsar own topic" in (orphan.reason or "")
 
@@ -113,7 +117,15 @@ def test_topic_level_retention_is_unknown_where_change_events_exists(modular: Au
 
 def test_extensible_load_manager_ownership_is_unknown_without_every_listing(elm: AuditResult) -> None:
     assert of(elm, "expired-retention-unloaded") == []
-    assert elm.audit["ownership"] == {"load_manager": "extensible", "in_zookeeper": False, "unknown_scope": True}
+    own = elm.audit["ownership"]
+    assert {k: own[k] for k in ("load_manager", "in_zookeeper", "unknown_scope")} == {
+        "load_manager": "extensible",
+        "in_zookeeper": False,
+        "unknown_scope": True,
+    }
+    assert own["service_unit_state"]["known"] is False  # the manifest records no /service_unit_state
+    # coordinator 0's bundle: ownership unknown under the extensible load manager without listings
+    assert own["transaction_stores"]["coordinator-log"] == {"unknown": 1}
 
 
 def test_extensible_load_manager_with_every_listing(spark: Any, tmp_path: Path) -> None:

@@ -283,3 +283,27 @@ def test_bookie_rows() -> None:
     ro = bookie_row("/ledgers/available/readonly/bk2:3181", "/ledgers")
     assert ro is not None and ro["readonly"] is True
     assert bookie_row("/ledgers/available/readonly", "/ledgers") is None
+
+
+def test_service_unit_state_rows_and_errors() -> None:
+    """/service_unit_state is walked (a local root, its own scope); a value becomes a service_unit_states row, one
+    the record refuses is that znode's decode error (its bundle's ownership unknown) and no row."""
+    assert "/service_unit_state" in roots_for("local", "/ledgers", separate_config=False)
+    path = "/service_unit_state/t/ns/0x00000000_0x80000000"
+    assert classify(path, "/ledgers")[:2] == ("service-unit-state", "/service_unit_state")
+    assert classify("/service_unit_state/t/ns", "/ledgers")[0] == "service-unit-state-dir"
+    value = b'{"state":"Owned","dstBroker":"b:8080","sourceBroker":null,"force":false,"timestamp":5,"versionId":3}'
+    ex = extract_znode("local", path, value, stat(value), CFG)
+    (r,) = rows_of(ex, "service_unit_states")
+    assert (r["namespace"], r["lower"], r["upper"], r["state"], r["dst_broker"], r["version_id"]) == (
+        "t/ns",
+        0,
+        0x80000000,
+        "Owned",
+        "b:8080",
+        3,
+    )
+    bad = b'{"state":"Owned"}'  # names no broker: ServiceUnitStateData refuses it
+    ex = extract_znode("local", path, bad, stat(bad), CFG)
+    assert ex.error is not None and ex.error.path == path
+    assert rows_of(ex, "service_unit_states") == []

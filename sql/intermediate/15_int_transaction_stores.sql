@@ -1,0 +1,155 @@
+-- int_transaction_stores: every transaction store, judged by what opens it (never by a topic load of its own: a
+-- store is never a topic, never in broker-stats/topics), one row each:
+-- * a pending-ack store <origin>-<subscription>__transaction_pending_ack (MLPendingAckStore
+--   .getTransactionPendingAckStoreSuffix; MLPendingAckStoreProvider opens it for the subscription of the origin
+--   topic the broker has loaded): its opener is the origin topic whose subscription's cursor makes that name;
+-- * coordinator N's log pulsar/system/__transaction_log_N (MLTransactionLogImpl): opened by
+--   TransactionMetadataStoreService on the broker that owns the bundle of
+--   persistent://pulsar/system/transaction_coordinator_assign-partition-N (its opener), for N below the
+--   partitions initialize-cluster-metadata gave that topic.
+-- opener_state: 'present'; 'topic-gone' (no managed ledger of that origin, its namespace listed completely) or
+-- 'subscription-gone' (the origin exists, no cursor makes the name); 'unassigned' (N >= the assign topic's
+-- partitions, its node read); 'unknown'.
+-- in_use: 'yes' (the origin is loaded / the coordinator's bundle is owned), 'no' (the origin is judged unloaded,
+-- or the bundle unowned, by the same evidence expired-retention-unloaded uses: /namespace znodes or
+-- /service_unit_state when each is the truth, the brokers' listings), else 'unknown'.
+WITH stores AS (
+    SELECT
+        m.path, m.namespace, m.topic, m.local_name,
+        ${transaction_store_kind:m.namespace:m.local_name} AS kind
+    FROM stg_managed_ledgers m
+    WHERE ${transaction_store_kind:m.namespace:m.local_name} IS NOT NULL
+),
+pending_opener AS (
+    -- the origin topic and subscription whose cursor makes the store's name (the cursor names its topic)
+    SELECT /*+ BROADCAST(s) */ s.path, max(c.topic) AS origin
+    FROM stores s
+    JOIN stg_cursors c
+        ON c.namespace = s.namespace
+        AND concat(c.topic, '-', c.subscription, '__transaction_pending_ack') = s.topic
+    WHERE s.kind = 'pending-ack'
+    GROUP BY s.path
+),
+pending_topic AS (
+    -- else any managed ledger of the namespace whose topic name, a '-' and a subscription name make the store's name
+    SELECT /*+ BROADCAST(s) */ s.path, max(m.topic) AS origin
+    FROM stores s
+    JOIN stg_managed_ledgers m
+        ON m.namespace = s.namespace
+        AND m.path <> s.path
+        AND left(s.topic, length(m.topic) + 1) = concat(m.topic, '-')
+    WHERE s.kind = 'pending-ack'
+    GROUP BY s.path
+),
+assign AS (
+    SELECT max(partitions) AS partitions, count(*) AS nodes
+    FROM stg_partitioned_topics
+    WHERE topic = 'persistent://pulsar/system/transaction_coordinator_assign'
+),
+ml_scopes AS (
+    SELECT collect_set(CASE WHEN NOT complete THEN scope END) AS incomplete
+    FROM stg_scopes
+    WHERE store = 'local' AND scope LIKE '/managed-ledgers%'
+),
+openers AS (
+    SELECT /*+ BROADCAST(a, sc) */
+        s.path, s.namespace, s.topic, s.kind,
+        CASE WHEN s.kind = 'pending-ack' THEN coalesce(po.origin, pt.origin)
+            ELSE concat('persistent://pulsar/system/transaction_coordinator_assign-partition-',
+                        CAST(CAST(substr(s.local_name, 19) AS BIGINT) AS STRING)) END AS opener,
+        CASE
+            WHEN s.kind = 'pending-ack' AND po.origin IS NOT NULL THEN 'present'
+            -- gone only when the namespace's managed ledgers and cursors were all read (an error is not absence)
+            WHEN s.kind = 'pending-ack' AND (
+                array_contains(sc.incomplete, '/managed-ledgers')
+                OR array_contains(sc.incomplete, concat('/managed-ledgers/', s.namespace))
+                OR EXISTS (SELECT 1 FROM int_undecodable u WHERE u.namespace = s.namespace AND u.ml_name IS NOT NULL)
+            ) THEN 'unknown'
+            WHEN s.kind = 'pending-ack' AND pt.origin IS NOT NULL THEN 'subscription-gone'
+            WHEN s.kind = 'pending-ack' THEN 'topic-gone'
+            WHEN a.nodes = 1 AND a.partitions > CAST(substr(s.local_name, 19) AS BIGINT) THEN 'present'
+            WHEN a.nodes = 1 AND a.partitions IS NOT NULL THEN 'unassigned'
+            ELSE 'unknown'
+        END AS opener_state
+    FROM stores s
+    CROSS JOIN assign a
+    CROSS JOIN ml_scopes sc
+    LEFT JOIN pending_opener po ON po.path = s.path
+    LEFT JOIN pending_topic pt ON pt.path = s.path
+),
+located AS (
+    -- the opener's bundle (CRC32 of the full name in its namespace's boundaries, as expired-retention-unloaded)
+    SELECT /*+ BROADCAST(o) */
+        o.*,
+        regexp_extract(o.opener, '^persistent://(.+)/[^/]+$', 1) AS opener_ns,
+        b.lower, b.upper
+    FROM openers o
+    LEFT JOIN int_bundles b
+        ON b.namespace = regexp_extract(o.opener, '^persistent://(.+)/[^/]+$', 1)
+        AND crc32(o.opener) >= b.lower
+        AND (crc32(o.opener) < b.upper OR (b.is_last AND crc32(o.opener) <= b.upper))
+),
+scopes_seen AS (
+    SELECT
+        count_if(scope = '/namespace' AND complete) > 0 AND count_if(scope = '/namespace' AND NOT complete) = 0
+            AS namespace_complete,
+        collect_set(
+            CASE WHEN store = 'admin' AND complete AND scope LIKE 'broker-stats/topics/%'
+                THEN regexp_extract(scope, '^broker-stats/topics/(.+)$', 1) END
+        ) AS answered,
+        count_if(store = 'admin' AND scope LIKE 'broker-stats/topics/%') > 0 AS per_broker,
+        coalesce((SELECT max(sus_known) FROM int_ownership_source), false) AS sus_known
+    FROM stg_scopes
+),
+owner_of AS (
+    SELECT /*+ BROADCAST(l) */
+        l.path,
+        max(regexp_extract(coalesce(bo.http_url, ''), '^[A-Za-z][A-Za-z0-9+.-]*://([^/]+)', 1)) AS znode_owner,
+        count(bo.namespace) > 0 AS znode_owned
+    FROM located l
+    LEFT JOIN stg_bundle_owners bo ON bo.namespace = l.opener_ns AND bo.lower = l.lower AND bo.upper = l.upper
+    GROUP BY l.path
+),
+sus_of AS (
+    SELECT /*+ BROADCAST(l) */
+        l.path,
+        max(CASE WHEN su.ownership = 'owned' THEN su.owner_broker END) AS sus_owner,
+        count_if(su.ownership = 'owned') > 0 AS sus_owned,
+        count_if(su.ownership = 'unknown') > 0 AS sus_unknown
+    FROM located l
+    LEFT JOIN int_service_units su ON su.namespace = l.opener_ns AND su.lower = l.lower AND su.upper = l.upper
+    GROUP BY l.path
+),
+judged AS (
+    SELECT /*+ BROADCAST(p, f) */
+        l.path, l.namespace, l.topic, l.kind, l.opener, l.opener_state,
+        EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = l.opener) AS opener_loaded,
+        l.lower IS NOT NULL AS bundle_known,
+        o.znode_owned OR (f.sus_known AND s.sus_owned) AS owned,
+        CASE WHEN o.znode_owned THEN nullif(o.znode_owner, '') WHEN f.sus_known THEN s.sus_owner END AS owner_broker,
+        (p.ownership_in_zk AND f.namespace_complete AND NOT o.znode_owned)
+            OR (f.sus_known AND NOT s.sus_owned AND NOT s.sus_unknown) AS unowned,
+        p.admin_scraped AS all_answered, f.per_broker, f.answered
+    FROM located l
+    JOIN owner_of o ON o.path = l.path
+    JOIN sus_of s ON s.path = l.path
+    CROSS JOIN params p
+    CROSS JOIN scopes_seen f
+)
+SELECT
+    path, namespace, topic, kind, opener, opener_state, owner_broker,
+    CASE
+        WHEN opener_state IN ('topic-gone', 'subscription-gone', 'unassigned') THEN 'no'
+        WHEN opener_state = 'unknown' OR NOT bundle_known THEN 'unknown'
+        -- a coordinator log: in use while the coordinator's bundle is owned
+        WHEN kind = 'coordinator-log' AND owned THEN 'yes'
+        WHEN kind = 'coordinator-log' AND unowned THEN 'no'
+        WHEN kind = 'coordinator-log' THEN 'unknown'
+        -- a pending-ack store: in use while its origin topic is loaded
+        WHEN opener_loaded THEN 'yes'
+        WHEN unowned THEN 'no'
+        WHEN owned AND per_broker AND array_contains(answered, owner_broker) THEN 'no'
+        WHEN all_answered THEN 'no'
+        ELSE 'unknown'
+    END AS in_use
+FROM judged
