@@ -231,8 +231,10 @@ def inactive_fixture(j: int) -> Fixture:
         _with_cursor(model, t, "no-last-active", ManagedCursorInfo(-1, (last, -1), (), (), None))
         yield from model._emit(ns, t, rng)
 
-        # control: a transaction pending-ack store is a system topic; its old cursors are not subscriptions
-        p = Topic(model._ml(ns, f"inactive-{j}-forgotten__transaction_pending_ack"))
+        # control: a transaction pending-ack store is a system topic; its old cursors are not subscriptions. It is
+        # named as MLPendingAckStore names it (`<origin topic>-<subscription>` + the suffix) after the live "busy"
+        # subscription, so its opener exists (no system-metadata finding: issue 33's transaction-store judgement)
+        p = Topic(model._ml(ns, f"inactive-{j}-busy__transaction_pending_ack"))
         model._closed(ns, p, rng, [20 * DAY_MS], version=3)
         model._open(ns, p, rng)
         p.cursors.append(model._system_cursor(p, "__pending_ack_state", rng, age=20 * DAY_MS))
