@@ -48,6 +48,17 @@ def _scanned_dirs(df: Any) -> set[str]:
     return set(etl.scanned_dirs(df))
 
 
+def _subquery_dirs(spark: Any, df: Any) -> set[str]:
+    """The directories the physical plan scans, scalar subqueries included: ``DataFrame.inputFiles`` walks the
+    plan's leaves only, so a view read by a scalar subquery (``(SELECT max(sus_known) FROM int_ownership_source)``)
+    is read from its Parquet without being listed there."""
+    return {
+        re.sub(r"^file:(//)?", "", d).rstrip("/")
+        for m in re.finditer(r"InMemoryFileIndex\(\d+ paths\)\[([^\]]+)\]", plan_text(spark, df))
+        for d in m.group(1).split(", ")
+    }
+
+
 def test_every_intermediate_view_is_written_once_with_its_size(materialised: Any) -> None:
     spark, done, work = materialised
     assert [m.name for m in done] == [f.name for f in intermediate_files()]
@@ -62,8 +73,8 @@ def test_every_intermediate_view_is_written_once_with_its_size(materialised: Any
 def test_each_intermediate_write_reads_the_earlier_intermediates_parquet(materialised: Any) -> None:
     # a view registered from a DataFrame keeps the plan it was analysed with: each write must read what the
     # views before it wrote, never re-compute them from the snapshot tables
-    _, done, work = materialised
-    reads = {m.name: set(m.reads) for m in done}
+    spark, done, work = materialised
+    reads = {m.name: set(m.reads) | _subquery_dirs(spark, m.written) for m in done}
     written = {str(work / m.name) for m in done}
     assert reads["int_watermark"] == {str(work / "int_references")}
     assert {str(work / "int_user_cursors"), str(work / "int_ledgers")} <= reads["int_cursor_backlog"]
@@ -73,7 +84,10 @@ def test_each_intermediate_write_reads_the_earlier_intermediates_parquet(materia
         assert reads[m.name] & written <= earlier, m.name
         named = set(re.findall(r"\bint_[a-z_]+\b", next(f for f in intermediate_files() if f.name == m.name).text))
         # every intermediate it names is read from its Parquet, none from the tables that fed it
-        assert {str(work / n) for n in named} <= reads[m.name], m.name
+        # (int_ownership_source's listings check joins int_service_units under stg_loaded_topics: without broker
+        # listings in this snapshot that relation is empty and the optimizer drops the join, so nothing is read)
+        pruned = {str(work / "int_service_units")} if m.name == "int_ownership_source" else set()
+        assert {str(work / n) for n in named} <= reads[m.name] | pruned, m.name
         if "int_references" in named:
             assert not [d for d in reads[m.name] if d.endswith("/ledger_list")], m.name
 
@@ -104,6 +118,7 @@ def test_a_detection_reads_the_materialised_views_instead_of_recomputing_them(ma
     if "OVER (" not in f.text:
         assert "Window" not in plan
     used = set(re.findall(r"\bint_[a-z_]+\b", f.text))
+    scanned |= _subquery_dirs(spark, df)
     assert used <= {Path(d).name for d in scanned if d.startswith(str(work))}
 
 
@@ -128,7 +143,15 @@ SMALL_BY_CONSTRUCTION = {
     "int_undecodable",
     "int_znode_leaks",
     "int_subtrees",
+    "int_ownership_source",  # one row
+    "int_service_units",  # a row per /service_unit_state bundle entry
 }
+
+# Broadcasts one step may make beyond those: int_transaction_stores broadcasts the transaction stores (managed
+# ledgers filtered by their name to pending-ack stores and coordinator logs) and the one-row aggregate of the
+# transaction_coordinator_assign partitioned node. Few in most clusters, not by construction: a cluster with
+# transactions on many subscriptions has a pending-ack store each (issue 33's judgement; to revisit at scale).
+STEP_BROADCASTS = {"int_transaction_stores": {"managed_ledgers", "partitioned_topics"}}
 
 
 # What a broadcast may also read once the SQL is rendered with the intermediate views counted small when written
@@ -206,7 +229,7 @@ def test_no_plan_broadcasts_a_big_table(materialised: Any, f: Any) -> None:
         for reads in broadcast_reads(plan):
             # or a relation cut by a semi-join to those measured ids (dangling-ledger: the buckets they name)
             cut = allowed is MEASURED_SMALL and "int_unmatched_ledgers" in reads
-            assert reads and (reads <= allowed or cut), (f.name, reads)
+            assert reads and (reads <= allowed | STEP_BROADCASTS.get(f.name, set()) or cut), (f.name, reads)
 
 
 def test_the_hinted_small_relations_are_broadcast(materialised: Any) -> None:
@@ -399,9 +422,11 @@ def test_scans_counts_each_directory_a_plan_reads() -> None:
 # bucket's cursor) by dangling-ledger, for only the references to ids BookKeeper has no metadata for; the ack
 # ranges by ack-holes. A new read of a big table fails here: read a materialised intermediate instead, or say why.
 BIG_TABLE_READS = {
-    "znodes": {"int_undecodable": 1, "int_znode_leaks": 3, "int_subtrees": 1},
+    "znodes": {"int_undecodable": 1, "int_znode_leaks": 3, "int_subtrees": 1, "int_service_units": 1},
     "ledger_list": {"int_references": 1, "int_ledgers": 2, "detections": 1},
-    "cursors": {"int_references": 1, "int_user_cursors": 1, "detections": 3},
+    # int_transaction_stores: its openers CTE (the cursor join naming each pending-ack store's subscription) is
+    # inlined at each of its three uses (issue 33; to fold into one aggregate)
+    "cursors": {"int_references": 1, "int_user_cursors": 1, "detections": 3, "int_transaction_stores": 3},
     "bk_ledgers": {"int_ledgers": 1, "int_unmatched_ledgers": 1, "detections": 1},
     "ack_ranges": {"detections": 1},
 }
