@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -44,84 +45,91 @@ REFERENCE_ROLES = (ROLE_MANAGED_LEDGER, ROLE_CURSOR, ROLE_SCHEMA_LOCATOR)
 # --- the strict reader: each field says how the plan file holds it (exactly the JSON types the planner writes) ---
 Reader = Callable[[Mapping[str, Any], str, str], Any]  # (object, key, where) -> value; a PlanError names where.key
 T = TypeVar("T")
+_hint: ContextVar[str] = ContextVar("_hint", default=_HINT)  # the hint of the document being read
 
 
-def _read(cls: type[T], d: Any, where: str, **given: Any) -> T:
+def read_strict(cls: type[T], d: Any, where: str, *, hint: str | None = None, **given: Any) -> T:
     """``cls`` from the JSON object ``d`` (see :mod:`pulsar_ops.strict`): every field not ``given`` is read by its
-    metadata's reader, in field order, from its ``json`` key (else its name); a field with no reader is given."""
-    d = strict.obj(d, where, PlanError, hint=_HINT)
-    for f in fields(cls):  # type: ignore[arg-type]
-        if f.name not in given and "read" in f.metadata:
-            given[f.name] = f.metadata["read"](d, f.metadata.get("json", f.name), where)
-    return cls(**given)
+    metadata's reader, in field order, from its ``json`` key (else its name); a field with no reader is given.
+    ``hint``: the errors' hint (by default, and for the objects inside, the plan file's)."""
+    token = _hint.set(hint) if hint is not None else None
+    try:
+        d = strict.obj(d, where, PlanError, hint=_hint.get())
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.name not in given and "read" in f.metadata:
+                given[f.name] = f.metadata["read"](d, f.metadata.get("json", f.name), where)
+        return cls(**given)
+    finally:
+        if token is not None:
+            _hint.reset(token)
 
 
-def _m(read: Reader, json: str | None = None) -> dict[str, Any]:
+def reads(read: Reader, json: str | None = None) -> dict[str, Any]:
     return {"read": read} if json is None else {"read": read, "json": json}
 
 
-def _text(d: Mapping[str, Any], k: str, w: str) -> str:
-    return strict.req_text(d, k, w, PlanError, hint=_HINT)
+def req_text(d: Mapping[str, Any], k: str, w: str) -> str:
+    return strict.req_text(d, k, w, PlanError, hint=_hint.get())
 
 
-def _opt_text(d: Mapping[str, Any], k: str, w: str) -> str | None:
-    return strict.text(d, k, w, PlanError, nullable=True, hint=_HINT)
+def opt_text(d: Mapping[str, Any], k: str, w: str) -> str | None:
+    return strict.text(d, k, w, PlanError, nullable=True, hint=_hint.get())
 
 
-def _path(d: Mapping[str, Any], k: str, w: str) -> str:
-    return strict.req_zk_path(d, k, w, PlanError, hint=_HINT)
+def zk_path(d: Mapping[str, Any], k: str, w: str) -> str:
+    return strict.req_zk_path(d, k, w, PlanError, hint=_hint.get())
 
 
-def _int(
+def integer(
     *, lo: int = strict.INT64_MIN, hi: int = strict.INT64_MAX, nullable: bool = False, zero: bool = False
 ) -> Reader:
     """A JSON integer in [lo, hi]; missing or null: an error, or None (``nullable``), or 0 (``zero``)."""
     if zero:
-        return lambda d, k, w: strict.integer(d, k, w, PlanError, lo=lo, hi=hi, default=0, hint=_HINT) or 0
-    return lambda d, k, w: strict.integer(d, k, w, PlanError, lo=lo, hi=hi, nullable=nullable, hint=_HINT)
+        return lambda d, k, w: strict.integer(d, k, w, PlanError, lo=lo, hi=hi, default=0, hint=_hint.get()) or 0
+    return lambda d, k, w: strict.integer(d, k, w, PlanError, lo=lo, hi=hi, nullable=nullable, hint=_hint.get())
 
 
-def _flag(default: bool) -> Reader:
-    return lambda d, k, w: strict.boolean(d, k, w, PlanError, default=default, hint=_HINT)
+def boolean(default: bool) -> Reader:
+    return lambda d, k, w: strict.boolean(d, k, w, PlanError, default=default, hint=_hint.get())
 
 
-def _one_of(allowed: Sequence[str], what: str) -> Reader:
+def one_of(allowed: Sequence[str], what: str) -> Reader:
     def read(d: Mapping[str, Any], k: str, w: str) -> str:
-        v = _text(d, k, w)
+        v = req_text(d, k, w)
         if v not in allowed:
-            raise PlanError(f"{w}.{k}: unknown {what} {strict.describe(v)}", hint=_HINT)
+            raise PlanError(f"{w}.{k}: unknown {what} {strict.describe(v)}", hint=_hint.get())
         return v
 
     return read
 
 
-def _list(d: Mapping[str, Any], key: str, where: str) -> list[Any]:
+def json_list(d: Mapping[str, Any], key: str, where: str) -> list[Any]:
     v = d.get(key)
     if v is None:
         return []
     if not isinstance(v, list):
-        raise PlanError(f"{where}.{key}: must be a list, not {type(v).__name__}", hint=_HINT)
+        raise PlanError(f"{where}.{key}: must be a list, not {type(v).__name__}", hint=_hint.get())
     return v
 
 
-def _each(read: Reader, key: str = "v") -> Reader:
+def each(read: Reader, key: str = "v") -> Reader:
     """A list (missing or null: empty) of values each read by ``read`` (as ``key`` of ``where.key[i]``)."""
-    return lambda d, k, w: tuple(read({key: v}, key, f"{w}.{k}[{i}]") for i, v in enumerate(_list(d, k, w)))
+    return lambda d, k, w: tuple(read({key: v}, key, f"{w}.{k}[{i}]") for i, v in enumerate(json_list(d, k, w)))
 
 
-def _opt_obj(d: Mapping[str, Any], k: str, w: str) -> dict[str, Any]:
+def opt_obj(d: Mapping[str, Any], k: str, w: str) -> dict[str, Any]:
     v = d.get(k)
-    return {} if v is None else dict(strict.obj(v, f"{w}.{k}", PlanError, hint=_HINT))
+    return {} if v is None else dict(strict.obj(v, f"{w}.{k}", PlanError, hint=_hint.get()))
 
 
 def _sha256(d: Mapping[str, Any], k: str, w: str) -> str | None:
-    sha = _opt_text(d, k, w)
+    sha = opt_text(d, k, w)
     if sha is not None and not _SHA256.fullmatch(sha):
-        raise PlanError(f"{w}.{k}: {strict.describe(sha)} is not a sha256 hex digest", hint=_HINT)
+        raise PlanError(f"{w}.{k}: {strict.describe(sha)} is not a sha256 hex digest", hint=_hint.get())
     return sha
 
 
-_STORE = _m(_one_of(STORES, "store"))
+_STORE = reads(one_of(STORES, "store"))
 
 
 @dataclass(frozen=True)
@@ -129,33 +137,33 @@ class ZnodeRef:
     """A znode as scraped: the compare-and-set token (version), mzxid and sha256 of the exact bytes."""
 
     store: str = field(metadata=_STORE)
-    path: str = field(metadata=_m(_path))
-    version: int = field(metadata=_m(_int(lo=-1, hi=2**31 - 1)))
-    mzxid: int = field(metadata=_m(_int(lo=0)))
-    sha256: str | None = field(metadata=_m(_sha256))
+    path: str = field(metadata=reads(zk_path))
+    version: int = field(metadata=reads(integer(lo=-1, hi=2**31 - 1)))
+    mzxid: int = field(metadata=reads(integer(lo=0)))
+    sha256: str | None = field(metadata=reads(_sha256))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "znode") -> ZnodeRef:
-        return _read(cls, d, where)
+        return read_strict(cls, d, where)
 
 
 @dataclass(frozen=True)
 class Reference:
     """A znode that references (or would reference) the ledger; re-decoded before the delete."""
 
-    role: str = field(metadata=_m(_one_of(REFERENCE_ROLES, "reference role")))
-    znode: ZnodeRef = field(metadata=_m(lambda d, k, w: ZnodeRef.from_json(d, w)))  # its keys beside role's
-    exists: bool = field(default=True, metadata=_m(_flag(True)))
+    role: str = field(metadata=reads(one_of(REFERENCE_ROLES, "reference role")))
+    znode: ZnodeRef = field(metadata=reads(lambda d, k, w: ZnodeRef.from_json(d, w)))  # its keys beside role's
+    exists: bool = field(default=True, metadata=reads(boolean(True)))
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "exists": self.exists, **self.znode.to_json()}
 
     @classmethod
     def from_json(cls, d: Any, where: str = "reference") -> Reference:
-        return _read(cls, d, where)
+        return read_strict(cls, d, where)
 
 
 @dataclass(frozen=True)
@@ -164,9 +172,9 @@ class Precondition:
     custom_metadata: tuple[tuple[str, str], ...] = ()
     references: tuple[Reference, ...] = field(
         default=(),
-        metadata=_m(_each(lambda d, k, w: Reference.from_json(d[k], w))),
+        metadata=reads(each(lambda d, k, w: Reference.from_json(d[k], w))),
     )
-    absent: tuple[str, ...] = field(default=(), metadata=_m(_each(_path, "p")))  # paths (in its store) still absent
+    absent: tuple[str, ...] = field(default=(), metadata=reads(each(zk_path, "p")))  # paths (in its store) still absent
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -186,12 +194,12 @@ class Precondition:
         for k, v in cm.items():
             if not isinstance(v, str):
                 raise PlanError(f"{where}.custom_metadata.{k}: must be a string, not {strict.describe(v)}", hint=_HINT)
-        znodes = _list(d, "znodes", where)
+        znodes = json_list(d, "znodes", where)
         if no_znodes and znodes:
             raise PlanError(f"{where}.znodes: this action changes no znode", hint=_HINT)
         if not znodes and not no_znodes:
             raise PlanError(f"{where}.znodes: an action deletes at least one znode", hint=_HINT)
-        return _read(
+        return read_strict(
             cls,
             d,
             where,
@@ -204,10 +212,10 @@ class Precondition:
 class RemovedLedger:
     """A ledger-list entry a rewrite removes, as the snapshot listed it: the data loss the plan acknowledges."""
 
-    ledger_id: int = field(metadata=_m(_int(lo=0)))
-    entries: int | None = field(metadata=_m(_int(lo=0, nullable=True)))
-    size: int | None = field(metadata=_m(_int(lo=0, nullable=True), "bytes"))
-    finding: str = field(default="", metadata=_m(lambda d, k, w: _opt_text(d, k, w) or ""))  # the finding's key
+    ledger_id: int = field(metadata=reads(integer(lo=0)))
+    entries: int | None = field(metadata=reads(integer(lo=0, nullable=True)))
+    size: int | None = field(metadata=reads(integer(lo=0, nullable=True), "bytes"))
+    finding: str = field(default="", metadata=reads(lambda d, k, w: opt_text(d, k, w) or ""))  # the finding's key
 
     def to_json(self) -> dict[str, Any]:
         last = None if self.entries is None else f"{self.ledger_id}:{self.entries - 1}"
@@ -229,8 +237,8 @@ class Rewrite:
     ``/namespace/<t>/<ns>`` covers its bundle.
     """
 
-    path: str = field(metadata=_m(_path))
-    topic: str = field(metadata=_m(_text))
+    path: str = field(metadata=reads(zk_path))
+    topic: str = field(metadata=reads(req_text))
     removed: tuple[RemovedLedger, ...]
 
     @property
@@ -243,10 +251,10 @@ class Rewrite:
     @classmethod
     def from_json(cls, d: Any, where: str) -> Rewrite:
         d = strict.obj(d, where, PlanError, hint=_HINT)
-        removed = _each(lambda r, k, w: _read(RemovedLedger, r[k], w))(d, "removed", where)
+        removed = each(lambda r, k, w: read_strict(RemovedLedger, r[k], w))(d, "removed", where)
         if not removed:
             raise PlanError(f"{where}.removed: a rewrite removes at least one ledger", hint=_HINT)
-        return _read(cls, d, where, removed=removed)
+        return read_strict(cls, d, where, removed=removed)
 
 
 @dataclass(frozen=True)
@@ -255,9 +263,9 @@ class AdminCall:
     ``load-topic`` (load ``topic`` and trim it; ``expect_trimmed``: the ledgers its first trim should remove).
     Names are decoded (``persistent://t/ns/x``); the client encodes them in the URL."""
 
-    topic: str = field(metadata=_m(_text))
-    subscription: str | None = field(default=None, metadata=_m(_opt_text))
-    expect_trimmed: tuple[int, ...] = field(default=(), metadata=_m(_each(_int(lo=0))))
+    topic: str = field(metadata=reads(req_text))
+    subscription: str | None = field(default=None, metadata=reads(opt_text))
+    expect_trimmed: tuple[int, ...] = field(default=(), metadata=reads(each(integer(lo=0))))
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"topic": self.topic, "subscription": self.subscription}
@@ -267,13 +275,13 @@ class AdminCall:
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> AdminCall:
-        return _read(cls, d, where)
+        return read_strict(cls, d, where)
 
 
 @dataclass(frozen=True)
 class FindingRef:
-    key: str = field(metadata=_m(_text))
-    detection: str = field(metadata=_m(_text))
+    key: str = field(metadata=reads(req_text))
+    detection: str = field(metadata=reads(req_text))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -281,20 +289,22 @@ class FindingRef:
 
 @dataclass(frozen=True)
 class Action:
-    id: str = field(metadata=_m(_text))
+    id: str = field(metadata=reads(req_text))
     kind: str
     store: str
-    path: str = field(metadata=_m(_path))
+    path: str = field(metadata=reads(zk_path))
     finding: FindingRef
     preconditions: Precondition
-    bytes: int = field(metadata=_m(_int(lo=0, zero=True)))
-    time_ms: int = field(metadata=_m(_int(zero=True)))  # ledger ctime, or newest znode mtime (subtrees): the cap order
+    bytes: int = field(metadata=reads(integer(lo=0, zero=True)))
+    time_ms: int = field(
+        metadata=reads(integer(zero=True))
+    )  # ledger ctime, or newest znode mtime (subtrees): the cap order
     ledger_id: int | None = None
-    ledger_kind: str | None = field(default=None, metadata=_m(_opt_text))  # data|cursor|schema|compacted|bucket
-    owner: str | None = field(default=None, metadata=_m(_opt_text))
-    leak: str | None = field(default=None, metadata=_m(_opt_text))  # znode-leak sub-kind (subtree actions)
-    loads_topics: bool = field(default=False, metadata=_m(_flag(False)))
-    impact: Mapping[str, Any] = field(default_factory=dict, metadata=_m(_opt_obj))
+    ledger_kind: str | None = field(default=None, metadata=reads(opt_text))  # data|cursor|schema|compacted|bucket
+    owner: str | None = field(default=None, metadata=reads(opt_text))
+    leak: str | None = field(default=None, metadata=reads(opt_text))  # znode-leak sub-kind (subtree actions)
+    loads_topics: bool = field(default=False, metadata=reads(boolean(False)))
+    impact: Mapping[str, Any] = field(default_factory=dict, metadata=reads(opt_obj))
     rewrite: Rewrite | None = None  # REWRITE_KINDS only
     admin: AdminCall | None = None  # ADMIN_KINDS only
     bookie_gc: BookieGcCall | None = None  # KIND_BOOKIE_GC only
@@ -343,9 +353,9 @@ class Action:
         E = PlanError
         d = strict.obj(d, where, E, hint=_HINT)
         where = f"{where} {strict.describe(d.get('id'))}"
-        kind = _one_of(ACTION_KINDS, "action kind")(d, "kind", where)
+        kind = one_of(ACTION_KINDS, "action kind")(d, "kind", where)
         store = _STORE["read"](d, "store", where)
-        ledger_id = _int(lo=0, nullable=True)(d, "ledger_id", where)
+        ledger_id = integer(lo=0, nullable=True)(d, "ledger_id", where)
         if kind in NEEDS_LEDGER_ID and ledger_id is None:
             raise E(f"{where}: deletes ledger metadata but has no ledger_id", hint=_HINT)
         fd = strict.obj(d.get("finding"), f"{where}.finding", E, hint=_HINT)
@@ -361,13 +371,13 @@ class Action:
         gc_call = BookieGcCall.from_json(gc, f"{where}.bookie_gc") if gc is not None else None
         if (kind in NO_ZNODES) != (gc_call is not None):
             raise E(f"{where}: a {kind} action {'needs' if gc_call is None else 'has no'} bookie_gc call", hint=_HINT)
-        return _read(
+        return read_strict(
             cls,
             d,
             where,
             kind=kind,
             store=store,
-            finding=_read(FindingRef, fd, f"{where}.finding"),
+            finding=read_strict(FindingRef, fd, f"{where}.finding"),
             preconditions=Precondition.from_json(
                 d.get("preconditions"), f"{where}.preconditions", no_znodes=kind in NO_ZNODES
             ),
@@ -382,17 +392,17 @@ class Action:
 class NotPlanned:
     """A finding the plan does not act on, with a stable reason code and a human reason."""
 
-    key: str = field(metadata=_m(_text))
-    detection: str = field(metadata=_m(_text))
-    reason_code: str = field(metadata=_m(_text))
-    reason: str = field(metadata=_m(_text))
-    bytes: int = field(default=0, metadata=_m(_int(lo=0, zero=True)))
-    path: str | None = field(default=None, metadata=_m(_opt_text))
-    ledger_id: int | None = field(default=None, metadata=_m(_int(lo=0, nullable=True)))
+    key: str = field(metadata=reads(req_text))
+    detection: str = field(metadata=reads(req_text))
+    reason_code: str = field(metadata=reads(req_text))
+    reason: str = field(metadata=reads(req_text))
+    bytes: int = field(default=0, metadata=reads(integer(lo=0, zero=True)))
+    path: str | None = field(default=None, metadata=reads(opt_text))
+    ledger_id: int | None = field(default=None, metadata=reads(integer(lo=0, nullable=True)))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "not_planned") -> NotPlanned:
-        return _read(cls, d, where)
+        return read_strict(cls, d, where)

@@ -48,7 +48,7 @@ from pulsar_ops.findings import Finding
 from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig, gc_config
 from pulsar_ops.model.scan_layout import BookieScan
 from pulsar_ops.model.scan_layout import predict_forced_run as predict
-from pulsar_ops.repair.actions import Action
+from pulsar_ops.repair.actions import Action, each, integer, opt_text, read_strict, reads, req_text
 from pulsar_ops.repair.facts import Facts
 from pulsar_ops.repair.kind import Kind
 
@@ -86,15 +86,17 @@ NOTHING = "nothing-to-reclaim"  # plan only: the prediction is 0 bytes
 class BookieGcCall:
     """What a ``bookie-gc`` action asks one bookie, and what the plan expected of it."""
 
-    bookie_id: str
-    url: str | None  # the bookie's HTTP endpoint the snapshot recorded (apply --bookie-http ID=URL overrides)
+    bookie_id: str = field(metadata=reads(req_text))
+    url: str | None = field(metadata=reads(opt_text))  # the snapshot's endpoint (apply --bookie-http ID=URL wins)
     force_major: bool
     force_minor: bool
     expect: str | None  # the compaction the planned settings make a forced run do: major | minor | None
-    scan: str  # the scan directory the prediction comes from
-    scan_finished_at_ms: int
-    data_age_ms: int  # the oldest unreclaimed data's age when the scan started
-    garbage_ledgers: tuple[int, ...]
+    scan: str = field(metadata=reads(req_text))  # the scan directory the prediction comes from
+    scan_finished_at_ms: int = field(metadata=reads(integer(lo=0)))
+    data_age_ms: int = field(metadata=reads(integer(lo=0)))  # the oldest unreclaimed data's age at the scan
+    garbage_ledgers: tuple[int, ...] = field(
+        metadata=reads(lambda d, k, w: each(integer(lo=0))({k: d.get(k) or []}, k, w))
+    )
     predicted: Mapping[str, int] = field(default_factory=dict)  # deletion / minor / major / total bytes
     settings: Mapping[str, Any] = field(default_factory=dict)  # the GC settings the prediction used
 
@@ -134,19 +136,14 @@ class BookieGcCall:
         if not isinstance(ledgers, list):
             raise E(f"{where}.garbage_ledgers: must be a list", hint=_HINT)
         predicted = strict.obj(d.get("predicted_freed_bytes") or {}, f"{where}.predicted_freed_bytes", E, hint=_HINT)
-        return cls(
-            bookie_id=strict.req_text(d, "bookie_id", where, E, hint=_HINT),
-            url=strict.text(d, "url", where, E, nullable=True, hint=_HINT),
+        return read_strict(
+            cls,
+            d,
+            where,
+            hint=_HINT,
             force_major=strict.boolean(body, "forceMajor", f"{where}.body", E, hint=_HINT),
             force_minor=strict.boolean(body, "forceMinor", f"{where}.body", E, hint=_HINT),
             expect=expect,
-            scan=strict.req_text(d, "scan", where, E, hint=_HINT),
-            scan_finished_at_ms=strict.req_int(d, "scan_finished_at_ms", where, E, lo=0, hint=_HINT),
-            data_age_ms=strict.req_int(d, "data_age_ms", where, E, lo=0, hint=_HINT),
-            garbage_ledgers=tuple(
-                strict.req_int({"v": v}, "v", f"{where}.garbage_ledgers[{i}]", E, lo=0, hint=_HINT)
-                for i, v in enumerate(ledgers)
-            ),
             predicted={
                 str(k): strict.req_int(predicted, str(k), f"{where}.predicted_freed_bytes", E, lo=0, hint=_HINT)
                 for k in predicted
