@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from pulsar_ops import strict
 from pulsar_ops.errors import PlanChecksumError, PlanError
 from pulsar_ops.identity import ClusterIdentity
 from pulsar_ops.repair.actions import Action, NotPlanned
+from pulsar_ops.repair.backup import atomic_write
 
 PLAN_SCHEMA_VERSION = 2  # 2: "target" (ledgers root + cluster identity) added; 1 is refused (re-plan)
 _HINT = "re-create the plan: `pulsar-ops plan AUDIT_DIR --out PLAN.json`"
@@ -88,17 +88,7 @@ def dump_plan(plan: Plan, path: Path) -> str:
     doc = plan.to_json()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1, sort_keys=False, ensure_ascii=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # never a half-written plan left beside the target
-        raise
+    atomic_write(path, (json.dumps(doc, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
     return str(doc["checksum"])
 
 
