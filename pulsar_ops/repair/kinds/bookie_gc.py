@@ -43,11 +43,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pulsar_ops import strict
-from pulsar_ops.errors import ModelError, PlanError
+from pulsar_ops.errors import ApplyError, ModelError, PlanError, ZooKeeperError
 from pulsar_ops.findings import Finding
 from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig, gc_config
 from pulsar_ops.model.scan_layout import BookieScan
 from pulsar_ops.model.scan_layout import predict_forced_run as predict
+from pulsar_ops.repair import journal as J
 from pulsar_ops.repair.actions import Action, each, integer, opt_text, read_strict, reads, req_text
 from pulsar_ops.repair.facts import Facts
 from pulsar_ops.repair.kind import Kind
@@ -430,6 +431,11 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
+def _in_force_gc(answer: HttpAnswer) -> bool | None:
+    """``GET /api/v1/bookie/gc``'s ``is_in_force_gc`` (None: no such answer)."""
+    return _flag(answer.body.get("is_in_force_gc")) if answer.ok and isinstance(answer.body, dict) else None
+
+
 def settings_of(config: Mapping[str, Any]) -> GcConfig:
     """GC settings from ``server_config`` (every key set, as strings); keys not set take BookKeeper's code
     defaults (``ServerConfiguration``), as the bookie does. Raises ModelError for a value it cannot read."""
@@ -463,7 +469,7 @@ def live_facts(
     else:
         error = f"GET {CONFIG_PATH}: {conf.describe()}"
     gc = api.get(GC_PATH)
-    in_force = _flag(gc.body.get("is_in_force_gc")) if gc.ok and isinstance(gc.body, dict) else None
+    in_force = _in_force_gc(gc)
     record["is_in_force_gc"] = in_force
     sus = api.get(SUSPEND_PATH)
     major_s = minor_s = None
@@ -525,7 +531,7 @@ def trigger_and_wait(
     while True:
         got = api.get(GC_PATH)
         polls += 1
-        state = _flag(got.body.get("is_in_force_gc")) if got.ok and isinstance(got.body, dict) else None
+        state = _in_force_gc(got)
         if state is False:
             waited = round(clock() - start, 3)
             return GcResult(
@@ -549,7 +555,7 @@ def trigger_and_wait(
 def done(api: BookieApi) -> bool:
     """The done-check after an interrupted run: the bookie is no longer in a forced GC."""
     got = api.get(GC_PATH)
-    return got.ok and isinstance(got.body, dict) and _flag(got.body.get("is_in_force_gc")) is False
+    return _in_force_gc(got) is False
 
 
 def dry_run_text(call: BookieGcCall) -> str:
@@ -601,8 +607,6 @@ def _facts_now(
 
 
 def _skipped(journal: Any, action_id: str, phase: str, refusal: Refusal) -> tuple[str, str]:
-    from pulsar_ops.repair import journal as J
-
     journal.record(action_id, J.SKIPPED, phase=phase, reason=str(refusal), code=refusal.code, final=refusal.final)
     return "skipped", f"{refusal} ({'final' if refusal.final else 'transient: the next run re-evaluates it'})"
 
@@ -618,8 +622,6 @@ def mark_one(
 ) -> tuple[str, str]:
     """Mark: re-read the bookie and decide with the rule; keep what it said (configuration, GC state, details)
     as the action's backup object and journal ``marked``. Changes nothing on the bookie. (outcome, reason)."""
-    from pulsar_ops.repair import journal as J
-
     _, _, record, refusal = _facts_now(gc, call, scans, registered)
     if refusal is not None:
         return _skipped(journal, action_id, "mark", refusal)
@@ -640,8 +642,6 @@ def delete_one(
 ) -> tuple[str, str]:
     """Act: re-read and re-decide, pace, ``PUT`` the forced GC, wait for it to end; journaled at each step.
     An interrupted request (journaled ``deleting``) whose bookie is no longer in a forced GC counts as done."""
-    from pulsar_ops.repair import journal as J
-
     timed_out = state.live == J.FAILED and str(state.reason).startswith(TIMEOUT)
     if state.live == J.DELETING or timed_out:
         api = gc.clients(call.bookie_id, call.url)
@@ -690,9 +690,6 @@ class BookieGc(Kind):
         self, session: ZkSession, journal: Any, backups: Any, plan: Any, a: Action, clients: GcApply | None
     ) -> tuple[str, str]:
         """Mark (pending) or act (marked or later): (outcome, reason)."""
-        from pulsar_ops.errors import ApplyError, ZooKeeperError
-        from pulsar_ops.repair import journal as J
-
         call = a.bookie_gc
         assert call is not None
         if clients is None:
