@@ -69,18 +69,17 @@ class ApplyReport:
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(o.outcome for o in self.outcomes).items()))
 
+    @classmethod
+    def of(
+        cls, plan: Plan, phase: str, applied: bool, backup_dir: Any, journal: Any, quarantine_ms: int
+    ) -> ApplyReport:
+        """A report for ``plan``'s ``phase`` (the quarantine only in a delete phase's)."""
+        q = quarantine_ms if phase == "delete" else None
+        return cls(phase, applied, plan.plan_id, plan.checksum, str(backup_dir), str(journal), quarantine_ms=q)
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "phase": self.phase,
-            "applied": self.applied,
-            "plan_id": self.plan_id,
-            "plan_checksum": self.plan_checksum,
-            "backup_dir": self.backup_dir,
-            "journal": self.journal,
-            "quarantine_ms": self.quarantine_ms,
-            "counts": self.counts(),
-            "actions": [o.to_json() for o in self.outcomes],
-        }
+        d = {k: v for k, v in asdict(self).items() if k != "outcomes"}
+        return {**d, "counts": self.counts(), "actions": [o.to_json() for o in self.outcomes]}
 
 
 def _outcome(a: Action, outcome: str, reason: str = "") -> ActionOutcome:
@@ -426,7 +425,7 @@ def run_mark(
 ) -> ApplyReport:
     """Re-verify every target, back it up, journal ``marked``. Changes no ZooKeeper data. ``bookie_gc``: the
     bookies' HTTP clients of a kind that runs its own steps (``bookie-gc``)."""
-    report = ApplyReport("mark", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path))
+    report = ApplyReport.of(plan, "mark", True, backups.root, journal.path, 0)
     # an unreadable reference index is re-read by the next action
     run = _Run(plan, session, journal, backups, live_facts(session, plan, remember_failure=False), bookie_gc)
     done = 0
@@ -488,9 +487,7 @@ def run_delete(
     """``after_commit`` runs right after each committed transaction, before it is journaled (tests use it to
     crash at the worst moment)."""
     check_quarantine(plan, journal, quarantine_ms, now_ms)
-    report = ApplyReport(
-        "delete", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path), quarantine_ms=quarantine_ms
-    )
+    report = ApplyReport.of(plan, "delete", True, backups.root, journal.path, quarantine_ms)
     last_load: list[float] = []
 
     def pace() -> None:  # at most loads_per_minute topic loads per minute
@@ -540,15 +537,7 @@ def dry_run(
 ) -> ApplyReport:
     """What ``--apply`` would do, from the plan and the journal file alone (no ZooKeeper access)."""
     journal = J.Journal.read_only(journal_path, plan_checksum=plan.checksum)
-    report = ApplyReport(
-        phase,
-        False,
-        plan.plan_id,
-        plan.checksum,
-        str(backup_dir),
-        str(journal_path),
-        quarantine_ms=quarantine_ms if phase == "delete" else None,
-    )
+    report = ApplyReport.of(plan, phase, False, backup_dir, journal_path, quarantine_ms)
     for a in plan.actions:
         st = journal.state(a.id)
         previous = _previous(st)
