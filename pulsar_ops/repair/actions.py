@@ -8,9 +8,10 @@ false``: absent at plan time, checked like the others if it appears), and paths 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pulsar_ops import strict
 from pulsar_ops.errors import PlanError
@@ -41,67 +42,139 @@ ROLE_SCHEMA_LOCATOR = "schema-locator"  # SchemaLocator: index positions
 REFERENCE_ROLES = (ROLE_MANAGED_LEDGER, ROLE_CURSOR, ROLE_SCHEMA_LOCATOR)
 
 
+# --- the strict reader: each field says how the plan file holds it (exactly the JSON types the planner writes) ---
+Reader = Callable[[Mapping[str, Any], str, str], Any]  # (object, key, where) -> value; a PlanError names where.key
+T = TypeVar("T")
+_hint: ContextVar[str] = ContextVar("_hint", default=_HINT)  # the hint of the document being read
+
+
+def read_strict(cls: type[T], d: Any, where: str, *, hint: str | None = None, **given: Any) -> T:
+    """``cls`` from the JSON object ``d`` (see :mod:`pulsar_ops.strict`): every field not ``given`` is read by its
+    metadata's reader, in field order, from its ``json`` key (else its name); a field with no reader is given.
+    ``hint``: the errors' hint (by default, and for the objects inside, the plan file's)."""
+    token = _hint.set(hint) if hint is not None else None
+    try:
+        d = strict.obj(d, where, PlanError, hint=_hint.get())
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.name not in given and "read" in f.metadata:
+                given[f.name] = f.metadata["read"](d, f.metadata.get("json", f.name), where)
+        return cls(**given)
+    finally:
+        if token is not None:
+            _hint.reset(token)
+
+
+def reads(read: Reader, json: str | None = None) -> dict[str, Any]:
+    return {"read": read} if json is None else {"read": read, "json": json}
+
+
+def req_text(d: Mapping[str, Any], k: str, w: str) -> str:
+    return strict.req_text(d, k, w, PlanError, hint=_hint.get())
+
+
+def opt_text(d: Mapping[str, Any], k: str, w: str) -> str | None:
+    return strict.text(d, k, w, PlanError, nullable=True, hint=_hint.get())
+
+
+def zk_path(d: Mapping[str, Any], k: str, w: str) -> str:
+    return strict.req_zk_path(d, k, w, PlanError, hint=_hint.get())
+
+
+def integer(
+    *, lo: int = strict.INT64_MIN, hi: int = strict.INT64_MAX, nullable: bool = False, zero: bool = False
+) -> Reader:
+    """A JSON integer in [lo, hi]; missing or null: an error, or None (``nullable``), or 0 (``zero``)."""
+    if zero:
+        return lambda d, k, w: strict.integer(d, k, w, PlanError, lo=lo, hi=hi, default=0, hint=_hint.get()) or 0
+    return lambda d, k, w: strict.integer(d, k, w, PlanError, lo=lo, hi=hi, nullable=nullable, hint=_hint.get())
+
+
+def boolean(default: bool) -> Reader:
+    return lambda d, k, w: strict.boolean(d, k, w, PlanError, default=default, hint=_hint.get())
+
+
+def one_of(allowed: Sequence[str], what: str) -> Reader:
+    def read(d: Mapping[str, Any], k: str, w: str) -> str:
+        v = req_text(d, k, w)
+        if v not in allowed:
+            raise PlanError(f"{w}.{k}: unknown {what} {strict.describe(v)}", hint=_hint.get())
+        return v
+
+    return read
+
+
+def json_list(d: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    v = d.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise PlanError(f"{where}.{key}: must be a list, not {type(v).__name__}", hint=_hint.get())
+    return v
+
+
+def each(read: Reader, key: str = "v") -> Reader:
+    """A list (missing or null: empty) of values each read by ``read`` (as ``key`` of ``where.key[i]``)."""
+    return lambda d, k, w: tuple(read({key: v}, key, f"{w}.{k}[{i}]") for i, v in enumerate(json_list(d, k, w)))
+
+
+def opt_obj(d: Mapping[str, Any], k: str, w: str) -> dict[str, Any]:
+    v = d.get(k)
+    return {} if v is None else dict(strict.obj(v, f"{w}.{k}", PlanError, hint=_hint.get()))
+
+
+def _sha256(d: Mapping[str, Any], k: str, w: str) -> str | None:
+    sha = opt_text(d, k, w)
+    if sha is not None and not _SHA256.fullmatch(sha):
+        raise PlanError(f"{w}.{k}: {strict.describe(sha)} is not a sha256 hex digest", hint=_hint.get())
+    return sha
+
+
+_STORE = reads(one_of(STORES, "store"))
+
+
 @dataclass(frozen=True)
 class ZnodeRef:
     """A znode as scraped: the compare-and-set token (version), mzxid and sha256 of the exact bytes."""
 
-    store: str
-    path: str
-    version: int
-    mzxid: int
-    sha256: str | None
+    store: str = field(metadata=_STORE)
+    path: str = field(metadata=reads(zk_path))
+    version: int = field(metadata=reads(integer(lo=-1, hi=2**31 - 1)))
+    mzxid: int = field(metadata=reads(integer(lo=0)))
+    sha256: str | None = field(metadata=reads(_sha256))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "znode") -> ZnodeRef:
-        d = strict.obj(d, where, PlanError, hint=_HINT)
-        store = strict.req_text(d, "store", where, PlanError, hint=_HINT)
-        if store not in STORES:
-            raise PlanError(f"{where}.store: unknown store {strict.describe(store)}", hint=_HINT)
-        sha = strict.text(d, "sha256", where, PlanError, nullable=True, hint=_HINT)
-        if sha is not None and not _SHA256.fullmatch(sha):
-            raise PlanError(f"{where}.sha256: {strict.describe(sha)} is not a sha256 hex digest", hint=_HINT)
-        return cls(
-            store=store,
-            path=strict.req_zk_path(d, "path", where, PlanError, hint=_HINT),
-            version=strict.req_int(d, "version", where, PlanError, lo=-1, hi=2**31 - 1, hint=_HINT),
-            mzxid=strict.req_int(d, "mzxid", where, PlanError, lo=0, hint=_HINT),
-            sha256=sha,
-        )
+        return read_strict(cls, d, where)
 
 
 @dataclass(frozen=True)
 class Reference:
     """A znode that references (or would reference) the ledger; re-decoded before the delete."""
 
-    role: str
-    znode: ZnodeRef
-    exists: bool = True
+    role: str = field(metadata=reads(one_of(REFERENCE_ROLES, "reference role")))
+    znode: ZnodeRef = field(metadata=reads(lambda d, k, w: ZnodeRef.from_json(d, w)))  # its keys beside role's
+    exists: bool = field(default=True, metadata=reads(boolean(True)))
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "exists": self.exists, **self.znode.to_json()}
 
     @classmethod
     def from_json(cls, d: Any, where: str = "reference") -> Reference:
-        d = strict.obj(d, where, PlanError, hint=_HINT)
-        role = strict.req_text(d, "role", where, PlanError, hint=_HINT)
-        if role not in REFERENCE_ROLES:
-            raise PlanError(f"{where}.role: unknown reference role {strict.describe(role)}", hint=_HINT)
-        return cls(
-            role=role,
-            znode=ZnodeRef.from_json(d, where),
-            exists=strict.boolean(d, "exists", where, PlanError, default=True, hint=_HINT),
-        )
+        return read_strict(cls, d, where)
 
 
 @dataclass(frozen=True)
 class Precondition:
     znodes: tuple[ZnodeRef, ...]
     custom_metadata: tuple[tuple[str, str], ...] = ()
-    references: tuple[Reference, ...] = ()
-    absent: tuple[str, ...] = ()  # paths (in the action's store) that must still not exist
+    references: tuple[Reference, ...] = field(
+        default=(),
+        metadata=reads(each(lambda d, k, w: Reference.from_json(d[k], w))),
+    )
+    absent: tuple[str, ...] = field(default=(), metadata=reads(each(zk_path, "p")))  # paths (in its store) still absent
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -121,22 +194,17 @@ class Precondition:
         for k, v in cm.items():
             if not isinstance(v, str):
                 raise PlanError(f"{where}.custom_metadata.{k}: must be a string, not {strict.describe(v)}", hint=_HINT)
-        znodes = _list(d, "znodes", where)
+        znodes = json_list(d, "znodes", where)
         if no_znodes and znodes:
             raise PlanError(f"{where}.znodes: this action changes no znode", hint=_HINT)
         if not znodes and not no_znodes:
             raise PlanError(f"{where}.znodes: an action deletes at least one znode", hint=_HINT)
-        absent = _list(d, "absent", where)
-        return cls(
+        return read_strict(
+            cls,
+            d,
+            where,
             znodes=tuple(ZnodeRef.from_json(z, f"{where}.znodes[{i}]") for i, z in enumerate(znodes)),
             custom_metadata=tuple(sorted((str(k), v) for k, v in cm.items())),
-            references=tuple(
-                Reference.from_json(r, f"{where}.references[{i}]") for i, r in enumerate(_list(d, "references", where))
-            ),
-            absent=tuple(
-                strict.req_zk_path({"p": p}, "p", f"{where}.absent[{i}]", PlanError, hint=_HINT)
-                for i, p in enumerate(absent)
-            ),
         )
 
 
@@ -144,10 +212,10 @@ class Precondition:
 class RemovedLedger:
     """A ledger-list entry a rewrite removes, as the snapshot listed it: the data loss the plan acknowledges."""
 
-    ledger_id: int
-    entries: int | None
-    size: int | None
-    finding: str = ""  # key of the finding this entry answers
+    ledger_id: int = field(metadata=reads(integer(lo=0)))
+    entries: int | None = field(metadata=reads(integer(lo=0, nullable=True)))
+    size: int | None = field(metadata=reads(integer(lo=0, nullable=True), "bytes"))
+    finding: str = field(default="", metadata=reads(lambda d, k, w: opt_text(d, k, w) or ""))  # the finding's key
 
     def to_json(self) -> dict[str, Any]:
         last = None if self.entries is None else f"{self.ledger_id}:{self.entries - 1}"
@@ -169,8 +237,8 @@ class Rewrite:
     ``/namespace/<t>/<ns>`` covers its bundle.
     """
 
-    path: str
-    topic: str
+    path: str = field(metadata=reads(zk_path))
+    topic: str = field(metadata=reads(req_text))
     removed: tuple[RemovedLedger, ...]
 
     @property
@@ -182,27 +250,11 @@ class Rewrite:
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> Rewrite:
-        E = PlanError
-        d = strict.obj(d, where, E, hint=_HINT)
-        removed = []
-        for i, r in enumerate(_list(d, "removed", where)):
-            w = f"{where}.removed[{i}]"
-            r = strict.obj(r, w, E, hint=_HINT)
-            removed.append(
-                RemovedLedger(
-                    ledger_id=strict.req_int(r, "ledger_id", w, E, lo=0, hint=_HINT),
-                    entries=strict.integer(r, "entries", w, E, lo=0, nullable=True, hint=_HINT),
-                    size=strict.integer(r, "bytes", w, E, lo=0, nullable=True, hint=_HINT),
-                    finding=strict.text(r, "finding", w, E, nullable=True, hint=_HINT) or "",
-                )
-            )
+        d = strict.obj(d, where, PlanError, hint=_HINT)
+        removed = each(lambda r, k, w: read_strict(RemovedLedger, r[k], w))(d, "removed", where)
         if not removed:
-            raise E(f"{where}.removed: a rewrite removes at least one ledger", hint=_HINT)
-        return cls(
-            path=strict.req_zk_path(d, "path", where, E, hint=_HINT),
-            topic=strict.req_text(d, "topic", where, E, hint=_HINT),
-            removed=tuple(removed),
-        )
+            raise PlanError(f"{where}.removed: a rewrite removes at least one ledger", hint=_HINT)
+        return read_strict(cls, d, where, removed=removed)
 
 
 @dataclass(frozen=True)
@@ -211,9 +263,9 @@ class AdminCall:
     ``load-topic`` (load ``topic`` and trim it; ``expect_trimmed``: the ledgers its first trim should remove).
     Names are decoded (``persistent://t/ns/x``); the client encodes them in the URL."""
 
-    topic: str
-    subscription: str | None = None
-    expect_trimmed: tuple[int, ...] = ()
+    topic: str = field(metadata=reads(req_text))
+    subscription: str | None = field(default=None, metadata=reads(opt_text))
+    expect_trimmed: tuple[int, ...] = field(default=(), metadata=reads(each(integer(lo=0))))
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"topic": self.topic, "subscription": self.subscription}
@@ -223,21 +275,13 @@ class AdminCall:
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> AdminCall:
-        d = strict.obj(d, where, PlanError, hint=_HINT)
-        return cls(
-            topic=strict.req_text(d, "topic", where, PlanError, hint=_HINT),
-            subscription=strict.text(d, "subscription", where, PlanError, nullable=True, hint=_HINT),
-            expect_trimmed=tuple(
-                strict.req_int({"v": v}, "v", f"{where}.expect_trimmed[{i}]", PlanError, lo=0, hint=_HINT)
-                for i, v in enumerate(_list(d, "expect_trimmed", where))
-            ),
-        )
+        return read_strict(cls, d, where)
 
 
 @dataclass(frozen=True)
 class FindingRef:
-    key: str
-    detection: str
+    key: str = field(metadata=reads(req_text))
+    detection: str = field(metadata=reads(req_text))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -245,20 +289,22 @@ class FindingRef:
 
 @dataclass(frozen=True)
 class Action:
-    id: str
+    id: str = field(metadata=reads(req_text))
     kind: str
     store: str
-    path: str
+    path: str = field(metadata=reads(zk_path))
     finding: FindingRef
     preconditions: Precondition
-    bytes: int
-    time_ms: int  # ledger ctime (ledger actions) or newest znode mtime (subtrees): the cap order key
+    bytes: int = field(metadata=reads(integer(lo=0, zero=True)))
+    time_ms: int = field(
+        metadata=reads(integer(zero=True))
+    )  # ledger ctime, or newest znode mtime (subtrees): the cap order
     ledger_id: int | None = None
-    ledger_kind: str | None = None  # data | cursor | schema | compacted | bucket (ledger actions)
-    owner: str | None = None
-    leak: str | None = None  # znode-leak sub-kind (subtree actions)
-    loads_topics: bool = False
-    impact: Mapping[str, Any] = field(default_factory=dict)
+    ledger_kind: str | None = field(default=None, metadata=reads(opt_text))  # data|cursor|schema|compacted|bucket
+    owner: str | None = field(default=None, metadata=reads(opt_text))
+    leak: str | None = field(default=None, metadata=reads(opt_text))  # znode-leak sub-kind (subtree actions)
+    loads_topics: bool = field(default=False, metadata=reads(boolean(False)))
+    impact: Mapping[str, Any] = field(default_factory=dict, metadata=reads(opt_obj))
     rewrite: Rewrite | None = None  # REWRITE_KINDS only
     admin: AdminCall | None = None  # ADMIN_KINDS only
     bookie_gc: BookieGcCall | None = None  # KIND_BOOKIE_GC only
@@ -307,17 +353,12 @@ class Action:
         E = PlanError
         d = strict.obj(d, where, E, hint=_HINT)
         where = f"{where} {strict.describe(d.get('id'))}"
-        kind = strict.req_text(d, "kind", where, E, hint=_HINT)
-        if kind not in ACTION_KINDS:
-            raise E(f"{where}.kind: unknown action kind {strict.describe(kind)}", hint=_HINT)
-        store = strict.req_text(d, "store", where, E, hint=_HINT)
-        if store not in STORES:
-            raise E(f"{where}.store: unknown store {strict.describe(store)}", hint=_HINT)
-        ledger_id = strict.integer(d, "ledger_id", where, E, lo=0, nullable=True, hint=_HINT)
+        kind = one_of(ACTION_KINDS, "action kind")(d, "kind", where)
+        store = _STORE["read"](d, "store", where)
+        ledger_id = integer(lo=0, nullable=True)(d, "ledger_id", where)
         if kind in NEEDS_LEDGER_ID and ledger_id is None:
             raise E(f"{where}: deletes ledger metadata but has no ledger_id", hint=_HINT)
         fd = strict.obj(d.get("finding"), f"{where}.finding", E, hint=_HINT)
-        impact = d.get("impact")
         rewrite = Rewrite.from_json(d["rewrite"], f"{where}.rewrite") if d.get("rewrite") is not None else None
         if (kind in REWRITE_KINDS) != (rewrite is not None):
             raise E(f"{where}: a {kind} action {'needs' if rewrite is None else 'has no'} rewrite", hint=_HINT)
@@ -330,66 +371,38 @@ class Action:
         gc_call = BookieGcCall.from_json(gc, f"{where}.bookie_gc") if gc is not None else None
         if (kind in NO_ZNODES) != (gc_call is not None):
             raise E(f"{where}: a {kind} action {'needs' if gc_call is None else 'has no'} bookie_gc call", hint=_HINT)
-        return cls(
-            id=strict.req_text(d, "id", where, E, hint=_HINT),
+        return read_strict(
+            cls,
+            d,
+            where,
             kind=kind,
             store=store,
-            path=strict.req_zk_path(d, "path", where, E, hint=_HINT),
-            finding=FindingRef(
-                key=strict.req_text(fd, "key", f"{where}.finding", E, hint=_HINT),
-                detection=strict.req_text(fd, "detection", f"{where}.finding", E, hint=_HINT),
-            ),
+            finding=read_strict(FindingRef, fd, f"{where}.finding"),
             preconditions=Precondition.from_json(
                 d.get("preconditions"), f"{where}.preconditions", no_znodes=kind in NO_ZNODES
             ),
-            bytes=strict.integer(d, "bytes", where, E, lo=0, default=0, hint=_HINT) or 0,
-            time_ms=strict.integer(d, "time_ms", where, E, default=0, hint=_HINT) or 0,
             ledger_id=ledger_id,
-            ledger_kind=strict.text(d, "ledger_kind", where, E, nullable=True, hint=_HINT),
-            owner=strict.text(d, "owner", where, E, nullable=True, hint=_HINT),
-            leak=strict.text(d, "leak", where, E, nullable=True, hint=_HINT),
-            loads_topics=strict.boolean(d, "loads_topics", where, E, default=False, hint=_HINT),
-            impact=dict(strict.obj(impact, f"{where}.impact", E, hint=_HINT)) if impact is not None else {},
             rewrite=rewrite,
             admin=admin,
             bookie_gc=gc_call,
         )
 
 
-def _list(d: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    v = d.get(key)
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        raise PlanError(f"{where}.{key}: must be a list, not {type(v).__name__}", hint=_HINT)
-    return v
-
-
 @dataclass(frozen=True)
 class NotPlanned:
     """A finding the plan does not act on, with a stable reason code and a human reason."""
 
-    key: str
-    detection: str
-    reason_code: str
-    reason: str
-    bytes: int = 0
-    path: str | None = None
-    ledger_id: int | None = None
+    key: str = field(metadata=reads(req_text))
+    detection: str = field(metadata=reads(req_text))
+    reason_code: str = field(metadata=reads(req_text))
+    reason: str = field(metadata=reads(req_text))
+    bytes: int = field(default=0, metadata=reads(integer(lo=0, zero=True)))
+    path: str | None = field(default=None, metadata=reads(opt_text))
+    ledger_id: int | None = field(default=None, metadata=reads(integer(lo=0, nullable=True)))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, d: Any, where: str = "not_planned") -> NotPlanned:
-        E = PlanError
-        d = strict.obj(d, where, E, hint=_HINT)
-        return cls(
-            key=strict.req_text(d, "key", where, E, hint=_HINT),
-            detection=strict.req_text(d, "detection", where, E, hint=_HINT),
-            reason_code=strict.req_text(d, "reason_code", where, E, hint=_HINT),
-            reason=strict.req_text(d, "reason", where, E, hint=_HINT),
-            bytes=strict.integer(d, "bytes", where, E, lo=0, default=0, hint=_HINT) or 0,
-            path=strict.text(d, "path", where, E, nullable=True, hint=_HINT),
-            ledger_id=strict.integer(d, "ledger_id", where, E, lo=0, nullable=True, hint=_HINT),
-        )
+        return read_strict(cls, d, where)

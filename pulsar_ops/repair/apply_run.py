@@ -235,12 +235,4 @@ def _nothing_to_do(req: ApplyRequest, plan: Plan, jpath: Path, bdir: Path, say: 
             backups = BackupStore.open(bdir, create=True)
             backups.record_plan(plan.plan_id, plan.checksum, plan.target)
             backups.flush()
-    return ApplyReport(
-        req.phase,
-        req.apply,
-        plan.plan_id,
-        plan.checksum,
-        str(bdir),
-        str(jpath),
-        quarantine_ms=req.quarantine_ms if req.phase == "delete" else None,
-    )
+    return ApplyReport.of(plan, req.phase, req.apply, bdir, jpath, req.quarantine_ms)

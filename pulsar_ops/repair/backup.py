@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +46,10 @@ class BackupEntry:
         return (self.plan_checksum, self.action_id, self.store, self.path)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "store": self.store,
-            "path": self.path,
-            "sha256": self.sha256,
-            "stat": dict(self.stat),
-            "acl": [dict(a) for a in self.acl],
-            "action_id": self.action_id,
-            "plan_id": self.plan_id,
-            "plan_checksum": self.plan_checksum,
-            "backed_up_at_ms": self.backed_up_at_ms,
-            **({"replaced_by": self.replaced_by} if self.replaced_by is not None else {}),
-        }
+        d = asdict(self)
+        if self.replaced_by is None:
+            del d["replaced_by"]
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> BackupEntry:
@@ -88,13 +80,19 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+def atomic_write(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+    """Write ``path`` whole or not at all: a temporary file beside it, fsynced, renamed over it (never left
+    behind half-written), then (``sync_dir``) its directory fsynced."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     if sync_dir:
         _fsync_dir(path.parent)
 
@@ -167,7 +165,7 @@ class BackupStore:
         sha = hashlib.sha256(data).hexdigest()
         p = self.object_path(sha)
         if not self.has_valid_object(sha):
-            _atomic_write(p, data, sync_dir=False)  # the directory is fsynced once, in flush()
+            atomic_write(p, data, sync_dir=False)  # the directory is fsynced once, in flush()
         return sha
 
     def record_plan(self, plan_id: str, checksum: str, target: Mapping[str, Any]) -> None:
@@ -192,7 +190,7 @@ class BackupStore:
         _fsync_dir(self.root / OBJECTS)
         entries = sorted(self._entries.values(), key=lambda e: (e.plan_checksum, e.action_id, e.store, e.path))
         doc = {"schema_version": BACKUP_SCHEMA_VERSION, "entries": [e.to_json() for e in entries], "plans": self.plans}
-        _atomic_write(self.root / MANIFEST, json.dumps(doc, indent=1, sort_keys=True).encode("utf-8") + b"\n")
+        atomic_write(self.root / MANIFEST, json.dumps(doc, indent=1, sort_keys=True).encode("utf-8") + b"\n")
         self._dirty = 0
 
 

@@ -69,18 +69,17 @@ class ApplyReport:
     def counts(self) -> dict[str, int]:
         return dict(sorted(Counter(o.outcome for o in self.outcomes).items()))
 
+    @classmethod
+    def of(
+        cls, plan: Plan, phase: str, applied: bool, backup_dir: Any, journal: Any, quarantine_ms: int
+    ) -> ApplyReport:
+        """A report for ``plan``'s ``phase`` (the quarantine only in a delete phase's)."""
+        q = quarantine_ms if phase == "delete" else None
+        return cls(phase, applied, plan.plan_id, plan.checksum, str(backup_dir), str(journal), quarantine_ms=q)
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "phase": self.phase,
-            "applied": self.applied,
-            "plan_id": self.plan_id,
-            "plan_checksum": self.plan_checksum,
-            "backup_dir": self.backup_dir,
-            "journal": self.journal,
-            "quarantine_ms": self.quarantine_ms,
-            "counts": self.counts(),
-            "actions": [o.to_json() for o in self.outcomes],
-        }
+        d = {k: v for k, v in asdict(self).items() if k != "outcomes"}
+        return {**d, "counts": self.counts(), "actions": [o.to_json() for o in self.outcomes]}
 
 
 def _outcome(a: Action, outcome: str, reason: str = "") -> ActionOutcome:
@@ -103,23 +102,7 @@ def _joined(reason: str, previous: str) -> str:
     return "; ".join(r for r in (reason, previous) if r)
 
 
-def _skip(
-    journal: J.Journal, a: Action, phase: str, reason: str, *, final: bool, st: J.ActionState, **details: Any
-) -> ActionOutcome:
-    """Journal a skip (final or transient) and report it, with a previous run's transient reason if any."""
-    previous = _previous(st)  # before journaling: the journal updates its state objects in place
-    journal.record(a.id, J.SKIPPED, phase=phase, reason=reason, final=final, **details)
-    said = f"{reason} (final)" if final else f"{reason} (transient: the next run re-evaluates it)"
-    return _outcome(a, "skipped", _joined(said, previous))
-
-
 _REMARK = "re-run `--phase mark --apply` to re-create the backup"
-
-
-def _settle(journal: J.Journal, a: Action, state: str, reason: str, **details: Any) -> ActionOutcome:
-    """Journal a delete-phase outcome (``committed``, ``failed``, ``skipped``: outcome = state) and report it."""
-    journal.record(a.id, state, phase="delete", **({"reason": reason} if reason else {}), **details)
-    return _outcome(a, state, reason)
 
 
 def _unreadable(e: ZooKeeperError) -> str:
@@ -173,20 +156,6 @@ def _read_refs(session: ZkSession, a: Action) -> list[ObservedRef]:
     return out
 
 
-def _rewritten_sha(backups: BackupStore, plan: Plan, a: Action) -> str | None:
-    e = backups.entry(plan.checksum, a.id, a.store, a.path)
-    return e.replaced_by if e is not None else None
-
-
-def _done(session: ZkSession, backups: BackupStore, plan: Plan, a: Action) -> bool:
-    """The action's change is in the tree (its kind's done-check)."""
-    return kind_of(a.kind).done(session, a, _rewritten_sha(backups, plan, a))
-
-
-def _backup_spec(a: Action) -> list[tuple[str, str, str]]:
-    return [(z.store, z.path, z.sha256 or "") for z in a.preconditions.znodes]
-
-
 # --- the eligibility rules, on facts re-read now -------------------------------------------------------
 
 
@@ -210,68 +179,238 @@ def rules_now_ms() -> int:
         ) from None
 
 
-# --- mark ----------------------------------------------------------------------------------------------
+@dataclass
+class _Run:
+    """One apply run: the plan, the session, the journal and backups, the live facts, and the delete phase's broker
+    client, pacing and ``after_commit`` hook."""
 
+    plan: Plan
+    session: ZkSession
+    journal: J.Journal
+    backups: BackupStore
+    facts: LiveFacts
+    bookie_gc: Any = None
+    after_commit: AfterCommit | None = None
+    admin: AdminApi | None = None
+    pace: Callable[[], None] | None = None
 
-def _back_up(
-    session: ZkSession,
-    backups: BackupStore,
-    plan: Plan,
-    a: Action,
-    facts: LiveFacts,
-) -> tuple[str | None, list[str]]:
-    """Re-read every target with stat + ACL, verify against the plan, ask the kind's rule, store bytes.
-    (skip reason, shas)."""
-    kind = kind_of(a.kind)
-    with_acl = {z.path: session.read_with_acl(z.store, z.path) for z in a.preconditions.znodes}
-    observed = [
-        got.node if got is not None else Observed(store=a.store, path=p, exists=False) for p, got in with_acl.items()
-    ]
-    if kind.reads_subtree:  # also notice znodes created inside the subtree since the snapshot
-        known = {o.path for o in observed}
-        observed.extend(o for o in session.read_subtree(a.store, a.path) if o.path not in known)
-    verdict = decide_mark(a, observed)
-    if not verdict.proceed:
-        return verdict.reason, []
-    # A leak subtree's rule is only forecast at mark (``would-skip``): it is backed up either way, and delete
-    # re-proves it before any write.
-    why_not = kind.rule(a, facts.at([o for o in observed if o.path == a.path])) if kind.rule_at_mark else None
-    if why_not is not None:
-        return why_not, []
-    replaced_by: str | None = None
-    if kind.rewrites:
-        why = absent_problem(session, a)
-        if why is not None:
-            return why, []
-        current = with_acl[a.path]
-        assert current is not None
-        new, why = rewritten(a, current.node)
-        if new is None:
-            return why, []
-        replaced_by = backups.put_object(new)
-    shas: list[str] = []
-    for z in a.preconditions.znodes:
-        got = with_acl[z.path]
-        assert got is not None
-        sha = backups.put_object(got.node.data)
-        if sha != z.sha256 or sha256_hex(got.node.data) != sha:
-            raise ApplyError(f"backup of {z.path} does not match the verified bytes; nothing was marked")
-        backups.add(
-            BackupEntry(
-                store=z.store,
-                path=z.path,
-                sha256=sha,
-                stat=got.stat,
-                acl=got.acl,
-                action_id=a.id,
-                plan_id=plan.plan_id,
-                plan_checksum=plan.checksum,
-                backed_up_at_ms=J.now_ms(),
-                replaced_by=replaced_by if z.path == a.path else None,
-            )
+    def missing(self, a: Action) -> str | None:
+        """Why the action's backup is not complete (None: it is)."""
+        return self.backups.covers(
+            self.plan.checksum, a.id, [(z.store, z.path, z.sha256 or "") for z in a.preconditions.znodes]
         )
-        shas.append(sha)
-    return None, shas
+
+    def rewritten_sha(self, a: Action) -> str | None:
+        e = self.backups.entry(self.plan.checksum, a.id, a.store, a.path)
+        return e.replaced_by if e is not None else None
+
+    def done(self, a: Action) -> bool:
+        """The action's change is in the tree (its kind's done-check)."""
+        return kind_of(a.kind).done(self.session, a, self.rewritten_sha(a))
+
+    def step(self, a: Action) -> ActionOutcome:
+        """A kind that runs its own mark and delete steps (``bookie-gc``)."""
+        return _outcome(
+            a, *kind_of(a.kind).step(self.session, self.journal, self.backups, self.plan, a, self.bookie_gc)
+        )
+
+    def skip(self, a: Action, phase: str, reason: str, *, final: bool, st: J.ActionState) -> ActionOutcome:
+        """Journal a skip (final or transient) and report it, with a previous run's transient reason if any."""
+        previous = _previous(st)  # before journaling: the journal updates its state objects in place
+        self.journal.record(a.id, J.SKIPPED, phase=phase, reason=reason, final=final)
+        said = f"{reason} (final)" if final else f"{reason} (transient: the next run re-evaluates it)"
+        return _outcome(a, "skipped", _joined(said, previous))
+
+    def settle(self, a: Action, state: str, reason: str, **details: Any) -> ActionOutcome:
+        """Journal a delete-phase outcome (``committed``, ``failed``, ``skipped``: outcome = state) and report it."""
+        self.journal.record(a.id, state, phase="delete", **({"reason": reason} if reason else {}), **details)
+        return _outcome(a, state, reason)
+
+    # --- mark ----------------------------------------------------------------------------------------------
+
+    def back_up(self, a: Action) -> tuple[str | None, list[str]]:
+        """Re-read every target with stat + ACL, verify against the plan, ask the kind's rule, store bytes.
+        (skip reason, shas)."""
+        kind, session, backups = kind_of(a.kind), self.session, self.backups
+        with_acl = {z.path: session.read_with_acl(z.store, z.path) for z in a.preconditions.znodes}
+        observed = [
+            got.node if got is not None else Observed(store=a.store, path=p, exists=False)
+            for p, got in with_acl.items()
+        ]
+        if kind.reads_subtree:  # also notice znodes created inside the subtree since the snapshot
+            known = {o.path for o in observed}
+            observed.extend(o for o in session.read_subtree(a.store, a.path) if o.path not in known)
+        verdict = decide_mark(a, observed)
+        if not verdict.proceed:
+            return verdict.reason, []
+        # A leak subtree's rule is only forecast at mark (``would-skip``): it is backed up either way, and delete
+        # re-proves it before any write.
+        at = self.facts.at([o for o in observed if o.path == a.path])
+        why_not = kind.rule(a, at) if kind.rule_at_mark else None
+        if why_not is not None:
+            return why_not, []
+        replaced_by: str | None = None
+        if kind.rewrites:
+            why = absent_problem(session, a)
+            if why is not None:
+                return why, []
+            current = with_acl[a.path]
+            assert current is not None
+            new, why = rewritten(a, current.node)
+            if new is None:
+                return why, []
+            replaced_by = backups.put_object(new)
+        shas: list[str] = []
+        for z in a.preconditions.znodes:
+            got = with_acl[z.path]
+            assert got is not None
+            sha = backups.put_object(got.node.data)
+            if sha != z.sha256 or sha256_hex(got.node.data) != sha:
+                raise ApplyError(f"backup of {z.path} does not match the verified bytes; nothing was marked")
+            backups.add(
+                BackupEntry(
+                    store=z.store,
+                    path=z.path,
+                    sha256=sha,
+                    stat=got.stat,
+                    acl=got.acl,
+                    action_id=a.id,
+                    plan_id=self.plan.plan_id,
+                    plan_checksum=self.plan.checksum,
+                    backed_up_at_ms=J.now_ms(),
+                    replaced_by=replaced_by if z.path == a.path else None,
+                )
+            )
+            shas.append(sha)
+        return None, shas
+
+    def mark_one(self, a: Action, to_mark: list[tuple[Action, list[str]]]) -> ActionOutcome | None:
+        """Mark one action (None: backed up, to be journaled ``marked`` once its batch's backups are flushed)."""
+        st = self.journal.state(a.id)
+        if st.final:
+            return _outcome(a, st.state, _from_before(st))
+        if st.live != J.PENDING:
+            if self.missing(a) is not None and st.live != J.DELETING:
+                reason, _ = self.back_up(a)
+                if reason is not None:
+                    return _outcome(a, "failed", f"backup lost and {reason}")
+            return _outcome(a, "marked", _joined(f"already {st.live}", _previous(st)))
+        if kind_of(a.kind).steps_itself:
+            return self.step(a)
+        try:
+            reason, shas = self.back_up(a)
+        except ZooKeeperError as e:
+            out = self.skip(a, "mark", _unreadable(e), final=False, st=st)
+            _still_connected(self.session, e)
+            return out
+        if reason is not None:
+            return self.skip(a, "mark", reason, final=True, st=st)
+        to_mark.append((a, shas))
+        return None
+
+    # --- delete --------------------------------------------------------------------------------------------
+
+    def delete_one(self, a: Action) -> ActionOutcome:
+        st = self.journal.state(a.id)
+        if st.final:
+            return _outcome(a, st.state, _from_before(st))
+        if st.live == J.PENDING:
+            why = "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first"
+            return _outcome(a, "pending", _joined(why, _previous(st)))
+        previous = _previous(st)  # before anything is journaled (the journal updates ``st`` in place)
+        kind = kind_of(a.kind)
+        if kind.steps_itself:
+            out = self.step(a)
+        elif kind.via_broker:
+            out = self.admin_one(a)
+        else:
+            out = self.delete_verified(a, replace(st))
+        return replace(out, reason=_joined(out.reason, previous)) if out.outcome != "skipped" else out
+
+    def delete_verified(self, a: Action, st: J.ActionState) -> ActionOutcome:
+        """A ZooKeeper action that is marked (or deleting, failed, or skipped transiently from one of those)."""
+        kind, session = kind_of(a.kind), self.session
+        missing = self.missing(a)
+        if missing is None and kind.rewrites and self.rewritten_sha(a) is None:
+            missing = f"the backup of {a.path} does not record the bytes the rewrite writes"
+        if st.live == J.DELETING and self.done(a):
+            if missing is None:
+                recovered = "deleted before an interruption (target gone, backup present)"
+                return self.settle(a, J.COMMITTED, recovered, recovered=True)
+            return self.settle(a, J.FAILED, f"target gone but {missing}")
+        if missing is not None:
+            return self.settle(a, J.FAILED, f"{missing}; {_REMARK}")
+        sets: tuple[tuple[str, bytes, int], ...] = ()
+        error: ZooKeeperError | None = None  # a read error: the skip is transient
+        try:
+            targets = _read_targets(session, a)
+            refs = _read_refs(session, a) if kind.reads_references else []
+            verdict = decide_delete(a, targets, refs)
+        except ZooKeeperError as e:  # nothing was learned about the action: the next run re-evaluates it
+            verdict, error = Verdict.skip(_unreadable(e)), e
+        if verdict.proceed:
+            try:  # the kind's own rule on the live facts, and the rest of its transaction
+                v = kind.verify(session, a, targets, refs, self.facts.at(targets), self.rewritten_sha(a))
+                why, sets = v.why, v.sets
+                if v.checks is not None:
+                    verdict = replace(verdict, checks=v.checks)
+            except ZooKeeperError as e:
+                why, error = f"cannot re-prove it is safe ({e.message}); not evidence of absence", e
+            if why is not None:
+                verdict = verdict.skip(why)
+        if not verdict.proceed:
+            out = self.skip(a, "delete", verdict.reason, final=error is None, st=st)
+            _still_connected(session, error)
+            return out
+        # a rewrite sets its managed-ledger znode instead of deleting it
+        deletes = tuple(d for d in verdict.deletes if not sets or d[0] != a.path)
+        if st.live != J.DELETING:
+            self.journal.record(
+                a.id,
+                J.DELETING,
+                phase="delete",
+                checks=[list(c) for c in verdict.checks],
+                deletes=[list(d) for d in deletes],
+                **({"sets": [[p, sha256_hex(b), v] for p, b, v in sets]} if sets else {}),
+            )
+        result = session.commit(a.store, verdict.checks, sets, deletes)
+        if result.committed:
+            if self.after_commit is not None:
+                self.after_commit()
+            return self.settle(a, J.COMMITTED, "", ops=list(result.ops))
+        if result.unknown and self.done(a):
+            return self.settle(a, J.COMMITTED, f"commit outcome confirmed by re-read after {result.error}")
+        return self.settle(a, J.FAILED, f"transaction failed: {result.error}", ops=list(result.ops))
+
+    def admin_one(self, a: Action) -> ActionOutcome:
+        """An admin-API action whose journal state is not final: re-verify, call the broker once (the kind's
+        call), then let ZooKeeper say what happened. An error answer is never read as success; an unknown outcome
+        (timeout) is ``failed`` and the next run re-reads the tree before calling again."""
+        kind = kind_of(a.kind)
+        st = self.journal.state(a.id)
+        missing = self.missing(a)
+        if missing is not None:
+            return self.settle(a, J.FAILED, f"{missing}; {_REMARK}")
+        if st.live in (J.DELETING, J.FAILED) and self.done(a):
+            recovered = "the broker acted before an interruption (the tree shows it; backup present)"
+            return self.settle(a, J.COMMITTED, recovered, recovered=True)
+        # the action's znode exactly as scraped (version, bytes: a cursor's lastActive and position too), then its rule
+        node = self.session.read(a.store, [a.path])[0]
+        why = target_mismatch(a.preconditions.znodes[0], node) or kind.rule(a, self.facts.at([node]))
+        if why is not None:
+            return self.settle(a, J.SKIPPED, why, final=True)
+        if self.admin is None:
+            raise ApplyError(
+                f"{a.id} calls a broker's admin API, but no admin URL was given; nothing was called",
+                hint="pass --admin-url http://broker:8080 (and --client-conf for authentication)",
+            )
+        if kind.paced and self.pace is not None:
+            self.pace()  # --max-loads-per-minute: every load makes the broker read the topic back
+        if st.live != J.DELETING:
+            self.journal.record(a.id, J.DELETING, phase="delete", call=kind.call_text(a))
+        called = kind.call(self.session, a, self.admin, lambda: self.done(a))
+        self.journal.record(a.id, called.state, phase="delete", **called.details)  # the state is the journal's
+        return _outcome(a, called.state, called.reason)
 
 
 def run_mark(
@@ -286,46 +425,22 @@ def run_mark(
 ) -> ApplyReport:
     """Re-verify every target, back it up, journal ``marked``. Changes no ZooKeeper data. ``bookie_gc``: the
     bookies' HTTP clients of a kind that runs its own steps (``bookie-gc``)."""
-    report = ApplyReport("mark", True, plan.plan_id, plan.checksum, str(backups.root), str(journal.path))
-    facts = live_facts(session, plan, remember_failure=False)  # an unreadable index is re-read by the next action
-
+    report = ApplyReport.of(plan, "mark", True, backups.root, journal.path, 0)
+    # an unreadable reference index is re-read by the next action
+    run = _Run(plan, session, journal, backups, live_facts(session, plan, remember_failure=False), bookie_gc)
     done = 0
     for batch in _batches(plan.actions, batch_size):
         to_mark: list[tuple[Action, list[str]]] = []
         for a in batch:
-            st = journal.state(a.id)
-            if st.final:
-                report.outcomes.append(_outcome(a, st.state, _from_before(st)))
-                continue
-            if st.live != J.PENDING:
-                missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
-                if missing is not None and st.live != J.DELETING:
-                    reason, _ = _back_up(session, backups, plan, a, facts)
-                    if reason is not None:
-                        report.outcomes.append(_outcome(a, "failed", f"backup lost and {reason}"))
-                        continue
-                report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", _previous(st))))
-                continue
-            kind = kind_of(a.kind)
-            if kind.steps_itself:
-                report.outcomes.append(_outcome(a, *kind.step(session, journal, backups, plan, a, bookie_gc)))
-                continue
-            try:
-                reason, shas = _back_up(session, backups, plan, a, facts)
-            except ZooKeeperError as e:
-                report.outcomes.append(_skip(journal, a, "mark", _unreadable(e), final=False, st=st))
-                _still_connected(session, e)
-                continue
-            if reason is not None:
-                report.outcomes.append(_skip(journal, a, "mark", reason, final=True, st=st))
-                continue
-            to_mark.append((a, shas))
+            out = run.mark_one(a, to_mark)
+            if out is not None:
+                report.outcomes.append(out)
         if backups.dirty:
             backups.flush()  # the manifest holding these entries is on disk before anything is journaled
         for a, shas in to_mark:
             previous = _previous(journal.state(a.id))
             journal.record(a.id, J.MARKED, phase="mark", backup=shas, znodes=a.znode_count)
-            outcome, why = kind_of(a.kind).forecast(session, a, facts)
+            outcome, why = kind_of(a.kind).forecast(session, a, run.facts)
             report.outcomes.append(_outcome(a, outcome, _joined(why, previous)))
         done += len(batch)
         if progress:
@@ -353,140 +468,6 @@ def check_quarantine(plan: Plan, journal: J.Journal, quarantine_ms: int, now_ms:
         )
 
 
-def _delete_one(
-    session: ZkSession,
-    journal: J.Journal,
-    backups: BackupStore,
-    plan: Plan,
-    a: Action,
-    facts: LiveFacts,
-    after_commit: AfterCommit | None,
-    admin: AdminApi | None = None,
-    pace: Callable[[], None] | None = None,
-    bookie_gc: Any = None,
-) -> ActionOutcome:
-    st = journal.state(a.id)
-    if st.final:
-        return _outcome(a, st.state, _from_before(st))
-    if st.live == J.PENDING:
-        why = "not marked: run `pulsar-ops apply PLAN --phase mark --apply` first"
-        return _outcome(a, "pending", _joined(why, _previous(st)))
-    previous = _previous(st)  # before anything is journaled (the journal updates ``st`` in place)
-    kind = kind_of(a.kind)
-    if kind.steps_itself:
-        out = _outcome(a, *kind.step(session, journal, backups, plan, a, bookie_gc))
-    elif kind.via_broker:
-        out = _admin_one(session, journal, backups, plan, a, facts, admin, pace)
-    else:
-        out = _delete_verified(session, journal, backups, plan, a, replace(st), facts, after_commit)
-    return replace(out, reason=_joined(out.reason, previous)) if out.outcome != "skipped" else out
-
-
-def _delete_verified(
-    session: ZkSession,
-    journal: J.Journal,
-    backups: BackupStore,
-    plan: Plan,
-    a: Action,
-    st: J.ActionState,
-    facts: LiveFacts,
-    after_commit: AfterCommit | None,
-) -> ActionOutcome:
-    """A ZooKeeper action that is marked (or deleting, failed, or skipped transiently from one of those)."""
-    kind = kind_of(a.kind)
-    missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
-    if missing is None and kind.rewrites and _rewritten_sha(backups, plan, a) is None:
-        missing = f"the backup of {a.path} does not record the bytes the rewrite writes"
-    if st.live == J.DELETING and _done(session, backups, plan, a):
-        if missing is None:
-            recovered = "deleted before an interruption (target gone, backup present)"
-            return _settle(journal, a, J.COMMITTED, recovered, recovered=True)
-        return _settle(journal, a, J.FAILED, f"target gone but {missing}")
-    if missing is not None:
-        return _settle(journal, a, J.FAILED, f"{missing}; {_REMARK}")
-    sets: tuple[tuple[str, bytes, int], ...] = ()
-    error: ZooKeeperError | None = None  # a read error: the skip is transient
-    try:
-        targets = _read_targets(session, a)
-        refs = _read_refs(session, a) if kind.reads_references else []
-        verdict = decide_delete(a, targets, refs)
-    except ZooKeeperError as e:  # nothing was learned about the action: the next run re-evaluates it
-        verdict, error = Verdict.skip(_unreadable(e)), e
-    if verdict.proceed:
-        try:  # the kind's own rule on the live facts, and the rest of its transaction
-            v = kind.verify(session, a, targets, refs, facts.at(targets), _rewritten_sha(backups, plan, a))
-            why, sets = v.why, v.sets
-            if v.checks is not None:
-                verdict = replace(verdict, checks=v.checks)
-        except ZooKeeperError as e:
-            why, error = f"cannot re-prove it is safe ({e.message}); not evidence of absence", e
-        if why is not None:
-            verdict = verdict.skip(why)
-    if not verdict.proceed:
-        out = _skip(journal, a, "delete", verdict.reason, final=error is None, st=st)
-        _still_connected(session, error)
-        return out
-    # a rewrite sets its managed-ledger znode instead of deleting it
-    deletes = tuple(d for d in verdict.deletes if not sets or d[0] != a.path)
-    if st.live != J.DELETING:
-        journal.record(
-            a.id,
-            J.DELETING,
-            phase="delete",
-            checks=[list(c) for c in verdict.checks],
-            deletes=[list(d) for d in deletes],
-            **({"sets": [[p, sha256_hex(b), v] for p, b, v in sets]} if sets else {}),
-        )
-    result = session.commit(a.store, verdict.checks, sets, deletes)
-    if result.committed:
-        if after_commit is not None:
-            after_commit()
-        return _settle(journal, a, J.COMMITTED, "", ops=list(result.ops))
-    if result.unknown and _done(session, backups, plan, a):
-        return _settle(journal, a, J.COMMITTED, f"commit outcome confirmed by re-read after {result.error}")
-    return _settle(journal, a, J.FAILED, f"transaction failed: {result.error}", ops=list(result.ops))
-
-
-def _admin_one(
-    session: ZkSession,
-    journal: J.Journal,
-    backups: BackupStore,
-    plan: Plan,
-    a: Action,
-    facts: LiveFacts,
-    admin: AdminApi | None,
-    pace: Callable[[], None] | None = None,
-) -> ActionOutcome:
-    """An admin-API action whose journal state is not final: re-verify, call the broker once (the kind's call),
-    then let ZooKeeper say what happened. An error answer is never read as success; an unknown outcome
-    (timeout) is ``failed`` and the next run re-reads the tree before calling again."""
-    kind = kind_of(a.kind)
-    st = journal.state(a.id)
-    missing = backups.covers(plan.checksum, a.id, _backup_spec(a))
-    if missing is not None:
-        return _settle(journal, a, J.FAILED, f"{missing}; {_REMARK}")
-    if st.live in (J.DELETING, J.FAILED) and _done(session, backups, plan, a):
-        recovered = "the broker acted before an interruption (the tree shows it; backup present)"
-        return _settle(journal, a, J.COMMITTED, recovered, recovered=True)
-    # the action's znode exactly as scraped (version, bytes: a cursor's lastActive and position too), then its rule
-    node = session.read(a.store, [a.path])[0]
-    why = target_mismatch(a.preconditions.znodes[0], node) or kind.rule(a, facts.at([node]))
-    if why is not None:
-        return _settle(journal, a, J.SKIPPED, why, final=True)
-    if admin is None:
-        raise ApplyError(
-            f"{a.id} calls a broker's admin API, but no admin URL was given; nothing was called",
-            hint="pass --admin-url http://broker:8080 (and --client-conf for authentication)",
-        )
-    if kind.paced and pace is not None:
-        pace()  # --max-loads-per-minute: every load makes the broker read the topic back
-    if st.live != J.DELETING:
-        journal.record(a.id, J.DELETING, phase="delete", call=kind.call_text(a))
-    called = kind.call(session, a, admin, lambda: _done(session, backups, plan, a))
-    journal.record(a.id, called.state, phase="delete", **called.details)  # the state is the journal's
-    return _outcome(a, called.state, called.reason)
-
-
 def run_delete(
     plan: Plan,
     session: ZkSession,
@@ -506,15 +487,7 @@ def run_delete(
     """``after_commit`` runs right after each committed transaction, before it is journaled (tests use it to
     crash at the worst moment)."""
     check_quarantine(plan, journal, quarantine_ms, now_ms)
-    report = ApplyReport(
-        "delete",
-        True,
-        plan.plan_id,
-        plan.checksum,
-        str(backups.root),
-        str(journal.path),
-        quarantine_ms=quarantine_ms,
-    )
+    report = ApplyReport.of(plan, "delete", True, backups.root, journal.path, quarantine_ms)
     last_load: list[float] = []
 
     def pace() -> None:  # at most loads_per_minute topic loads per minute
@@ -525,21 +498,21 @@ def run_delete(
                 sleep(wait)
         last_load[:] = [time.monotonic()]
 
-    facts = live_facts(session, plan)  # the reference index: read once, and not re-read after it failed
-
+    # the reference index: read once, and not re-read after it failed
+    run = _Run(plan, session, journal, backups, live_facts(session, plan), bookie_gc, after_commit, admin, pace)
     done = 0
     for batch in _batches(plan.actions, batch_size):
         committed: list[Action] = []
         for a in batch:
             was_final = journal.state(a.id).final
-            out = _delete_one(session, journal, backups, plan, a, facts, after_commit, admin, pace, bookie_gc)
+            out = run.delete_one(a)
             report.outcomes.append(out)
             if out.outcome == "committed" and not was_final:
                 committed.append(a)
         for a in committed:  # verify the batch before the next one begins
             if kind_of(a.kind).steps_itself:
                 continue  # its own step waited for its change (bookie-gc: GET /api/v1/bookie/gc)
-            if not _done(session, backups, plan, a):
+            if not run.done(a):
                 raise ApplyError(
                     f"verification failed: {a.path} is not as its committed transaction left it; stopping",
                     hint="inspect the znode and the journal before re-running `pulsar-ops apply`",
@@ -564,15 +537,7 @@ def dry_run(
 ) -> ApplyReport:
     """What ``--apply`` would do, from the plan and the journal file alone (no ZooKeeper access)."""
     journal = J.Journal.read_only(journal_path, plan_checksum=plan.checksum)
-    report = ApplyReport(
-        phase,
-        False,
-        plan.plan_id,
-        plan.checksum,
-        str(backup_dir),
-        str(journal_path),
-        quarantine_ms=quarantine_ms if phase == "delete" else None,
-    )
+    report = ApplyReport.of(plan, phase, False, backup_dir, journal_path, quarantine_ms)
     for a in plan.actions:
         st = journal.state(a.id)
         previous = _previous(st)

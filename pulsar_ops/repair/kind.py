@@ -125,7 +125,7 @@ class Kind:
     def done(self, session: ZkSession, a: Action, rewritten_sha: str | None) -> bool:
         """The action's change is in the tree (by default: every znode it deletes is gone)."""
         paths = [z.path for z in a.preconditions.znodes]
-        return not any(session.exists(a.store, paths).values())
+        return not any(o.exists for o in session.read(a.store, paths))
 
     def forecast(self, session: ZkSession, a: Action, facts: Facts) -> tuple[str, str]:
         """A marked action's outcome at mark."""

@@ -195,22 +195,6 @@ def present_paths(session: ZkSession, ledger_ids: tuple[int, ...], ledgers_root:
     return [o.path for o in session.read(LOCAL, paths) if o.exists]
 
 
-class _SessionReader:
-    """:class:`pulsar_ops.repair.facts.TreeReader` over the apply session (failed reads raise)."""
-
-    def __init__(self, session: ZkSession) -> None:
-        self._s = session
-
-    def exists(self, store: str, path: str) -> bool:
-        return self._s.read(store, [path])[0].exists
-
-    def children(self, store: str, path: str) -> list[str] | None:
-        return self._s.children(store, path)
-
-    def data(self, store: str, path: str) -> bytes | None:
-        return self._s.data(store, path)
-
-
 def reference_index(session: ZkSession) -> ReferenceIndex:
     """Read ``/managed-ledgers`` and ``/schemas`` of the local store and index every referenced ledger."""
     return build_index(session.read_subtree("local", MANAGED_LEDGERS), session.read_subtree("local", SCHEMAS))
@@ -268,7 +252,7 @@ class LiveFacts:
 
     @property
     def tree(self) -> TreeReader:
-        return _SessionReader(self.session)
+        return self.session  # failed reads raise
 
     def ledger(self, action: Action) -> LedgerNow | None:
         assert action.ledger_id is not None

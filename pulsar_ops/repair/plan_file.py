@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from pulsar_ops import strict
 from pulsar_ops.errors import PlanChecksumError, PlanError
 from pulsar_ops.identity import ClusterIdentity
 from pulsar_ops.repair.actions import Action, NotPlanned
+from pulsar_ops.repair.backup import atomic_write
 
 PLAN_SCHEMA_VERSION = 2  # 2: "target" (ledgers root + cluster identity) added; 1 is refused (re-plan)
 _HINT = "re-create the plan: `pulsar-ops plan AUDIT_DIR --out PLAN.json`"
@@ -88,17 +88,7 @@ def dump_plan(plan: Plan, path: Path) -> str:
     doc = plan.to_json()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1, sort_keys=False, ensure_ascii=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # never a half-written plan left beside the target
-        raise
+    atomic_write(path, (json.dumps(doc, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
     return str(doc["checksum"])
 
 
@@ -119,34 +109,27 @@ def parse_plan(doc: Any, *, source: str = "plan") -> Plan:
             hint=_HINT,
         )
     E = PlanError
-    where = source
     for key in ("snapshot", "audit", "target", "params", "caps", "summary", "impact"):
-        strict.obj(doc.get(key), f"{where}.{key}", E, hint=_HINT)
+        strict.obj(doc.get(key), f"{source}.{key}", E, hint=_HINT)
     for key in ("actions", "not_planned"):
         if not isinstance(doc.get(key), list):
-            raise E(f"{where}.{key}: must be a list", hint=_HINT)
+            raise E(f"{source}.{key}: must be a list", hint=_HINT)
     target = doc["target"]
-    strict.req_zk_path(target, "ledgers_root", f"{where}.target", E, hint=_HINT)
+    strict.req_zk_path(target, "ledgers_root", f"{source}.target", E, hint=_HINT)
     try:
         if target.get("identity") is not None:
-            ClusterIdentity.from_json(strict.obj(target["identity"], f"{where}.target.identity", E, hint=_HINT))
+            ClusterIdentity.from_json(strict.obj(target["identity"], f"{source}.target.identity", E, hint=_HINT))
     except ValueError as e:
-        raise E(f"{where}.target.identity: {e}", hint=_HINT) from None
+        raise E(f"{source}.target.identity: {e}", hint=_HINT) from None
     return Plan(
-        plan_id=strict.req_text(doc, "plan_id", where, E, hint=_HINT),
-        created_at_ms=strict.req_int(doc, "created_at_ms", where, E, lo=0, hint=_HINT),
-        tool_version=strict.req_text(doc, "tool_version", where, E, hint=_HINT),
-        snapshot=dict(doc["snapshot"]),
-        audit=dict(doc["audit"]),
-        params=dict(doc["params"]),
-        caps=dict(doc["caps"]),
-        summary=dict(doc["summary"]),
-        impact=dict(doc["impact"]),
-        actions=tuple(Action.from_json(a, f"{where}: actions[{i}]") for i, a in enumerate(doc["actions"])),
+        plan_id=strict.req_text(doc, "plan_id", source, E, hint=_HINT),
+        created_at_ms=strict.req_int(doc, "created_at_ms", source, E, lo=0, hint=_HINT),
+        tool_version=strict.req_text(doc, "tool_version", source, E, hint=_HINT),
+        **{k: dict(doc[k]) for k in ("snapshot", "audit", "params", "caps", "summary", "impact", "target")},
+        actions=tuple(Action.from_json(a, f"{source}: actions[{i}]") for i, a in enumerate(doc["actions"])),
         not_planned=tuple(
-            NotPlanned.from_json(n, f"{where}: not_planned[{i}]") for i, n in enumerate(doc["not_planned"])
+            NotPlanned.from_json(n, f"{source}: not_planned[{i}]") for i, n in enumerate(doc["not_planned"])
         ),
-        target=dict(target),
         checksum=stored,
     )
 

@@ -19,7 +19,7 @@ from pulsar_ops.identity import ClusterIdentity
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
 from pulsar_ops.repair.plan_file import Plan
 from pulsar_ops.repair.safety import within
-from pulsar_ops.repair.validate import sha256_hex
+from pulsar_ops.repair.validate import depth, sha256_hex
 from pulsar_ops.repair.zk_writer import ZkSession
 
 GC_WARNING = (
@@ -75,10 +75,6 @@ class RestoreReport:
             "znodes": [o.to_json() for o in self.outcomes],
             "action_conflicts": [c.to_json() for c in self.action_conflicts],
         }
-
-
-def _depth(path: str) -> int:
-    return path.count("/")
 
 
 @dataclass(frozen=True)
@@ -144,7 +140,7 @@ def select_entries(entries: tuple[BackupEntry, ...], only: str | None, plan_id: 
         chosen[key] = e
     if only is not None and not chosen:
         raise RestoreError(f"no backed-up znode at or below {only}", hint="list the backup with a dry run")
-    return sorted(chosen.values(), key=lambda e: (e.store, _depth(e.path), e.path))
+    return sorted(chosen.values(), key=lambda e: (e.store, depth(e.path), e.path))
 
 
 def _missing_parents(session: ZkSession, store: str, path: str, made: set[str] | None = None) -> list[str]:

@@ -41,7 +41,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _depth(path: str) -> int:
+def depth(path: str) -> int:
     return path.count("/")
 
 
@@ -64,7 +64,7 @@ def verify_targets(action: Action, observed: Sequence[Observed]) -> str | None:
     """Every znode the action deletes must still be exactly as scraped, and (subtrees) nothing new inside."""
     expected = {z.path: z for z in action.preconditions.znodes}
     seen = {o.path: o for o in observed}
-    for path in sorted(expected, key=lambda p: (_depth(p), p)):
+    for path in sorted(expected, key=lambda p: (depth(p), p)):
         obs = seen.get(path) or Observed(store=action.store, path=path, exists=False)
         reason = target_mismatch(expected[path], obs)
         if reason is not None:
@@ -144,7 +144,7 @@ def check_references(
 
 def delete_order(action: Action) -> tuple[tuple[str, int], ...]:
     """Children first (deepest paths first), every znode with its planned version."""
-    nodes = sorted(action.preconditions.znodes, key=lambda z: (-_depth(z.path), z.path))
+    nodes = sorted(action.preconditions.znodes, key=lambda z: (-depth(z.path), z.path))
     return tuple((z.path, z.version) for z in nodes)
 
 

@@ -247,8 +247,9 @@ class ZkSession:
         clusters = self.children("config", "/admin/clusters") or []
         return ClusterIdentity(iid, tuple(sorted(clusters)), layout)
 
-    def exists(self, store: str, paths: Sequence[str]) -> dict[str, bool]:
-        return {o.path: o.exists for o in self.read(store, paths)}
+    def exists(self, store: str, path: str) -> bool:
+        """Whether one znode exists (with :meth:`children` and :meth:`data`: the live ``TreeReader``)."""
+        return self.read(store, [path])[0].exists
 
     def read_with_acl(self, store: str, path: str) -> NodeWithAcl | None:
         """Bytes, full stat and ACL of one znode (None when it does not exist)."""

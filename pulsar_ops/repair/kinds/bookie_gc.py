@@ -43,12 +43,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pulsar_ops import strict
-from pulsar_ops.errors import ModelError, PlanError
+from pulsar_ops.errors import ApplyError, ModelError, PlanError, ZooKeeperError
 from pulsar_ops.findings import Finding
 from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig, gc_config
 from pulsar_ops.model.scan_layout import BookieScan
 from pulsar_ops.model.scan_layout import predict_forced_run as predict
-from pulsar_ops.repair.actions import Action
+from pulsar_ops.repair import journal as J
+from pulsar_ops.repair.actions import Action, each, integer, opt_text, read_strict, reads, req_text
 from pulsar_ops.repair.facts import Facts
 from pulsar_ops.repair.kind import Kind
 
@@ -86,15 +87,17 @@ NOTHING = "nothing-to-reclaim"  # plan only: the prediction is 0 bytes
 class BookieGcCall:
     """What a ``bookie-gc`` action asks one bookie, and what the plan expected of it."""
 
-    bookie_id: str
-    url: str | None  # the bookie's HTTP endpoint the snapshot recorded (apply --bookie-http ID=URL overrides)
+    bookie_id: str = field(metadata=reads(req_text))
+    url: str | None = field(metadata=reads(opt_text))  # the snapshot's endpoint (apply --bookie-http ID=URL wins)
     force_major: bool
     force_minor: bool
     expect: str | None  # the compaction the planned settings make a forced run do: major | minor | None
-    scan: str  # the scan directory the prediction comes from
-    scan_finished_at_ms: int
-    data_age_ms: int  # the oldest unreclaimed data's age when the scan started
-    garbage_ledgers: tuple[int, ...]
+    scan: str = field(metadata=reads(req_text))  # the scan directory the prediction comes from
+    scan_finished_at_ms: int = field(metadata=reads(integer(lo=0)))
+    data_age_ms: int = field(metadata=reads(integer(lo=0)))  # the oldest unreclaimed data's age at the scan
+    garbage_ledgers: tuple[int, ...] = field(
+        metadata=reads(lambda d, k, w: each(integer(lo=0))({k: d.get(k) or []}, k, w))
+    )
     predicted: Mapping[str, int] = field(default_factory=dict)  # deletion / minor / major / total bytes
     settings: Mapping[str, Any] = field(default_factory=dict)  # the GC settings the prediction used
 
@@ -134,19 +137,14 @@ class BookieGcCall:
         if not isinstance(ledgers, list):
             raise E(f"{where}.garbage_ledgers: must be a list", hint=_HINT)
         predicted = strict.obj(d.get("predicted_freed_bytes") or {}, f"{where}.predicted_freed_bytes", E, hint=_HINT)
-        return cls(
-            bookie_id=strict.req_text(d, "bookie_id", where, E, hint=_HINT),
-            url=strict.text(d, "url", where, E, nullable=True, hint=_HINT),
+        return read_strict(
+            cls,
+            d,
+            where,
+            hint=_HINT,
             force_major=strict.boolean(body, "forceMajor", f"{where}.body", E, hint=_HINT),
             force_minor=strict.boolean(body, "forceMinor", f"{where}.body", E, hint=_HINT),
             expect=expect,
-            scan=strict.req_text(d, "scan", where, E, hint=_HINT),
-            scan_finished_at_ms=strict.req_int(d, "scan_finished_at_ms", where, E, lo=0, hint=_HINT),
-            data_age_ms=strict.req_int(d, "data_age_ms", where, E, lo=0, hint=_HINT),
-            garbage_ledgers=tuple(
-                strict.req_int({"v": v}, "v", f"{where}.garbage_ledgers[{i}]", E, lo=0, hint=_HINT)
-                for i, v in enumerate(ledgers)
-            ),
             predicted={
                 str(k): strict.req_int(predicted, str(k), f"{where}.predicted_freed_bytes", E, lo=0, hint=_HINT)
                 for k in predicted
@@ -433,6 +431,11 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
+def _in_force_gc(answer: HttpAnswer) -> bool | None:
+    """``GET /api/v1/bookie/gc``'s ``is_in_force_gc`` (None: no such answer)."""
+    return _flag(answer.body.get("is_in_force_gc")) if answer.ok and isinstance(answer.body, dict) else None
+
+
 def settings_of(config: Mapping[str, Any]) -> GcConfig:
     """GC settings from ``server_config`` (every key set, as strings); keys not set take BookKeeper's code
     defaults (``ServerConfiguration``), as the bookie does. Raises ModelError for a value it cannot read."""
@@ -466,7 +469,7 @@ def live_facts(
     else:
         error = f"GET {CONFIG_PATH}: {conf.describe()}"
     gc = api.get(GC_PATH)
-    in_force = _flag(gc.body.get("is_in_force_gc")) if gc.ok and isinstance(gc.body, dict) else None
+    in_force = _in_force_gc(gc)
     record["is_in_force_gc"] = in_force
     sus = api.get(SUSPEND_PATH)
     major_s = minor_s = None
@@ -528,7 +531,7 @@ def trigger_and_wait(
     while True:
         got = api.get(GC_PATH)
         polls += 1
-        state = _flag(got.body.get("is_in_force_gc")) if got.ok and isinstance(got.body, dict) else None
+        state = _in_force_gc(got)
         if state is False:
             waited = round(clock() - start, 3)
             return GcResult(
@@ -552,7 +555,7 @@ def trigger_and_wait(
 def done(api: BookieApi) -> bool:
     """The done-check after an interrupted run: the bookie is no longer in a forced GC."""
     got = api.get(GC_PATH)
-    return got.ok and isinstance(got.body, dict) and _flag(got.body.get("is_in_force_gc")) is False
+    return _in_force_gc(got) is False
 
 
 def dry_run_text(call: BookieGcCall) -> str:
@@ -604,8 +607,6 @@ def _facts_now(
 
 
 def _skipped(journal: Any, action_id: str, phase: str, refusal: Refusal) -> tuple[str, str]:
-    from pulsar_ops.repair import journal as J
-
     journal.record(action_id, J.SKIPPED, phase=phase, reason=str(refusal), code=refusal.code, final=refusal.final)
     return "skipped", f"{refusal} ({'final' if refusal.final else 'transient: the next run re-evaluates it'})"
 
@@ -621,8 +622,6 @@ def mark_one(
 ) -> tuple[str, str]:
     """Mark: re-read the bookie and decide with the rule; keep what it said (configuration, GC state, details)
     as the action's backup object and journal ``marked``. Changes nothing on the bookie. (outcome, reason)."""
-    from pulsar_ops.repair import journal as J
-
     _, _, record, refusal = _facts_now(gc, call, scans, registered)
     if refusal is not None:
         return _skipped(journal, action_id, "mark", refusal)
@@ -643,8 +642,6 @@ def delete_one(
 ) -> tuple[str, str]:
     """Act: re-read and re-decide, pace, ``PUT`` the forced GC, wait for it to end; journaled at each step.
     An interrupted request (journaled ``deleting``) whose bookie is no longer in a forced GC counts as done."""
-    from pulsar_ops.repair import journal as J
-
     timed_out = state.live == J.FAILED and str(state.reason).startswith(TIMEOUT)
     if state.live == J.DELETING or timed_out:
         api = gc.clients(call.bookie_id, call.url)
@@ -693,9 +690,6 @@ class BookieGc(Kind):
         self, session: ZkSession, journal: Any, backups: Any, plan: Any, a: Action, clients: GcApply | None
     ) -> tuple[str, str]:
         """Mark (pending) or act (marked or later): (outcome, reason)."""
-        from pulsar_ops.errors import ApplyError, ZooKeeperError
-        from pulsar_ops.repair import journal as J
-
         call = a.bookie_gc
         assert call is not None
         if clients is None:
