@@ -26,7 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 4
+#define NATIVE_ABI 5
 
 #define MAX_SEGMENTS 256
 #define MAX_MEMBERS 1024
@@ -999,6 +999,355 @@ static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t na
     return Py_BuildValue("(NnOK)", out, pos, done ? Py_True : Py_False, (unsigned long long)digest);
 }
 
+
+/* ---- bk_batch: a chunk of reads -> Arrow column buffers of the znodes and bk_ledgers tables -------------------
+ *
+ * bk_batch(store, reads, ledgers_root, max_bytes, sha256, znodes_spec, bk_spec)
+ *   -> (n, rest, znodes_columns, bk_ledgers_columns, min_mzxid, max_mzxid)
+ *
+ * reads: a list of (path: str, data: bytes, stat: 11-tuple). The reads this function takes are the hierarchical
+ * ledger znodes -- <ledgers_root>/DD/DDDD/LDDDD (legacy) and <ledgers_root>/DDD/DDDD/DDDD/DDDD/LDDDD (long, the
+ * id <= 2^63-1) -- within the decode limit whose value bk_ledger_v3 takes and whose row values all fit their
+ * columns: for each, exactly the znodes row (znode_row, kind "bk-ledger", no decode error) and the bk_ledgers row
+ * scrape.extract_fast._bk_ledger builds, appended to Arrow buffers. Every other read's index goes to ``rest``,
+ * for the caller's per-znode path (which decides everything this one does not: classification of other kinds,
+ * flat ledgers, other formats, errors). So it never decides an error either. A spec is one letter per column:
+ * q int64, i int32, s string, l list<string>; upper case when the column is nullable. Each column comes back as
+ * (null_count, validity bitmap bytes or None, buffers...): int -> (values,), string -> (offsets int32, data),
+ * list<string> -> (offsets int32, child count, child offsets int32, child data). The Python side
+ * (scrape.native_batch) turns them into Arrow arrays without copying. */
+
+typedef struct {
+    char type;     /* q i s l */
+    int nullable;
+    Py_ssize_t n, nulls, child_n;
+    Buf valid, values, offsets, child_offsets, child_data;
+} Col;
+
+static int col_init(Col *c, char spec) {
+    memset(c, 0, sizeof *c);
+    c->nullable = spec >= 'A' && spec <= 'Z';
+    c->type = (char)(c->nullable ? spec - 'A' + 'a' : spec);
+    if (c->type != 'q' && c->type != 'i' && c->type != 's' && c->type != 'l') return -1;
+    int32_t zero = 0;
+    if (c->type == 's' || c->type == 'l') {
+        if (buf_put(&c->offsets, (const char *)&zero, 4) < 0) return -1;
+    }
+    if (c->type == 'l' && buf_put(&c->child_offsets, (const char *)&zero, 4) < 0) return -1;
+    return 0;
+}
+
+static void col_free(Col *c) {
+    free(c->valid.buf);
+    free(c->values.buf);
+    free(c->offsets.buf);
+    free(c->child_offsets.buf);
+    free(c->child_data.buf);
+}
+
+/* Whether v fits the column (as pyarrow's conversion would accept it); for str values, caches their UTF-8. */
+static int col_fits(const Col *c, PyObject *v) {
+    if (v == Py_None) return c->nullable;
+    if (c->type == 'q' || c->type == 'i') {
+        if (!PyLong_CheckExact(v)) return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        return c->type == 'q' || (x >= INT32_MIN && x <= INT32_MAX);
+    }
+    if (c->type == 's') {
+        if (!PyUnicode_CheckExact(v)) return 0;
+        Py_ssize_t n;
+        if (!PyUnicode_AsUTF8AndSize(v, &n)) {
+            PyErr_Clear();
+            return 0;
+        }
+        return 1;
+    }
+    if (!PyList_CheckExact(v)) return 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
+        PyObject *s = PyList_GET_ITEM(v, k);
+        Py_ssize_t n;
+        if (!PyUnicode_CheckExact(s) || !PyUnicode_AsUTF8AndSize(s, &n)) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int put_i32(Buf *b, int64_t v) {
+    int32_t x = (int32_t)v;
+    return buf_put(b, (const char *)&x, 4);
+}
+
+/* Append a value col_fits accepted. */
+static int col_append(Col *c, PyObject *v) {
+    if ((c->n & 7) == 0 && buf_put(&c->valid, "\0", 1) < 0) return -1;
+    int isnull = v == Py_None;
+    if (isnull) {
+        c->nulls++;
+    } else {
+        c->valid.buf[c->n >> 3] |= (char)(1 << (c->n & 7));
+    }
+    c->n++;
+    switch (c->type) {
+    case 'q': {
+        int64_t x = isnull ? 0 : (int64_t)PyLong_AsLongLong(v);
+        return buf_put(&c->values, (const char *)&x, 8);
+    }
+    case 'i':
+        return put_i32(&c->values, isnull ? 0 : PyLong_AsLongLong(v));
+    case 's': {
+        if (!isnull) {
+            Py_ssize_t n;
+            const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+            if (!s || buf_put(&c->values, s, (size_t)n) < 0) return -1;
+        }
+        if (c->values.len > INT32_MAX) return -1;
+        return put_i32(&c->offsets, (int64_t)c->values.len);
+    }
+    default: /* 'l' */
+        if (!isnull) {
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
+                Py_ssize_t n;
+                const char *s = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(v, k), &n);
+                if (!s || buf_put(&c->child_data, s, (size_t)n) < 0) return -1;
+                if (c->child_data.len > INT32_MAX) return -1;
+                if (put_i32(&c->child_offsets, (int64_t)c->child_data.len) < 0) return -1;
+                c->child_n++;
+            }
+        }
+        return put_i32(&c->offsets, (int64_t)c->child_n);
+    }
+}
+
+static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->buf ? b->buf : "", (Py_ssize_t)b->len); }
+
+static PyObject *col_result(Col *c) {
+    PyObject *valid;
+    if (c->nulls) {
+        valid = bytes_of(&c->valid);
+    } else {
+        valid = Py_None;
+        Py_INCREF(valid);
+    }
+    if (!valid) return NULL;
+    switch (c->type) {
+    case 'q':
+    case 'i':
+        return Py_BuildValue("(nNN)", c->nulls, valid, bytes_of(&c->values));
+    case 's':
+        return Py_BuildValue("(nNNN)", c->nulls, valid, bytes_of(&c->offsets), bytes_of(&c->values));
+    default:
+        return Py_BuildValue("(nNNnNN)", c->nulls, valid, bytes_of(&c->offsets), c->child_n,
+                             bytes_of(&c->child_offsets), bytes_of(&c->child_data));
+    }
+}
+
+#define ZNODE_COLS 19
+#define BK_COLS 28
+static PyObject *KIND_BK_LEDGER;
+
+static int all_digits(const char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+    }
+    return 1;
+}
+
+/* The ledger id and layout (1 legacy, 2 long) of <root>/DD/DDDD/LDDDD or <root>/DDD/DDDD/DDDD/DDDD/LDDDD, as
+ * formats.ledger_path.ledger_id_from_parts reads them; 0 for any other path. */
+static int hier_ledger(const char *p, Py_ssize_t n, const char *root, Py_ssize_t rn, int64_t *id) {
+    if (n <= rn || memcmp(p, root, (size_t)rn) != 0 || p[rn] != '/') return 0;
+    const char *s = p + rn + 1;
+    Py_ssize_t m = n - rn - 1;
+    char digits[20];
+    int nd = 0, layout;
+    if (m == 2 + 1 + 4 + 1 + 5 && s[2] == '/' && s[7] == '/' && s[8] == 'L') {
+        memcpy(digits, s, 2);
+        memcpy(digits + 2, s + 3, 4);
+        memcpy(digits + 6, s + 9, 4);
+        nd = 10;
+        layout = 1;
+    } else if (m == 3 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 5 && s[3] == '/' && s[8] == '/' && s[13] == '/' &&
+               s[18] == '/' && s[19] == 'L') {
+        memcpy(digits, s, 3);
+        memcpy(digits + 3, s + 4, 4);
+        memcpy(digits + 7, s + 9, 4);
+        memcpy(digits + 11, s + 14, 4);
+        memcpy(digits + 15, s + 20, 4);
+        nd = 19;
+        layout = 2;
+    } else {
+        return 0;
+    }
+    if (!all_digits(digits, nd)) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < nd; i++) v = v * 10 + (uint64_t)(digits[i] - '0'); /* 19 digits < 2^64 */
+    if (v > (uint64_t)INT64_MAX) return 0;
+    *id = (int64_t)v;
+    return layout;
+}
+
+static PyObject *LAYOUT_NAMES[3];
+
+static PyObject *bk_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 7 || !PyList_Check(args[1]) || !PyUnicode_Check(args[2]) || !PyUnicode_Check(args[5]) ||
+        !PyUnicode_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bk_batch(store, reads: list, ledgers_root: str, max_bytes: int, sha256, znodes_spec, bk_spec)");
+        return NULL;
+    }
+    PyObject *store = args[0], *reads = args[1], *sha256 = args[4];
+    Py_ssize_t rn, zn, bn;
+    const char *root = PyUnicode_AsUTF8AndSize(args[2], &rn);
+    const char *zspec = PyUnicode_AsUTF8AndSize(args[5], &zn);
+    const char *bspec = PyUnicode_AsUTF8AndSize(args[6], &bn);
+    long long max_bytes = PyLong_AsLongLong(args[3]);
+    if (!root || !zspec || !bspec || (max_bytes == -1 && PyErr_Occurred())) return NULL;
+    if (zn != ZNODE_COLS || bn != BK_COLS) {
+        PyErr_SetString(PyExc_ValueError, "bk_batch: the column specs do not match the tables");
+        return NULL;
+    }
+    Col zc[ZNODE_COLS], bc[BK_COLS];
+    int ok = 1;
+    for (int k = 0; k < ZNODE_COLS; k++) ok &= col_init(&zc[k], zspec[k]) == 0;
+    for (int k = 0; k < BK_COLS; k++) ok &= col_init(&bc[k], bspec[k]) == 0;
+    PyObject *rest = PyList_New(0), *result = NULL;
+    Py_ssize_t handled = 0;
+    int64_t lo = 0, hi = 0;
+    if (!ok || !rest) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bk_batch: bad column spec");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
+        PyObject *r = PyList_GET_ITEM(reads, i);
+        PyObject *zrow = NULL, *parts = NULL, *sha = NULL;
+        int64_t lid = 0;
+        int layout = 0;
+        if (PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 3) {
+            PyObject *path = PyTuple_GET_ITEM(r, 0), *data = PyTuple_GET_ITEM(r, 1), *stat = PyTuple_GET_ITEM(r, 2);
+            if (PyUnicode_Check(path) && PyUnicode_IS_ASCII(path) && PyBytes_Check(data) && PyTuple_Check(stat) &&
+                PyTuple_GET_SIZE(stat) == 11 && PyLong_CheckExact(PyTuple_GET_ITEM(stat, 8))) {
+                layout = hier_ledger((const char *)PyUnicode_DATA(path), PyUnicode_GET_LENGTH(path), root, rn, &lid);
+                long long dlen = PyLong_AsLongLong(PyTuple_GET_ITEM(stat, 8));
+                if (dlen == -1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    layout = 0;
+                }
+                if (layout && (dlen > max_bytes || PyBytes_GET_SIZE(data) > max_bytes)) layout = 0;
+            }
+            if (layout) {
+                parts = bk_ledger_v3(NULL, data);
+                if (!parts) goto fail;
+                if (parts == Py_None) layout = 0;
+            }
+            if (layout) {
+                PyObject *h = PyObject_CallOneArg(sha256, data);
+                sha = h ? PyObject_CallMethod(h, "hexdigest", NULL) : NULL;
+                Py_XDECREF(h);
+                if (!sha) goto fail;
+                PyObject *zargs[6] = {store, path, stat, KIND_BK_LEDGER, Py_None, sha};
+                zrow = znode_row(NULL, zargs, 6);
+                if (!zrow) goto fail;
+                PyObject *lidobj = PyLong_FromLongLong(lid);
+                if (!lidobj) goto fail;
+                PyObject *ctime = PyTuple_GET_ITEM(parts, 8);
+                /* _bk_ledger's row: path, ledger_id, layout, parts[0:8], ctime or the znode's, ctime, version,
+                   mzxid, znode ctime, znode mtime, data_length, sha, parts[9:18] */
+                PyObject *row[BK_COLS];
+                row[0] = path;
+                row[1] = lidobj;
+                row[2] = LAYOUT_NAMES[layout];
+                for (int k = 0; k < 8; k++) row[3 + k] = PyTuple_GET_ITEM(parts, k);
+                row[11] = ctime != Py_None ? ctime : PyTuple_GET_ITEM(stat, 2);
+                row[12] = ctime;
+                row[13] = PyTuple_GET_ITEM(stat, 4);
+                row[14] = PyTuple_GET_ITEM(stat, 1);
+                row[15] = PyTuple_GET_ITEM(stat, 2);
+                row[16] = PyTuple_GET_ITEM(stat, 3);
+                row[17] = PyTuple_GET_ITEM(stat, 8);
+                row[18] = sha;
+                for (int k = 9; k < 18; k++) row[10 + k] = PyTuple_GET_ITEM(parts, k);
+                int fits = 1;
+                for (int k = 0; k < ZNODE_COLS && fits; k++) fits = col_fits(&zc[k], PyTuple_GET_ITEM(zrow, k));
+                for (int k = 0; k < BK_COLS && fits; k++) fits = col_fits(&bc[k], row[k]);
+                int64_t mz = 0;
+                if (fits) {
+                    mz = PyLong_AsLongLong(PyTuple_GET_ITEM(stat, 1));
+                    if (mz == -1 && PyErr_Occurred()) {
+                        PyErr_Clear();
+                        fits = 0;
+                    }
+                }
+                if (fits) {
+                    int bad = 0;
+                    for (int k = 0; k < ZNODE_COLS; k++) bad |= col_append(&zc[k], PyTuple_GET_ITEM(zrow, k));
+                    for (int k = 0; k < BK_COLS; k++) bad |= col_append(&bc[k], row[k]);
+                    Py_DECREF(lidobj);
+                    if (bad) {
+                        if (!PyErr_Occurred()) PyErr_NoMemory();
+                        goto fail;
+                    }
+                    if (handled == 0 || mz < lo) lo = handled == 0 ? mz : lo < mz ? lo : mz;
+                    if (handled == 0 || mz > hi) hi = mz;
+                    handled++;
+                } else {
+                    Py_DECREF(lidobj);
+                    layout = 0;
+                }
+            }
+        }
+        Py_XDECREF(zrow);
+        Py_XDECREF(parts);
+        Py_XDECREF(sha);
+        if (!layout) {
+            PyObject *ix = PyLong_FromSsize_t(i);
+            if (!ix || PyList_Append(rest, ix) < 0) {
+                Py_XDECREF(ix);
+                goto done;
+            }
+            Py_DECREF(ix);
+        }
+        continue;
+    fail:
+        Py_XDECREF(zrow);
+        Py_XDECREF(parts);
+        Py_XDECREF(sha);
+        goto done;
+    }
+    {
+        PyObject *zl = PyList_New(ZNODE_COLS), *bl = PyList_New(BK_COLS);
+        int bad = !zl || !bl;
+        for (int k = 0; k < ZNODE_COLS && !bad; k++) {
+            PyObject *c = col_result(&zc[k]);
+            if (!c) bad = 1; else PyList_SET_ITEM(zl, k, c);
+        }
+        for (int k = 0; k < BK_COLS && !bad; k++) {
+            PyObject *c = col_result(&bc[k]);
+            if (!c) bad = 1; else PyList_SET_ITEM(bl, k, c);
+        }
+        if (bad) {
+            Py_XDECREF(zl);
+            Py_XDECREF(bl);
+        } else if (handled) {
+            result = Py_BuildValue("(nONNLL)", handled, rest, zl, bl, (long long)lo, (long long)hi);
+        } else {
+            result = Py_BuildValue("(nONNOO)", handled, rest, zl, bl, Py_None, Py_None);
+        }
+    }
+done:
+    for (int k = 0; k < ZNODE_COLS; k++) col_free(&zc[k]);
+    for (int k = 0; k < BK_COLS; k++) col_free(&bc[k]);
+    Py_XDECREF(rest);
+    return result;
+}
+
 static PyMethodDef METHODS[] = {
     {"bk_ledger_v3", bk_ledger_v3, METH_O,
      "bk_ledger_v3(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 ledger metadata znode, or None "
@@ -1014,6 +1363,9 @@ static PyMethodDef METHODS[] = {
     {"snap_nodes", (PyCFunction)(void (*)(void))snap_nodes, METH_FASTCALL,
      "snap_nodes(buf, pos, limit, digest) -> (nodes, pos, done, digest sum) | None: whole node records of a "
      "ZooKeeper snapshot stream."},
+    {"bk_batch", (PyCFunction)(void (*)(void))bk_batch, METH_FASTCALL,
+     "bk_batch(store, reads, ledgers_root, max_bytes, sha256, znodes_spec, bk_spec) -> (n, rest, znodes columns, "
+     "bk_ledgers columns, min mzxid, max mzxid): the hierarchical v3 ledger znodes of a chunk as Arrow buffers."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1029,6 +1381,9 @@ PyMODINIT_FUNC PyInit__native(void) {
         if (!(DIGEST_NAMES[i] = PyUnicode_InternFromString(digests[i]))) return NULL;
     }
     crc_init();
+    if (!(KIND_BK_LEDGER = PyUnicode_InternFromString("bk-ledger"))) return NULL;
+    if (!(LAYOUT_NAMES[1] = PyUnicode_InternFromString("legacy")) || !(LAYOUT_NAMES[2] = PyUnicode_InternFromString("long")))
+        return NULL;
     if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;

@@ -105,9 +105,7 @@ def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
                 break
             store, reads = item
             sink.store = store
-            node = sink.node
-            for path, data, stat in reads:
-                node(path, data, stat)
+            sink.nodes(reads)
         counts = writer.close()
         summary = WorkerSummary(
             scopes={k: (v.znodes, v.error_code, v.error) for k, v in sink.scopes.items()},
@@ -199,8 +197,7 @@ class PoolSink:
         if not self._procs:
             if len(self._buf) < self.chunk:  # a store switch or the end of a small walk: decode here
                 reads, self._buf = self._buf, []
-                for path, data, stat in reads:
-                    self.parent.node(path, data, stat)
+                self.parent.nodes(reads)
                 return
             self._start()
         item = (self.parent.store, self._buf)

@@ -169,14 +169,29 @@ class _Emitter:
         t0: float,
     ) -> None:
         self.walk_sink, self.sink, self.progress, self.t0 = walk_sink, sink, progress, t0
-        self.node = walk_sink.node
+        # in-process decoding takes the reads a chunk at a time too (SnapshotSink.nodes: the native batch)
+        self.buf: list[tuple[str, bytes, Any]] | None = [] if walk_sink is sink else None
+        self.node = walk_sink.node if self.buf is None else self._buffered
         self.cut = 0
         self.store = ""
         self.walked = 0
         self.max_mtime = 0
 
+    def _buffered(self, path: str, data: bytes, stat: Any) -> None:
+        buf = self.buf
+        assert buf is not None
+        buf.append((path, data, stat))
+        if len(buf) >= DECODE_CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            reads, self.buf = self.buf, []
+            self.sink.nodes(reads)
+
     def emit(self, store: str, path: str, data: bytes, stat: tuple[int, ...]) -> None:
         if store != self.store:
+            self.flush()
             self.walk_sink.store = self.store = store
         self.node(path[self.cut :] if self.cut else path, data, stat)  # type: ignore[arg-type]
         if stat[3] > self.max_mtime:
@@ -267,6 +282,7 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
             em.cut, em.store = cut, ""
             with SnapshotFile(streamed.snapshot_file) as snap:
                 emit_final(snap, streamed.part, roots, em.emit)
+            em.flush()
         max_mtime = em.max_mtime
         summaries = pool.close() if pool is not None else []
     finally:

@@ -40,10 +40,15 @@ def checked_arrays(table: str, rows: list[tuple[Any, ...]], sch: pa.Schema) -> l
         arrays = list(pa.RecordBatch.from_struct_array(pa.array(rows, type=pa.struct(list(sch)))).columns)
     else:
         arrays = [pa.array([], type=f.type) for f in sch]
+    check_nulls(table, arrays, sch)
+    return arrays
+
+
+def check_nulls(table: str, arrays: list[pa.Array], sch: pa.Schema) -> None:
+    """``SnapshotError`` when a non-nullable column holds a null."""
     for arr, fld in zip(arrays, sch, strict=True):
         if not fld.nullable and arr.null_count:
             raise SnapshotError(
                 f"internal: {table}.{fld.name} is not nullable but {arr.null_count} row(s) are null",
                 hint="this is a pulsar-ops bug; re-run with --debug and report it",
             )
-    return arrays

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pulsar_ops.snapshot import schema
-from pulsar_ops.snapshot.arrow_schema import arrow_schema, checked_arrays
+from pulsar_ops.snapshot.arrow_schema import arrow_schema, check_nulls, checked_arrays
 
 DEFAULT_BATCH_ROWS = 50_000
 TABLES_DIR = "tables"
@@ -42,7 +42,7 @@ def part_name(index: int) -> str:
 
 
 class _TableBuffer:
-    __slots__ = ("columns", "getter", "name", "parts", "rows", "total", "width")
+    __slots__ = ("batches", "columns", "getter", "name", "parts", "pending", "rows", "total", "width")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -50,6 +50,8 @@ class _TableBuffer:
         self.width = len(self.columns)
         self.getter = operator.itemgetter(*self.columns)
         self.rows: list[tuple[Any, ...]] = []
+        self.batches: list[pa.RecordBatch] = []  # column batches built natively (``add_arrays``)
+        self.pending = 0  # their rows
         self.parts = 0
         self.total = 0
 
@@ -119,14 +121,29 @@ class SnapshotWriter:
         if len(out) >= self.batch_rows:
             self._flush(buf)
 
+    def add_arrays(self, table: str, arrays: list[pa.Array]) -> None:
+        """A batch of rows as Arrow arrays in schema column order (the native scrape path builds them without a
+        Python object per row). They join the table's tuple rows in the next part file; a null in a
+        non-nullable column is the same ``SnapshotError`` as for tuple rows."""
+        buf = self._buffers[table]
+        sch = arrow_schema(table)
+        check_nulls(table, arrays, sch)
+        batch = pa.RecordBatch.from_arrays(arrays, schema=sch)
+        buf.batches.append(batch)
+        buf.pending += batch.num_rows
+        if len(buf.rows) + buf.pending >= self.batch_rows:
+            self._flush(buf)
+
     def row_counts(self) -> dict[str, int]:
-        return {name: b.total + len(b.rows) for name, b in self._buffers.items()}
+        return {name: b.total + len(b.rows) + b.pending for name, b in self._buffers.items()}
 
     def _flush(self, buf: _TableBuffer) -> None:
         rows, buf.rows = buf.rows, []
+        batches, buf.batches, pending, buf.pending = buf.batches, [], buf.pending, 0
         sch = arrow_schema(buf.name)
-        arrays = checked_arrays(buf.name, rows, sch)
-        tbl = pa.Table.from_arrays(arrays, schema=sch)
+        if rows or not batches:
+            batches.append(pa.RecordBatch.from_arrays(checked_arrays(buf.name, rows, sch), schema=sch))
+        tbl = pa.Table.from_batches(batches, schema=sch)
         d = self.table_dir(buf.name)
         d.mkdir(parents=True, exist_ok=True)
         pq.write_table(
@@ -136,7 +153,7 @@ class SnapshotWriter:
             use_dictionary=_dictionary_columns(buf.name),
         )
         buf.parts += 1
-        buf.total += len(rows)
+        buf.total += len(rows) + pending
 
     def _has_parts(self, name: str) -> bool:
         return any(self.table_dir(name).glob("part-*.parquet"))
@@ -147,7 +164,7 @@ class SnapshotWriter:
             return self.row_counts()
         for buf in self._buffers.values():
             needs_empty = buf.parts == 0 and self.empty_parts and not self._has_parts(buf.name)
-            if buf.rows or needs_empty:
+            if buf.rows or buf.batches or needs_empty:
                 self._flush(buf)
         self._closed = True
         return self.row_counts()

@@ -22,7 +22,9 @@ Which files, as upstream's ``persistence/FileTxnSnapLog.restore`` picks them:
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,8 +154,9 @@ def _point_tree(tree: DataTree, trailer: S.SnapshotTrailer, snap_zxid: int) -> N
         tree.digest = None
 
 
-def read_snapshot_only(path: Path) -> DataDirState:
-    """``--zk-snapshot FILE``: one snapshot, no logs (its point in time is the zxid in its name)."""
+def _snapshot_arg(path: Path) -> Path:
+    """The ``--zk-snapshot FILE`` argument checked (the one home of these checks for both readers): a file named
+    ``snapshot.<hex zxid>[.gz|.snappy]``."""
     p = Path(path)
     if not p.is_file():
         raise ZkDataDirError(f"{p} is not a file", hint="pass --zk-snapshot DIR/version-2/snapshot.<zxid>")
@@ -162,10 +165,25 @@ def read_snapshot_only(path: Path) -> DataDirState:
             f"{p.name} is not named snapshot.<hex zxid>[.gz|.snappy]",
             hint="keep the file's name: its zxid and compression come from it (upstream Util.getZxidFromName)",
         )
+    return p
+
+
+@contextlib.contextmanager
+def _reading_snapshot_arg(p: Path) -> Iterator[None]:
+    """A ``--zk-snapshot FILE`` that cannot be read or is not a valid snapshot: ZkDataDirError."""
     try:
-        tree, header, _trailer, comp = load_snapshot_file(p)
+        yield
+    except OSError as e:
+        raise ZkDataDirError(f"cannot read {p}: {e.strerror or e}") from e
     except S.SnapshotCorrupt as e:
         raise ZkDataDirError(f"{p} is not a valid snapshot: {e}", hint="pass an older snapshot file") from None
+
+
+def read_snapshot_only(path: Path) -> DataDirState:
+    """``--zk-snapshot FILE``: one snapshot, no logs (its point in time is the zxid in its name)."""
+    p = _snapshot_arg(path)
+    with _reading_snapshot_arg(p):
+        tree, header, _trailer, comp = load_snapshot_file(p)
     return DataDirState(tree, str(p.parent), p.name, tree.zxid, comp, header.dbid, len(header.sessions))
 
 
@@ -336,20 +354,9 @@ def stream_data_dir(
 
 def stream_snapshot_only(path: Path, keep: set[str], keep_children: set[str]) -> Streamed:
     """``read_snapshot_only`` in streaming mode."""
-    p = Path(path)
-    if not p.is_file():
-        raise ZkDataDirError(f"{p} is not a file", hint="pass --zk-snapshot DIR/version-2/snapshot.<zxid>")
-    if S.zxid_from_name(p.name, SNAP_PREFIX) < 0:
-        raise ZkDataDirError(
-            f"{p.name} is not named snapshot.<hex zxid>[.gz|.snappy]",
-            hint="keep the file's name: its zxid and compression come from it (upstream Util.getZxidFromName)",
-        )
-    try:
+    p = _snapshot_arg(path)
+    with _reading_snapshot_arg(p):
         part, header = _load_streamed(p, None, keep, keep_children)
-    except OSError as e:
-        raise ZkDataDirError(f"cannot read {p}: {e.strerror or e}") from e
-    except S.SnapshotCorrupt as e:
-        raise ZkDataDirError(f"{p} is not a valid snapshot: {e}", hint="pass an older snapshot file") from None
     tree = part.tree
     state = DataDirState(
         tree, str(p.parent), p.name, tree.zxid, S.compression_of(p.name), header.dbid, len(header.sessions)

@@ -1,0 +1,73 @@
+"""The scrape's batch hot path: a chunk of znode reads through ``native.bk_batch`` straight into Arrow arrays.
+
+The hierarchical BookKeeper ledger znodes (about half of a Pulsar cluster's metadata store) are classified,
+hashed, decoded and laid out as the ``znodes`` and ``bk_ledgers`` columns in one native call per chunk, with no
+Python object per row; every other read is left to the per-znode path (``SnapshotSink.node``), which gives the
+same rows. ``columns_to_arrays`` turns the native buffers into Arrow arrays without copying them. Equivalence
+with the per-znode path is property-tested (tests/unit/scrape/test_native_batch.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from typing import Any
+
+import pyarrow as pa
+
+from pulsar_ops import native
+from pulsar_ops.scrape.classify import MANAGED_LEDGERS
+from pulsar_ops.snapshot.arrow_schema import arrow_schema
+
+_LETTERS = {pa.int64(): "q", pa.int32(): "i", pa.string(): "s", pa.list_(pa.string()): "l"}
+
+
+@functools.cache
+def spec(table: str) -> str:
+    """One letter per column for the native builder: q int64, i int32, s string, l list<string>; upper case
+    when nullable."""
+    out = []
+    for f in arrow_schema(table):
+        letter = _LETTERS[f.type]
+        out.append(letter.upper() if f.nullable else letter)
+    return "".join(out)
+
+
+def _array(col: tuple[Any, ...], n: int, field: pa.Field) -> pa.Array:
+    nulls, valid = col[0], col[1]
+    vb = pa.py_buffer(valid) if valid is not None else None
+    t = field.type
+    if t == pa.string():
+        return pa.Array.from_buffers(t, n, [vb, pa.py_buffer(col[2]), pa.py_buffer(col[3])], null_count=nulls)
+    if t == pa.list_(pa.string()):
+        child = pa.Array.from_buffers(pa.string(), col[3], [None, pa.py_buffer(col[4]), pa.py_buffer(col[5])])
+        return pa.Array.from_buffers(t, n, [vb, pa.py_buffer(col[2])], null_count=nulls, children=[child])
+    return pa.Array.from_buffers(t, n, [vb, pa.py_buffer(col[2])], null_count=nulls)
+
+
+def columns_to_arrays(table: str, cols: list[tuple[Any, ...]], n: int) -> list[pa.Array]:
+    return [_array(c, n, f) for c, f in zip(cols, arrow_schema(table), strict=True)]
+
+
+BkBatch = tuple[int, list[int], list[pa.Array], list[pa.Array], int | None, int | None]
+
+
+def usable(ledgers_root: str) -> bool:
+    """The native batch runs when built, and when no ledger path could also be a managed-ledger path (classify
+    looks under /managed-ledgers first)."""
+    return native.bk_batch is not None and not (ledgers_root + "/").startswith(MANAGED_LEDGERS + "/")
+
+
+def bk_batch(store: str, reads: list[Any], ledgers_root: str, max_bytes: int) -> BkBatch:
+    """(rows taken, indexes of the reads left to the per-znode path, znodes arrays, bk_ledgers arrays, the taken
+    rows' min and max mzxid)."""
+    assert native.bk_batch is not None
+    n, rest, zcols, bcols, lo, hi = native.bk_batch(
+        store, reads, ledgers_root, max_bytes, hashlib.sha256, spec("znodes"), spec("bk_ledgers")
+    )
+    if not n:
+        return 0, rest, [], [], None, None
+    return n, rest, columns_to_arrays("znodes", zcols, n), columns_to_arrays("bk_ledgers", bcols, n), lo, hi
+
+
+__all__ = ["bk_batch", "columns_to_arrays", "spec", "usable"]

@@ -1,0 +1,128 @@
+"""The native batch (``SnapshotSink.nodes`` over ``native.bk_batch``) writes exactly the rows, scope counts,
+zxid ranges and counters the per-znode path (``SnapshotSink.node``) writes for the same reads: tables compared
+row by row (sorted: the batch puts its rows in their own Arrow batches), whatever mix of ledger znodes (legacy,
+long, flat, malformed, other formats, oversized, ids at the int64 edge) and other znodes a chunk holds. It must
+also really take the common case: a batch that left every read to Python would pass the equivalence checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pulsar_ops import native
+from pulsar_ops.formats.ledger_metadata import encode_ledger_metadata
+from pulsar_ops.formats.ledger_path import ledger_path
+from pulsar_ops.scrape import native_batch
+from pulsar_ops.scrape import sink as sink_module
+from pulsar_ops.scrape.extract import ExtractConfig
+from pulsar_ops.scrape.sink import SnapshotSink
+from pulsar_ops.snapshot.writer import SnapshotWriter
+from tests.unit.formats.strategies import ledger_metadatas
+from tests.unit.test_native import ascii_ledgers
+
+needs_native = pytest.mark.skipif(native.bk_batch is None, reason=f"native path not loaded: {native.STATUS}")
+PROPS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+ROOT = "/ledgers"
+MAX_BYTES = 600
+
+ids = st.integers(0, 2**31 - 2) | st.integers(2**31 - 1, 2**63 - 1) | st.sampled_from([0, 2**31 - 1, 2**63 - 1])
+odd_ledger_paths = st.sampled_from(
+    [
+        "/ledgers/00/0000/L00x1",  # malformed leaf: DecodeError
+        "/ledgers/00/00a0/L0001",
+        "/ledgers/000/0000/0000/0000/L000",
+        "/ledgers/999/9999/9999/9999/L9999",  # past int64: DecodeError
+        "/ledgers/922/3372/0368/5477/L5808",  # 2^63: DecodeError
+        "/ledgers/00/0000",
+        "/ledgers/00/0000/L0001/child",
+        "/ledgers/L0000000001",  # flat
+        "/ledgers/available/127.0.0.1:3181",
+        "/ledgers/LAYOUT",
+        "/ledgersx/00/0000/L0001",
+        "/managed-ledgers/t/ns/persistent/x",
+        "/admin/clusters/c1",
+        "/",
+    ]
+)
+stats = st.tuples(*[st.integers(0, 2**40)] * 4, *[st.integers(0, 2**20)] * 4, st.integers(0, 1000), st.integers(0, 3))
+v3_values = ascii_ledgers().map(lambda md: encode_ledger_metadata(md, 3))
+other_values = ledger_metadatas().map(lambda md: encode_ledger_metadata(md, 2)) | st.binary(max_size=40)
+
+
+@st.composite
+def reads(draw: st.DrawFn) -> list[tuple[str, bytes, tuple[int, ...]]]:
+    values = draw(st.lists(v3_values, min_size=1, max_size=3)) + draw(st.lists(other_values, max_size=2))
+    out = []
+    for _ in range(draw(st.integers(1, 24))):
+        kind = draw(st.integers(0, 9))
+        if kind < 6:
+            path = ledger_path(draw(ids), ROOT)
+        elif kind < 8:
+            path = draw(odd_ledger_paths)
+        else:
+            path = ledger_path(draw(ids), ROOT, flat=True)
+        data = draw(st.sampled_from(values))
+        s = draw(stats)
+        # the stat's dataLength is the value's (or, rarely, past the decode limit on its own)
+        dlen = len(data) if draw(st.integers(0, 9)) else MAX_BYTES + 1
+        out.append((path, data, (*s[:8], dlen, s[9], s[8])))
+    return out
+
+
+def _write(tmp: Path, chunk: list[Any], batch: bool) -> tuple[dict[str, list[Any]], Any]:
+    writer = SnapshotWriter(tmp, batch_rows=50)
+    sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ROOT, max_znode_bytes=MAX_BYTES))
+    sink.store = "local"
+    if batch:
+        with mock.patch.object(sink_module, "NATIVE_MIN_BATCH", 1):
+            sink.nodes(chunk)
+    else:
+        for path, data, stat in chunk:
+            sink.node(path, data, stat)
+    counts = writer.close()
+    tables = {}
+    for d in (tmp / "tables").iterdir():
+        t = pq.read_table(d)
+        tables[d.name] = (t.schema, sorted((tuple(r.values()) for r in t.to_pylist()), key=repr))
+    return tables, (counts, sink.scope_rows(), sink.zxid, sink.counters, sink.bookies, sink.clusters)
+
+
+@needs_native
+@PROPS
+@given(reads())
+def test_the_batch_writes_what_the_per_znode_path_writes(tmp_path_factory: pytest.TempPathFactory, chunk: Any) -> None:
+    slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
+    fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
+    assert fast == slow
+
+
+@needs_native
+def test_the_batch_takes_well_formed_ledgers_and_leaves_the_rest(tmp_path: Path) -> None:
+    from hypothesis import find
+
+    md = find(ascii_ledgers(), lambda _m: True)
+    v3 = encode_ledger_metadata(md, 3)
+    good = [(ledger_path(i, ROOT), v3, (1, i // 2 + 1, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)) for i in (1, 2**31, 2**63 - 1)]
+    left = [
+        (ledger_path(7, ROOT, flat=True), v3, (1, 2, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)),
+        (ledger_path(8, ROOT), encode_ledger_metadata(md, 2), (1, 2, 3, 4, 0, 0, 0, 0, 9, 0, 1)),
+        ("/ledgers/00/0000", b"", (1, 2, 3, 4, 0, 0, 0, 0, 0, 1, 1)),
+    ]
+    n, rest, zarrays, barrays, lo, hi = native_batch.bk_batch("local", good + left, ROOT, 1 << 20)
+    assert (n, rest, lo, hi) == (3, [3, 4, 5], 1, 2**62)
+    assert zarrays[1].to_pylist() == [p for p, _, _ in good]
+    assert barrays[1].to_pylist() == [1, 2**31, 2**63 - 1]
+    assert barrays[2].to_pylist() == ["legacy", "long", "long"]
+
+
+def test_the_specs_follow_the_schema() -> None:
+    assert native_batch.spec("znodes") == "ssssiiiiqqqqqiiqssS"
+    assert native_batch.spec("bk_ledgers") == "sqsisqqiiiSqQiqqqisSSSSSSsls"
