@@ -491,15 +491,19 @@ def system_tenant_reason_sql(tenant: str) -> str:
 
 
 def system_topic_reason_sql(ns: str, local: str) -> str:
-    """:func:`system_topic_reason` as a SQL CASE over a namespace and a decoded local-name expression."""
+    """:func:`system_topic_reason` as a SQL CASE over a namespace and a decoded local-name expression.
+
+    ``coalesce`` of the namespace's reason and the name's (the same value): the namespace's CASE (three regular
+    expressions) appears once in the expression, so in the code Spark generates and the JIT compiles for each
+    plan that renders it; ``CASE WHEN <it> IS NOT NULL THEN <it> ...`` held it twice."""
     base = f"regexp_replace({local}, {_q(_PARTITION_TAIL_SQL)}, '')"
     suffix = PENDING_ACK_STORE_SUFFIX
     return (
-        f"(CASE WHEN {system_namespace_reason_sql(ns)} IS NOT NULL THEN {system_namespace_reason_sql(ns)}"
-        f" WHEN {_in(base, EVENTS_TOPIC_NAMES)} THEN {_q(R_EVENTS)}"
+        f"coalesce({system_namespace_reason_sql(ns)},"
+        f" (CASE WHEN {_in(base, EVENTS_TOPIC_NAMES)} THEN {_q(R_EVENTS)}"
         f" WHEN right({local}, {len(suffix)}) = {_q(suffix)} THEN {_q(R_PENDING_ACK)}"
         f" WHEN {ns} = {_q(FUNCTIONS_NAMESPACE)} AND {_in(base, FUNCTIONS_TOPICS)} THEN {_q(R_FUNCTIONS)}"
-        f" WHEN left({local}, 2) = '__' THEN {_q(R_RESERVED)} END)"
+        f" WHEN left({local}, 2) = '__' THEN {_q(R_RESERVED)} END))"
     )
 
 

@@ -23,6 +23,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import types as T
 
+from pulsar_ops.audit import jvm_metrics
 from pulsar_ops.audit.bookie_scans import SCAN_TABLES, ScanInfo
 from pulsar_ops.audit.manifest import table_dir
 from pulsar_ops.audit.params import AuditParams
@@ -345,6 +346,10 @@ class Materialised:
     bytes: int
     seconds: float = 0.0  # wall time of its write (its own joins and windows, over the views before it)
     written: DataFrame | None = dc_field(default=None, compare=False, repr=False)  # the frame the write ran
+    # what the JVM spent during its write (audit/jvm_metrics.py): the JIT compilers' seconds (all threads, so
+    # what they compiled while this write ran), Spark's generated classes; None where unreadable
+    jit_s: float | None = None
+    codegen_classes: int | None = None
 
     @property
     def reads(self) -> tuple[str, ...]:
@@ -352,8 +357,14 @@ class Materialised:
         listing a frame's input files costs an optimizer pass (0.8 s over the demo's views)."""
         return scanned_dirs(self.written) if self.written is not None else ()
 
-    def to_json(self) -> dict[str, float]:
-        return {"rows": self.rows, "bytes": self.bytes, "seconds": round(self.seconds, 2)}
+    def to_json(self) -> dict[str, float | int | None]:
+        return {
+            "rows": self.rows,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 2),
+            "jit_s": self.jit_s,
+            "codegen_classes": self.codegen_classes,
+        }
 
 
 def parquet_size(directory: Path) -> tuple[int, int]:
@@ -383,7 +394,7 @@ def materialise(
     out: list[Materialised] = []
     for f in intermediate_files(sql_root):
         target = work_dir / f.name
-        started = time.monotonic()
+        started, before = time.monotonic(), jvm_metrics.read(spark)
         try:
             spark.sparkContext.setJobDescription(f"{STEP_PREFIX}materialise {f.name}")  # the Spark UI's label
             view = spark.sql(f.text)
@@ -392,7 +403,20 @@ def materialise(
         except PySparkException as e:
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
         rows, size = parquet_size(target)
-        out.append(Materialised(f.name, target, rows, size, time.monotonic() - started, view))
+        spent = jvm_metrics.delta(before, jvm_metrics.read(spark))
+        jit, classes = spent["jit_s"], spent["codegen_classes"]
+        out.append(
+            Materialised(
+                f.name,
+                target,
+                rows,
+                size,
+                time.monotonic() - started,
+                view,
+                float(jit) if jit is not None else None,
+                int(classes) if classes is not None else None,
+            )
+        )
     spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     return out
 

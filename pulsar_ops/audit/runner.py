@@ -202,7 +202,15 @@ def run_audit(
             size_sql(session, size)
         timings: dict[str, float] = {"session": time.monotonic() - started}
         mark = steps_started = time.monotonic()
-        counters = jvm_metrics.read(session)
+        counters = step_counters = jvm_metrics.read(session)
+        jvm_steps: dict[str, dict[str, float | int | None]] = {}  # the JIT's and codegen's share of each step
+
+        def jvm_step(name: str) -> None:
+            nonlocal step_counters
+            now = jvm_metrics.read(session)
+            jvm_steps[name] = jvm_metrics.delta(step_counters, now)
+            step_counters = now
+
         stages_before = stage_metrics.last_stage_id(session)
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}register")
         small = small_snapshot(row_counts(manifest)) if one_partition is None else one_partition  # local or cluster
@@ -227,23 +235,28 @@ def run_audit(
             snapshot_times=snapshot_times,
         )
         timings["register"], mark = time.monotonic() - mark, time.monotonic()
+        jvm_step("register")
         materialised = etl.materialise(session, work_dir, sql_root, one_partition=small)
         timings["intermediate"], mark = time.monotonic() - mark, time.monotonic()
+        jvm_step("intermediate")
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}detections")  # one job writes them all
         frame, detections = etl.transform(session, sql_root, etl.broadcastable(materialised))
         written = etl.load(frame, out_dir)
         rows = written.collect()
         timings["detections"], mark = time.monotonic() - mark, time.monotonic()
+        jvm_step("detections")
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}coverage")
         covered = etl.coverage(session, sql_root)
         sus = etl.service_unit_summary(session) if sus_allowed else None
         stores = etl.transaction_store_summary(session)
         timings["coverage"], mark = time.monotonic() - mark, time.monotonic()
+        jvm_step("coverage")
         stored: dict[str, list[dict[str, Any]]] | None = None
         if scans:  # the capacity view reads only the scans' tables and what they name
             session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}storage")
             stored = etl.storage(session, work_dir, sql_root, storage_top_n, one_partition=small)
             timings["storage"] = time.monotonic() - mark
+            jvm_step("storage")
         session.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
         jvm = jvm_metrics.delta(counters, jvm_metrics.read(session))
         jvm["wall_s"] = round(time.monotonic() - steps_started, 2)
@@ -296,6 +309,7 @@ def run_audit(
     audit["timings_s"] = {k: round(v, 2) for k, v in timings.items()}  # where the wall time went, per step
     # and what the JVM spent it on (audit/jvm_metrics.py), over the steps after the session; its class-data archive
     audit["jvm"] = {**jvm, "class_cache": cache_state}
+    audit["jvm_by_step"] = jvm_steps  # the same counters per step (timings_s's steps after the session)
     audit["stages"] = (  # and Spark's own metrics of the stages each step ran (audit/stage_metrics.py)
         stage_metrics.summary(stages, step_walls(timings, materialised), jvm["wall_s"]) if stages is not None else None
     )

@@ -186,6 +186,8 @@ def _stage(result: Any, steps: tuple[str, ...], wall_s: float) -> dict[str, Any]
         out[key] = round(sum(vals), 2) if vals else None
     out["jvm"] = result.audit.get("jvm", {})
     out["timings_s"] = result.audit.get("timings_s", {})
+    out["jvm_by_step"] = result.audit.get("jvm_by_step", {})  # JIT and codegen per step, and per intermediate
+    out["intermediate"] = result.audit.get("intermediate", {})
     return out
 
 

@@ -147,11 +147,15 @@ SMALL_BY_CONSTRUCTION = {
     "int_service_units",  # a row per /service_unit_state bundle entry
 }
 
-# Broadcasts one step may make beyond those: int_transaction_stores broadcasts the transaction stores (managed
+# Broadcasts one step may make beyond those: int_transaction_openers broadcasts the transaction stores (managed
 # ledgers filtered by their name to pending-ack stores and coordinator logs) and the one-row aggregate of the
-# transaction_coordinator_assign partitioned node. Few in most clusters, not by construction: a cluster with
-# transactions on many subscriptions has a pending-ack store each (issue 33's judgement; to revisit at scale).
-STEP_BROADCASTS = {"int_transaction_stores": {"managed_ledgers", "partitioned_topics"}}
+# transaction_coordinator_assign partitioned node, and int_transaction_stores broadcasts int_transaction_openers (a
+# row per store). Few in most clusters, not by construction: a cluster with transactions on many subscriptions
+# has a pending-ack store each (issue 33's judgement; to revisit at scale).
+STEP_BROADCASTS = {
+    "int_transaction_openers": {"managed_ledgers", "partitioned_topics"},
+    "int_transaction_stores": {"int_transaction_openers"},
+}
 
 
 # What a broadcast may also read once the SQL is rendered with the intermediate views counted small when written
@@ -330,6 +334,16 @@ def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, t
     assert jvm["gc_collections"] is not None and jvm["codegen_classes"] is not None
     assert jvm["cpu_s"] is not None and jvm["cpu_s"] > 0  # the fixture's JVM is this process's child
     assert 0 < jvm["wall_s"] <= r.audit["wall_seconds"]
+    # per step, and per intermediate view's write: the share of JIT and generated code each took (the JIT's
+    # compiler threads run beside the steps: what they compiled while a step ran)
+    by = r.audit["jvm_by_step"]
+    assert list(by) == ["register", "intermediate", "detections", "coverage"]
+    assert all(set(v) == figures - {"wall_s"} for v in by.values())
+    assert sum(v["jobs"] for v in by.values()) == jvm["jobs"]
+    assert sum(v["codegen_classes"] for v in by.values()) == jvm["codegen_classes"]
+    assert abs(sum(v["jit_s"] for v in by.values()) - jvm["jit_s"]) <= 0.05
+    assert all(v["jit_s"] is not None and v["jit_s"] >= 0 for v in sizes.values())
+    assert sum(v["codegen_classes"] for v in sizes.values()) <= by["intermediate"]["codegen_classes"]
     # and Spark's own figures for the stages of each step, read from the session's status store
     stages = r.audit["stages"]
     by_step = stages["by_step"]
@@ -416,17 +430,17 @@ def test_scans_counts_each_directory_a_plan_reads() -> None:
 # small slices of the /managed-ledgers tree, each with its own pushed-down filter) and int_subtrees (the
 # leak-prone trees under the roots found); the ledger lists by int_references and twice by int_ledgers (its last
 # ledgers are joined with BookKeeper's metadata, the rest skip that join's shuffle); the cursors by
-# int_references (their ledgers, and the few that hold a bucket), int_user_cursors and expired-retention's check
-# for a live cursor; BookKeeper's ledgers by int_ledgers, int_unmatched_ledgers (ids only) and orphan-ledger
-# (for the unreferenced ones); the ledger lists and the cursors (twice: their ledgers, and the namespace of a
+# int_references (their ledgers, and the few that hold a bucket), int_user_cursors, int_transaction_openers (the
+# subscription naming each pending-ack store, once: int_transaction_stores reads its rows at each of its three
+# uses, where the CTE it was had read the cursors at each) and expired-retention's check for a live cursor;
+# BookKeeper's ledgers by int_ledgers, int_unmatched_ledgers (ids only) and orphan-ledger (for the unreferenced
+# ones); the ledger lists and the cursors (twice: their ledgers, and the namespace of a
 # bucket's cursor) by dangling-ledger, for only the references to ids BookKeeper has no metadata for; the ack
 # ranges by ack-holes. A new read of a big table fails here: read a materialised intermediate instead, or say why.
 BIG_TABLE_READS = {
     "znodes": {"int_undecodable": 1, "int_znode_leaks": 3, "int_subtrees": 1, "int_service_units": 1},
     "ledger_list": {"int_references": 1, "int_ledgers": 2, "detections": 1},
-    # int_transaction_stores: its openers CTE (the cursor join naming each pending-ack store's subscription) is
-    # inlined at each of its three uses (issue 33; to fold into one aggregate)
-    "cursors": {"int_references": 1, "int_user_cursors": 1, "detections": 3, "int_transaction_stores": 3},
+    "cursors": {"int_references": 1, "int_user_cursors": 1, "detections": 3, "int_transaction_openers": 1},
     "bk_ledgers": {"int_ledgers": 1, "int_unmatched_ledgers": 1, "detections": 1},
     "ack_ranges": {"detections": 1},
 }

@@ -1,5 +1,6 @@
 -- int_transaction_stores: every transaction store, judged by what opens it (never by a topic load of its own: a
--- store is never a topic, never in broker-stats/topics), one row each:
+-- store is never a topic, never in broker-stats/topics), one row each
+-- (the stores, their openers and the openers' bundles: int_transaction_openers):
 -- * a pending-ack store <origin>-<subscription>__transaction_pending_ack (MLPendingAckStore
 --   .getTransactionPendingAckStoreSuffix; MLPendingAckStoreProvider opens it for the subscription of the origin
 --   topic the broker has loaded): its opener is the origin topic whose subscription's cursor makes that name;
@@ -13,83 +14,7 @@
 -- in_use: 'yes' (the origin is loaded / the coordinator's bundle is owned), 'no' (the origin is judged unloaded,
 -- or the bundle unowned, by the same evidence expired-retention-unloaded uses: /namespace znodes or
 -- /service_unit_state when each is the truth, the brokers' listings), else 'unknown'.
-WITH stores AS (
-    SELECT
-        m.path, m.namespace, m.topic, m.local_name,
-        ${transaction_store_kind:m.namespace:m.local_name} AS kind
-    FROM stg_managed_ledgers m
-    WHERE ${transaction_store_kind:m.namespace:m.local_name} IS NOT NULL
-),
-pending_opener AS (
-    -- the origin topic and subscription whose cursor makes the store's name (the cursor names its topic)
-    SELECT /*+ BROADCAST(s) */ s.path, max(c.topic) AS origin
-    FROM stores s
-    JOIN stg_cursors c
-        ON c.namespace = s.namespace
-        AND concat(c.topic, '-', c.subscription, '__transaction_pending_ack') = s.topic
-    WHERE s.kind = 'pending-ack'
-    GROUP BY s.path
-),
-pending_topic AS (
-    -- else any managed ledger of the namespace whose topic name, a '-' and a subscription name make the store's name
-    SELECT /*+ BROADCAST(s) */ s.path, max(m.topic) AS origin
-    FROM stores s
-    JOIN stg_managed_ledgers m
-        ON m.namespace = s.namespace
-        AND m.path <> s.path
-        AND left(s.topic, length(m.topic) + 1) = concat(m.topic, '-')
-    WHERE s.kind = 'pending-ack'
-    GROUP BY s.path
-),
-assign AS (
-    SELECT max(partitions) AS partitions, count(*) AS nodes
-    FROM stg_partitioned_topics
-    WHERE topic = 'persistent://pulsar/system/transaction_coordinator_assign'
-),
-ml_scopes AS (
-    SELECT collect_set(CASE WHEN NOT complete THEN scope END) AS incomplete
-    FROM stg_scopes
-    WHERE store = 'local' AND scope LIKE '/managed-ledgers%'
-),
-openers AS (
-    SELECT /*+ BROADCAST(a, sc) */
-        s.path, s.namespace, s.topic, s.kind,
-        CASE WHEN s.kind = 'pending-ack' THEN coalesce(po.origin, pt.origin)
-            ELSE concat('persistent://pulsar/system/transaction_coordinator_assign-partition-',
-                        CAST(CAST(substr(s.local_name, 19) AS BIGINT) AS STRING)) END AS opener,
-        CASE
-            WHEN s.kind = 'pending-ack' AND po.origin IS NOT NULL THEN 'present'
-            -- gone only when the namespace's managed ledgers and cursors were all read (an error is not absence)
-            WHEN s.kind = 'pending-ack' AND (
-                array_contains(sc.incomplete, '/managed-ledgers')
-                OR array_contains(sc.incomplete, concat('/managed-ledgers/', s.namespace))
-                OR EXISTS (SELECT 1 FROM int_undecodable u WHERE u.namespace = s.namespace AND u.ml_name IS NOT NULL)
-            ) THEN 'unknown'
-            WHEN s.kind = 'pending-ack' AND pt.origin IS NOT NULL THEN 'subscription-gone'
-            WHEN s.kind = 'pending-ack' THEN 'topic-gone'
-            WHEN a.nodes = 1 AND a.partitions > CAST(substr(s.local_name, 19) AS BIGINT) THEN 'present'
-            WHEN a.nodes = 1 AND a.partitions IS NOT NULL THEN 'unassigned'
-            ELSE 'unknown'
-        END AS opener_state
-    FROM stores s
-    CROSS JOIN assign a
-    CROSS JOIN ml_scopes sc
-    LEFT JOIN pending_opener po ON po.path = s.path
-    LEFT JOIN pending_topic pt ON pt.path = s.path
-),
-located AS (
-    -- the opener's bundle (CRC32 of the full name in its namespace's boundaries, as expired-retention-unloaded)
-    SELECT /*+ BROADCAST(o) */
-        o.*,
-        regexp_extract(o.opener, '^persistent://(.+)/[^/]+$', 1) AS opener_ns,
-        b.lower, b.upper
-    FROM openers o
-    LEFT JOIN int_bundles b
-        ON b.namespace = regexp_extract(o.opener, '^persistent://(.+)/[^/]+$', 1)
-        AND crc32(o.opener) >= b.lower
-        AND (crc32(o.opener) < b.upper OR (b.is_last AND crc32(o.opener) <= b.upper))
-),
-scopes_seen AS (
+WITH scopes_seen AS (
     SELECT
         count_if(scope = '/namespace' AND complete) > 0 AND count_if(scope = '/namespace' AND NOT complete) = 0
             AS namespace_complete,
@@ -106,7 +31,7 @@ owner_of AS (
         l.path,
         max(regexp_extract(coalesce(bo.http_url, ''), '^[A-Za-z][A-Za-z0-9+.-]*://([^/]+)', 1)) AS znode_owner,
         count(bo.namespace) > 0 AS znode_owned
-    FROM located l
+    FROM int_transaction_openers l
     LEFT JOIN stg_bundle_owners bo ON bo.namespace = l.opener_ns AND bo.lower = l.lower AND bo.upper = l.upper
     GROUP BY l.path
 ),
@@ -116,7 +41,7 @@ sus_of AS (
         max(CASE WHEN su.ownership = 'owned' THEN su.owner_broker END) AS sus_owner,
         count_if(su.ownership = 'owned') > 0 AS sus_owned,
         count_if(su.ownership = 'unknown') > 0 AS sus_unknown
-    FROM located l
+    FROM int_transaction_openers l
     LEFT JOIN int_service_units su ON su.namespace = l.opener_ns AND su.lower = l.lower AND su.upper = l.upper
     GROUP BY l.path
 ),
@@ -130,7 +55,7 @@ judged AS (
         (p.ownership_in_zk AND f.namespace_complete AND NOT o.znode_owned)
             OR (f.sus_known AND NOT s.sus_owned AND NOT s.sus_unknown) AS unowned,
         p.admin_scraped AS all_answered, f.per_broker, f.answered
-    FROM located l
+    FROM int_transaction_openers l
     JOIN owner_of o ON o.path = l.path
     JOIN sus_of s ON s.path = l.path
     CROSS JOIN params p
