@@ -13,14 +13,9 @@ from pulsar_ops.audit.runner import AuditResult
 from pulsar_ops.findings import Finding
 from tests.spark.helpers import audit, of
 from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
+from tests.spark.system_topics import ELM, closed
 
 pytestmark = pytest.mark.spark
-
-ELM = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
-
-
-def closed(lid: int, age_days: float) -> tuple[Any, ...]:
-    return (lid, 10, 100, NOW - int(age_days * DAY))
 
 
 def _open(b: SnapshotBuilder, lid: int) -> tuple[Any, ...]:

@@ -16,10 +16,10 @@ import pytest
 from pulsar_ops.audit.runner import AuditResult
 from tests.spark.helpers import audit, of
 from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
+from tests.spark.system_topics import ELM, closed
 
 pytestmark = pytest.mark.spark
 
-ELM = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
 B1 = "10.0.0.1:8080"
 RANGE = "0x00000000_0xffffffff"
 STATES = {  # namespace -> (state, dstBroker) of its bundle's value; None: no value
@@ -30,10 +30,6 @@ STATES = {  # namespace -> (state, dstBroker) of its bundle's value; None: no va
     "t/stale": ("Owned", "10.9.9.9:8080"),
 }
 ELM_SUS = {"kind": "extensible", "registrations": {B1: ELM}, "extension_leader": True, "service_unit_state": True}
-
-
-def closed(lid: int, age_days: float) -> tuple[Any, ...]:
-    return (lid, 10, 100, NOW - int(age_days * DAY))
 
 
 def _expired(b: SnapshotBuilder, ns: str, lid: int) -> None:

@@ -138,28 +138,52 @@ def _findings(doc: dict[str, Any]) -> list[str]:
     return sorted(json.dumps(f, sort_keys=True) for f in doc["findings"])
 
 
-def test_readme_spark_submit_on_a_standalone_cluster_equals_the_local_run(
-    standalone: Standalone, repo_root: Path, tmp_path: Path, spark: Any
-) -> None:
-    b = SnapshotBuilder()
-    b.namespace("t/ns")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class ReadmeRun:
+    """The README's spark-submit block run once on the cluster (with `--bookie-scan` per scan), and the in-process
+    local run of the same snapshot, parameters and scans: the findings of both and the submit's outcome."""
+
+    returncode: int
+    output: str
+    cluster: dict[str, Any]
+    local: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def readme_run(standalone: Standalone, tmp_path_factory: pytest.TempPathFactory, spark: Any) -> ReadmeRun:
+    """One cluster application carries the README tests' assertions (each extra application costs a driver and two
+    executor JVMs): the storage snapshot of test_storage_detections plus a topic with a dangling and two orphan
+    ledgers, audited with the README's command as written (hosts and paths substituted) and one `--bookie-scan`
+    per scan."""
+    from tests.spark.test_storage_detections import scans, snapshot
+
+    tmp_path = tmp_path_factory.mktemp("readme")
+    b = snapshot()
     b.topic("t/ns", "a", ledgers=[(10, 1, 5, NOW - 3 * DAY), (12, 1, 5, NOW - 2 * DAY)])
     b.bk_ledger(12, owner="t/ns/persistent/a")  # 10 is referenced but has no metadata: dangling
     b.bk_ledger(3, owner="t/ns/persistent/a")  # unreferenced: orphan
     b.bk_ledger(4, owner="t/ns/persistent/gone")
     snap = b.write(tmp_path / "shared" / "snap")
+    dirs = scans(tmp_path / "shared")
     config = tmp_path / "audit.json"
     config.write_text(json.dumps({"min_age": "1h", "now": NOW + 1}))
-    local = run_audit(snap, tmp_path / "local", AuditParams(min_age_ms=3_600_000, now_ms=NOW + 1), spark=spark)
+    params = AuditParams(min_age_ms=3_600_000, now_ms=NOW + 1)
+    local = run_audit(snap, tmp_path / "local", params, spark=spark, bookie_scans=dirs)
 
-    block = _readme_submit_block((repo_root / "README.md").read_text())
     out = tmp_path / "shared" / "audit"
     script = (
-        block.replace("spark://spark-master:7077", standalone.url)
+        _readme_submit_block((REPO_ROOT / "README.md").read_text())
+        .replace("spark://spark-master:7077", standalone.url)
         .replace("/shared/snap-2026-11-21", str(snap))
         .replace("/shared/audit-2026-11-21", str(out))
         .replace("/tmp/pulsar_ops.zip", str(tmp_path / "pulsar_ops.zip"))
         .replace("audit.json", str(config))
+        .rstrip()
+        + "".join(f" --bookie-scan {d}" for d in dirs)
+        + "\n"
     )
     env = {
         **os.environ,
@@ -168,17 +192,21 @@ def test_readme_spark_submit_on_a_standalone_cluster_equals_the_local_run(
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
     r = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        cwd=repo_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
+        ["bash", "-euo", "pipefail", "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900
     )
-    assert r.returncode == 2, r.stdout[-4000:] + r.stderr[-4000:]  # a dangling ledger is critical
-    doc = json.loads((out / "findings.json").read_text())
+    findings = out / "findings.json"
+    cluster = json.loads(findings.read_text()) if findings.exists() else {}
+    return ReadmeRun(r.returncode, r.stdout[-4000:] + r.stderr[-4000:], cluster, local.document())
+
+
+@pytest.mark.timeout(1200)  # its setup may start the cluster and run the shared job: three JVM starts
+def test_readme_spark_submit_on_a_standalone_cluster_equals_the_local_run(
+    standalone: Standalone, readme_run: ReadmeRun
+) -> None:
+    assert readme_run.returncode == 2, readme_run.output  # a dangling ledger is critical
+    doc = readme_run.cluster
     assert doc["audit"]["master"] == standalone.url  # ran on the cluster, not on a local fallback
-    assert _findings(doc) == _findings(local.document())
+    assert _findings(doc) == _findings(readme_run.local)
     assert {f["detection"] for f in doc["findings"]} >= {"orphan-ledger", "dangling-ledger"}
     # Spark's own stage metrics are read on a cluster's driver too: the detections ran as tasks on the workers
     detections = doc["audit"]["stages"]["by_step"]["detections"]
@@ -359,42 +387,15 @@ def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executor
         assert executor_opts in command and "pulsar-ops-log4j2" not in command, command
 
 
+@pytest.mark.timeout(1200)  # its setup may start the cluster and run the shared job: three JVM starts
 def test_storage_detections_on_a_standalone_cluster_equal_the_local_run(
-    standalone: Standalone, repo_root: Path, tmp_path: Path, spark: Any
+    standalone: Standalone, readme_run: ReadmeRun
 ) -> None:
     """The README's spark-submit command with `--bookie-scan` per scan: the storage findings equal the local run's."""
-    from tests.spark.test_storage_detections import scans, snapshot
-
-    snap = snapshot().write(tmp_path / "shared" / "snap")
-    dirs = scans(tmp_path / "shared")
-    config = tmp_path / "audit.json"
-    config.write_text(json.dumps({"now": NOW + 1}))
-    local = run_audit(snap, tmp_path / "local", AuditParams(now_ms=NOW + 1), spark=spark, bookie_scans=dirs)
-    out = tmp_path / "shared" / "audit"
-    script = (
-        _readme_submit_block((repo_root / "README.md").read_text())
-        .replace("spark://spark-master:7077", standalone.url)
-        .replace("/shared/snap-2026-11-21", str(snap))
-        .replace("/shared/audit-2026-11-21", str(out))
-        .replace("/tmp/pulsar_ops.zip", str(tmp_path / "pulsar_ops.zip"))
-        .replace("audit.json", str(config))
-        .rstrip()
-        + "".join(f" --bookie-scan {d}" for d in dirs)
-        + "\n"
-    )
-    env = {
-        **os.environ,
-        "PATH": f"{_spark_home() / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-        "SPARK_HOME": str(_spark_home()),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-    }
-    r = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script], cwd=repo_root, env=env, capture_output=True, text=True, timeout=900
-    )
-    assert r.returncode == 2, r.stdout[-4000:] + r.stderr[-4000:]  # ledger-data-missing is critical
-    doc = json.loads((out / "findings.json").read_text())
+    assert readme_run.returncode == 2, readme_run.output  # ledger-data-missing is critical
+    doc = readme_run.cluster
     assert doc["audit"]["master"] == standalone.url
-    assert _findings(doc) == _findings(local.document())
+    assert _findings(doc) == _findings(readme_run.local)
     assert {f["detection"] for f in doc["findings"]} >= {
         "unreclaimed-ledger-data",
         "ledger-data-missing",

@@ -9,6 +9,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from pulsar_ops.errors import ConfigError, ZooKeeperError
+from pulsar_ops.scrape import zk as zk_scrape
 from pulsar_ops.scrape.run import ScrapeConfig, ScrapeProgress, scrape
 from pulsar_ops.snapshot.reader import open_snapshot
 from pulsar_ops.testing.seeder import SeedOptions, seed_cluster
@@ -110,7 +111,11 @@ def test_zookeeper_restart_mid_walk_still_gives_a_complete_snapshot(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_zookeeper_gone_for_good_names_the_missing_scopes(tmp_path: Path) -> None:
+def test_zookeeper_gone_for_good_names_the_missing_scopes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reads issued after the kill sit in kazoo's queue (it keeps reconnecting) until the scraper's per-request
+    # timeout, 60 s, then take the connection-lost path: re-issue, wait retry_seconds, abandon. A shorter request
+    # timeout takes the same path sooner; before the kill a slow answer only means a re-issued batch.
+    monkeypatch.setattr(zk_scrape, "REQUEST_TIMEOUT", 10.0)
     server = _dedicated_server(tmp_path)
     try:
         c = KazooClient(hosts=server.hosts)

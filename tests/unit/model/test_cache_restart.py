@@ -7,25 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from pulsar_ops.model.cache_restart import RestartScenario, _Run, order_text, simulate_restart
+from tests.unit.model.restart_scenarios import restart_scenario
 
 
 def small(**kw: Any) -> RestartScenario:
-    base: dict[str, Any] = {
-        "duration_s": 4.0,
-        "restarts": 0,
-        "partitions": 2,
-        "subscriptions": 2,
-        "publish_rate": 2000.0,
-        "consumer_rate": 4000.0,
-        "block_entries": 10,
-        "receiver_queue": 50,
-        "cache_mb": 64.0,
-        "entry_size": 1024,
-        "drain_s": 0.0,
-        "bundles": 0,  # one partition per broker: the hand-computed cases below
-    }
-    base.update(kw)
-    return RestartScenario(**base)
+    return restart_scenario(**{"restarts": 0, "drain_s": 0.0, **kw})
 
 
 # -- checkCursorsToCacheEntries / checkBackloggedCursors: PulsarStats.updateStats ---------------------------------

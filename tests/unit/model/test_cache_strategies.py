@@ -18,6 +18,7 @@ from pulsar_ops.model.cache_restart import (
     policy_config,
 )
 from pulsar_ops.model.cache_workload import CacheConfig, CacheWorkload
+from tests.unit.model.restart_scenarios import restart_scenario
 
 KB = 1024
 
@@ -131,21 +132,7 @@ def test_four_policies_run_on_a_workload() -> None:
 
 
 def tiny(**kw: Any) -> RestartScenario:
-    base: dict[str, Any] = {
-        "duration_s": 4.0,
-        "restarts": 1,
-        "partitions": 2,
-        "subscriptions": 2,
-        "publish_rate": 2000.0,
-        "consumer_rate": 4000.0,
-        "block_entries": 10,
-        "receiver_queue": 50,
-        "cache_mb": 64.0,
-        "entry_size": 1024,
-        "bundles": 0,
-    }
-    base.update(kw)
-    return RestartScenario(**base)
+    return restart_scenario(**{"restarts": 1, **kw})
 
 
 def test_policy_configs_follow_the_test_configurers() -> None:

@@ -4,7 +4,6 @@ in-memory ``DataTree`` load + replay gives: every node under the walked roots, i
 from __future__ import annotations
 
 import gzip
-import zlib
 from pathlib import Path
 
 import cramjam
@@ -14,36 +13,14 @@ from hypothesis import strategies as st
 
 from pulsar_ops.zkdata import snapshot as S
 from pulsar_ops.zkdata import txnlog as T
-from pulsar_ops.zkdata.jute import STAT_PERSISTED, Acl, JuteWriter
+from pulsar_ops.zkdata.jute import STAT_PERSISTED
 from pulsar_ops.zkdata.stream import SnapshotFile, emit_final, load_partial, touched
 from pulsar_ops.zkdata.tree import DataTree, client_stat
+from tests.unit.zkdata.snapshot_bytes import encode_snapshot
+from tests.unit.zkdata.snapshot_bytes import stat as _stat
 
 _NAMES = ["/a", "/a/x", "/a/x/q", "/a/y", "/b", "/b/z", "/b/z/w", "/c"]
 _SESSIONS = [0, 0, 0, 41, 42]
-
-
-def _stat(zxid: int, owner: int = 0, cversion: int = 0) -> bytes:
-    return STAT_PERSISTED.pack(zxid, zxid, 1000 + zxid, 2000 + zxid, 0, cversion, 0, owner, zxid)
-
-
-def encode_snapshot(nodes: list[tuple[str, bytes, bytes]], digest: int | None) -> bytes:
-    w = JuteWriter()
-    w.i32(S.SNAP_MAGIC).i32(2).i64(0)
-    w.i32(1).i64(0x1234).i32(30000)
-    w.i32(1).i64(1).acl_vector((Acl(31, "world", "anyone"),))
-    for path, data, stat in nodes:
-        w.ustring(path).buffer(data).i64(1)
-        w.out += stat
-    w.ustring("/")
-
-    def seal() -> None:
-        w.i64(zlib.adler32(bytes(w.out)) & 0xFFFFFFFF).ustring("/")
-
-    seal()
-    if digest is not None:
-        w.i64(5).i32(2).i64(digest)
-        seal()
-    return w.getvalue()
 
 
 @st.composite
@@ -132,7 +109,7 @@ def test_streaming_equals_the_in_memory_replay(
     tmp_path: Path, nodes: list[tuple[str, bytes, bytes]], txns: list[T.Txn], comp: str, block: int
 ) -> None:
     ref_tree = DataTree.load(iter([(p, d, 1, s) for p, d, s in nodes]), with_digest=True)
-    raw = encode_snapshot(nodes, ref_tree.digest)
+    raw = encode_snapshot(nodes, digest=(5, ref_tree.digest))
     name = "snapshot.2" + (f".{comp}" if comp else "")
     body = raw
     if comp == "gz":
@@ -158,7 +135,7 @@ def test_streaming_equals_the_in_memory_replay(
 
 def test_a_cut_or_flipped_snapshot_is_corrupt_in_streaming_mode(tmp_path: Path) -> None:
     nodes = [("", b"", _stat(0)), ("/a", b"A", _stat(1)), ("/a/x", b"X" * 40, _stat(2))]
-    raw = encode_snapshot(nodes, None)
+    raw = encode_snapshot(nodes)
     for bad in (raw[:-30], raw[:50] + bytes([raw[50] ^ 1]) + raw[51:]):
         f = tmp_path / "snapshot.2"
         f.write_bytes(bad + (b"" if bad.endswith(b"\x00\x00\x00\x01/") else b"\x00\x00\x00\x01/"))
@@ -169,7 +146,7 @@ def test_a_cut_or_flipped_snapshot_is_corrupt_in_streaming_mode(tmp_path: Path) 
 def test_client_stat_of_a_kept_node_counts_its_untouched_children(tmp_path: Path) -> None:
     nodes = [("", b"", _stat(0)), ("/a", b"A", _stat(1, cversion=2)), ("/a/x", b"", _stat(2)), ("/a/y", b"", _stat(3))]
     f = tmp_path / "snapshot.2"
-    f.write_bytes(encode_snapshot(nodes, None))
+    f.write_bytes(encode_snapshot(nodes))
     txns = [T.Txn(7, 0, 4, 10_004, T.CREATE, (T.Op(T.CREATE, "/a/z", b"", (), 0, 3),))]
     got, _tree, _n = _streamed(f, txns, {"/a": "local"}, 1 << 20)
     a = next(c for _s, p, _d, c in got if p == "/a")
