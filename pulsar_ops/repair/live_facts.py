@@ -178,15 +178,23 @@ def ownership_unknown(session: ZkSession) -> str | None:
 
 def listed_now(session: ZkSession, ml_path: str) -> tuple[int, ...] | None:
     """The ledger ids ``ml_path`` lists now (None: gone or undecodable)."""
+    entries = list_entries_now(session, ml_path)
+    return None if entries is None else tuple(lid for lid, _ in entries)
+
+
+def list_entries_now(session: ZkSession, ml_path: str) -> tuple[tuple[int, bool], ...] | None:
+    """The ledgers ``ml_path`` lists now, ``(id, offloaded with its BookKeeper copy deleted)`` each (None: gone or
+    undecodable)."""
     from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 
     node = session.read(LOCAL, [ml_path])[0]
     if not node.exists:
         return None
     try:
-        return decode_managed_ledger_info(node.data, ml_path).info.ledger_ids
+        info = decode_managed_ledger_info(node.data, ml_path).info
     except DecodeError:
         return None
+    return tuple((li.ledger_id, li.offload is not None and li.offload.bookkeeper_deleted) for li in info.ledgers)
 
 
 def present_paths(session: ZkSession, ledger_ids: tuple[int, ...], ledgers_root: str) -> list[str]:
@@ -280,8 +288,8 @@ class LiveFacts:
     def topic(self, ml_path: str) -> TopicNow:
         return topic_now(self.session, ml_path, self.params, self.ledgers_root)
 
-    def listed(self, ml_path: str) -> tuple[int, ...] | None:
-        return listed_now(self.session, ml_path)
+    def listed(self, ml_path: str) -> tuple[tuple[int, bool], ...] | None:
+        return list_entries_now(self.session, ml_path)
 
     def present(self, ledger_ids: Sequence[int]) -> list[str]:
         return present_paths(self.session, tuple(ledger_ids), self.ledgers_root)
