@@ -134,8 +134,8 @@ def test_a_trim_of_a_topic_whose_bundle_is_owned_is_refused(zk: KazooClient, zk_
     owner = {"/namespace/t/ns/0x00000000_0xffffffff": b'{"nativeUrl":"pulsar://b1:6650"}'}
     env = _env(zk, zk_hosts, tmp_path, {**_topic(_now(), (101, 9), _policies(60, -1)), **owner})
     _forge(env, [_trim_action(zk, [100, 101])])
-    _refused(env, "is loaded: its bundle 0x00000000_0xffffffff is owned")
-    _refused(env, "is loaded: its bundle 0x00000000_0xffffffff is owned", phase="delete")
+    _refused(env, "is loaded (its bundle 0x00000000_0xffffffff is owned) under /namespace/t/ns")
+    _refused(env, "is loaded (its bundle 0x00000000_0xffffffff is owned) under /namespace/t/ns", phase="delete")
 
 
 def test_a_trim_inside_infinite_retention_is_refused(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
