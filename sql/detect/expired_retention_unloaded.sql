@@ -140,10 +140,9 @@ unloaded AS (
                     WHEN o.namespace IS NOT NULL AND a.per_broker THEN array_contains(a.answered, o.owner_broker)
                     ELSE a.all_answered
                 END
+                AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic)
             )
         )
-        -- a topic a broker lists loaded is never unloaded, whatever bundle the boundaries put it in
-        AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic)
         -- an ownership covering its hash that is not its bundle (boundaries older than a split): unknown
         AND NOT (o.namespace IS NULL AND EXISTS (
             SELECT /*+ BROADCAST(oc) */ 1 FROM owners oc WHERE oc.namespace = t.namespace AND ${in_bundle:t:oc}

@@ -74,8 +74,9 @@ def _python_allows(view: SnapshotView, path: str, lid: int) -> bool:
 
 
 # few examples of several topics per scope state: each example is one snapshot and one DuckDB audit (~2 s)
+@pytest.mark.slow
 @pytest.mark.parametrize("scope", ["complete", "incomplete", "not-recorded"])
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
     topics=st.lists(st.lists(st.sampled_from(STATES), min_size=1, max_size=4), min_size=3, max_size=8),
     sentinel=st.lists(st.booleans(), min_size=8, max_size=8),
