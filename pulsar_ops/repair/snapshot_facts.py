@@ -477,7 +477,9 @@ def _scope_read(rows: Sequence[dict[str, Any]], scope: str, store: str | None = 
     return any(r["complete"] for r in mine) and all(r["complete"] for r in mine)
 
 
-def _service_units(snap: Snapshot, registered: Sequence[str]) -> list[tuple[str, str, int, int, str]]:
+def _service_units(
+    snap: Snapshot, registered: Sequence[str], bad: Sequence[dict[str, Any]]
+) -> list[tuple[str, str, int, int, str]]:
     """``int_service_units``: (namespace, bundle_range, lower, upper, ownership) per /service_unit_state value
     read, by :func:`pulsar_ops.pulsar_names.service_unit_ownership`; a value that does not decode is unknown."""
     out: list[tuple[str, str, int, int, str]] = []
@@ -485,13 +487,15 @@ def _service_units(snap: Snapshot, registered: Sequence[str]) -> list[tuple[str,
     for r in _rows(su):
         own = pulsar_names.service_unit_ownership(r["state"], r["dst_broker"], registered=registered)
         out.append((str(r["namespace"]), str(r["bundle_range"]), int(r["lower"]), int(r["upper"]), own))
-    bad = snap.read("znodes", ("path", "kind", "decode_error"), ds.field("kind") == "service-unit-state")
-    for r in _rows(bad):
+    for r in bad:
         m = re.match(r"^/service_unit_state/(.+)/([^/]+)$", str(r["path"]))
-        if r["decode_error"] is None or m is None:
+        if r["kind"] != "service-unit-state" or m is None:
             continue
         rg = m.group(2)
-        out.append((m.group(1), rg, int(rg[2:10], 16), int(rg[13:21], 16), "unknown"))
+        try:  # the audit's conv(substr(..)): a range it cannot read bounds nothing
+            out.append((m.group(1), rg, int(rg[2:10], 16), int(rg[13:21], 16), "unknown"))
+        except ValueError:
+            continue
     return out
 
 
@@ -511,7 +515,11 @@ def _ownership(snap: Snapshot) -> Ownership:
         and _scope_read(scopes, "/namespace")
         and all((_listed_ns(t), b) in zk_bundles for t, b in listed if b is not None)
     )
-    units = _service_units(snap, sorted((lm.get("registrations") or {}).keys()))
+    # the znodes that do not decode among those the judgement reads: service units, policies, local policies
+    kinds = ["service-unit-state", "namespace", "local-policies"]
+    where = ds.field("kind").isin(kinds) & ~ds.field("decode_error").is_null()
+    bad = list(_rows(snap.read("znodes", ("path", "kind", "decode_error"), where)))
+    units = _service_units(snap, sorted((lm.get("registrations") or {}).keys()), bad)
     sus_owned = {(ns, rg) for ns, rg, _lo, _hi, own in units if own == "owned"}
     channel = "/managed-ledgers/" + pulsar_names.SERVICE_UNIT_STATE_TOPIC_ML
     no_channel = (
@@ -541,9 +549,8 @@ def _ownership(snap: Snapshot) -> Ownership:
         for ns, _rg, lo, hi, own in units:
             if own != "unowned":
                 (owned if own == "owned" else in_flight).setdefault(ns, set()).add((lo, hi))
-    bad = snap.read("znodes", ("path", "kind", "decode_error"), ds.field("kind").isin(["namespace", "local-policies"]))
     prefix = {"namespace": len("/admin/policies/"), "local-policies": len("/admin/local-policies/")}
-    unknown = frozenset(str(r["path"])[prefix[str(r["kind"])] :] for r in _rows(bad) if r["decode_error"] is not None)
+    unknown = frozenset(str(r["path"])[prefix[str(r["kind"])] :] for r in bad if r["kind"] in prefix)
     why = None
     if not (ownership_known or sus_known):
         why = (

@@ -64,7 +64,9 @@ namespace_st = st.fixed_dictionaries(
         "owners": st.lists(st.sampled_from(["none", "exact", "exact", "cover"]), min_size=2, max_size=2),
         # per bundle: its /service_unit_state value (None: no value)
         "units": st.lists(
-            st.sampled_from([None, "Owned", "Owned", "Free", "Assigning", "Owned-unregistered"]), min_size=2, max_size=2
+            st.sampled_from([None, "Owned", "Owned", "Free", "Assigning", "Owned-unregistered", "undecodable"]),
+            min_size=2,
+            max_size=2,
         ),
         # per topic: not listed, listed in its bundle, listed in another bundle (a listing without a bundle, which no
         # scrape writes, is the one known difference: rules.topic_load_problem)
@@ -102,7 +104,10 @@ def _snapshot(tmp: Path, nss: list[dict[str, Any]], cl: dict[str, Any]) -> tuple
                 b.own_range(ns, 0, TOP)  # whole-range ownership while the policies say split (or the same bundle)
                 b.rows["bundle_owners"][-1]["http_url"] = f"http://{BROKER}"
             unit = n["units"][k]
-            if unit is not None:
+            if unit == "undecodable":
+                path = f"{pulsar_names.SERVICE_UNIT_STATE_ROOT}/{ns}/{_rg(lo, hi)}"
+                b.znode(path, kind="service-unit-state", decode_error="bad-json")
+            elif unit is not None:
                 b.add(
                     "service_unit_states", path=f"{pulsar_names.SERVICE_UNIT_STATE_ROOT}/{ns}/{_rg(lo, hi)}",
                     namespace=ns, bundle_range=_rg(lo, hi), lower=lo, upper=hi, state=unit.split("-")[0],
@@ -179,7 +184,7 @@ def _cl(lm: str = "modular", admin: bool = False, ns_complete: bool = True, list
     nss=[
         _ns(units=("Owned", "Free")),
         _ns(split=False, units=("Assigning", None)),
-        _ns(units=("Owned-unregistered", None)),
+        _ns(units=("Owned-unregistered", "undecodable")),
     ],
     cl=_cl(lm="elm-sus"),
 )
