@@ -57,8 +57,7 @@ admin AS (
     CROSS JOIN scopes_seen f
 ),
 bundled AS (
-    SELECT /*+ BROADCAST(b) */
-        m.path, m.topic, m.base_topic, m.namespace, b.bundle_range, b.lower, b.upper, crc32(m.topic) AS h
+    SELECT /*+ BROADCAST(b) */ m.path, m.topic, m.base_topic, m.namespace, b.bundle_range, b.lower, b.upper
     FROM stg_managed_ledgers m
     LEFT JOIN int_bundles b
         ON b.namespace = m.namespace
@@ -129,8 +128,6 @@ unloaded AS (
     FROM bundled t
     CROSS JOIN admin a
     LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
-    -- "not loaded" (owned = false) is the rule of pulsar_ops/repair/rules.py topic_load_problem, which the planner
-    -- asks; tests/unit/repair/test_topic_loaded_rule.py pins the two together
     WHERE (
             -- unowned: no ownership znode (/namespace the truth), or no Owned value in /service_unit_state (the
             -- metadata-store table view the truth: no value, Free or Deleted)
@@ -143,12 +140,8 @@ unloaded AS (
                 AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic)
             )
         )
-        -- an ownership covering its hash that is not its bundle (boundaries older than a split): unknown
-        AND NOT (o.namespace IS NULL AND EXISTS (
-            SELECT /*+ BROADCAST(oc) */ 1 FROM owners oc WHERE oc.namespace = t.namespace AND ${in_bundle:t:oc}
-        ))
         AND NOT (a.sus_known AND EXISTS (
-            SELECT /*+ BROADCAST(sx) */ 1 FROM sus_unknown sx WHERE sx.namespace = t.namespace AND ${in_bundle:t:sx}
+            SELECT 1 FROM sus_unknown sx WHERE sx.namespace = t.namespace AND sx.lower = t.lower AND sx.upper = t.upper
         ))
         AND NOT EXISTS (SELECT 1 FROM unknown_ns un WHERE un.namespace = t.namespace)
         AND NOT EXISTS (SELECT 1 FROM unknown_topic ut WHERE ut.topic = t.topic)

