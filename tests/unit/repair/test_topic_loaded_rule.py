@@ -3,7 +3,7 @@ reports a topic as not loaded with an unowned bundle (``owned = false``) exactly
 say it is not loaded (:meth:`pulsar_ops.repair.snapshot_tree.SnapshotView.loaded`, i.e.
 :func:`pulsar_ops.repair.rules.topic_load_problem`). Generated snapshots mix split and whole namespaces, ownership
 znodes of the bundle or none, namespaces whose policies do
-not decode, broker listings (complete, incomplete, none; a topic listed in another bundle or without one), a
+not decode, broker listings (complete, incomplete, none; a topic listed in another bundle), a
 ``/namespace`` scope read completely or not, and the extensible load manager with ``/service_unit_state`` values
 Owned, Free, in flight or owned by an unregistered broker: an unknown is never "not loaded"."""
 
@@ -155,8 +155,8 @@ def _cl(lm: str = "modular", admin: bool = False, ns_complete: bool = True, list
 
 
 # few examples of several namespaces each: every example is one snapshot and one DuckDB audit (~1.5 s). The
-# explicit ones hold the cases the planner once ignored (undecodable policies, /namespace not read completely, /service_unit_state values
-# in flight or owned by an unregistered broker)
+# explicit ones hold the cases the planner once ignored (undecodable policies, /namespace not read completely,
+# /service_unit_state values in flight, undecodable or owned by an unregistered broker)
 @pytest.mark.slow
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(nss=st.lists(namespace_st, min_size=2, max_size=4), cl=cluster_st)
