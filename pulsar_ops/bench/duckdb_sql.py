@@ -178,6 +178,8 @@ def connect(
     admin_scraped: bool,
     threads: int | None = None,
     ownership_in_zk: bool = True,
+    service_unit_table_view: bool = False,
+    registered_brokers: tuple[str, ...] = (),
 ) -> Any:
     con = duckdb.connect()
     if threads:
@@ -209,7 +211,8 @@ def connect(
         f"{str(admin_scraped).lower()} AS admin_scraped, "
         f"{str(ownership_in_zk).lower()} AS ownership_in_zk, "
         # the benchmark reads no /service_unit_state ownership (sql/intermediate/14_int_ownership_source.sql)
-        "false AS service_unit_table_view, CAST([] AS VARCHAR[]) AS registered_brokers"
+        f"{str(service_unit_table_view).lower()} AS service_unit_table_view, "
+        f"CAST([{', '.join(repr(b) for b in registered_brokers)}] AS VARCHAR[]) AS registered_brokers"
     )
     for f in intermediate_files():
         con.execute(f"CREATE VIEW {f.name} AS {rewrite(f.text)}")

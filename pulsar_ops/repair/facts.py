@@ -242,6 +242,24 @@ class SubtreeNode:
 
 
 @dataclass(frozen=True)
+class Ownership:
+    """Bundle ownership as the snapshot shows it, read the way the audit's expired_retention_unloaded.sql reads it
+    (the rule: :func:`pulsar_ops.repair.rules.topic_load_problem`). ``owned``: per namespace, the ranges of its
+    ``/namespace`` ownership znodes, and of its ``Owned`` service units when ``/service_unit_state`` is the truth;
+    ``in_flight``: then, the ranges whose service unit is neither owned nor free; ``loaded_topics``: what the
+    brokers listed loaded; ``unowned_unknown``: why a bundle without an owner is not known to be unowned (None: it
+    is); ``all_answered``: every broker listed its topics; ``bundles_unknown``: namespaces whose policies or local
+    policies do not decode. The defaults are a complete snapshot of the modular load manager."""
+
+    owned: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    in_flight: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    loaded_topics: frozenset[str] = frozenset()
+    unowned_unknown: str | None = None
+    all_answered: bool = False
+    bundles_unknown: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class SnapshotFacts:
     """Everything the planner reads from the snapshot, as plain values keyed for lookup."""
 
@@ -279,6 +297,13 @@ class SnapshotFacts:
     # in /namespace znodes (None: it is): the offline-trim conditions of pulsar_ops.repair.rules.trim_rule
     policy_topic_namespaces: frozenset[str] = frozenset()
     ownership_unknown: str | None = None
+    # For the drop rule's absence (rules.drop_missing_rule): per ledger id listed by a rewritten managed ledger,
+    # which of its metadata paths exist in the snapshot's znodes, decodable or not (None: not loaded, the decoded
+    # ledgers' paths are taken), and why an absent one proves nothing (its scope was not read completely)
+    ledger_znodes: Mapping[int, tuple[str, ...]] | None = None
+    ledgers_unknown: str | None = None
+    # Whether a rewritten topic is loaded (rules.topic_load_problem); None: only owned_ranges and loaded_topics
+    ownership: Ownership | None = None
 
 
 @dataclass(frozen=True)
@@ -315,8 +340,9 @@ class Facts(Protocol):
         """A managed ledger's list, cursors' mark-delete positions and retention."""
         ...
 
-    def listed(self, ml_path: str) -> tuple[int, ...] | None:
-        """The ledger ids a managed ledger lists (None: gone or undecodable)."""
+    def listed(self, ml_path: str) -> tuple[tuple[int, bool], ...] | None:
+        """The ledgers a managed ledger lists, ``(id, offloaded with its BookKeeper copy deleted)`` each (None: gone
+        or undecodable)."""
         ...
 
     def present(self, ledger_ids: Sequence[int]) -> list[str]:

@@ -15,13 +15,14 @@ from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError, ZooKeeperError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_paths
-from pulsar_ops.formats.policies import in_bundle, parse_bundle_range, topic_hash
+from pulsar_ops.formats.policies import parse_bundle_range
 from pulsar_ops.repair.actions import Action
 from pulsar_ops.repair.facts import (
     CursorNow,
     LedgerNow,
     ListedLedger,
     Observed,
+    Ownership,
     RetentionPair,
     RuleParams,
     SubtreeNode,
@@ -30,7 +31,7 @@ from pulsar_ops.repair.facts import (
     listed_ledger,
 )
 from pulsar_ops.repair.references import ReferenceIndex, build_index
-from pulsar_ops.repair.rules import resolve_retention, topic_policies_reason, topic_policy_pair
+from pulsar_ops.repair.rules import resolve_retention, topic_load_problem, topic_policies_reason, topic_policy_pair
 from pulsar_ops.repair.safety import CONFIG, LOCAL, MANAGED_LEDGERS, OWNERSHIP, POLICIES, SCHEMAS
 from pulsar_ops.repair.zk_writer import ZkSession
 
@@ -178,15 +179,23 @@ def ownership_unknown(session: ZkSession) -> str | None:
 
 def listed_now(session: ZkSession, ml_path: str) -> tuple[int, ...] | None:
     """The ledger ids ``ml_path`` lists now (None: gone or undecodable)."""
+    entries = list_entries_now(session, ml_path)
+    return None if entries is None else tuple(lid for lid, _ in entries)
+
+
+def list_entries_now(session: ZkSession, ml_path: str) -> tuple[tuple[int, bool], ...] | None:
+    """The ledgers ``ml_path`` lists now, ``(id, offloaded with its BookKeeper copy deleted)`` each (None: gone or
+    undecodable)."""
     from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
 
     node = session.read(LOCAL, [ml_path])[0]
     if not node.exists:
         return None
     try:
-        return decode_managed_ledger_info(node.data, ml_path).info.ledger_ids
+        info = decode_managed_ledger_info(node.data, ml_path).info
     except DecodeError:
         return None
+    return tuple((li.ledger_id, li.offload is not None and li.offload.bookkeeper_deleted) for li in info.ledgers)
 
 
 def present_paths(session: ZkSession, ledger_ids: tuple[int, ...], ledgers_root: str) -> list[str]:
@@ -264,8 +273,8 @@ class LiveFacts:
     def topic(self, ml_path: str) -> TopicNow:
         return topic_now(self.session, ml_path, self.params, self.ledgers_root)
 
-    def listed(self, ml_path: str) -> tuple[int, ...] | None:
-        return listed_now(self.session, ml_path)
+    def listed(self, ml_path: str) -> tuple[tuple[int, bool], ...] | None:
+        return list_entries_now(self.session, ml_path)
 
     def present(self, ledger_ids: Sequence[int]) -> list[str]:
         return present_paths(self.session, tuple(ledger_ids), self.ledgers_root)
@@ -294,26 +303,26 @@ class LiveFacts:
         return [SubtreeNode(n.path, n.data, mtime_ms=n.mtime_ms) for n in nodes if n.exists]
 
     def loaded(self, topic: str, then: str) -> str | None:
-        """Why ``topic`` may be loaded (a bundle ownership znode under ``/namespace/<ns>`` covers its hash), or
-        that it cannot be told; None when no bundle of it is owned."""
+        """Why ``topic`` may be loaded (a bundle ownership znode under ``/namespace/<ns>`` covers its hash:
+        :func:`pulsar_ops.repair.rules.topic_load_problem` on what is there now), or that it cannot be told; None
+        when no bundle of it is owned."""
         try:
             ns = names.parse_topic(topic).namespace
         except DecodeError as e:
             return f"topic {topic}: {e.reason}"
-        h = topic_hash(topic)
         root = f"{OWNERSHIP}/{ns}"
         try:
             ranges = self.session.children(LOCAL, root) or []
         except ZooKeeperError as e:
             return f"cannot list the bundle owners under {root} ({e.message}); not evidence of absence"
+        owned = []
         for r in ranges:
             try:
-                lo, hi = parse_bundle_range(r, f"{root}/{r}")
+                owned.append(parse_bundle_range(r, f"{root}/{r}"))
             except DecodeError:
                 return f"{root}/{r} is not a bundle range; cannot tell whether {topic} is loaded"
-            if in_bundle(h, lo, hi):
-                return f"{topic} is loaded: its bundle {r} is owned ({root}/{r}); {then}"
-        return None
+        why = topic_load_problem(topic, Ownership(owned={ns: tuple(owned)}))
+        return None if why is None else f"{why} under {root}: {then}"
 
     def trim_blocked(self, action: Action) -> str | None:
         return self.references().blocks_trim(action)

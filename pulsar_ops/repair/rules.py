@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats.ledger_kind import ledger_kind
-from pulsar_ops.formats.names import parse_ml_name
+from pulsar_ops.formats.names import parse_ml_name, parse_topic
+from pulsar_ops.formats.policies import in_bundle, topic_hash
 from pulsar_ops.pulsar_names import (
     NAMESPACE_EVENTS_LOCAL_NAME,
     is_system_cursor,
@@ -23,6 +24,7 @@ from pulsar_ops.repair.facts import (
     SNAPSHOT_SAYS,
     LedgerNow,
     ListedLedger,
+    Ownership,
     Refusal,
     Retention,
     RetentionPair,
@@ -356,19 +358,79 @@ def load_topic_rule(t: TopicNow, expect_trimmed: Sequence[int], now_ms: int) -> 
     return None
 
 
+# --- "the topic is not loaded": trim-unloaded, load-topic (plan) and drop-missing-ledger -------------------------
+
+
+def topic_load_problem(topic: str, o: Ownership) -> str | None:
+    """Why the snapshot says ``topic`` may be loaded, or cannot tell (None: it is not loaded). Loaded: a broker
+    lists it, or an ownership covers its hash (NamespaceBundle.includes); unknown: its namespace's bundles do not
+    decode, its service unit is in flight, or an unowned bundle proves nothing (ownership not in /namespace, or
+    /namespace not read completely, and /service_unit_state not the truth) and not every broker listed its topics.
+    The audit's twin (expired_retention_unloaded.sql's ``unloaded``, its ``owned = false`` rows) is pinned to this by
+    tests/unit/repair/test_topic_loaded_rule.py. An unknown is never "not loaded". Known differences, on the safe
+    side (docs/repair.md): a topic a broker lists without a bundle, and an ownership covering the hash that is not
+    the bundle the policies' boundaries compute, are "loaded" here and may be unowned in the SQL."""
+    if topic in o.loaded_topics:
+        return f"{topic} is loaded (a broker reported {topic} loaded)"
+    try:
+        ns = parse_topic(topic).namespace
+    except DecodeError as e:
+        return f"topic {topic}: {e.reason}"
+    if ns in o.bundles_unknown:
+        return f"the bundles of {ns} are unknown (its policies do not decode): whether {topic} is loaded is unknown"
+    h = topic_hash(topic)
+    for lo, hi in o.owned.get(ns, ()):
+        if in_bundle(h, lo, hi):
+            return f"{topic} is loaded (its bundle 0x{lo:08x}_0x{hi:08x} is owned)"
+    for lo, hi in o.in_flight.get(ns, ()):
+        if in_bundle(h, lo, hi):
+            return f"{topic}'s bundle 0x{lo:08x}_0x{hi:08x} is neither owned nor free in /service_unit_state"
+    if o.unowned_unknown is not None and not o.all_answered:
+        return f"{o.unowned_unknown}, and not every broker listed its topics: whether {topic} is loaded is unknown"
+    return None
+
+
+def in_bundle_sql(topic: str, bundle: str) -> str:
+    """:func:`pulsar_ops.formats.policies.in_bundle` over ``topic`` (h: the topic's hash) and ``bundle`` (lower,
+    upper): ``${in_bundle:T:B}``, the cover test :func:`topic_load_problem` makes."""
+    h, lo, hi = f"{topic}.h", f"{bundle}.lower", f"{bundle}.upper"
+    return f"({h} >= {lo} AND ({h} < {hi} OR ({hi} = {0xFFFFFFFF} AND {h} = {hi})))"
+
+
 # --- drop-missing-ledger -------------------------------------------------------------------------------------
 
 
-def drop_missing_rule(dropped: Sequence[int], listed: Sequence[int] | None, present: Sequence[str]) -> str | None:
-    """Why a ``drop-missing-ledger`` may not drop ``dropped`` (None: it may): each id is listed now and its
+def may_dangle(ledger_id: int, bookkeeper_deleted: bool) -> bool:
+    """Whether a reference's ledger with no metadata is missing (lost): a real id (a negative one is a sentinel,
+    such as a ``-1`` compacted ledger) that is not offloaded with its BookKeeper copy deleted on purpose
+    (``OffloadContext.bookkeeperDeleted``: its data is in tiered storage and its metadata gone by design,
+    ``ManagedLedgerImpl.cleanupOffloaded``). dangling_ledger.sql's twin is rendered from :func:`may_dangle_sql`."""
+    return ledger_id >= 0 and not bookkeeper_deleted
+
+
+def may_dangle_sql(row: str) -> str:
+    """:func:`may_dangle` over ``row`` (ledger_id, bookkeeper_deleted): ``${may_dangle:ROW}``."""
+    return f"({row}.ledger_id >= 0 AND NOT {row}.bookkeeper_deleted)"
+
+
+def drop_missing_rule(
+    dropped: Sequence[int], listed: Sequence[tuple[int, bool]] | None, present: Sequence[str]
+) -> str | None:
+    """Why a ``drop-missing-ledger`` may not drop ``dropped`` (None: it may): each id is listed now, a ledger whose
+    absence is a loss (:func:`may_dangle`; ``listed``: ``(id, bookkeeper_deleted)`` per list entry) and its
     metadata is absent now under every path it may have (``present``: those of the paths that exist)."""
     if listed is None:
         return "the managed-ledger info is gone or does not decode; its list is unknown"
     if not dropped:
         return "the action drops no ledger"
-    unlisted = [i for i in dropped if i not in listed]
+    entries = dict(listed)
+    unlisted = [i for i in dropped if i not in entries]
     if unlisted:
         return f"ledger {unlisted[0]} is not listed now"
+    kept = [i for i in dropped if not may_dangle(i, entries[i])]
+    if kept:
+        what = "is a sentinel id" if kept[0] < 0 else "is offloaded and its BookKeeper copy deleted by design"
+        return f"ledger {kept[0]} {what}: its metadata's absence is no loss"
     if present:
         return f"{present[0]} exists: that ledger is not missing"
     if len(set(dropped)) >= len(listed):

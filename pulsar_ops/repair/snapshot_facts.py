@@ -7,6 +7,7 @@ impact model needs whole.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +21,14 @@ from pulsar_ops import pulsar_names
 from pulsar_ops.errors import FindingsError, SnapshotError
 from pulsar_ops.findings import Finding, read_findings
 from pulsar_ops.formats import names
+from pulsar_ops.formats.ledger_path import ledger_paths
 from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.repair.actions import ZnodeRef
 from pulsar_ops.repair.facts import (
     CursorFact,
     LedgerFact,
     ListedLedger,
+    Ownership,
     Retention,
     RetentionPair,
     RuleParams,
@@ -424,6 +427,150 @@ def _ownership_unknown(snap: Snapshot) -> str | None:
     return f"load manager {lm.get('kind')!r} at scrape time: ownership is kept outside /namespace znodes"
 
 
+def _absence_facts(
+    snap: Snapshot, rw: RewriteFacts, include: frozenset[str], ledgers: dict[int, LedgerFact]
+) -> dict[str, Any]:
+    """The drop rule's absence facts, for the ledgers listed by the managed ledgers a dangling-ledger rewrites: a
+    ledger is present when its metadata decoded (``bk_ledgers``) or a znode at one of its paths does not."""
+    if "dangling-ledger" not in include or not rw.ml_rows:
+        return {}
+    found, why = _ledger_znodes(snap, (lid for (_p, lid) in rw.list_entries))
+    for lid, paths in found.items():
+        if lid in ledgers and ledgers[lid].path not in paths:
+            found[lid] = (*paths, ledgers[lid].path)
+    return {"ledger_znodes": found, "ledgers_unknown": why}
+
+
+def _ledger_znodes(snap: Snapshot, ids: Iterable[int]) -> tuple[dict[int, tuple[str, ...]], str | None]:
+    """Per ledger id, which of its metadata paths are znodes of the snapshot (decodable or not: a znode that does
+    not decode exists), as ``present_paths`` reads them live; and why an absent one proves nothing: the ledgers
+    scope was not read completely or not recorded (dangling-ledger's ``listing_incomplete``, from int_blocking)."""
+    root = snap.manifest.ledgers_root
+    paths = {lid: ledger_paths(lid, root) for lid in sorted(set(ids))}
+    want = sorted({p for ps in paths.values() for p in ps})
+    found: set[str] = set()
+    if want:
+        t = snap.read("znodes", ("store", "path"), ds.field("path").isin(_strings(want)))
+        found = {str(p) for st, p in zip(*(t.column(c).to_pylist() for c in ("store", "path")), strict=True)
+                 if st == LOCAL}  # fmt: skip
+    sc = snap.read("scopes", ("scope", "complete"))
+    rows = [r for r in _rows(sc) if r["scope"] == LEDGERS_SCOPE]
+    why = None
+    if not rows:
+        why = f"the snapshot did not record the scope {LEDGERS_SCOPE}: a ledger's absence is not confirmed"
+    elif not all(r["complete"] for r in rows):
+        why = f"the snapshot's scope {LEDGERS_SCOPE} is incomplete: a ledger's absence is not confirmed"
+    return {lid: tuple(p for p in ps if p in found) for lid, ps in paths.items()}, why
+
+
+_LISTED_NS = re.compile(r"^persistent://(.+)/[^/]+$")  # the audit's namespace of a listed topic (regexp_extract)
+
+
+def _listed_ns(topic: str) -> str:
+    m = _LISTED_NS.match(topic)
+    return m.group(1) if m else ""
+
+
+def _scope_read(rows: Sequence[dict[str, Any]], scope: str, store: str | None = None) -> bool:
+    """Read completely: some row says complete and none incomplete (the audit's ``count_if`` pair)."""
+    mine = [r for r in rows if r["scope"] == scope and (store is None or r["store"] == store)]
+    return any(r["complete"] for r in mine) and all(r["complete"] for r in mine)
+
+
+def _service_units(
+    snap: Snapshot, registered: Sequence[str], bad: Sequence[dict[str, Any]]
+) -> list[tuple[str, str, int, int, str]]:
+    """``int_service_units``: (namespace, bundle_range, lower, upper, ownership) per /service_unit_state value
+    read, by :func:`pulsar_ops.pulsar_names.service_unit_ownership`; a value that does not decode is unknown."""
+    out: list[tuple[str, str, int, int, str]] = []
+    su = snap.read("service_unit_states", ("namespace", "bundle_range", "lower", "upper", "state", "dst_broker"))
+    for r in _rows(su):
+        own = pulsar_names.service_unit_ownership(r["state"], r["dst_broker"], registered=registered)
+        out.append((str(r["namespace"]), str(r["bundle_range"]), int(r["lower"]), int(r["upper"]), own))
+    for r in bad:
+        m = re.match(r"^/service_unit_state/(.+)/([^/]+)$", str(r["path"]))
+        if r["kind"] != "service-unit-state" or m is None:
+            continue
+        rg = m.group(2)
+        try:  # the audit's conv(substr(..)): a range it cannot read bounds nothing
+            out.append((m.group(1), rg, int(rg[2:10], 16), int(rg[13:21], 16), "unknown"))
+        except ValueError:
+            continue
+    return out
+
+
+def _ownership(snap: Snapshot) -> Ownership:
+    """Bundle ownership as expired_retention_unloaded.sql reads it (its ``admin`` row, ``owners``, ``sus_unknown``
+    and int_ownership_source), for :func:`pulsar_ops.repair.rules.topic_load_problem`."""
+    lm = snap.manifest.load_manager or {}
+    scopes = list(_rows(snap.read("scopes", ("store", "scope", "complete"))))
+    listed = [(str(r["topic"]), r["bundle"]) for r in _rows(snap.read("loaded_topics", ("topic", "bundle")))]
+    owner_rows = list(_rows(snap.read("bundle_owners", ("namespace", "bundle_range", "lower", "upper"))))
+    owned: dict[str, set[tuple[int, int]]] = {}
+    for r in owner_rows:
+        owned.setdefault(str(r["namespace"]), set()).add((int(r["lower"]), int(r["upper"])))
+    zk_bundles = {(str(r["namespace"]), str(r["bundle_range"])) for r in owner_rows}
+    ownership_known = (
+        pulsar_names.ownership_in_zk(lm)
+        and _scope_read(scopes, "/namespace")
+        and all((_listed_ns(t), b) in zk_bundles for t, b in listed if b is not None)
+    )
+    # the znodes that do not decode among those the judgement reads: service units, policies, local policies
+    kinds = ["service-unit-state", "namespace", "local-policies"]
+    where = ds.field("kind").isin(kinds) & ~ds.field("decode_error").is_null()
+    bad = list(_rows(snap.read("znodes", ("path", "kind", "decode_error"), where)))
+    units = _service_units(snap, sorted((lm.get("registrations") or {}).keys()), bad)
+    sus_owned = {(ns, rg) for ns, rg, _lo, _hi, own in units if own == "owned"}
+    channel = "/managed-ledgers/" + pulsar_names.SERVICE_UNIT_STATE_TOPIC_ML
+    no_channel = (
+        snap.read("managed_ledgers", ("path",), ds.field("path") == channel).num_rows
+        + snap.read("znodes", ("path",), ds.field("path") == channel).num_rows
+        == 0
+    )
+    system_ml_read = not any(
+        r["store"] == "local"
+        and r["scope"] in ("/managed-ledgers", "/managed-ledgers/pulsar/system")
+        and not r["complete"]
+        for r in scopes
+    )
+    sus_known = (
+        pulsar_names.service_unit_table_view(lm)[0]
+        and _scope_read(scopes, pulsar_names.SERVICE_UNIT_STATE_ROOT, "local")
+        and system_ml_read
+        and no_channel
+        and all(
+            (_listed_ns(t), b) in sus_owned
+            for t, b in listed
+            if b is not None and pulsar_names.system_namespace_reason(_listed_ns(t)) is None
+        )
+    )
+    in_flight: dict[str, set[tuple[int, int]]] = {}
+    if sus_known:
+        for ns, _rg, lo, hi, own in units:
+            if own != "unowned":
+                (owned if own == "owned" else in_flight).setdefault(ns, set()).add((lo, hi))
+    prefix = {"namespace": len("/admin/policies/"), "local-policies": len("/admin/local-policies/")}
+    unknown = frozenset(str(r["path"])[prefix[str(r["kind"])] :] for r in bad if r["kind"] in prefix)
+    why = None
+    if not (ownership_known or sus_known):
+        why = (
+            "bundle ownership is not known from the snapshot (not all in /namespace znodes read completely, nor in "
+            "/service_unit_state)"
+        )
+    return Ownership(
+        owned={k: tuple(sorted(v)) for k, v in owned.items()},
+        in_flight={k: tuple(sorted(v)) for k, v in in_flight.items()},
+        loaded_topics=frozenset(t for t, _ in listed),
+        unowned_unknown=why,
+        all_answered=snap.manifest.admin_scraped,
+        bundles_unknown=unknown,
+    )
+
+
+# The scope whose completeness confirms a ledger's absence: the audit's (dangling_ledger.sql, int_blocking)
+LEDGERS_SCOPE = "/ledgers"
+
+
 def load_facts(
     snap: Snapshot,
     findings: Iterable[Finding],
@@ -536,6 +683,8 @@ def load_facts(
         loaded_topics=rw.loaded_topics,
         policy_topic_namespaces=_policy_topic_namespaces(snap) if rw.ml_rows else frozenset(),
         ownership_unknown=_ownership_unknown(snap),
+        **_absence_facts(snap, rw, include, ledgers),
+        ownership=_ownership(snap) if rw.ml_rows else None,
         cursors={k: tuple(v) for k, v in cursors.items()},
         schema_locators={k: ref(r) for k, r in schema_rows.items()},
         subtrees={k: tuple(v) for k, v in subtrees.items()},

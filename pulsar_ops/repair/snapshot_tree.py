@@ -11,18 +11,18 @@ from dataclasses import dataclass, field
 from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
-from pulsar_ops.formats.policies import in_bundle, topic_hash
 from pulsar_ops.repair.actions import Action
 from pulsar_ops.repair.facts import (
     CursorNow,
     LedgerNow,
+    Ownership,
     RuleParams,
     SnapshotFacts,
     SubtreeNode,
     TopicNow,
     TreeReader,
 )
-from pulsar_ops.repair.rules import topic_policies_reason
+from pulsar_ops.repair.rules import topic_load_problem, topic_policies_reason
 from pulsar_ops.repair.safety import (
     CONFIG,
     LOCAL,
@@ -239,11 +239,24 @@ class SnapshotView:
             ownership_unknown=self.facts.ownership_unknown,
         )
 
-    def listed(self, ml_path: str) -> tuple[int, ...] | None:
-        return tuple(lid for (path, lid) in self.facts.list_entries if path == ml_path)
+    def listed(self, ml_path: str) -> tuple[tuple[int, bool], ...] | None:
+        gone = {li.ledger_id for li in self.facts.ledger_lists.get(ml_path, ()) if li.bookkeeper_deleted}
+        return tuple((lid, lid in gone) for (path, lid) in self.facts.list_entries if path == ml_path)
 
     def present(self, ledger_ids: Sequence[int]) -> list[str]:
-        return [self.facts.ledgers[i].path for i in ledger_ids if i in self.facts.ledgers]
+        """The metadata paths of ``ledger_ids`` the snapshot holds (decodable or not, as the live read sees them);
+        an absence the snapshot cannot confirm raises :class:`SnapshotUnknown`."""
+        if self.facts.ledgers_unknown is not None:
+            raise SnapshotUnknown(self.facts.ledgers_unknown)
+        found = self.facts.ledger_znodes
+        if found is None:
+            return [self.facts.ledgers[i].path for i in ledger_ids if i in self.facts.ledgers]
+        out: list[str] = []
+        for i in ledger_ids:
+            if i not in found:
+                raise SnapshotUnknown(f"ledger {i}'s metadata paths were not loaded from the snapshot")
+            out.extend(found[i])
+        return out
 
     def cursor(self, path: str, subscription: str) -> CursorNow:
         c = self.facts.cursor_facts.get(path)
@@ -263,18 +276,13 @@ class SnapshotView:
         return out
 
     def loaded(self, topic: str, then: str) -> str | None:
-        """Why the snapshot says ``topic`` is loaded (a broker listed it, or its bundle is owned), else None."""
-        if topic in self.facts.loaded_topics:
-            return f"{topic} is loaded (a broker reported {topic} loaded): {then}"
-        try:
-            ns = names.parse_topic(topic).namespace
-        except DecodeError as e:
-            return f"topic {topic}: {e.reason}"
-        h = topic_hash(topic)
-        for lo, hi in self.facts.owned_ranges.get(ns, ()):
-            if in_bundle(h, lo, hi):
-                return f"{topic} is loaded (its bundle 0x{lo:08x}_0x{hi:08x} is owned): {then}"
-        return None
+        """Why the snapshot says ``topic`` may be loaded, or cannot tell (:func:`rules.topic_load_problem`), else
+        None."""
+        o = self.facts.ownership
+        if o is None:  # facts built without the ownership tables: what they hold, the rest known
+            o = Ownership(owned=self.facts.owned_ranges, loaded_topics=self.facts.loaded_topics)
+        why = topic_load_problem(topic, o)
+        return None if why is None else f"{why}: {then}"
 
     def trim_blocked(self, action: Action) -> str | None:
         ids = action.rewrite.ledger_ids if action.rewrite else action.admin.expect_trimmed if action.admin else ()

@@ -54,8 +54,9 @@ wide AS (
 ),
 refs AS (
     SELECT ledger_id, ref, topic, subscription, path, namespace, max(size) AS size
-    FROM wide
-    WHERE ledger_id >= 0 AND NOT bookkeeper_deleted
+    FROM wide w
+    -- a missing ledger as the drop rule decides it (rules.may_dangle, rendered)
+    WHERE ${may_dangle:w}
         -- a cursor read for its dangling ledger also yields its other ledger (k = 0 and 1 above)
         AND ledger_id IN (SELECT ${broadcast_if_small:d:int_unmatched_ledgers} d.ledger_id FROM dangling_ids d)
     GROUP BY ledger_id, ref, topic, subscription, path, namespace

@@ -129,6 +129,15 @@ def test_a_trim_of_the_first_trim_set_is_applied(zk: KazooClient, zk_hosts: str,
     assert zk.exists(ledger_path(102)) is not None
 
 
+def test_a_trim_of_a_topic_whose_bundle_is_owned_is_refused(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
+    """The control's trim, differing only in "the topic is not loaded": a broker owns the bundle holding it."""
+    owner = {"/namespace/t/ns/0x00000000_0xffffffff": b'{"nativeUrl":"pulsar://b1:6650"}'}
+    env = _env(zk, zk_hosts, tmp_path, {**_topic(_now(), (101, 9), _policies(60, -1)), **owner})
+    _forge(env, [_trim_action(zk, [100, 101])])
+    _refused(env, "is loaded (its bundle 0x00000000_0xffffffff is owned) under /namespace/t/ns")
+    _refused(env, "is loaded (its bundle 0x00000000_0xffffffff is owned) under /namespace/t/ns", phase="delete")
+
+
 def test_a_trim_inside_infinite_retention_is_refused(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
     env = _env(zk, zk_hosts, tmp_path, _topic(_now(), (101, 9), _policies(-1, -1)))
     _forge(env, [_trim_action(zk, [100, 101])])
@@ -219,6 +228,27 @@ def test_dropping_a_ledger_that_is_not_listed_is_refused(zk: KazooClient, zk_hos
     env = _env(zk, zk_hosts, tmp_path, DROP_TREE)
     _forge(env, [_drop_action(zk, [203], [ledger_path(203), ledger_path(203, flat=True)])])
     _refused(env, "ledger 203 is not listed now")
+
+
+def test_dropping_an_offloaded_ledger_is_refused(zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
+    """201 has no metadata because it was offloaded and its BookKeeper copy deleted on purpose: its data is in
+    tiered storage, so its absence is no loss (dangling-ledger never reports it; ``rules.may_dangle``)."""
+    from pulsar_ops.formats.managed_ledger import (
+        LedgerInfo,
+        ManagedLedgerInfo,
+        OffloadInfo,
+        encode_managed_ledger_info,
+    )
+
+    infos = tuple(
+        LedgerInfo(i, 10, 100, 1_600_000_000_000, OffloadInfo(True, True, None) if i == 201 else None)
+        for i in (200, 201, 202)
+    )
+    tree = {**DROP_TREE, ML_PATH: encode_managed_ledger_info(ManagedLedgerInfo(ledgers=infos))}
+    env = _env(zk, zk_hosts, tmp_path, tree)
+    _forge(env, [_drop_action(zk, [201], [ledger_path(201), ledger_path(201, flat=True)])])
+    _refused(env, "ledger 201 is offloaded and its BookKeeper copy deleted by design")
+    _refused(env, "ledger 201 is offloaded and its BookKeeper copy deleted by design", phase="delete")
 
 
 # --- delete-subscription -------------------------------------------------------------------------------------
