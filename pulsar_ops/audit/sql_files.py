@@ -49,11 +49,10 @@ _RULE_MACROS = {  # ${NAME:ARG[:ARG]} -> the SQL of one predicate of pulsar_ops/
     "subscription_active": 1,
     "subscription_idle": 2,
     "may_dangle": 1,
-    "in_bundle": 2,
 }
 _RULE = re.compile(
     r"\$\{(trim_candidate|retention_expired|at_first_trim|leak_too_young|orphan_created|orphan_ctime_source"
-    r"|orphan_too_young|subscription_active|subscription_idle|may_dangle|in_bundle)((?::[A-Za-z_][A-Za-z0-9_]*)+)\}"
+    r"|orphan_too_young|subscription_active|subscription_idle|may_dangle)((?::[A-Za-z_][A-Za-z0-9_]*)+)\}"
 )
 # ${NAME:ARG[:ARG]} -> one predicate of the registry of Pulsar's own names (pulsar_ops/pulsar_names.py)
 _NAMES_MACROS = {
@@ -94,8 +93,7 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     the ledger kinds a plan may delete (``rules.PLANNABLE_LEDGER_KINDS``); ``${subscription_active:ROW}``,
     ``${subscription_idle:ROW:PARAMS}`` -> a cursor's activity and idleness as the subscription rule decides them;
     ``${may_dangle:ROW}`` -> whether a reference without metadata is a missing ledger (``rules.may_dangle``:
-    dangling-ledger, as the drop rule decides it); ``${in_bundle:T:B}`` -> T's hash ``h`` in B's range (``lower``,
-    ``upper``), as ``rules.topic_load_problem`` tests an ownership.
+    dangling-ledger, as the drop rule decides it).
 
     ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_tenant_reason:T}``,
     ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``,
@@ -140,8 +138,6 @@ def _rule_sql(m: re.Match[str]) -> str:
         return rules.subscription_idle_sql(args[0], args[1])
     if name == "may_dangle":
         return rules.may_dangle_sql(args[0])
-    if name == "in_bundle":
-        return rules.in_bundle_sql(args[0], args[1])
     return rules.at_first_trim_sql(args[0])
 
 

@@ -390,13 +390,6 @@ def topic_load_problem(topic: str, o: Ownership) -> str | None:
     return None
 
 
-def in_bundle_sql(topic: str, bundle: str) -> str:
-    """:func:`pulsar_ops.formats.policies.in_bundle` over ``topic`` (h: the topic's hash) and ``bundle`` (lower,
-    upper): ``${in_bundle:T:B}``, the cover test :func:`topic_load_problem` makes."""
-    h, lo, hi = f"{topic}.h", f"{bundle}.lower", f"{bundle}.upper"
-    return f"({h} >= {lo} AND ({h} < {hi} OR ({hi} = {0xFFFFFFFF} AND {h} = {hi})))"
-
-
 # --- drop-missing-ledger -------------------------------------------------------------------------------------
 
 
