@@ -200,11 +200,22 @@ def register_scans(
         else:
             cols = [(c.name, _SPARK_TYPES[c.type]) for c in t.columns]
             spark.sql(literal_sql(cols, [])).createOrReplaceTempView(f"src_scan_{t.name}")
-    # `complete`: every log read and no configured directory left out (ScanInfo.covers_bookie)
+    spark.sql(scan_bookies_sql(scans)).createOrReplaceTempView("src_scan_bookies")
+    spark.sql(scan_params_sql(params, snapshot_times)).createOrReplaceTempView("scan_params")
+
+
+def scan_bookies_sql(scans: Sequence[ScanInfo]) -> str:
+    """``src_scan_bookies`` as a literal SELECT: a row per scan, ``complete`` being every log read and no
+    configured directory left out (ScanInfo.covers_bookie)."""
     rows = [
         (s.bookie_id, str(s.path), s.covers_bookie, s.index_status, s.started_at_ms, s.finished_at_ms) for s in scans
     ]
-    spark.sql(literal_sql(SCAN_BOOKIES_COLUMNS, rows)).createOrReplaceTempView("src_scan_bookies")
+    return literal_sql(SCAN_BOOKIES_COLUMNS, rows)
+
+
+def scan_params_sql(params: AuditParams, snapshot_times: tuple[int, int]) -> str:
+    """The one-row ``scan_params`` as a literal SELECT (:data:`SCAN_PARAMS_COLUMNS`): the scrape's started/finished
+    ms and the bookkeeper.conf settings the storage detections use. One home for Spark and the DuckDB bench."""
     gc = params.bookie.gc
     values = (
         snapshot_times[0],
@@ -218,7 +229,7 @@ def register_scans(
         float(gc.disk_usage_threshold),
         params.bookie.flush_interval_ms,
     )
-    spark.sql(literal_sql(SCAN_PARAMS_COLUMNS, [values])).createOrReplaceTempView("scan_params")
+    return literal_sql(SCAN_PARAMS_COLUMNS, [values])
 
 
 def _view(spark: SparkSession, f: SqlFile) -> None:
