@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -193,6 +193,14 @@ def register_scans(
     """The bookie scans' tables (``src_scan_<table>``: every scan's Parquet read as one table, or an empty literal
     relation when no scan was passed), ``src_scan_bookies`` (a row per scan, from its validated manifest) and the
     one-row ``scan_params`` (bookkeeper.conf settings and the snapshot's scrape times)."""
+    register_scan_tables(spark, scans, one_partition)
+    spark.sql(scan_bookies_sql(scans)).createOrReplaceTempView("src_scan_bookies")
+    spark.sql(scan_params_sql(params, snapshot_times)).createOrReplaceTempView("scan_params")
+
+
+def register_scan_tables(spark: SparkSession, scans: Sequence[ScanInfo], one_partition: bool) -> None:
+    """``src_scan_<table>``: every scan's Parquet of that table read as one (one partition with
+    ``one_partition``), or an empty literal relation when no scan was passed."""
     for t in SCAN_TABLES:
         paths = [str(s.tables[t.name]) for s in scans]
         if paths:
@@ -201,11 +209,25 @@ def register_scans(
         else:
             cols = [(c.name, _SPARK_TYPES[c.type]) for c in t.columns]
             spark.sql(literal_sql(cols, [])).createOrReplaceTempView(f"src_scan_{t.name}")
-    # `complete`: every log read and no configured directory left out (ScanInfo.covers_bookie)
+
+
+def scan_rows(scans: Sequence[ScanInfo]) -> int:
+    """The rows of every scan's tables, from their Parquet footers (no data read)."""
+    return sum(pq.read_metadata(path).num_rows for s in scans for path in s.tables.values())
+
+
+def scan_bookies_sql(scans: Sequence[ScanInfo]) -> str:
+    """``src_scan_bookies`` as a literal SELECT: a row per scan, ``complete`` being every log read and no
+    configured directory left out (ScanInfo.covers_bookie)."""
     rows = [
         (s.bookie_id, str(s.path), s.covers_bookie, s.index_status, s.started_at_ms, s.finished_at_ms) for s in scans
     ]
-    spark.sql(literal_sql(SCAN_BOOKIES_COLUMNS, rows)).createOrReplaceTempView("src_scan_bookies")
+    return literal_sql(SCAN_BOOKIES_COLUMNS, rows)
+
+
+def scan_params_sql(params: AuditParams, snapshot_times: tuple[int, int]) -> str:
+    """The one-row ``scan_params`` as a literal SELECT (:data:`SCAN_PARAMS_COLUMNS`): the scrape's started/finished
+    ms and the bookkeeper.conf settings the storage detections use. One home for Spark and the DuckDB bench."""
     gc = params.bookie.gc
     values = (
         snapshot_times[0],
@@ -219,7 +241,7 @@ def register_scans(
         float(gc.disk_usage_threshold),
         params.bookie.flush_interval_ms,
     )
-    spark.sql(literal_sql(SCAN_PARAMS_COLUMNS, [values])).createOrReplaceTempView("scan_params")
+    return literal_sql(SCAN_PARAMS_COLUMNS, [values])
 
 
 def _view(spark: SparkSession, f: SqlFile) -> None:
@@ -294,6 +316,52 @@ def read_parquet(reader: DataFrameReader, directory: Path, one_partition: bool) 
     return frame.coalesce(1) if one_partition else frame
 
 
+def register_snapshot_tables(spark: SparkSession, snapshot_dir: Path, one_partition: bool) -> None:
+    """``src_<table>`` for every snapshot table (one partition each with ``one_partition``: :func:`read_parquet`)."""
+    for t in schema.TABLES:
+        d = table_dir(snapshot_dir, t.name)
+        if t.name in ADDED_TABLES and not d.exists():  # a snapshot scraped before the table existed: no rows
+            spark.createDataFrame([], spark_ddl(t)).createOrReplaceTempView(f"src_{t.name}")
+            continue
+        # the schema is known (snapshot/schema.py): no schema-inference job per table
+        reader = spark.read.schema(spark_ddl(t))
+        read_parquet(reader, d, one_partition).createOrReplaceTempView(f"src_{t.name}")
+
+
+# The storage stage (the storage detections and the capacity view: runner.run_audit) reads every input as one
+# partition, as a small snapshot's audit does (read_parquet, ONE_PARTITION_CONF), when the scans hold at most this
+# many rows in all: most of its cost was per-stage (60,000 topics, 881,136 (ledger, log) pairs and as many index
+# rows: 110 stages for about 60 s of task CPU, partitioned). Above it (600,000 topics: about 17 M scan rows) it
+# stays partitioned like the rest of the audit.
+STORAGE_ONE_PARTITION_MAX_ROWS = 2_500_000
+
+
+def storage_one_partition(scans: Sequence[ScanInfo], snapshot_one_partition: bool) -> bool:
+    """Whether the storage stage reads its inputs as one partition (:data:`STORAGE_ONE_PARTITION_MAX_ROWS`)."""
+    return bool(scans) and (snapshot_one_partition or scan_rows(scans) <= STORAGE_ONE_PARTITION_MAX_ROWS)
+
+
+def repartition_inputs(
+    spark: SparkSession,
+    snapshot_dir: Path,
+    scans: Sequence[ScanInfo],
+    materialised: Sequence[Materialised],
+    sql_root: Path | None,
+    one_partition: bool,
+) -> None:
+    """Register every input again, one partition each or not (the session's settings with them:
+    :func:`partition_conf`): the snapshot and scan tables, the staging views over them (a view keeps the plan it
+    was analysed with) and the intermediate views written by :func:`materialise`. What they hold is unchanged."""
+    partition_conf(spark, one_partition)
+    register_snapshot_tables(spark, snapshot_dir, one_partition)
+    register_scan_tables(spark, scans, one_partition)
+    for f in staging_files(sql_root):
+        _view(spark, f)
+    for m in materialised:
+        schema_of = spark.table(m.name).schema
+        read_parquet(spark.read.schema(schema_of), m.path, one_partition).createOrReplaceTempView(m.name)
+
+
 def extract(
     spark: SparkSession,
     snapshot_dir: Path,
@@ -317,14 +385,7 @@ def extract(
     set_unless_explicit(spark, {"spark.sql.jsonGenerator.ignoreNullFields": "false"})  # details keep null keys
     plan_conf(spark)
     partition_conf(spark, one_partition)
-    for t in schema.TABLES:
-        d = table_dir(snapshot_dir, t.name)
-        if t.name in ADDED_TABLES and not d.exists():  # a snapshot scraped before the table existed: no rows
-            spark.createDataFrame([], spark_ddl(t)).createOrReplaceTempView(f"src_{t.name}")
-            continue
-        # the schema is known (snapshot/schema.py): no schema-inference job per table
-        reader = spark.read.schema(spark_ddl(t))
-        read_parquet(reader, d, one_partition).createOrReplaceTempView(f"src_{t.name}")
+    register_snapshot_tables(spark, snapshot_dir, one_partition)
     register_scans(spark, bookie_scans, params, snapshot_times, one_partition)
     for f in staging_files(sql_root):
         _view(spark, f)
@@ -461,13 +522,20 @@ def detection_frame(spark: SparkSession, f: SqlFile, small_views: Collection[str
 
 
 def transform(
-    spark: SparkSession, sql_root: Path | None = None, small_views: Collection[str] = ()
+    spark: SparkSession,
+    sql_root: Path | None = None,
+    small_views: Collection[str] = (),
+    only: Callable[[str], bool] | None = None,
 ) -> tuple[DataFrame, list[str]]:
-    """Every detection, unioned. Returns the findings frame and the detections run (in file order).
-    ``small_views``: the intermediate views measured small (:func:`broadcastable`)."""
+    """Every detection (``only``: those whose name it accepts), unioned. Returns the findings frame and the
+    detections run (in file order). ``small_views``: the intermediate views measured small (:func:`broadcastable`)."""
     files = detect_files(sql_root)
     if not files:
         raise AuditError("no detection SQL files found")
+    files = [f for f in files if only is None or only(f.name)]
+    if not files:  # none selected: an empty frame of the findings' columns
+        empty = literal_sql([(n, t.upper()) for n, t in FINDING_COLUMNS], [])
+        return spark.sql(empty), []
     views = []
     for f in files:
         view = "detect_" + f.name.replace("-", "_")
@@ -517,6 +585,16 @@ def storage(
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
         out[f.name] = [r.asDict(recursive=True) for r in rows]
     return out
+
+
+def write_findings(findings: DataFrame, target: Path) -> DataFrame:
+    """Write some detections' findings to ``target`` (under the audit's work directory) and return a frame reading
+    them back: :func:`load` unions them with the others' into ``OUT/findings/``."""
+    try:
+        findings.select(*FINDING_COLUMN_NAMES).write.mode("overwrite").parquet(str(target))
+    except PySparkException as e:
+        raise AuditError(f"audit job failed: {first_line(e)}") from e
+    return findings.sparkSession.read.schema(findings.select(*FINDING_COLUMN_NAMES).schema).parquet(str(target))
 
 
 def sort_columns() -> list[str]:

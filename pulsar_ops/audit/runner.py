@@ -29,7 +29,7 @@ from pulsar_ops.audit.sizing import SQL_SIZING_KEYS, local_defaults, small_snaps
 from pulsar_ops.audit.sizing import snapshot_bytes as sizing_snapshot_bytes
 from pulsar_ops.audit.storage_view import DEFAULT_TOP_N, storage_summary
 from pulsar_ops.errors import AuditError, PulsarOpsError, SnapshotError, debug_enabled
-from pulsar_ops.findings import DETECTIONS, SEVERITIES, Finding, exit_code
+from pulsar_ops.findings import DETECTIONS, SEVERITIES, STORAGE_DETECTIONS, Finding, exit_code
 from pulsar_ops.snapshot.reader import verify_parts
 
 RECORDED_JVM_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
@@ -148,11 +148,19 @@ def conf_value(session: SparkSession, key: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _storage(detection: str) -> bool:
+    return detection in STORAGE_DETECTIONS
+
+
+def _not_storage(detection: str) -> bool:
+    return detection not in STORAGE_DETECTIONS
+
+
 def step_walls(timings: Mapping[str, float], materialised: list[etl.Materialised]) -> dict[str, float]:
     """Each labelled step's wall time, under the step names of its jobs' descriptions (audit/stage_metrics.py)."""
     walls = {"register": timings["register"]}
     walls.update({f"materialise {m.name}": m.seconds for m in materialised})
-    walls.update({k: timings[k] for k in ("detections", "coverage", "storage") if k in timings})
+    walls.update({k: timings[k] for k in ("detections", "coverage", "storage", "findings") if k in timings})
     return walls
 
 
@@ -240,9 +248,14 @@ def run_audit(
         timings["intermediate"], mark = time.monotonic() - mark, time.monotonic()
         jvm_step("intermediate")
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}detections")  # one job writes them all
-        frame, detections = etl.transform(session, sql_root, etl.broadcastable(materialised))
-        written = etl.load(frame, out_dir)
-        rows = written.collect()
+        small_views = etl.broadcastable(materialised)
+        # with scans, the storage detections are the storage step's (below); without, they find nothing and stay
+        # in the one union
+        frame, detections = etl.transform(session, sql_root, small_views, only=_not_storage if scans else None)
+        if scans:
+            frame = etl.write_findings(frame, work_dir / "findings_detections") if detections else frame
+        else:
+            rows = etl.load(frame, out_dir).collect()
         timings["detections"], mark = time.monotonic() - mark, time.monotonic()
         jvm_step("detections")
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}coverage")
@@ -252,11 +265,25 @@ def run_audit(
         timings["coverage"], mark = time.monotonic() - mark, time.monotonic()
         jvm_step("coverage")
         stored: dict[str, list[dict[str, Any]]] | None = None
-        if scans:  # the capacity view reads only the scans' tables and what they name
+        storage_one = False
+        if scans:  # the storage detections and the capacity view read the scans' tables and what they name
             session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}storage")
-            stored = etl.storage(session, work_dir, sql_root, storage_top_n, one_partition=small)
-            timings["storage"] = time.monotonic() - mark
+            storage_one = etl.storage_one_partition(scans, small)
+            if storage_one != small:  # small scans of a large snapshot: every input read again as one partition
+                etl.repartition_inputs(session, snapshot_dir, scans, materialised, sql_root, storage_one)
+            storage_frame, storage_detections = etl.transform(session, sql_root, small_views, only=_storage)
+            storage_frame = etl.write_findings(storage_frame, work_dir / "findings_storage")
+            stored = etl.storage(session, work_dir, sql_root, storage_top_n, one_partition=storage_one)
+            if storage_one != small:
+                etl.partition_conf(session, small)  # the snapshot's own settings again (a session that audits on)
+            timings["storage"], mark = time.monotonic() - mark, time.monotonic()
             jvm_step("storage")
+            session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}findings")
+            run = {*detections, *storage_detections}
+            detections = [f.name for f in sql_files.detect_files(sql_root) if f.name in run]  # in file order
+            rows = etl.load(frame.unionByName(storage_frame), out_dir).collect()
+            timings["findings"] = time.monotonic() - mark
+            jvm_step("findings")
         session.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
         jvm = jvm_metrics.delta(counters, jvm_metrics.read(session))
         jvm["wall_s"] = round(time.monotonic() - steps_started, 2)

@@ -283,8 +283,9 @@ def _one(spark: Any, snap: Snap, manifest: dict[str, Any], work: Path, repeat: i
             )
             total = time.monotonic() - t0
             timings = stored.audit.get("timings_s", {})
-            wall = float(timings.get("detections", 0.0)) + float(timings.get("storage", 0.0))
-            entry["storage"] = _stage(stored, ("detections", "storage"), wall)
+            steps = ("detections", "storage", "findings")  # findings: the write of every finding, with scans
+            wall = sum(float(timings.get(k, 0.0)) for k in steps)
+            entry["storage"] = _stage(stored, steps, wall)
             entry["storage"]["audit_s"] = round(total, 2)  # with its own copy of the intermediates
             entry["storage"]["steps"] = stored.audit.get("stages")
             if first_storage is None:

@@ -1,21 +1,11 @@
 """Run the audit SQL on DuckDB (dev-only benchmark comparison). The SQL is written for Spark; this module
-rewrites the few Spark-only spellings (the table below) and registers the same views over the same Parquet.
+rewrites the few Spark-only spellings and registers the same views over the same Parquet.
 
-| Spark SQL                         | DuckDB                                  |
-|-----------------------------------|-----------------------------------------|
-| `named_struct(k, v, ...)`         | `json_object(k, v, ...)` (inside to_json) |
-| `array(a, b)`                     | `list_value(a, b)`                      |
-| `x -> expr` (lambda)              | `lambda x: expr`                        |
-| `explode(l)` / `sequence(a, b)`   | `unnest(l)` / `generate_series(a, b)`   |
-| `size(l)`                         | `len(l)`                                |
-| `slice(l, s, n)` / `split(s, d)`  | `list_slice(l, s, s + n - 1)` / `string_split(s, d)` |
-| `element_at(l, i)`                | `list_extract(l, i)`                    |
-| `collect_list` / `collect_set`    | `list(..)` without NULLs / `list_distinct(list(..))`, `[]` over no row |
-| `array_join(l, s)`                | `array_to_string(l, s)`                 |
-| `substring_index(s, d, n)`, n > 0 | the first n parts of `string_split(s, d)` joined by d |
-| `conv(h, 16, 10)` / `crc32(s)`    | Python UDFs                              |
-| `try_url_decode(s)`               | `url_decode(replace(s, '+', ' '))`      |
-| `regexp_replace(s, p, r)` (every match) | `regexp_replace(s, p, r, 'g')`     |
+Every translation has one home, :data:`TRANSLATIONS` (what each rewrites is its comment there) and the
+macros it calls, :data:`MACROS`. :func:`rewrite` applies the translations every file needs; the storage SQL (the
+three storage detections and storage/*.sql) builds real structs and arrays where the metadata SQL only builds
+JSON, so :func:`rewrite_storage` first applies the structural ones (``named_struct`` as ``struct_pack``, 0-based
+subscripts and lambda indexes) and the ``STORAGE`` translations, then :func:`rewrite`.
 """
 
 from __future__ import annotations
@@ -32,40 +22,69 @@ from pulsar_ops.audit.sql_files import detect_files, intermediate_files, staging
 from pulsar_ops.findings import STORAGE_DETECTIONS
 from pulsar_ops.snapshot import schema
 
-_SIMPLE = [
-    (re.compile(r"\bnamed_struct\("), "json_object("),
-    (re.compile(r"\barray\("), "list_value("),
-    (re.compile(r"\b(\w+) ->"), r"lambda \1:"),
-    (re.compile(r"\bexplode\("), "unnest("),
-    (re.compile(r"\bsequence\("), "generate_series("),
-    (re.compile(r"\bsize\("), "len("),
-    (re.compile(r"\bsplit\("), "string_split("),
-    (re.compile(r"\belement_at\("), "list_extract("),
-    (re.compile(r"\bcollect_list\("), "po_collect_list("),
-    (re.compile(r"\bcollect_set\("), "po_collect_set("),
-    (re.compile(r"\barray_join\("), "array_to_string("),
-    (re.compile(r"\bslice\("), "po_slice("),
-    (re.compile(r"\btry_url_decode\("), "po_url_decode("),
-    (re.compile(r"\bconv\("), "po_conv("),
-    (re.compile(r"\bcrc32\("), "po_crc32("),
-    (re.compile(r"\bsubstring_index\("), "po_substring_index("),
-]
+ALL = "all"  # applied to every file (rewrite)
+STORAGE = "storage"  # applied to the storage SQL only, before the others (rewrite_storage)
+
+# (scope, Spark spelling, DuckDB spelling), in the order applied
+TRANSLATIONS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    # from_json(j, 'MAP<STRING, ARRAY<STRING>>') -> CAST(json(j) AS MAP(VARCHAR, VARCHAR[]))
+    (
+        STORAGE,
+        re.compile(r"\bfrom_json\(([\w.]+), 'MAP<STRING, ARRAY<STRING>>'\)"),
+        r"CAST(json(\1) AS MAP(VARCHAR, VARCHAR[]))",
+    ),
+    # a column named `exists` is quoted; the higher-order exists(l, f) is list_bool_or(list_transform(l, f))
+    (STORAGE, re.compile(r"(?<![\w\"])exists(?!\s*\()"), '"exists"'),
+    (STORAGE, re.compile(r"\bexists\("), "po_exists("),
+    (STORAGE, re.compile(r"\btransform\("), "list_transform("),
+    (STORAGE, re.compile(r"\bpmod\("), "po_pmod("),  # ((a % b) + b) % b
+    (STORAGE, re.compile(r"\bstartswith\("), "starts_with("),
+    (STORAGE, re.compile(r"\bDIV\b"), "//"),
+    (STORAGE, re.compile(r"\breverse\(array_sort\("), "list_reverse(array_sort("),
+    (STORAGE, re.compile(r"\barray_distinct\("), "list_distinct("),
+    # named_struct(k, v, ...) inside to_json -> json_object(k, v, ...) (the storage SQL's: struct_pack, first)
+    (ALL, re.compile(r"\bnamed_struct\("), "json_object("),
+    (ALL, re.compile(r"\barray\("), "list_value("),
+    (ALL, re.compile(r"\b(\w+) ->"), r"lambda \1:"),
+    (ALL, re.compile(r"\bexplode\("), "unnest("),
+    (ALL, re.compile(r"\bsequence\("), "generate_series("),
+    (ALL, re.compile(r"\bsize\("), "len("),
+    (ALL, re.compile(r"\bsplit\("), "string_split("),
+    (ALL, re.compile(r"\belement_at\("), "list_extract("),
+    # Spark's collect_list/collect_set skip NULLs and give [] over no row (DuckDB's list(): NULLs kept, NULL)
+    (ALL, re.compile(r"\bcollect_list\("), "po_collect_list("),
+    (ALL, re.compile(r"\bcollect_set\("), "po_collect_set("),
+    (ALL, re.compile(r"\barray_join\("), "array_to_string("),
+    (ALL, re.compile(r"\bslice\("), "po_slice("),  # slice(l, s, n): list_slice(l, s, s + n - 1)
+    (ALL, re.compile(r"\btry_url_decode\("), "po_url_decode("),
+    (ALL, re.compile(r"\bconv\("), "po_conv("),  # conv(h, 16, 10) and crc32(s): Python functions
+    (ALL, re.compile(r"\bcrc32\("), "po_crc32("),
+    (ALL, re.compile(r"\bsubstring_index\("), "po_substring_index("),
+    # and regexp_replace(s, p, r) replaces every match: regexp_replace(s, p, r, 'g') (_replace_all)
+)
 
 MACROS = (
-    # Spark's collect_list/collect_set skip NULLs and give [] over no row (DuckDB's list(): NULLs kept, NULL)
     "CREATE OR REPLACE MACRO po_collect_list(x) AS coalesce(list_filter(list(x), lambda y: y IS NOT NULL), [])",
     "CREATE OR REPLACE MACRO po_collect_set(x) AS coalesce(list_distinct(list(x)), [])",
     "CREATE OR REPLACE MACRO po_slice(l, s, n) AS list_slice(l, s, s + n - 1)",
     "CREATE OR REPLACE MACRO po_url_decode(s) AS url_decode(replace(s, '+', ' '))",
     # Spark's substring_index for a positive count: everything before the n-th delimiter (all of s with fewer)
     "CREATE OR REPLACE MACRO po_substring_index(s, d, n) AS array_to_string(list_slice(string_split(s, d), 1, n), d)",
+    "CREATE OR REPLACE MACRO po_exists(l, f) AS list_bool_or(list_transform(l, f))",
+    "CREATE OR REPLACE MACRO po_pmod(a, b) AS ((a % b) + b) % b",
 )
 
 
+def _translate(sql: str, scope: str) -> str:
+    for where, pattern, repl in TRANSLATIONS:
+        if where == scope:
+            sql = pattern.sub(repl, sql)
+    return sql
+
+
 def rewrite(sql: str) -> str:
-    for pattern, repl in _SIMPLE:
-        sql = pattern.sub(repl, sql)
-    return _replace_all(sql)
+    """A file for DuckDB: the translations of every file (:data:`TRANSLATIONS` ``ALL``)."""
+    return _replace_all(_translate(sql, ALL))
 
 
 def _replace_all(sql: str) -> str:
@@ -80,38 +99,9 @@ def _replace_all(sql: str) -> str:
     return sql
 
 
-# The storage SQL (the three storage detections and storage/*.sql) uses real structs and arrays, where the
-# metadata SQL only builds JSON: these spellings are rewritten first, then :func:`rewrite`.
-#
-# | Spark SQL                                  | DuckDB                                               |
-# |--------------------------------------------|------------------------------------------------------|
-# | `named_struct('k', v, ...)`                | `struct_pack("k" := v, ...)`                         |
-# | `a[i]` (0-based)                           | `a[(i) + 1]`                                         |
-# | `transform(l, (x, k) -> e)` (k 0-based)    | `list_transform(l, lambda x, k: e)`, k -> `(k - 1)`  |
-# | `exists(l, f)` / column `exists`           | `list_bool_or(list_transform(l, f))` / `"exists"`    |
-# | `from_json(j, 'MAP<STRING, ARRAY<STRING>>')` | `CAST(json(j) AS MAP(VARCHAR, VARCHAR[]))`         |
-# | `pmod(a, b)`, `a DIV b`, `startswith`      | `((a % b) + b) % b`, `a // b`, `starts_with`         |
-# | `reverse(array)`, `array_distinct`         | `list_reverse`, `list_distinct`                      |
-_STORAGE_SIMPLE = [
-    (
-        re.compile(r"\bfrom_json\(([\w.]+), 'MAP<STRING, ARRAY<STRING>>'\)"),
-        r"CAST(json(\1) AS MAP(VARCHAR, VARCHAR[]))",
-    ),
-    (re.compile(r"(?<![\w\"])exists(?!\s*\()"), '"exists"'),
-    (re.compile(r"\bexists\("), "po_exists("),
-    (re.compile(r"\btransform\("), "list_transform("),
-    (re.compile(r"\bpmod\("), "po_pmod("),
-    (re.compile(r"\bstartswith\("), "starts_with("),
-    (re.compile(r"\bDIV\b"), "//"),
-    (re.compile(r"\breverse\(array_sort\("), "list_reverse(array_sort("),
-    (re.compile(r"\barray_distinct\("), "list_distinct("),
-]
-
-STORAGE_MACROS = (
-    "CREATE OR REPLACE MACRO po_exists(l, f) AS list_bool_or(list_transform(l, f))",
-    "CREATE OR REPLACE MACRO po_pmod(a, b) AS ((a % b) + b) % b",
-)
-
+# the storage SQL's structural rewrites (rewrite_storage): `a[i]` (0-based) -> `a[(i) + 1]`; a lambda's index
+# `(x, k) ->` (0-based) -> `lambda x, k__1:` with k read as `(k__1 - 1)`; `named_struct('k', v)` ->
+# `struct_pack("k" := v)`
 _SUBSCRIPT = re.compile(r"(\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\[([^\[\]]+)\]")
 _INDEX_LAMBDA = re.compile(r"\((\w+), (\w+)\) ->")
 
@@ -149,15 +139,14 @@ def _struct_pack(sql: str) -> str:
 
 
 def rewrite_storage(sql: str) -> str:
-    """A storage SQL file for DuckDB (the table above), then the metadata rewrites."""
+    """A storage SQL file for DuckDB: the structural rewrites and :data:`TRANSLATIONS` ``STORAGE``, then
+    :func:`rewrite`."""
     sql = _struct_pack(sql)
     for name_x, name_k in _INDEX_LAMBDA.findall(sql):  # Spark's index is 0-based, DuckDB's 1-based
         sql = sql.replace(f"({name_x}, {name_k}) ->", f"lambda {name_x}, {name_k}__1:")
         sql = re.sub(rf"(?<![\w.\"']){name_k}\b(?!__1)", f"({name_k}__1 - 1)", sql)
     sql = _SUBSCRIPT.sub(r"\1[(\2) + 1]", sql)
-    for pattern, repl in _STORAGE_SIMPLE:
-        sql = pattern.sub(repl, sql)
-    return rewrite(sql)
+    return rewrite(_translate(sql, STORAGE))
 
 
 def _conv(text: str | None, from_base: int, to_base: int) -> str | None:
@@ -234,32 +223,17 @@ def register_scans(con: Any, scan_dirs: list[Path], params: AuditParams, manifes
     """The bookie scans' views as the Spark audit registers them (audit/etl.py ``register_scans``): every scan's
     table read as one, ``src_scan_bookies`` and ``scan_params`` from the same literal SQL, then ``stg_scan_*``."""
     from pulsar_ops.audit.bookie_scans import SCAN_TABLES, check_scraped_dirs, read_scans
-    from pulsar_ops.audit.etl import SCAN_BOOKIES_COLUMNS, SCAN_PARAMS_COLUMNS, literal_sql
+    from pulsar_ops.audit.etl import scan_bookies_sql, scan_params_sql
 
     scans = check_scraped_dirs(read_scans(scan_dirs), manifest.get("bookie_dirs"))
     for t in SCAN_TABLES:
         paths = ", ".join(f"'{s.tables[t.name]}'" for s in scans)
         con.execute(f"CREATE OR REPLACE VIEW src_scan_{t.name} AS SELECT * FROM read_parquet([{paths}])")
-    rows = [
-        (s.bookie_id, str(s.path), s.covers_bookie, s.index_status, s.started_at_ms, s.finished_at_ms) for s in scans
-    ]
-    con.execute(f"CREATE OR REPLACE TABLE src_scan_bookies AS {literal_sql(SCAN_BOOKIES_COLUMNS, rows)}")
+    con.execute(f"CREATE OR REPLACE TABLE src_scan_bookies AS {scan_bookies_sql(scans)}")
     finished = int(manifest["finished_at_ms"])
     started = manifest.get("started_at_ms")
-    gc = params.bookie.gc
-    values = (
-        started if isinstance(started, int) else finished,
-        finished,
-        gc.gc_wait_time_ms,
-        float(gc.minor_compaction_threshold),
-        gc.minor_compaction_interval_s * 1000,
-        float(gc.major_compaction_threshold),
-        gc.major_compaction_interval_s * 1000,
-        float(gc.disk_usage_warn_threshold),
-        float(gc.disk_usage_threshold),
-        params.bookie.flush_interval_ms,
-    )
-    con.execute(f"CREATE OR REPLACE TABLE scan_params AS {literal_sql(SCAN_PARAMS_COLUMNS, [values])}")
+    times = (started if isinstance(started, int) else finished, finished)
+    con.execute(f"CREATE OR REPLACE TABLE scan_params AS {scan_params_sql(params, times)}")
     for f in staging_files():
         if f.name.startswith("stg_scan_"):
             con.execute(f"CREATE OR REPLACE VIEW {f.name} AS {rewrite_storage(f.text)}")
@@ -269,8 +243,6 @@ def run_storage(con: Any, top_n: int = 10) -> tuple[dict[str, int], dict[str, in
     """The storage stage (after :func:`register_scans`): the storage detections, then the capacity view's SQL as
     the Spark audit runs it (the prefixed view written once as a table, the others collected). Returns rows per
     detection and per capacity-view file."""
-    for m in STORAGE_MACROS:
-        con.execute(m)
     found: dict[str, int] = {}
     for f in detect_files():
         if f.name in STORAGE_DETECTIONS:

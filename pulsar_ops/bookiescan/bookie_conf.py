@@ -394,6 +394,7 @@ def config_doc(
         "index_dirs": [str(p) for p in dirs.index_dirs],
         "index_dirs_default": dirs.index_default,
         "bookie_id_from": bookie_id.derived_from if bookie_id is not None else "--bookie-id",
+        "gc": gc_keys(conf),
         "not_scanned": {
             "ledger_dirs": not_scanned(dirs.ledger_dirs, ledger_dirs),
             "index_dirs": not_scanned(dirs.index_dirs, index_dirs),
@@ -487,6 +488,20 @@ def scraped_dirs(conf: BookieConf) -> dict[str, list[str] | None]:
     with their default; index dirs None when not set, i.e. the ledger dirs)."""
     index = conf.index_dir_names()
     return {"ledger_dirs": list(conf.ledger_dir_names()), "index_dirs": list(index) if index is not None else None}
+
+
+def gc_keys(conf: BookieConf) -> dict[str, str]:
+    """The GC keys the configuration sets (``model.gc_config.GC_KEYS``; each its ``getString`` value, blank ones
+    left out as unset), recorded so the plan's bookie-gc rule decides on this bookie's own settings. Values are
+    kept as written: the planner validates them (``gc_config``) as ``GarbageCollectorThread`` would."""
+    from pulsar_ops.model.gc_config import GC_KEYS
+
+    out: dict[str, str] = {}
+    for key in GC_KEYS:
+        v = conf.get(key)
+        if v is not None and v.strip():
+            out[key] = v.strip()
+    return out
 
 
 def names_cover(scanned: Sequence[str], configured: Sequence[str]) -> list[str]:

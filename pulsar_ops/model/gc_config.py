@@ -121,6 +121,7 @@ _FIELD_OF: dict[str, str] = {
     "gcMetadataOpRateLimit": "gc_metadata_op_rate_limit",
 }
 _CAMEL_OF = {v: k for k, v in _FIELD_OF.items()}
+GC_KEYS: tuple[str, ...] = tuple(_FIELD_OF)  # the BookKeeper keys a bookie's configuration may set for its GC
 _TYPES = {f.name: f.type for f in fields(GcConfig)}
 
 # Pulsar's conf/bookkeeper.conf (reference/bookie-storage.md §7): only the keys that differ from BookKeeper.

@@ -64,6 +64,10 @@ class BookieScan:
     pair_ledger: I64
     pair_bytes: I64
     notes: list[str] = field(default_factory=list)
+    # ``scan-bookie --bookie-config``: the GC keys the file sets (manifest ``bookie_config.gc``) and the file;
+    # None: the scan was not given the bookie's configuration (or predates recording its GC keys)
+    config_gc: dict[str, str] | None = None
+    config_source: str | None = None
 
     @property
     def n_logs(self) -> int:
@@ -188,6 +192,7 @@ def read_scan(path: Path) -> BookieScan:
     pair_bytes = _ints(pairs["bytes"])[found]
     summed = np.bincount(pair_log, weights=pair_bytes, minlength=ids.size).astype(np.int64)
     data = np.maximum(data, summed)
+    config_gc, config_source = _config_gc(doc.get("bookie_config"), path)
     return BookieScan(
         path=str(path),
         bookie_id=str(doc["bookie_id"]),
@@ -202,7 +207,21 @@ def read_scan(path: Path) -> BookieScan:
         pair_ledger=pair_ledger,
         pair_bytes=pair_bytes,
         notes=notes,
+        config_gc=config_gc,
+        config_source=config_source,
     )
+
+
+def _config_gc(doc: Any, path: Path) -> tuple[dict[str, str] | None, str | None]:
+    """The manifest's ``bookie_config.gc`` (GC keys -> string values) and ``bookie_config.source``; (None, None)
+    without a configuration or from a scan-bookie that did not record its GC keys."""
+    if not isinstance(doc, dict) or "gc" not in doc:
+        return None, None
+    gc = doc.get("gc")
+    if not isinstance(gc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in gc.items()):
+        raise _bad(path, "manifest.json bookie_config.gc must be an object of strings")
+    source = doc.get("source")
+    return dict(gc), source if isinstance(source, str) else None
 
 
 def read_scans(paths: Sequence[Path]) -> dict[str, BookieScan]:

@@ -158,6 +158,7 @@ def bookie_gc_draft(
     *,
     endpoints: Mapping[str, Mapping[str, Any]],
     ledgers_root: str,
+    scraped_gc: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> PlanDraft:
     """``plan --bookie-scan``: the ``bookie-gc`` actions (repair/kinds/bookie_gc.py) first, then the draft's; the
     storage findings they answer leave ``not_planned``, the ones they cannot answer get the kind's reason."""
@@ -167,7 +168,7 @@ def bookie_gc_draft(
         cfg = gc_config(gc_doc if isinstance(gc_doc, Mapping) else None)
     except ModelError as e:
         raise PlanError(f"the audit's bookie GC settings: {e.message}", hint="re-run the audit") from None
-    built = bookie_gc.build(findings, scans, cfg, endpoints=endpoints)
+    built = bookie_gc.build(findings, scans, cfg, endpoints=endpoints, scraped=scraped_gc)
     actions: list[Action] = []
     answered: set[str] = set()
     for item in built.actions:
@@ -245,6 +246,7 @@ def build_plan(
             audit.audit,
             endpoints=snap.manifest.bookie_endpoints,
             ledgers_root=snap.manifest.ledgers_root,
+            scraped_gc=snap.manifest.bookie_gc,
         )
     summary = summarize(draft.actions, draft.not_planned)
     plan = Plan(

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pulsar_ops.bookiescan.bookie_conf import from_server_config, scraped_dirs
+from pulsar_ops.bookiescan.bookie_conf import from_server_config, gc_keys, scraped_dirs
 from pulsar_ops.errors import ConfigError, DecodeError, HttpError
 from pulsar_ops.formats.bookie_service_info import (
     HTTP_ENDPOINT_ID,
@@ -55,6 +55,9 @@ class BookieRow:
     # its ledgerDirectories / indexDirectories from GET /api/v1/config/server_config (bookie_conf.scraped_dirs);
     # None when that call failed or was not made: the audit then cannot check a scan's directories against it
     dirs: dict[str, list[str] | None] | None = None
+    # the GC keys set in that server_config (bookie_conf.gc_keys: BookKeeper names, string values); None when the
+    # call failed: the plan's bookie-gc rule then uses the audit's settings and says so
+    gc: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -160,19 +163,25 @@ def parse_info(doc: Any, bookie_id: str) -> tuple[int, int]:
 CONFIG_PATH = "/api/v1/config/server_config"
 
 
-def _server_dirs(client: httpx.Client, url: str) -> dict[str, list[str] | None] | None:
-    """The bookie's configured directories (``ConfigurationService``); None when it does not answer with a JSON
-    object: optional knowledge, never an error of the scrape (the audit then does not check the scans' dirs)."""
+ServerConfig = tuple[dict[str, list[str] | None] | None, dict[str, str] | None]
+
+
+def _server_config(client: httpx.Client, url: str) -> ServerConfig:
+    """The bookie's configured directories and GC keys (``ConfigurationService``); (None, None) when it does not
+    answer with a JSON object: optional knowledge, never an error of the scrape (the audit then does not check the
+    scans' dirs, and the plan's bookie-gc rule uses the audit's settings)."""
     try:
         doc = get_json(client, CONFIG_PATH)
     except HttpError:
-        return None
+        return None, None
     if not isinstance(doc, dict):
-        return None
+        return None, None
+    conf = from_server_config(doc, url + CONFIG_PATH)
     try:
-        return scraped_dirs(from_server_config(doc, url + CONFIG_PATH))
+        dirs = scraped_dirs(conf)
     except ConfigError:
-        return None
+        dirs = None
+    return dirs, gc_keys(conf)
 
 
 def scrape_bookies(
@@ -218,12 +227,13 @@ def scrape_bookies(
         free: int | None = None
         total: int | None = None
         dirs: dict[str, list[str] | None] | None = None
+        gc: dict[str, str] | None = None
         if res.url is not None:
             try:
                 with client_for(res.url) as bc:
                     free, total = parse_info(get_json(bc, "/api/v1/bookie/info"), bookie_id)
-                    dirs = _server_dirs(bc, res.url)
+                    dirs, gc = _server_config(bc, res.url)
             except HttpError as e:
                 problems.append(BookieProblem("bookie/info", e.code, e.message))
-        rows.append(BookieRow(bookie_id, readonly, free, total, res.url, res.source, dirs))
+        rows.append(BookieRow(bookie_id, readonly, free, total, res.url, res.source, dirs, gc))
     return BookieScrape(tuple(rows), complete=not problems, errors=tuple(problems))

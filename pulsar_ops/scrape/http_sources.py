@@ -75,6 +75,7 @@ def http_sources(
         bookies: list[dict[str, Any]] = []
         endpoints: dict[str, dict[str, str | None]] = {}
         bookie_dirs: dict[str, dict[str, list[str] | None]] = {}
+        bookie_gc: dict[str, dict[str, str]] = {}
         incomplete: list[Incomplete] = []
         complete: list[tuple[str, str, int]] = []
         admin_ok = bookie_ok = False
@@ -126,6 +127,7 @@ def http_sources(
                 ]
                 endpoints = {b.bookie_id: {"url": b.http_url, "source": b.endpoint_source} for b in bres.bookies}
                 bookie_dirs = {b.bookie_id: b.dirs for b in bres.bookies if b.dirs is not None}
+                bookie_gc = {b.bookie_id: b.gc for b in bres.bookies if b.gc is not None}
                 bookie_ok = bres.complete
                 incomplete += [("bookie", e.scope, e.code, e.message) for e in bres.errors]
             except HttpError as e:
@@ -139,6 +141,7 @@ def http_sources(
             bookie_endpoints=endpoints,
             complete=complete,
             bookie_dirs=bookie_dirs,
+            bookie_gc=bookie_gc,
         )
 
     return collect

@@ -46,6 +46,8 @@ class ExtraTables:
     complete: Sequence[tuple[str, str, int]] = ()
     # {bookie_id: {"ledger_dirs": [...], "index_dirs": [...] or None}} from each bookie's server_config
     bookie_dirs: Mapping[str, Mapping[str, list[str] | None]] = field(default_factory=dict)
+    # {bookie_id: {GC key: value}} the GC keys set in each bookie's server_config (bookie_conf.gc_keys)
+    bookie_gc: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -342,6 +344,7 @@ def finish_snapshot(
         bookie_scraped=extra.bookie_scraped,
         bookie_endpoints={k: dict(v) for k, v in sorted(extra.bookie_endpoints.items())},
         bookie_dirs={k: dict(v) for k, v in sorted(extra.bookie_dirs.items())},
+        bookie_gc={k: dict(v) for k, v in sorted(extra.bookie_gc.items())},
         multiread=multiread,
         server_versions=server_versions,
         zookeeper_servers=zookeeper_servers,

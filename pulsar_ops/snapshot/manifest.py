@@ -83,6 +83,10 @@ class Manifest:
     # bookie that did not answer has no entry): {bookie_id: {"ledger_dirs": [names], "index_dirs": [names] or
     # null (not set: the ledger dirs)}}. The audit checks each bookie scan's directories against them.
     bookie_dirs: dict[str, dict[str, list[str] | None]] = field(default_factory=dict)
+    # The GC keys each bookie's server_config sets (BookKeeper names, string values as the bookie answers them;
+    # a key not set has BookKeeper's code default): {bookie_id: {"gcWaitTime": "900000", ...}}. The plan's
+    # bookie-gc rule and prediction use them for that bookie (repair/kinds/bookie_gc.py); no entry: not scraped.
+    bookie_gc: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def all_scopes_complete(self) -> bool:

@@ -115,3 +115,19 @@ def test_oldest_logs_name_what_pins_them(result: AuditResult) -> None:
 def test_no_storage_without_scans(spark: Any, tmp_path: Path) -> None:
     snap = snapshot().write(tmp_path / "snap")
     assert run_audit(snap, tmp_path / "out", AuditParams(), spark=spark).audit["storage"] is None
+
+
+def test_the_storage_stage_read_as_one_partition_changes_nothing(result: AuditResult, spark: Any) -> None:
+    """Small scans of a snapshot read partitioned: the storage stage reads every input again as one partition
+    (etl.repartition_inputs) and undoes its settings after; the findings row for row, the detections run and the
+    capacity view are those of the audit read as one partition throughout (the fixture's). Fewer stages is a
+    bench figure (`bench audit --scans`), not asserted here."""
+    root = result.out_dir.parent
+    dirs = [Path(s["path"]) for s in result.audit["bookie_scans"]]
+    mixed = run_audit(root / "snap", root / "mixed", AuditParams(), spark=spark, bookie_scans=dirs, storage_top_n=2,
+                      one_partition=False)  # fmt: skip
+    assert mixed.audit["spark_conf"]["spark.sql.adaptive.enabled"] != "false"  # the snapshot's settings again
+    assert [f.to_json() for f in mixed.findings] == [f.to_json() for f in result.findings]
+    assert mixed.audit["storage"] == result.audit["storage"]
+    assert mixed.audit["detections"] == result.audit["detections"]
+    assert {"detections", "storage", "findings"} <= set(mixed.audit["stages"]["by_step"])

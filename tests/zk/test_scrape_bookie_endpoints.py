@@ -109,7 +109,8 @@ def test_published_endpoint_and_fallback_say_which_was_used(
     legacy, custom = bookie_servers
     _register(zk, custom.port, partial=False)
     legacy.rw = {"127.0.0.1:3181": None, "bookie-0": None}
-    custom.config = {"ledgerDirectories": "[/pulsar/data/l0, /pulsar/data/l1]", "bookieId": "bookie-0"}
+    custom.config = {"ledgerDirectories": "[/pulsar/data/l0, /pulsar/data/l1]", "bookieId": "bookie-0",
+                     "gcWaitTime": "1800000"}  # fmt: skip
     out = tmp_path / "snap"
     r = CliRunner().invoke(
         app,
@@ -120,6 +121,8 @@ def test_published_endpoint_and_fallback_say_which_was_used(
     assert m.bookie_scraped and m.complete  # the legacy bookie does not answer server_config: still complete
     # the configured directories as scraped, for the audit's check of the bookie scans
     assert m.bookie_dirs == {"bookie-0": {"ledger_dirs": ["/pulsar/data/l0", "/pulsar/data/l1"], "index_dirs": None}}
+    # and its GC keys, for the plan's bookie-gc rule on that bookie (the legacy one answered none: not recorded)
+    assert m.bookie_gc == {"bookie-0": {"gcWaitTime": "1800000"}}
     assert m.bookie_endpoints == {
         "127.0.0.1:3181": {"url": f"http://127.0.0.1:{legacy.port}", "source": "bookie-url-port"},
         "bookie-0": {"url": f"http://127.0.0.1:{custom.port}", "source": "published"},

@@ -79,6 +79,10 @@ TIMEOUT = "bookie-gc-timeout"
 HTTP_FAILED = "bookie-gc-http-failed"
 NOTHING = "nothing-to-reclaim"  # plan only: the prediction is 0 bytes
 
+# where the plan's GC settings of a bookie come from (:func:`settings_for`, ``settings_source`` of the call)
+SCRAPED_SETTINGS = "server_config (scraped)"
+AUDIT_SETTINGS = "audit (the bookie's configuration was not scraped)"
+
 
 # --- the call an action makes ---------------------------------------------------------------------------
 
@@ -100,6 +104,7 @@ class BookieGcCall:
     )
     predicted: Mapping[str, int] = field(default_factory=dict)  # deletion / minor / major / total bytes
     settings: Mapping[str, Any] = field(default_factory=dict)  # the GC settings the prediction used
+    settings_source: str = AUDIT_SETTINGS  # where they came from (:func:`settings_for`)
 
     @property
     def compaction(self) -> bool:
@@ -120,6 +125,7 @@ class BookieGcCall:
             "garbage_ledgers": list(self.garbage_ledgers),
             "predicted_freed_bytes": dict(self.predicted),
             "settings": dict(self.settings),
+            "settings_source": self.settings_source,
         }
 
     @classmethod
@@ -150,6 +156,7 @@ class BookieGcCall:
                 for k in predicted
             },
             settings=dict(strict.obj(d.get("settings") or {}, f"{where}.settings", E, hint=_HINT)),
+            settings_source=strict.text(d, "settings_source", where, E, nullable=True, hint=_HINT) or AUDIT_SETTINGS,
         )
 
 
@@ -254,6 +261,41 @@ def gc_rule(call: BookieGcCall, f: GcFacts) -> Refusal | None:
     return None
 
 
+# --- the settings a bookie's plan-time decision uses ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """One bookie's GC settings at plan time: ``cfg`` None when its configuration was read but does not validate
+    (``error``: why); ``source``: where they came from."""
+
+    cfg: GcConfig | None
+    source: str
+    error: str | None = None
+
+
+def settings_for(
+    bookie_id: str, scraped: Mapping[str, Mapping[str, Any]], scan: BookieScan, audit_cfg: GcConfig
+) -> PlanSettings:
+    """The settings the plan decides and predicts with for one bookie, its own first: the GC keys of its
+    ``server_config`` the scrape kept (snapshot manifest ``bookie_gc``), else those of the bookkeeper.conf
+    ``scan-bookie --bookie-config`` read (scan manifest ``bookie_config.gc``); keys it does not set take
+    BookKeeper's code defaults (``ServerConfiguration``), as the bookie does. Only when neither was read, the
+    audit's settings (``--bookie-config`` of the audit, else its defaults), and the action says so. Settings that
+    do not validate (``GarbageCollectorThread``'s constructor refuses them: the bookie would not start with them)
+    leave the bookie unplanned."""
+    keys: Mapping[str, Any] | None = scraped.get(bookie_id)
+    source = SCRAPED_SETTINGS
+    if keys is None and scan.config_gc is not None:
+        keys, source = scan.config_gc, f"bookkeeper.conf read by scan-bookie ({scan.config_source or scan.path})"
+    if keys is None:
+        return PlanSettings(audit_cfg, AUDIT_SETTINGS)
+    try:
+        return PlanSettings(settings_of(keys), source)
+    except ModelError as e:
+        return PlanSettings(None, source, e.message)
+
+
 # --- build from findings ---------------------------------------------------------------------------------
 
 
@@ -269,8 +311,11 @@ def build(
     cfg: GcConfig,
     *,
     endpoints: Mapping[str, Mapping[str, Any]] | None = None,
+    scraped: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Built:
-    """One call per scanned bookie with storage findings, the rule applied on the audit's settings."""
+    """One call per scanned bookie with storage findings, the rule applied and the run predicted on that bookie's
+    own GC settings (:func:`settings_for`: ``scraped``, the snapshot's ``bookie_gc``; else its scan's
+    configuration), on ``cfg`` (the audit's) only when neither was read."""
     by_bookie: dict[str, list[Finding]] = {}
     for f in findings:
         if f.detection in (UNRECLAIMED, STALE):
@@ -297,14 +342,20 @@ def build(
                     )
                 )
             continue
+        own = settings_for(bid, scraped or {}, scan, cfg)
+        if own.cfg is None:
+            for f in fs:
+                skipped.append((f, SETTINGS_UNKNOWN, f"its GC settings ({own.source}) do not validate: {own.error}"))
+            continue
+        bcfg = own.cfg
         unreclaimed = [f for f in fs if f.detection == UNRECLAIMED and f.ledger_id is not None]
         stale = [f for f in fs if f.detection == STALE]
         garbage = sorted({int(f.ledger_id) for f in unreclaimed if f.ledger_id is not None})
         ages = [int(f.evidence.get("age_ms") or 0) for f in fs]
         compaction = any(int(f.evidence.get("live_bytes") or 0) > 0 for f in stale)
-        kind = forced_compaction(cfg, compaction, compaction) if compaction else None
+        kind = forced_compaction(bcfg, compaction, compaction) if compaction else None
         fm = fmi = kind is not None
-        pred = predict(scan, garbage, cfg, fm, fmi)
+        pred = predict(scan, garbage, bcfg, fm, fmi)
         ep = (endpoints or {}).get(bid) or {}
         call = BookieGcCall(
             bookie_id=bid,
@@ -317,9 +368,10 @@ def build(
             data_age_ms=max(ages, default=0),
             garbage_ledgers=tuple(garbage),
             predicted=pred,
-            settings=cfg.to_json(),
+            settings=bcfg.to_json(),
+            settings_source=own.source,
         )
-        refusal = gc_rule(call, GcFacts(live=False, scanned=True, settings=cfg))
+        refusal = gc_rule(call, GcFacts(live=False, scanned=True, settings=bcfg))
         if refusal is None and pred["total"] <= 0:
             refusal = Refusal(
                 NOTHING,
@@ -328,9 +380,14 @@ def build(
             )
         if refusal is not None:
             for f in fs:
-                skipped.append((f, refusal.code, refusal.reason))
+                skipped.append((f, refusal.code, f"{refusal.reason} [GC settings: {own.source}]"))
             continue
-        notes = []
+        notes = [f"GC settings: {own.source}"]
+        if own.source == AUDIT_SETTINGS:
+            notes.append(
+                "the rule and prediction used the audit's GC settings, not this bookie's own: apply re-reads the "
+                "bookie's server_config and refuses when they make the run differ"
+            )
         if compaction and kind is None:
             notes.append("stale logs still hold live bytes but the settings allow no forced compaction: plain GC only")
         out.append({"finding": (stale or unreclaimed)[0], "findings": fs, "call": call, "notes": notes})

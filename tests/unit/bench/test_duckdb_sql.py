@@ -66,10 +66,8 @@ def test_the_storage_sql_finds_on_duckdb_what_the_spark_audit_finds(tmp_path: Pa
 
 
 def test_spark_spellings_of_the_storage_sql_keep_their_meaning() -> None:
-    from pulsar_ops.bench.duckdb_sql import STORAGE_MACROS
-
     con = duckdb.connect()
-    for m in (*MACROS, *STORAGE_MACROS):
+    for m in MACROS:
         con.execute(m)
 
     def one(sql: str) -> object:

@@ -15,6 +15,7 @@ from pulsar_ops.bookiescan.bookie_conf import (
     configured_dirs,
     derive_bookie_id,
     from_server_config,
+    gc_keys,
     load_bookie_conf,
     names_cover,
     not_scanned,
@@ -167,6 +168,14 @@ def test_server_config_values_are_java_to_string() -> None:
         "ledger_dirs": ["/tmp/bk-data"],
         "index_dirs": ["/i"],
     }
+
+
+def test_gc_keys_are_the_gc_settings_the_file_sets() -> None:
+    """scan-bookie --bookie-config records them in its manifest (bookie_config.gc) for the plan's bookie-gc rule:
+    only GC keys, as written (the planner validates them), blank values as unset."""
+    c = conf("gcWaitTime=1800000\nforceAllowCompaction = false\nmajorCompactionInterval=\nledgerDirectories=/a\n")
+    assert gc_keys(c) == {"gcWaitTime": "1800000", "forceAllowCompaction": "false"}
+    assert gc_keys(conf("")) == {}
 
 
 def test_names_cover_allows_a_mount_prefix_not_a_partial_name() -> None:

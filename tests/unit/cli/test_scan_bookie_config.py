@@ -25,6 +25,7 @@ def bookie(root: Path) -> tuple[Path, Path, Path]:
     conf.write_text(
         "# Pulsar's bookkeeper.conf, shortened\nbookiePort=3181\nadvertisedAddress=10.1.2.3\n"
         "ledgerDirectories=data/l0,\\\n    data/l1\n# indexDirectories=data/bookkeeper/ledgers\n"
+        "gcWaitTime=900000\nforceAllowCompaction=true\n"
     )
     return conf, d0, d1
 
@@ -47,6 +48,12 @@ def test_the_configuration_is_enough(tmp_path: Path) -> None:
     bc = m["bookie_config"]
     assert bc["source"] == str(conf) and bc["bookie_id_from"] == "advertisedAddress" and bc["index_dirs_default"]
     assert bc["not_scanned"] == {"ledger_dirs": [], "index_dirs": []}
+    # its GC keys, for the plan's bookie-gc rule on this bookie (model.scan_layout reads them back)
+    assert bc["gc"] == {"gcWaitTime": "900000", "forceAllowCompaction": "true"}
+    from pulsar_ops.model.scan_layout import read_scan
+
+    s = read_scan(out)
+    assert s.config_gc == bc["gc"] and s.config_source == str(conf)
 
 
 def test_a_configured_directory_left_out_is_recorded_and_exits_1(tmp_path: Path) -> None:

@@ -191,11 +191,12 @@ class ScriptedBookie:
     def __init__(self, force_states: list[str]) -> None:
         self.force_states = force_states
         self.puts = 0
+        self.config: dict[str, str] = {"gcWaitTime": "900000", "forceAllowCompaction": "true",
+                                       "majorCompactionThreshold": "0.5"}  # fmt: skip
 
     def get(self, path: str) -> G.HttpAnswer:
         if path == G.CONFIG_PATH:
-            return G.HttpAnswer(200, {"gcWaitTime": "900000", "forceAllowCompaction": "true",
-                                      "majorCompactionThreshold": "0.5"})  # fmt: skip
+            return G.HttpAnswer(200, self.config)
         if path == G.SUSPEND_PATH:
             return G.HttpAnswer(200, {"isMajorGcSuspended": "false", "isMinorGcSuspended": "false"})
         if path == G.GC_PATH:
@@ -281,3 +282,69 @@ def test_build_plans_one_call_per_bookie_and_says_why_not_otherwise() -> None:
     }
     for code, b in codes.items():
         assert not b.actions and b.not_planned and {c for _, c, _ in b.not_planned} == {code}, code
+
+
+def test_plan_decides_on_each_bookies_own_scraped_settings_and_apply_refuses_a_forged_one(tmp_path: Any) -> None:
+    """The rule and prediction at plan time use the GC keys the scrape kept from the bookie's server_config
+    (BookKeeper's ServerConfiguration defaults for keys it does not set), else those scan-bookie read from its
+    bookkeeper.conf; the audit's settings only when neither was read, and the action says so."""
+    from pulsar_ops.repair import journal as J
+    from pulsar_ops.repair.backup import BackupStore
+
+    old = 10 * 86_400_000
+    fs = [
+        _finding(G.UNRECLAIMED, ledger_id=7, age_ms=old),
+        _finding(G.UNRECLAIMED, ledger_id=8, age_ms=old),
+        _finding(G.STALE, live_bytes=120, age_ms=old),
+    ]
+    scan = _scan()
+    audit = G.build(fs, {"b1:3181": scan}, PULSAR)
+    (item,) = audit.actions
+    assert item["call"].expect == "major" and item["call"].settings_source == G.AUDIT_SETTINGS
+    assert any("audit's GC settings" in n for n in item["notes"])
+    # scraped: compaction disabled on this bookie -> plain GC only, predicted without the compaction
+    off = {"forceAllowCompaction": "false", "majorCompactionInterval": "0", "minorCompactionInterval": "0"}
+    (own,) = G.build(fs, {"b1:3181": scan}, PULSAR, scraped={"b1:3181": off}).actions
+    call = own["call"]
+    assert (call.body(), call.expect, call.settings_source) == (
+        {"forceMajor": False, "forceMinor": False},
+        None,
+        G.SCRAPED_SETTINGS,
+    )
+    assert call.predicted["total"] < item["call"].predicted["total"]
+    assert call.settings["forceAllowCompaction"] is False and call.settings["gcWaitTime"] == 600_000  # BK default
+    # scraped: a gcWaitTime longer than the data's age -> the bookie's own run is due, not planned
+    late = G.build(
+        fs,
+        {"b1:3181": scan},
+        PULSAR,
+        scraped={
+            "b1:3181": {
+                "gcWaitTime": str(old + 1),
+                "minorCompactionInterval": "1000000",
+                "majorCompactionInterval": "2000000",
+            }
+        },
+    )
+    assert not late.actions and {c for _, c, _ in late.not_planned} == {G.WITHIN_WAIT}
+    assert all(G.SCRAPED_SETTINGS in why for _, _, why in late.not_planned)
+    # scan-bookie --bookie-config's keys when not scraped; scraped ones win
+    conf = replace(scan, config_gc=off, config_source="/pulsar/conf/bookkeeper.conf")
+    (fromconf,) = G.build(fs, {"b1:3181": conf}, PULSAR).actions
+    assert fromconf["call"].expect is None and "/pulsar/conf/bookkeeper.conf" in fromconf["call"].settings_source
+    (scraped,) = G.build(fs, {"b1:3181": conf}, PULSAR, scraped={"b1:3181": {}}).actions
+    assert scraped["call"].expect == "major"  # BookKeeper's defaults: major compaction enabled
+    # settings the bookie would refuse to start with: unplanned, never guessed
+    bad = G.build(fs, {"b1:3181": scan}, PULSAR, scraped={"b1:3181": {"majorCompactionThreshold": "2"}})
+    assert not bad.actions and {c for _, c, _ in bad.not_planned} == {G.SETTINGS_UNKNOWN}
+    # a forged plan asking the compaction this bookie's settings disable is refused at mark, nothing called
+    forged = replace(call, force_major=True, force_minor=True, expect="major", scan=str(tmp_path / "scan"))
+    (tmp_path / "scan").mkdir()
+    (tmp_path / "scan" / "manifest.json").write_text('{"bookie_id": "b1:3181"}')
+    bookie = ScriptedBookie(["false"])
+    bookie.config = {"gcWaitTime": "600000", **off}
+    gc = G.GcApply(clients=lambda _b, _u: bookie)
+    with J.Journal.open(tmp_path / "j.jsonl", plan_checksum="c" * 64, plan_id="p", actions=1, backup_dir=None) as j:
+        backups = BackupStore.open(tmp_path / "b", create=True)
+        outcome, why = G.mark_one(j, backups, "a1", forged, {"b1:3181": forged.scan}, gc, lambda _b: True)
+    assert outcome == "skipped" and why.startswith(G.COMPACTION_DISABLED) and bookie.puts == 0

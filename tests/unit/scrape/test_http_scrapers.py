@@ -196,11 +196,16 @@ def test_bookies_configured_directories_from_server_config() -> None:
             200, json={"ledgerDirectories": "[/pulsar/data/l0, /pulsar/data/l1]", "bookiePort": "3181"}
         ),
         ("bookie-1.bookkeeper.svc", "/api/v1/config/server_config"): lambda _r: httpx.Response(
-            200, json={"ledgerDirectories": "/pulsar/data/l0", "indexDirectories": "/pulsar/index0"}
+            200, json={"ledgerDirectories": "/pulsar/data/l0", "indexDirectories": "/pulsar/index0",
+                       "gcWaitTime": "1800000", "forceAllowCompaction": "false", "majorCompactionInterval": " "}
         ),
-    }
+    }  # fmt: skip
     res = scrape_bookies("http://bookie-0.bookkeeper.svc:8000", _factory(routes, calls))
     assert res.complete
+    # the GC keys each answer sets (blank: unset), kept for the plan's bookie-gc rule; none without an answer
+    gc = {b.bookie_id.split(".")[0]: b.gc for b in res.bookies}
+    assert gc == {"bookie-0": {}, "bookie-1": {"gcWaitTime": "1800000", "forceAllowCompaction": "false"},
+                  "bookie-2": None}  # fmt: skip
     by_id = {b.bookie_id.split(".")[0]: b.dirs for b in res.bookies}
     assert by_id["bookie-0"] == {"ledger_dirs": ["/pulsar/data/l0", "/pulsar/data/l1"], "index_dirs": None}
     assert by_id["bookie-1"] == {"ledger_dirs": ["/pulsar/data/l0"], "index_dirs": ["/pulsar/index0"]}
