@@ -83,6 +83,8 @@ def render_summary(manifest: Manifest, out: Path) -> None:
                 )
             )
     secs = (manifest.finished_at_ms - manifest.started_at_ms) / 1000
+    if manifest.started_at_ms == manifest.finished_at_ms and manifest.znodes_per_second:  # a data directory's
+        secs = counts.get("znodes", 0) / manifest.znodes_per_second  # point in time: the read's own duration
     err_console.print(
         f"  {counts.get('znodes', 0):,} znodes in {secs:.1f}s; {counts.get('managed_ledgers', 0):,} topics, "
         f"{counts.get('cursors', 0):,} cursors, {counts.get('bk_ledgers', 0):,} ledgers, "
