@@ -74,6 +74,7 @@ GC: dict[str, Any] = {
         "garbage_ledgers": [1, 2],
         "predicted_freed_bytes": {"total": 5},
         "settings": {},
+        "settings_source": "audit (the bookie's configuration was not scraped)",
     },
 }
 DOCS = {"trim": TRIM, "gc": GC}
