@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from pulsar_ops import strict
 from pulsar_ops.errors import PlanError
@@ -132,8 +132,23 @@ def _sha256(d: Mapping[str, Any], k: str, w: str) -> str | None:
 _STORE = reads(one_of(STORES, "store"))
 
 
+class Record:
+    """A value written (to a plan, backup manifest or report) as its fields: ``dataclasses.asdict``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(cast(Any, self))
+
+
+class PlanObject(Record):
+    """A plan-file object, read back by :func:`read_strict` from its fields' declarations."""
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> Self:
+        return read_strict(cls, d, where)
+
+
 @dataclass(frozen=True)
-class ZnodeRef:
+class ZnodeRef(PlanObject):
     """A znode as scraped: the compare-and-set token (version), mzxid and sha256 of the exact bytes."""
 
     store: str = field(metadata=_STORE)
@@ -142,16 +157,9 @@ class ZnodeRef:
     mzxid: int = field(metadata=reads(integer(lo=0)))
     sha256: str | None = field(metadata=reads(_sha256))
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Any, where: str = "znode") -> ZnodeRef:
-        return read_strict(cls, d, where)
-
 
 @dataclass(frozen=True)
-class Reference:
+class Reference(PlanObject):
     """A znode that references (or would reference) the ledger; re-decoded before the delete."""
 
     role: str = field(metadata=reads(one_of(REFERENCE_ROLES, "reference role")))
@@ -160,10 +168,6 @@ class Reference:
 
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "exists": self.exists, **self.znode.to_json()}
-
-    @classmethod
-    def from_json(cls, d: Any, where: str = "reference") -> Reference:
-        return read_strict(cls, d, where)
 
 
 @dataclass(frozen=True)
@@ -258,7 +262,7 @@ class Rewrite:
 
 
 @dataclass(frozen=True)
-class AdminCall:
+class AdminCall(PlanObject):
     """What an admin-API action asks a broker to do: ``delete-subscription`` of ``subscription`` on ``topic``, or
     ``load-topic`` (load ``topic`` and trim it; ``expect_trimmed``: the ledgers its first trim should remove).
     Names are decoded (``persistent://t/ns/x``); the client encodes them in the URL."""
@@ -273,18 +277,11 @@ class AdminCall:
             d["expect_trimmed"] = list(self.expect_trimmed)
         return d
 
-    @classmethod
-    def from_json(cls, d: Any, where: str) -> AdminCall:
-        return read_strict(cls, d, where)
-
 
 @dataclass(frozen=True)
-class FindingRef:
+class FindingRef(PlanObject):
     key: str = field(metadata=reads(req_text))
     detection: str = field(metadata=reads(req_text))
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -377,7 +374,7 @@ class Action:
             where,
             kind=kind,
             store=store,
-            finding=read_strict(FindingRef, fd, f"{where}.finding"),
+            finding=FindingRef.from_json(fd, f"{where}.finding"),
             preconditions=Precondition.from_json(
                 d.get("preconditions"), f"{where}.preconditions", no_znodes=kind in NO_ZNODES
             ),
@@ -389,7 +386,7 @@ class Action:
 
 
 @dataclass(frozen=True)
-class NotPlanned:
+class NotPlanned(PlanObject):
     """A finding the plan does not act on, with a stable reason code and a human reason."""
 
     key: str = field(metadata=reads(req_text))
@@ -399,10 +396,3 @@ class NotPlanned:
     bytes: int = field(default=0, metadata=reads(integer(lo=0, zero=True)))
     path: str | None = field(default=None, metadata=reads(opt_text))
     ledger_id: int | None = field(default=None, metadata=reads(integer(lo=0, nullable=True)))
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: Any, where: str = "not_planned") -> NotPlanned:
-        return read_strict(cls, d, where)

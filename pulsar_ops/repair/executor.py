@@ -19,7 +19,7 @@ from typing import Any
 
 from pulsar_ops.errors import ApplyError, QuarantineError, ZooKeeperAuthError, ZooKeeperError
 from pulsar_ops.repair import journal as J
-from pulsar_ops.repair.actions import ROLE_CURSOR, ROLE_MANAGED_LEDGER, Action
+from pulsar_ops.repair.actions import ROLE_CURSOR, ROLE_MANAGED_LEDGER, Action, Record
 from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
 from pulsar_ops.repair.facts import RuleParams
@@ -44,15 +44,12 @@ AfterCommit = Callable[[], None]
 
 
 @dataclass
-class ActionOutcome:
+class ActionOutcome(Record):
     id: str
     kind: str
     target: str
     outcome: str
     reason: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -543,19 +540,18 @@ def dry_run(
         previous = _previous(st)
         if st.final:
             report.outcomes.append(_outcome(a, st.state, _from_before(st)))
+            continue
+        if phase == "mark" and st.live == J.PENDING:
+            verb, why = "would-mark", kind_of(a.kind).dry_run_mark(a)
         elif phase == "mark":
-            if st.live == J.PENDING:
-                why = kind_of(a.kind).dry_run_mark(a)
-                report.outcomes.append(_outcome(a, "would-mark", _joined(why, previous)))
-            else:
-                report.outcomes.append(_outcome(a, "marked", _joined(f"already {st.live}", previous)))
+            verb, why = "marked", f"already {st.live}"
         elif st.live == J.PENDING:
-            report.outcomes.append(_outcome(a, "pending", _joined("not marked: run --phase mark first", previous)))
+            verb, why = "pending", "not marked: run --phase mark first"
         else:
             assert st.marked_at_ms is not None or st.live != J.MARKED
             wait = (st.marked_at_ms or 0) + quarantine_ms - now_ms
             verb, why = kind_of(a.kind).dry_run(a)
             if wait > 0:
                 why += f" (quarantine: {human_duration(wait)} to go)"
-            report.outcomes.append(_outcome(a, verb, _joined(why, previous)))
+        report.outcomes.append(_outcome(a, verb, _joined(why, previous)))
     return report

@@ -8,10 +8,10 @@ is an unknown fact, which the rule refuses, with a :class:`Refusal`'s reason cod
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pulsar_ops.repair.actions import Action, ZnodeRef
+from pulsar_ops.repair.actions import Action, Record, ZnodeRef
 
 MIB = 1024 * 1024
 SNAPSHOT_SAYS = "contradicted-by-snapshot"  # the reason code of a refusal the facts (not the finding) decide
@@ -55,7 +55,7 @@ class ObservedRef:
 
 
 @dataclass(frozen=True)
-class RuleParams:
+class RuleParams(Record):
     """The audit parameters the rules depend on, as the plan records them (``params.rules``). None: the plan does
     not record it (an older plan, or an audit that did not say), and every rule needing it refuses."""
 
@@ -63,9 +63,6 @@ class RuleParams:
     inactive_after_ms: int | None = None
     default_retention_time_minutes: int | None = None
     default_retention_size_mb: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_json(cls, doc: Any) -> RuleParams:

@@ -213,11 +213,9 @@ class Journal:
         state = str(rec["state"])
         if state not in st.allowed():
             raise JournalError(f"journal {self.path}: action {aid} goes {st.state} -> {state}, which is illegal")
-        resume = None
-        if state == SKIPPED and rec.get("final", True) is False:
-            resume = st.live
+        # a transient skip resumes from the state it interrupted
+        st.resume = st.live if state == SKIPPED and rec.get("final", True) is False else None
         st.state = state
-        st.resume = resume
         st.history.append(state)
         st.reason = str(rec.get("reason") or "")
         if state == MARKED:
@@ -230,9 +228,7 @@ class Journal:
 
     def state(self, action_id: str) -> ActionState:
         plan = self._mine()
-        if plan is None:
-            return ActionState()
-        return plan.states.get(action_id, ActionState())
+        return ActionState() if plan is None else plan.states.get(action_id, ActionState())
 
     def states(self) -> dict[str, ActionState]:
         plan = self._mine()

@@ -15,7 +15,7 @@ from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
 from pulsar_ops.formats.ml_rewrite import rewrite_without_ledgers
-from pulsar_ops.repair.actions import ROLE_CURSOR, Action, RemovedLedger, ZnodeRef
+from pulsar_ops.repair.actions import ROLE_CURSOR, Action, FindingRef, RemovedLedger, ZnodeRef
 from pulsar_ops.repair.facts import Facts, Observed, ObservedRef, SnapshotFacts, code_of
 
 if TYPE_CHECKING:
@@ -92,6 +92,10 @@ class Kind:
     steps_itself: ClassVar[bool] = False  # it runs its own mark and delete steps (``step``), not a znode backup
 
     # --- the plan ------------------------------------------------------------------------------------------
+    def action(self, f: Finding, action_id: str, path: str, *, store: str = "local", **fields: Any) -> Action:
+        """An action of this kind answering finding ``f`` (the other fields: :class:`Action`'s)."""
+        return Action(action_id, self.name, store, path, FindingRef(f.key(), f.detection), **fields)
+
     def target(self, a: Action) -> str:
         return a.path
 

@@ -20,7 +20,7 @@ from pulsar_ops.model.facts import LedgerFacts
 from pulsar_ops.model.gc_config import gc_config
 from pulsar_ops.model.impact import plan_impact, read_load_impact
 from pulsar_ops.model.scan_layout import BookieScan, read_scans
-from pulsar_ops.repair.actions import KIND_BOOKIE_GC, Action, FindingRef, NotPlanned, Precondition
+from pulsar_ops.repair.actions import Action, NotPlanned, Precondition
 from pulsar_ops.repair.kinds import bookie_gc
 from pulsar_ops.repair.plan_file import Plan, dump_plan
 from pulsar_ops.repair.planner import (
@@ -176,12 +176,10 @@ def bookie_gc_draft(
         f: Finding = item["finding"]
         answered.update(x.key() for x in item["findings"])
         actions.append(
-            Action(
-                id="bookie-gc-" + hashlib.sha256(call.bookie_id.encode()).hexdigest()[:16],
-                kind=KIND_BOOKIE_GC,
-                store="local",
-                path=bookie_gc.registration_path(ledgers_root, call.bookie_id),
-                finding=FindingRef(f.key(), f.detection),
+            bookie_gc.KIND.action(
+                f,
+                "bookie-gc-" + hashlib.sha256(call.bookie_id.encode()).hexdigest()[:16],
+                bookie_gc.registration_path(ledgers_root, call.bookie_id),
                 preconditions=Precondition(znodes=()),
                 bytes=int(call.predicted.get("total", 0)),
                 time_ms=call.scan_finished_at_ms,

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pulsar_ops.errors import RestoreError
 from pulsar_ops.identity import ClusterIdentity
+from pulsar_ops.repair.actions import Record
 from pulsar_ops.repair.backup import BackupEntry, BackupStore
 from pulsar_ops.repair.plan_file import Plan
 from pulsar_ops.repair.safety import within
@@ -30,7 +31,7 @@ GC_WARNING = (
 
 
 @dataclass
-class RestoreOutcome:
+class RestoreOutcome(Record):
     store: str
     path: str
     sha256: str
@@ -38,21 +39,15 @@ class RestoreOutcome:
     reason: str = ""
     created_parents: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
-class ActionConflict:
+class ActionConflict(Record):
     """A rewrite action none of whose znodes was restored, because its managed-ledger znode cannot be."""
 
     action_id: str
     managed_ledger: str
     reason: str
     what_to_do: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -340,9 +335,7 @@ def _restore_one(
         now_sha = sha256_hex(current.data)
         if now_sha == e.sha256:
             out.outcome = "already-present"
-        elif e.replaced_by is not None and now_sha == e.replaced_by:
-            return _put_back(session, e, data, current.version, out, apply=apply)
-        else:
+        else:  # (a rewritten managed-ledger znode is never restored alone: _restore_action)
             out.outcome, out.reason = "conflict", "the znode exists with other bytes; not overwritten"
         return out
     missing_parents = _missing_parents(session, e.store, e.path)
@@ -366,30 +359,6 @@ def _restore_one(
         out.reason = f"restored bytes, but ACL differs: {list(got.acl)} != {list(e.acl)}"
         return out
     out.outcome = "restored"
-    return out
-
-
-def _put_back(
-    session: ZkSession, e: BackupEntry, data: bytes, version: int, out: RestoreOutcome, *, apply: bool
-) -> RestoreOutcome:
-    """A znode an action rewrote and nobody changed since: write the backed-up bytes back, compare-and-set on
-    the version just read (a broker writing in between makes it a conflict, never overwritten)."""
-    if not apply:
-        out.outcome, out.reason = "would-rewrite", "holds the bytes the action wrote; the backed-up bytes go back"
-        return out
-    result = session.commit(e.store, (), ((e.path, data, version),), ())
-    if not result.committed:
-        if _holds(session, e.store, e.path, e.sha256):
-            out.outcome = "already-present"
-        elif result.unknown:
-            out.reason = f"outcome unknown ({result.error}); re-run restore"
-        else:
-            out.outcome, out.reason = "conflict", f"changed while restoring ({result.error}); not overwritten"
-        return out
-    if not _holds(session, e.store, e.path, e.sha256):
-        out.reason = "read-back after the rewrite does not match the backup bytes"
-        return out
-    out.outcome, out.reason = "restored", "rewritten back to the backed-up bytes"
     return out
 
 

@@ -172,20 +172,23 @@ class ZkSession:
         return result
 
     def _read_once(self, store: str, paths: list[str]) -> list[Observed]:
-        c = self.client(store)
-        pending = [(p, c.get_async(p)) for p in paths]
-        out: list[Observed] = []
-        for p, res in pending:
+        got = self._pipelined(self.client(store).get_async, paths)
+        return [
+            Observed(store, p, False) if r is None else _observed(store, p, *r) for p, r in zip(paths, got, strict=True)
+        ]
+
+    def _pipelined(self, call: Any, paths: list[str]) -> list[Any]:
+        """``call(path)`` (an async kazoo read) for every path at once, then each answer (None: no such znode)."""
+        out: list[Any] = []
+        for p, res in [(p, call(p)) for p in paths]:
             try:
-                data, stat = res.get(timeout=self._timeout)
+                out.append(res.get(timeout=self._timeout))
             except NoNodeError:
-                out.append(Observed(store=store, path=p, exists=False))
-                continue
+                out.append(None)
             except NoAuthError:
                 raise ZooKeeperAuthError(
                     f"not authorised to read {p} (using {self._security.describe()})", hint=zkconn.AUTH_HINT
                 ) from None
-            out.append(_observed(store, p, data, stat))
         return out
 
     def children(self, store: str, path: str) -> list[str] | None:
@@ -203,19 +206,13 @@ class ZkSession:
         while level:
             nodes = [n for n in self.read(store, level) if n.exists]
             out.extend(nodes)
-            listed: list[tuple[str, list[str] | None]] = self._call(self._children_once, store, [n.path for n in nodes])
-            level = [f"{'' if p == '/' else p}/{k}" for p, kids in listed for k in sorted(kids or ())]
-        return out
-
-    def _children_once(self, store: str, paths: list[str]) -> list[tuple[str, list[str] | None]]:
-        c = self.client(store)
-        pending = [(p, c.get_children_async(p)) for p in paths]
-        out: list[tuple[str, list[str] | None]] = []
-        for p, res in pending:
-            try:
-                out.append((p, list(res.get(timeout=self._timeout))))
-            except NoNodeError:
-                out.append((p, None))
+            paths = [n.path for n in nodes]
+            listed = self._call(self._pipelined, self.client(store).get_children_async, paths)
+            level = [
+                f"{'' if p == '/' else p}/{k}"
+                for p, kids in zip(paths, listed, strict=True)
+                for k in sorted(kids or ())
+            ]
         return out
 
     def data(self, store: str, path: str) -> bytes | None:

@@ -324,28 +324,26 @@ def build(
     out: list[dict[str, Any]] = []
     skipped: list[tuple[Finding, str, str]] = []
     for bid, fs in sorted(by_bookie.items()):
+
+        def refuse(code: str, why: str, fs: list[Finding] = fs) -> None:  # none of the bookie's findings planned
+            skipped.extend((f, code, why) for f in fs)
+
         scan = scans.get(bid)
         if scan is None:
-            for f in fs:
-                skipped.append((f, NOT_SCANNED, f"bookie {bid!r} has no --bookie-scan in this plan"))
+            refuse(NOT_SCANNED, f"bookie {bid!r} has no --bookie-scan in this plan")
             continue
         dangling = [f for f in fs if f.detection == UNRECLAIMED and f.evidence.get("dangling")]
         if dangling:
             lids = ", ".join(str(f.ledger_id) for f in dangling[:5])
-            for f in fs:
-                skipped.append(
-                    (
-                        f,
-                        "dangling-ledger-data",
-                        f"bookie {bid} holds the data of dangling ledger(s) {lids} (a topic still lists them: "
-                        "recoverable); a forced GC would delete it. Recover or drop them first",
-                    )
-                )
+            refuse(
+                "dangling-ledger-data",
+                f"bookie {bid} holds the data of dangling ledger(s) {lids} (a topic still lists them: "
+                "recoverable); a forced GC would delete it. Recover or drop them first",
+            )
             continue
         own = settings_for(bid, scraped or {}, scan, cfg)
         if own.cfg is None:
-            for f in fs:
-                skipped.append((f, SETTINGS_UNKNOWN, f"its GC settings ({own.source}) do not validate: {own.error}"))
+            refuse(SETTINGS_UNKNOWN, f"its GC settings ({own.source}) do not validate: {own.error}")
             continue
         bcfg = own.cfg
         unreclaimed = [f for f in fs if f.detection == UNRECLAIMED and f.ledger_id is not None]
@@ -379,8 +377,7 @@ def build(
                 "the settings never compact)",
             )
         if refusal is not None:
-            for f in fs:
-                skipped.append((f, refusal.code, f"{refusal.reason} [GC settings: {own.source}]"))
+            refuse(refusal.code, f"{refusal.reason} [GC settings: {own.source}]")
             continue
         notes = [f"GC settings: {own.source}"]
         if own.source == AUDIT_SETTINGS:

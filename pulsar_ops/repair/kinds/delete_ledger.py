@@ -22,7 +22,6 @@ from pulsar_ops.repair.actions import (
     ROLE_MANAGED_LEDGER,
     ROLE_SCHEMA_LOCATOR,
     Action,
-    FindingRef,
     Precondition,
     Reference,
     ZnodeRef,
@@ -107,13 +106,11 @@ class DeleteLedger(Kind):
         refs = _references(lkind, owner, facts)
         expected = tuple((k, v) for k in IDENTITY_KEYS if (v := fact.custom(k)) is not None)
         target = ZnodeRef("local", fact.path, fact.version, fact.mzxid, fact.sha256)
-        a = Action(
-            id=f"ledger-{f.ledger_id}",
-            kind=KIND_DELETE_LEDGER,
-            store="local",
-            path=fact.path,
+        a = self.action(
+            f,
+            f"ledger-{f.ledger_id}",
+            fact.path,
             ledger_id=f.ledger_id,
-            finding=FindingRef(f.key(), f.detection),
             preconditions=Precondition(znodes=(target,), custom_metadata=expected, references=refs),
             bytes=max(fact.length, 0),
             time_ms=fact.ctime_ms,

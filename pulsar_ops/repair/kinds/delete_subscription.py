@@ -15,7 +15,7 @@ from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
 from pulsar_ops.repair import rules as R
-from pulsar_ops.repair.actions import KIND_DELETE_SUBSCRIPTION, Action, AdminCall, FindingRef, Precondition, ZnodeRef
+from pulsar_ops.repair.actions import KIND_DELETE_SUBSCRIPTION, Action, AdminCall, Precondition, ZnodeRef
 from pulsar_ops.repair.facts import CursorFact, Facts, SnapshotFacts
 from pulsar_ops.repair.kind import Called, Kind, Skip, broker_shape, checked, hashed_id
 
@@ -59,12 +59,10 @@ class DeleteSubscription(Kind):
         if ledger is not None:  # the broker deletes the cursor ledger with the cursor: back it up too
             znodes.append(ZnodeRef("local", ledger.path, ledger.version, ledger.mzxid, ledger.sha256))
         trimmable, slowest = trimmable_after_delete(c, facts)
-        a = Action(
-            id=hashed_id("subscription", "local", f.path),
-            kind=KIND_DELETE_SUBSCRIPTION,
-            store="local",
-            path=f.path,
-            finding=FindingRef(f.key(), f.detection),
+        a = self.action(
+            f,
+            hashed_id("subscription", "local", f.path),
+            f.path,
             preconditions=Precondition(znodes=tuple(znodes)),
             bytes=trimmable,
             time_ms=int(f.evidence.get("last_active_ms") or 0),

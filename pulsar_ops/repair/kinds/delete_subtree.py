@@ -15,7 +15,7 @@ from pulsar_ops.errors import ZooKeeperError
 from pulsar_ops.findings import Finding
 from pulsar_ops.repair import rules as R
 from pulsar_ops.repair import safety as S
-from pulsar_ops.repair.actions import KIND_DELETE_SUBTREE, Action, FindingRef, Precondition
+from pulsar_ops.repair.actions import KIND_DELETE_SUBTREE, Action, Precondition
 from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, Refusal, SnapshotFacts
 from pulsar_ops.repair.kind import Kind, Skip, checked, hashed_id
 
@@ -46,12 +46,11 @@ class DeleteSubtree(Kind):
         if claimed is not None and claimed != shape.leak:
             raise Skip("leak-mismatch", f"{root} is a {shape.leak} root, the finding says {claimed!r}")
         nodes = facts.subtrees.get(root) or ()
-        probe = Action(
-            id=hashed_id("subtree", "", root),
-            kind=KIND_DELETE_SUBTREE,
+        probe = self.action(
+            f,
+            hashed_id("subtree", "", root),
+            root,
             store=nodes[0].znode.store if nodes else "",
-            path=root,
-            finding=FindingRef(f.key(), f.detection),
             preconditions=Precondition(znodes=tuple(n.znode for n in nodes)),
             bytes=0,
             time_ms=0,
@@ -75,12 +74,11 @@ class DeleteSubtree(Kind):
         if ordered[0].path != root:
             raise Skip("missing-in-snapshot", f"{root} itself is not in the snapshot's znodes table")
         store = next(iter(stores))
-        return Action(
-            id=hashed_id("subtree", store, root),
-            kind=KIND_DELETE_SUBTREE,
+        return self.action(
+            f,
+            hashed_id("subtree", store, root),
+            root,
             store=store,
-            path=root,
-            finding=FindingRef(f.key(), f.detection),
             preconditions=Precondition(znodes=ordered),
             bytes=sum(max(n.data_length, 0) for n in nodes),
             time_ms=max(n.mtime_ms for n in nodes),

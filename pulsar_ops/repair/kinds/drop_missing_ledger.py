@@ -16,7 +16,7 @@ from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_id_from_path, ledger_paths
 from pulsar_ops.repair import rules as R
-from pulsar_ops.repair.actions import KIND_DROP_MISSING_LEDGER, Action, FindingRef, Precondition, RemovedLedger, Rewrite
+from pulsar_ops.repair.actions import KIND_DROP_MISSING_LEDGER, Action, Precondition, RemovedLedger, Rewrite
 from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, Refusal, SnapshotFacts
 from pulsar_ops.repair.kind import (
     RewriteKind,
@@ -51,12 +51,10 @@ class DropMissingLedger(RewriteKind):
 
     def _action(self, f: Finding, znode: Any, topic: str, removed: list[RemovedLedger], root: str) -> Action:
         absent = tuple(p for r in removed for p in ledger_paths(r.ledger_id, root))
-        return Action(
-            id=hashed_id("rewrite", "local", znode.path),
-            kind=KIND_DROP_MISSING_LEDGER,
-            store="local",
-            path=znode.path,
-            finding=FindingRef(f.key(), f.detection),
+        return self.action(
+            f,
+            hashed_id("rewrite", "local", znode.path),
+            znode.path,
             preconditions=Precondition(znodes=(znode,), absent=absent),
             bytes=0,  # the ledgers hold nothing any more: a drop frees no storage, it lets the topic load
             time_ms=0,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pulsar_ops.findings import Finding
 from pulsar_ops.repair import rules as R
-from pulsar_ops.repair.actions import KIND_LOAD_TOPIC, Action, AdminCall, FindingRef, Precondition
+from pulsar_ops.repair.actions import KIND_LOAD_TOPIC, Action, AdminCall, Precondition
 from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, SnapshotFacts
 from pulsar_ops.repair.kind import Called, Kind, Skip, broker_shape, checked, freed_bytes, hashed_id, retention_target
 
@@ -37,12 +37,10 @@ class LoadTopic(Kind):
         why = f"{f.topic} is loaded ({loaded}): {LOADED}" if loaded else view.loaded(ml.topic, LOADED)
         if why is not None:
             raise Skip("topic-loaded", why)
-        a = Action(
-            id=hashed_id("load", "local", znode.path),
-            kind=KIND_LOAD_TOPIC,
-            store="local",
-            path=znode.path,
-            finding=FindingRef(f.key(), f.detection),
+        a = self.action(
+            f,
+            hashed_id("load", "local", znode.path),
+            znode.path,
             preconditions=Precondition(znodes=(znode,)),
             bytes=freed_bytes(removed, facts),
             time_ms=min(facts.ledgers[r.ledger_id].ctime_ms for r in removed),

@@ -21,7 +21,6 @@ from pulsar_ops.repair.actions import (
     KIND_TRIM_UNLOADED,
     ROLE_CURSOR,
     Action,
-    FindingRef,
     Precondition,
     Reference,
     Rewrite,
@@ -67,12 +66,10 @@ class TrimUnloaded(RewriteKind):
         if f.evidence.get("owned") is True:
             raise Skip("topic-loaded", f"{f.topic} is loaded (the finding says so): {LOADED}")
         refs = tuple(Reference(ROLE_CURSOR, c) for c in sorted(facts.cursors.get(znode.path, ()), key=lambda z: z.path))
-        a = Action(
-            id=hashed_id("trim", "local", znode.path),
-            kind=KIND_TRIM_UNLOADED,
-            store="local",
-            path=znode.path,
-            finding=FindingRef(f.key(), f.detection),
+        a = self.action(
+            f,
+            hashed_id("trim", "local", znode.path),
+            znode.path,
             preconditions=Precondition(znodes=(znode, *targets), references=refs),
             bytes=freed_bytes(removed, facts),
             time_ms=min(facts.ledgers[r.ledger_id].ctime_ms for r in removed),
