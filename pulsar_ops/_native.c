@@ -1407,9 +1407,9 @@ done:
  *
  * A read is taken when its path is a topic (<t>/<ns>/persistent/<enc>, V1 <p>/<c>/<ns>/persistent/<enc>) or a
  * cursor (that plus /<enc>) znode under /managed-ledgers as scrape.classify reads it, ASCII, with no empty
- * segment and no '%' or '+' in the encoded names (they need URL-decoding: left to Python), within the size
- * limit, and its value decodes as the plain-binary fast path does (ml_info / cursor_info: the same parsers),
- * behind a compression header that `unwrap` accepts; a cursor with a delayed-delivery bucket property is left too.
+ * segment, whose URL-encoded names decode to ASCII (any other name is left to Python), within the size limit,
+ * and its value decodes as the plain-binary fast path does (ml_info / cursor_info: the same parsers), behind a
+ * compression header that `unwrap` accepts; a cursor with a delayed-delivery bucket property is left too.
  * Everything else goes back to the per-znode path (scrape.sink.SnapshotSink.node), which gives the same rows: so
  * this never decides an error. The rows are exactly scrape.extract_fast._managed_ledger's and _cursor's.
  * Field numbers: MLDataFormats.proto (apache/pulsar managed-ledger), as ml_info and cursor_info read them. */
@@ -1427,6 +1427,37 @@ static int has_escape(const char *p, Py_ssize_t n) {
         if (p[i] == '%' || p[i] == '+') return 1;
     }
     return 0;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* names.decode (URLDecoder.decode: '+' a space, %XX a byte, then UTF-8) of a name whose decoded bytes are all
+ * ASCII, into out (cap bytes): 1 when decoded, 0 when Python must decide (a malformed escape: its DecodeError; a
+ * byte past ASCII: its UTF-8 decode; too long). */
+static int url_decode_ascii(const char *p, Py_ssize_t n, char *out, Py_ssize_t cap, Py_ssize_t *out_n) {
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (k >= cap) return 0;
+        char c = p[i];
+        if (c == '+') {
+            out[k++] = ' ';
+        } else if (c == '%') {
+            if (i + 2 >= n) return 0;
+            int hi = hexval(p[i + 1]), lo = hexval(p[i + 2]);
+            if (hi < 0 || lo < 0 || hi >= 8) return 0;
+            out[k++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[k++] = c;
+        }
+    }
+    *out_n = k;
+    return 1;
 }
 
 static int seg_is(const char *p, Py_ssize_t n, const char *word) {
@@ -1557,10 +1588,23 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     int m = v1 ? 5 : 4; /* segments of the managed-ledger name */
     const char *enc = p + st[m - 1];
     Py_ssize_t enc_n = ln[m - 1];
-    if (has_escape(enc, enc_n)) return 0;
+    /* the decoded local and subscription names (names.decode); the same bytes when nothing is escaped */
+    char local_buf[512], sub_buf[512];
+    const char *local = enc;
+    Py_ssize_t local_n = enc_n;
+    if (has_escape(enc, enc_n)) {
+        if (!url_decode_ascii(enc, enc_n, local_buf, (Py_ssize_t)sizeof local_buf, &local_n)) return 0;
+        local = local_buf;
+    }
     const char *sub = cursor ? p + st[m] : NULL;
     Py_ssize_t sub_n = cursor ? ln[m] : 0;
-    if (cursor && has_escape(sub, sub_n)) return 0;
+    const char *subd = sub;
+    Py_ssize_t subd_n = sub_n;
+    int sub_escaped = cursor && has_escape(sub, sub_n);
+    if (sub_escaped) {
+        if (!url_decode_ascii(sub, sub_n, sub_buf, (Py_ssize_t)sizeof sub_buf, &subd_n)) return 0;
+        subd = sub_buf;
+    }
     const char *nsp = p + st[0];
     Py_ssize_t nsp_n = st[m - 3] + ln[m - 3] - st[0]; /* tenant/ns or property/cluster/ns */
     Py_ssize_t ml_path_n = st[m - 1] + enc_n;         /* the topic znode's path */
@@ -1680,16 +1724,18 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     const char *codec_s = PyUnicode_AsUTF8AndSize(codec, &codec_n);
     if (!codec_s) goto error;
     Py_ssize_t base_n;
-    int64_t part = partition_of(enc, enc_n, &base_n);
+    int64_t part = partition_of(local, local_n, &base_n);
     const char *TP = PERSISTENT_PREFIX;
     const size_t tpn = sizeof(PERSISTENT_PREFIX) - 1;
     char topic[1024];
-    size_t topic_n = tpn + (size_t)nsp_n + 1 + (size_t)enc_n;
+    size_t topic_n = tpn + (size_t)nsp_n + 1 + (size_t)local_n;
     if (topic_n > sizeof topic) goto leave;
     int sys = 0, has_compacted = 0;
     int64_t compacted_v = 0;
     if (cursor) {
-        sys = is_system_name(sub, sub_n, names, prefixes);
+        /* pulsar_names.system_cursor_reason: the name as stored, then (escaped) as decoded */
+        sys = is_system_name(sub, sub_n, names, prefixes) ||
+              (sub_escaped && is_system_name(subd, subd_n, names, prefixes));
         Py_ssize_t cn;
         const char *cp = PyUnicode_AsUTF8AndSize(compacted, &cn);
         if (!cp) goto error;
@@ -1711,7 +1757,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     memcpy(topic, TP, tpn);
     memcpy(topic + tpn, nsp, (size_t)nsp_n);
     topic[tpn + (size_t)nsp_n] = '/';
-    memcpy(topic + tpn + (size_t)nsp_n + 1, enc, (size_t)enc_n);
+    memcpy(topic + tpn + (size_t)nsp_n + 1, local, (size_t)local_n);
     PyObject *version = PyTuple_GET_ITEM(stat, 4), *mzxid = PyTuple_GET_ITEM(stat, 1);
     PyObject *ctime = PyTuple_GET_ITEM(stat, 2), *mtime = PyTuple_GET_ITEM(stat, 3);
     PyObject *dl = PyTuple_GET_ITEM(stat, 8);
@@ -1724,9 +1770,9 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
         bad |= col_str(&c[3], nsp, (size_t)nsp_n);
         bad |= col_bool(&c[4], v1);
         bad |= col_str(&c[5], enc, (size_t)enc_n);
-        bad |= col_str(&c[6], enc, (size_t)enc_n);
+        bad |= col_str(&c[6], local, (size_t)local_n);
         bad |= col_str(&c[7], topic, topic_n);
-        bad |= col_str3(&c[8], topic, topic_n - (size_t)enc_n, enc, (size_t)base_n, NULL, 0);
+        bad |= col_str3(&c[8], topic, topic_n - (size_t)local_n, local, (size_t)base_n, NULL, 0);
         bad |= col_int(&c[9], part);
         bad |= col_append(&c[10], version);
         bad |= col_append(&c[11], mzxid);
@@ -1771,7 +1817,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
         bad |= col_str(&c[2], topic, topic_n);
         bad |= col_str(&c[3], nsp, (size_t)nsp_n);
         bad |= col_str(&c[4], sub, (size_t)sub_n);
-        bad |= col_str(&c[5], sub, (size_t)sub_n);
+        bad |= col_str(&c[5], subd, (size_t)subd_n);
         bad |= col_bool(&c[6], sys);
         bad |= col_int(&c[7], scalars[1]);
         bad |= col_opt_int(&c[8], has[2] && has[3], scalars[2]);
@@ -1791,7 +1837,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
             PyObject *row = PyList_GET_ITEM(rows, k);
             bad |= col_str(&a[0], p, (size_t)n);
             bad |= col_str(&a[1], topic, topic_n);
-            bad |= col_str(&a[2], sub, (size_t)sub_n);
+            bad |= col_str(&a[2], subd, (size_t)subd_n);
             bad |= col_int(&a[3], k);
             for (int j = 0; j < 4; j++) bad |= col_append(&a[4 + j], PyTuple_GET_ITEM(row, j));
         }
@@ -1816,7 +1862,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
                 }
                 bad |= col_str(&q[0], p, (size_t)n);
                 bad |= col_str(&q[1], topic, topic_n);
-                bad |= col_str(&q[2], sub, (size_t)sub_n);
+                bad |= col_str(&q[2], subd, (size_t)subd_n);
                 bad |= pass ? col_str(&q[3], "string", 6) : col_str(&q[3], "long", 4);
                 bad |= col_str(&q[4], kp, (size_t)kn);
                 bad |= col_str(&q[5], vp, (size_t)vn);

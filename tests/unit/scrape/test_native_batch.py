@@ -239,21 +239,23 @@ def test_the_ml_batch_takes_well_formed_topics_and_cursors_and_leaves_the_rest()
         ("/managed-ledgers/t/ns/persistent/b", b"", st_),
         ("/managed-ledgers/t/ns/persistent/a-partition-3/sub", cur, st_),
         ("/managed-ledgers/p/c/ns/persistent/b/pulsar.dedup", cur, st_),
+        ("/managed-ledgers/t/ns/persistent/a%2Fb+c/pulsar%2Erepl.c2", cur, st_),  # URL-encoded, ASCII when decoded
     ]
     left = [
-        ("/managed-ledgers/t/ns/persistent/a%2Fb", ml, st_),  # URL-encoded: Python decodes
-        ("/managed-ledgers/t/ns/persistent/a/s+b", cur, st_),
+        ("/managed-ledgers/t/ns/persistent/%C3%A9", ml, st_),  # decodes past ASCII: Python decodes
+        ("/managed-ledgers/t/ns/persistent/a/s%zz", cur, st_),  # a malformed escape: Python's DecodeError
         ("/managed-ledgers/t/ns/persistent/c", b"ledgerInfo { ledgerId: 1 }", st_),  # legacy text
         ("/managed-ledgers/t/ns/persistent/c/s", b"", st_),  # an empty cursor: a decode error
         ("/admin/clusters/c1", b"", st_),
     ]
     n, rest, arrays, lo, hi, scopes = native_batch.ml_batch("local", good + left, 1 << 20)
-    assert (n, rest, lo, hi) == (5, [5, 6, 7, 8, 9], 2, 2)
-    assert scopes == {"/managed-ledgers/t/ns": 3, "/managed-ledgers/p/c/ns": 2}
+    assert (n, rest, lo, hi) == (6, [6, 7, 8, 9, 10], 2, 2)
+    assert scopes == {"/managed-ledgers/t/ns": 4, "/managed-ledgers/p/c/ns": 2}
     mls = _columns(arrays, "managed_ledgers")
     assert mls["partition"] == [3, -1, -1] and mls["is_v1"] == [False, True, False]
     assert mls["base_topic"] == ["persistent://t/ns/a", "persistent://p/c/ns/b", "persistent://t/ns/b"]
     assert mls["compression"] == ["NONE", "LZ4", "NONE"] and mls["format"] == ["binary", "binary", "empty"]
     curs = _columns(arrays, "cursors")
-    assert curs["is_system"] == [False, True] and curs["compacted_topic_ledger"] == [11, 11]
+    assert curs["is_system"] == [False, True, True] and curs["compacted_topic_ledger"] == [11, 11, 11]
+    assert curs["subscription"][2] == "pulsar.repl.c2" and curs["topic"][2] == "persistent://t/ns/a/b c"
     assert [a.to_pylist() for a in arrays["ledger_list"]][8] == [False, True, True]  # is_last
