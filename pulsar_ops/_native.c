@@ -1407,7 +1407,8 @@ done:
  *
  * A read is taken when its path is a topic (<t>/<ns>/persistent/<enc>, V1 <p>/<c>/<ns>/persistent/<enc>) or a
  * cursor (that plus /<enc>) znode under /managed-ledgers as scrape.classify reads it, ASCII, with no empty
- * segment, whose URL-encoded names decode to ASCII (any other name is left to Python), within the size limit,
+ * segment, whose URL-encoded names decode to valid UTF-8 (names.decode's rule; the rest is left to Python, for
+ * its DecodeError), within the size limit,
  * and its value decodes as the plain-binary fast path does (ml_info / cursor_info: the same parsers), behind a
  * compression header that `unwrap` accepts; a cursor with a delayed-delivery bucket property is left too.
  * Everything else goes back to the per-znode path (scrape.sink.SnapshotSink.node), which gives the same rows: so
@@ -1436,10 +1437,43 @@ static int hexval(char c) {
     return -1;
 }
 
-/* names.decode (URLDecoder.decode: '+' a space, %XX a byte, then UTF-8) of a name whose decoded bytes are all
- * ASCII, into out (cap bytes): 1 when decoded, 0 when Python must decide (a malformed escape: its DecodeError; a
- * byte past ASCII: its UTF-8 decode; too long). */
-static int url_decode_ascii(const char *p, Py_ssize_t n, char *out, Py_ssize_t cap, Py_ssize_t *out_n) {
+/* Whether b[0:n] is UTF-8 as Python's strict decoder accepts it (no overlong forms, no surrogates, at most
+ * U+10FFFF). */
+static int utf8_valid(const uint8_t *b, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t c = b[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int len;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) lo = 0xA0;
+            if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;
+        } else {
+            return 0;
+        }
+        if (i + len > n || b[i + 1] < lo || b[i + 1] > hi) return 0;
+        for (int k = 2; k < len; k++) {
+            if (b[i + k] < 0x80 || b[i + k] > 0xBF) return 0;
+        }
+        i += len;
+    }
+    return 1;
+}
+
+/* names.decode (URLDecoder.decode: '+' a space, %XX a byte, then strict UTF-8) into out (cap bytes) as UTF-8:
+ * 1 when decoded, 0 when Python must decide (a malformed escape or invalid UTF-8: its DecodeError; too long). */
+static int url_decode(const char *p, Py_ssize_t n, char *out, Py_ssize_t cap, Py_ssize_t *out_n) {
     Py_ssize_t k = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (k >= cap) return 0;
@@ -1449,13 +1483,14 @@ static int url_decode_ascii(const char *p, Py_ssize_t n, char *out, Py_ssize_t c
         } else if (c == '%') {
             if (i + 2 >= n) return 0;
             int hi = hexval(p[i + 1]), lo = hexval(p[i + 2]);
-            if (hi < 0 || lo < 0 || hi >= 8) return 0;
+            if (hi < 0 || lo < 0) return 0;
             out[k++] = (char)(hi * 16 + lo);
             i += 2;
         } else {
             out[k++] = c;
         }
     }
+    if (!utf8_valid((const uint8_t *)out, k)) return 0;
     *out_n = k;
     return 1;
 }
@@ -1588,12 +1623,14 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     int m = v1 ? 5 : 4; /* segments of the managed-ledger name */
     const char *enc = p + st[m - 1];
     Py_ssize_t enc_n = ln[m - 1];
-    /* the decoded local and subscription names (names.decode); the same bytes when nothing is escaped */
+    /* the decoded local and subscription names (names.decode) as UTF-8, the same bytes when nothing is escaped:
+     * "-partition-", the digits after it and the system cursor names are ASCII, so the byte-wise comparisons
+     * below give what Python's str operations give */
     char local_buf[512], sub_buf[512];
     const char *local = enc;
     Py_ssize_t local_n = enc_n;
     if (has_escape(enc, enc_n)) {
-        if (!url_decode_ascii(enc, enc_n, local_buf, (Py_ssize_t)sizeof local_buf, &local_n)) return 0;
+        if (!url_decode(enc, enc_n, local_buf, (Py_ssize_t)sizeof local_buf, &local_n)) return 0;
         local = local_buf;
     }
     const char *sub = cursor ? p + st[m] : NULL;
@@ -1602,7 +1639,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     Py_ssize_t subd_n = sub_n;
     int sub_escaped = cursor && has_escape(sub, sub_n);
     if (sub_escaped) {
-        if (!url_decode_ascii(sub, sub_n, sub_buf, (Py_ssize_t)sizeof sub_buf, &subd_n)) return 0;
+        if (!url_decode(sub, sub_n, sub_buf, (Py_ssize_t)sizeof sub_buf, &subd_n)) return 0;
         subd = sub_buf;
     }
     const char *nsp = p + st[0];

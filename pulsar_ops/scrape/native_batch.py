@@ -5,11 +5,10 @@ The hierarchical BookKeeper ledger znodes (about half of a Pulsar cluster's meta
 hashed, decoded and laid out as the ``znodes`` and ``bk_ledgers`` columns in one native call per chunk, with no
 Python object per row; the topic (managed-ledger) and cursor znodes (about 40 %) likewise as the ``znodes``,
 ``managed_ledgers``, ``ledger_list``, ``cursors``, ``ack_ranges`` and ``cursor_properties`` columns. Every other
-read (and any the native code does not take: names that URL-decode past ASCII, legacy text values, anything
-malformed) is left
-to the per-znode path (``SnapshotSink.node``), which gives the same rows. ``columns_to_arrays`` turns the native
-buffers into Arrow arrays without copying them. Equivalence with the per-znode path is property-tested
-(tests/unit/scrape/test_native_batch.py).
+read (and any the native code does not take: names that do not URL-decode, legacy text values, anything
+malformed) is left to the per-znode path (``SnapshotSink.node``), which gives the same rows. ``columns_to_arrays``
+turns the native buffers into Arrow arrays without copying them. Equivalence with the per-znode path is
+property-tested (tests/unit/scrape/test_native_batch.py).
 """
 
 from __future__ import annotations

@@ -141,12 +141,14 @@ topic_names = st.sampled_from(
     [
         "topic", "t-partition-0", "t-partition-7", "t-partition-01", "t-partition-2147483647",
         "t-partition-2147483648", "a-partition-1-partition-2", "-partition-3", "t-partition-", "a+b", "a%2Fb",
-        "%zz", "%C3%A9", "%FF", "persistent",
+        "%zz", "%C3%A9", "%FF", "persistent", "%E2%82%AC-partition-2", "%F0%9F%98%80", "%ED%A0%80", "%C0%80",
+        "%F4%90%80%80", "%E0%80", "%00",
     ]
 )  # fmt: skip
 sub_names = st.sampled_from(
     [
-        "sub", "a+b", "%41", "%zz", "pulsar.repl.c2", "pulsar.repl%2Ec2",
+        "sub", "a+b", "%41", "%zz", "pulsar.repl.c2", "pulsar.repl%2Ec2", "%C3%A9", "%ED%B0%80",
+        "pulsar.repl.%E2%82%AC",
         *pulsar_names.SYSTEM_CURSOR_NAMES, *pulsar_names.SYSTEM_CURSOR_PREFIXES,
     ]
 )  # fmt: skip
@@ -239,10 +241,10 @@ def test_the_ml_batch_takes_well_formed_topics_and_cursors_and_leaves_the_rest()
         ("/managed-ledgers/t/ns/persistent/b", b"", st_),
         ("/managed-ledgers/t/ns/persistent/a-partition-3/sub", cur, st_),
         ("/managed-ledgers/p/c/ns/persistent/b/pulsar.dedup", cur, st_),
-        ("/managed-ledgers/t/ns/persistent/a%2Fb+c/pulsar%2Erepl.c2", cur, st_),  # URL-encoded, ASCII when decoded
+        ("/managed-ledgers/t/ns/persistent/a%2Fb+%C3%A9/pulsar%2Erepl.c2", cur, st_),  # URL-encoded names
     ]
     left = [
-        ("/managed-ledgers/t/ns/persistent/%C3%A9", ml, st_),  # decodes past ASCII: Python decodes
+        ("/managed-ledgers/t/ns/persistent/%ED%A0%80", ml, st_),  # a surrogate: Python's DecodeError
         ("/managed-ledgers/t/ns/persistent/a/s%zz", cur, st_),  # a malformed escape: Python's DecodeError
         ("/managed-ledgers/t/ns/persistent/c", b"ledgerInfo { ledgerId: 1 }", st_),  # legacy text
         ("/managed-ledgers/t/ns/persistent/c/s", b"", st_),  # an empty cursor: a decode error
@@ -257,5 +259,5 @@ def test_the_ml_batch_takes_well_formed_topics_and_cursors_and_leaves_the_rest()
     assert mls["compression"] == ["NONE", "LZ4", "NONE"] and mls["format"] == ["binary", "binary", "empty"]
     curs = _columns(arrays, "cursors")
     assert curs["is_system"] == [False, True, True] and curs["compacted_topic_ledger"] == [11, 11, 11]
-    assert curs["subscription"][2] == "pulsar.repl.c2" and curs["topic"][2] == "persistent://t/ns/a/b c"
+    assert curs["subscription"][2] == "pulsar.repl.c2" and curs["topic"][2] == "persistent://t/ns/a/b \u00e9"
     assert [a.to_pylist() for a in arrays["ledger_list"]][8] == [False, True, True]  # is_last
