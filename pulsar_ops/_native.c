@@ -26,7 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 5
+#define NATIVE_ABI 6
 
 #define MAX_SEGMENTS 256
 #define MAX_MEMBERS 1024
@@ -1028,7 +1028,7 @@ static int col_init(Col *c, char spec) {
     memset(c, 0, sizeof *c);
     c->nullable = spec >= 'A' && spec <= 'Z';
     c->type = (char)(c->nullable ? spec - 'A' + 'a' : spec);
-    if (c->type != 'q' && c->type != 'i' && c->type != 's' && c->type != 'l') return -1;
+    if (c->type != 'q' && c->type != 'i' && c->type != 's' && c->type != 'l' && c->type != 'b') return -1;
     int32_t zero = 0;
     if (c->type == 's' || c->type == 'l') {
         if (buf_put(&c->offsets, (const char *)&zero, 4) < 0) return -1;
@@ -1045,9 +1045,15 @@ static void col_free(Col *c) {
     free(c->child_data.buf);
 }
 
+static int put_i32(Buf *b, int64_t v) {
+    int32_t x = (int32_t)v;
+    return buf_put(b, (const char *)&x, 4);
+}
+
 /* Whether v fits the column (as pyarrow's conversion would accept it); for str values, caches their UTF-8. */
 static int col_fits(const Col *c, PyObject *v) {
     if (v == Py_None) return c->nullable;
+    if (c->type == 'b') return PyBool_Check(v);
     if (c->type == 'q' || c->type == 'i') {
         if (!PyLong_CheckExact(v)) return 0;
         int overflow = 0;
@@ -1079,21 +1085,62 @@ static int col_fits(const Col *c, PyObject *v) {
     return 1;
 }
 
-static int put_i32(Buf *b, int64_t v) {
-    int32_t x = (int32_t)v;
-    return buf_put(b, (const char *)&x, 4);
-}
-
-/* Append a value col_fits accepted. */
-static int col_append(Col *c, PyObject *v) {
-    if ((c->n & 7) == 0 && buf_put(&c->valid, "\0", 1) < 0) return -1;
-    int isnull = v == Py_None;
+/* The validity bit of the next value (and, for a bool column, its value bit: set with col_bit). */
+static int col_valid(Col *c, int isnull) {
+    if ((c->n & 7) == 0) {
+        if (buf_put(&c->valid, "\0", 1) < 0) return -1;
+        if (c->type == 'b' && buf_put(&c->values, "\0", 1) < 0) return -1;
+    }
     if (isnull) {
         c->nulls++;
     } else {
         c->valid.buf[c->n >> 3] |= (char)(1 << (c->n & 7));
     }
     c->n++;
+    return 0;
+}
+
+static int col_bool(Col *c, int v) {
+    if (col_valid(c, 0) < 0) return -1;
+    if (v) c->values.buf[(c->n - 1) >> 3] |= (char)(1 << ((c->n - 1) & 7));
+    return 0;
+}
+
+/* A non-null int64 / int32 value (the caller checked an int32 column's range). */
+static int col_int(Col *c, int64_t v) {
+    if (col_valid(c, 0) < 0) return -1;
+    if (c->type == 'q') return buf_put(&c->values, (const char *)&v, 8);
+    return put_i32(&c->values, v);
+}
+
+static int col_opt_int(Col *c, int has, int64_t v) {
+    if (has) return col_int(c, v);
+    if (col_valid(c, 1) < 0) return -1;
+    int64_t zero = 0;
+    if (c->type == 'q') return buf_put(&c->values, (const char *)&zero, 8);
+    return put_i32(&c->values, 0);
+}
+
+/* A non-null string column value, the concatenation of up to three pieces. */
+static int col_str3(Col *c, const char *a, size_t an, const char *b, size_t bn, const char *d, size_t dn) {
+    if (col_valid(c, 0) < 0) return -1;
+    if (buf_put(&c->values, a, an) < 0 || (bn && buf_put(&c->values, b, bn) < 0) ||
+        (dn && buf_put(&c->values, d, dn) < 0))
+        return -1;
+    if (c->values.len > INT32_MAX) return -1;
+    return put_i32(&c->offsets, (int64_t)c->values.len);
+}
+
+static int col_str(Col *c, const char *a, size_t an) { return col_str3(c, a, an, NULL, 0, NULL, 0); }
+
+/* Append a value col_fits accepted. */
+static int col_append(Col *c, PyObject *v) {
+    int isnull = v == Py_None;
+    if (c->type == 'b') {
+        if (isnull) return col_valid(c, 1);
+        return col_bool(c, v == Py_True);
+    }
+    if (col_valid(c, isnull) < 0) return -1;
     switch (c->type) {
     case 'q': {
         int64_t x = isnull ? 0 : (int64_t)PyLong_AsLongLong(v);
@@ -1139,6 +1186,7 @@ static PyObject *col_result(Col *c) {
     switch (c->type) {
     case 'q':
     case 'i':
+    case 'b':
         return Py_BuildValue("(nNN)", c->nulls, valid, bytes_of(&c->values));
     case 's':
         return Py_BuildValue("(nNNN)", c->nulls, valid, bytes_of(&c->offsets), bytes_of(&c->values));
@@ -1348,6 +1396,631 @@ done:
     return result;
 }
 
+
+/* ---- ml_batch: the managed-ledger and cursor znodes of a chunk of reads as Arrow buffers ----------------------
+ * ml_batch(store, reads, max_bytes, sha256, specs, helpers) -> (n, rest, tables, rows, min mzxid, max mzxid, scopes)
+ *
+ * specs: the column specs of znodes, managed_ledgers, ledger_list, cursors, ack_ranges, cursor_properties;
+ * helpers: (unwrap, props_json, system cursor names, system cursor prefixes, bucket property prefix,
+ * compacted-topic property name) -- the Python side's own functions and constants, so that the compression
+ * header, the properties JSON and the system-cursor names have one definition.
+ *
+ * A read is taken when its path is a topic (<t>/<ns>/persistent/<enc>, V1 <p>/<c>/<ns>/persistent/<enc>) or a
+ * cursor (that plus /<enc>) znode under /managed-ledgers as scrape.classify reads it, ASCII, with no empty
+ * segment, whose URL-encoded names decode to valid UTF-8 (names.decode's rule; the rest is left to Python, for
+ * its DecodeError), within the size limit,
+ * and its value decodes as the plain-binary fast path does (ml_info / cursor_info: the same parsers), behind a
+ * compression header that `unwrap` accepts; a cursor with a delayed-delivery bucket property is left too.
+ * Everything else goes back to the per-znode path (scrape.sink.SnapshotSink.node), which gives the same rows: so
+ * this never decides an error. The rows are exactly scrape.extract_fast._managed_ledger's and _cursor's.
+ * Field numbers: MLDataFormats.proto (apache/pulsar managed-ledger), as ml_info and cursor_info read them. */
+
+#define ML_TABLES 6
+static const int ML_WIDTHS[ML_TABLES] = {19, 22, 12, 20, 8, 7}; /* znodes, managed_ledgers, ledger_list, cursors,
+                                                                  ack_ranges, cursor_properties */
+static const char ML_ROOT[] = "/managed-ledgers/";
+#define ML_ROOT_LEN (sizeof(ML_ROOT) - 1)
+#define PERSISTENT_PREFIX "persistent://"
+static PyObject *KIND_ML, *KIND_CURSOR, *FORMAT_BINARY, *FORMAT_EMPTY, *CODEC_NONE;
+
+static int has_escape(const char *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] == '%' || p[i] == '+') return 1;
+    }
+    return 0;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Whether b[0:n] is UTF-8 as Python's strict decoder accepts it (no overlong forms, no surrogates, at most
+ * U+10FFFF). */
+static int utf8_valid(const uint8_t *b, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t c = b[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int len;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) lo = 0xA0;
+            if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;
+        } else {
+            return 0;
+        }
+        if (i + len > n || b[i + 1] < lo || b[i + 1] > hi) return 0;
+        for (int k = 2; k < len; k++) {
+            if (b[i + k] < 0x80 || b[i + k] > 0xBF) return 0;
+        }
+        i += len;
+    }
+    return 1;
+}
+
+/* names.decode (URLDecoder.decode: '+' a space, %XX a byte, then strict UTF-8) into out (cap bytes) as UTF-8:
+ * 1 when decoded, 0 when Python must decide (a malformed escape or invalid UTF-8: its DecodeError; too long). */
+static int url_decode(const char *p, Py_ssize_t n, char *out, Py_ssize_t cap, Py_ssize_t *out_n) {
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (k >= cap) return 0;
+        char c = p[i];
+        if (c == '+') {
+            out[k++] = ' ';
+        } else if (c == '%') {
+            if (i + 2 >= n) return 0;
+            int hi = hexval(p[i + 1]), lo = hexval(p[i + 2]);
+            if (hi < 0 || lo < 0) return 0;
+            out[k++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[k++] = c;
+        }
+    }
+    if (!utf8_valid((const uint8_t *)out, k)) return 0;
+    *out_n = k;
+    return 1;
+}
+
+static int seg_is(const char *p, Py_ssize_t n, const char *word) {
+    size_t k = strlen(word);
+    return (size_t)n == k && memcmp(p, word, k) == 0;
+}
+
+/* names.partition_suffix: the index after the last "-partition-", canonical and within int32; -1 otherwise. */
+static int64_t partition_of(const char *p, Py_ssize_t n, Py_ssize_t *base_n) {
+    static const char SUF[] = "-partition-";
+    const Py_ssize_t sn = (Py_ssize_t)(sizeof(SUF) - 1);
+    *base_n = n;
+    for (Py_ssize_t pos = n - sn; pos >= 0; pos--) {
+        if (memcmp(p + pos, SUF, (size_t)sn) != 0) continue;
+        const char *d = p + pos + sn;
+        Py_ssize_t dn = n - pos - sn;
+        if (dn < 1 || dn > 10 || !all_digits(d, dn) || (dn > 1 && d[0] == '0')) return -1;
+        int64_t v = 0;
+        for (Py_ssize_t i = 0; i < dn; i++) v = v * 10 + (d[i] - '0');
+        if (v > INT32_MAX) return -1;
+        *base_n = pos;
+        return v;
+    }
+    return -1;
+}
+
+/* Whether an ASCII cursor name is one of Pulsar's own (pulsar_names._cursor_reason_plain): an exact name or a
+ * prefix. The names and prefixes come from the Python side. */
+static int is_system_name(const char *p, Py_ssize_t n, PyObject *names, PyObject *prefixes) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(names); k++) {
+        Py_ssize_t m;
+        const char *s = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, k), &m);
+        if (s && m == n && memcmp(s, p, (size_t)n) == 0) return 1;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(prefixes); k++) {
+        Py_ssize_t m;
+        const char *s = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(prefixes, k), &m);
+        if (s && m <= n && memcmp(s, p, (size_t)m) == 0) return 1;
+    }
+    return 0;
+}
+
+static PyObject *sha_hex(PyObject *sha256, PyObject *data) {
+    PyObject *h = PyObject_CallOneArg(sha256, data);
+    PyObject *out = h ? PyObject_CallMethod(h, "hexdigest", NULL) : NULL;
+    Py_XDECREF(h);
+    return out;
+}
+
+/* Count one znode in its scope (/managed-ledgers/<t>/<ns>, V1 .../<p>/<c>/<ns>): consecutive znodes mostly share
+ * it, so the count is kept in C until the scope changes. */
+typedef struct {
+    PyObject *dict;
+    const char *last;
+    Py_ssize_t last_n;
+    char buf[512];
+    long count;
+} Scopes;
+
+static int scopes_flush(Scopes *sc) {
+    if (!sc->count) return 0;
+    PyObject *key = PyUnicode_DecodeASCII(sc->buf, sc->last_n, NULL);
+    if (!key) return -1;
+    PyObject *old = PyDict_GetItemWithError(sc->dict, key);
+    long base = 0;
+    if (old) base = PyLong_AsLong(old);
+    else if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
+    }
+    PyObject *v = PyLong_FromLong(base + sc->count);
+    int rc = v ? PyDict_SetItem(sc->dict, key, v) : -1;
+    Py_XDECREF(v);
+    Py_DECREF(key);
+    sc->count = 0;
+    return rc;
+}
+
+static int scopes_add(Scopes *sc, const char *p, Py_ssize_t n) {
+    if (sc->count && n == sc->last_n && memcmp(sc->buf, p, (size_t)n) == 0) {
+        sc->count++;
+        return 0;
+    }
+    if (scopes_flush(sc) < 0) return -1;
+    memcpy(sc->buf, p, (size_t)n);
+    sc->last_n = n;
+    sc->count = 1;
+    return 0;
+}
+
+/* One read: 0 left to Python, 1 taken (its rows appended), -1 a Python error. */
+static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, PyObject *sha256, PyObject *helpers,
+                   Scopes *sc, int64_t *mz_out) {
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) return 0;
+    PyObject *path = PyTuple_GET_ITEM(r, 0), *data = PyTuple_GET_ITEM(r, 1), *stat = PyTuple_GET_ITEM(r, 2);
+    if (!PyUnicode_Check(path) || !PyUnicode_IS_ASCII(path) || !PyBytes_Check(data) || !PyTuple_Check(stat) ||
+        PyTuple_GET_SIZE(stat) != 11)
+        return 0;
+    const char *p = (const char *)PyUnicode_DATA(path);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(path);
+    if (n <= (Py_ssize_t)ML_ROOT_LEN || memcmp(p, ML_ROOT, ML_ROOT_LEN) != 0) return 0;
+    /* the segments below /managed-ledgers (scrape.classify._ml_kind) */
+    Py_ssize_t st[7], ln[7];
+    int ns = 0;
+    Py_ssize_t i0 = (Py_ssize_t)ML_ROOT_LEN;
+    for (Py_ssize_t i = i0; i <= n; i++) {
+        if (i == n || p[i] == '/') {
+            if (ns == 7) return 0;
+            st[ns] = i0;
+            ln[ns] = i - i0;
+            if (ln[ns] == 0) return 0; /* an empty segment: parse_ml_name's DecodeError */
+            ns++;
+            i0 = i + 1;
+        }
+    }
+    int cursor, v1;
+    if (ns >= 3 && seg_is(p + st[2], ln[2], "persistent")) {
+        if (ns != 4 && ns != 5) return 0;
+        v1 = 0;
+        cursor = ns == 5;
+    } else if (ns >= 4 && seg_is(p + st[3], ln[3], "persistent")) {
+        if (ns != 5 && ns != 6) return 0;
+        v1 = 1;
+        cursor = ns == 6;
+    } else {
+        return 0;
+    }
+    int m = v1 ? 5 : 4; /* segments of the managed-ledger name */
+    const char *enc = p + st[m - 1];
+    Py_ssize_t enc_n = ln[m - 1];
+    /* the decoded local and subscription names (names.decode) as UTF-8, the same bytes when nothing is escaped:
+     * "-partition-", the digits after it and the system cursor names are ASCII, so the byte-wise comparisons
+     * below give what Python's str operations give */
+    char local_buf[512], sub_buf[512];
+    const char *local = enc;
+    Py_ssize_t local_n = enc_n;
+    if (has_escape(enc, enc_n)) {
+        if (!url_decode(enc, enc_n, local_buf, (Py_ssize_t)sizeof local_buf, &local_n)) return 0;
+        local = local_buf;
+    }
+    const char *sub = cursor ? p + st[m] : NULL;
+    Py_ssize_t sub_n = cursor ? ln[m] : 0;
+    const char *subd = sub;
+    Py_ssize_t subd_n = sub_n;
+    int sub_escaped = cursor && has_escape(sub, sub_n);
+    if (sub_escaped) {
+        if (!url_decode(sub, sub_n, sub_buf, (Py_ssize_t)sizeof sub_buf, &subd_n)) return 0;
+        subd = sub_buf;
+    }
+    const char *nsp = p + st[0];
+    Py_ssize_t nsp_n = st[m - 3] + ln[m - 3] - st[0]; /* tenant/ns or property/cluster/ns */
+    Py_ssize_t ml_path_n = st[m - 1] + enc_n;         /* the topic znode's path */
+    if (ml_path_n > (Py_ssize_t)sizeof sc->buf) return 0;
+    for (int k = 1; k <= 4; k++) {
+        if (!PyLong_CheckExact(PyTuple_GET_ITEM(stat, k))) return 0;
+    }
+    if (!PyLong_CheckExact(PyTuple_GET_ITEM(stat, 8))) return 0;
+    long long dlen = PyLong_AsLongLong(PyTuple_GET_ITEM(stat, 8));
+    if (dlen == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (dlen > max_bytes || PyBytes_GET_SIZE(data) > max_bytes) return 0; /* size_error decides */
+    int64_t mz = PyLong_AsLongLong(PyTuple_GET_ITEM(stat, 1));
+    if (mz == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+
+    /* the value */
+    PyObject *unwrap = PyTuple_GET_ITEM(helpers, 0), *props_json = PyTuple_GET_ITEM(helpers, 1);
+    PyObject *names = PyTuple_GET_ITEM(helpers, 2), *prefixes = PyTuple_GET_ITEM(helpers, 3);
+    PyObject *bucket = PyTuple_GET_ITEM(helpers, 4), *compacted = PyTuple_GET_ITEM(helpers, 5);
+    int taken = 0;
+    PyObject *plain = NULL, *codec = NULL, *rows = NULL, *props = NULL, *sprops = NULL, *pjson = NULL;
+    PyObject *sha = NULL, *zrow = NULL;
+    PyObject *format = FORMAT_BINARY;
+    Py_ssize_t dn = PyBytes_GET_SIZE(data);
+    const char *d = PyBytes_AS_STRING(data);
+    if (dn == 0) {
+        if (cursor) return 0; /* "empty value": DecodeError */
+        format = FORMAT_EMPTY;
+        codec = CODEC_NONE;
+        Py_INCREF(codec);
+        plain = data;
+        Py_INCREF(plain);
+    } else if (dn >= 2 && (uint8_t)d[0] == 0x47 && (uint8_t)d[1] == 0x78) {
+        PyObject *u = PyObject_CallFunctionObjArgs(unwrap, data, path, NULL);
+        if (!u || !PyTuple_Check(u) || PyTuple_GET_SIZE(u) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(u, 0)) ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(u, 1))) {
+            Py_XDECREF(u);
+            PyErr_Clear(); /* the per-znode path gives the error */
+            return 0;
+        }
+        plain = PyTuple_GET_ITEM(u, 0);
+        codec = PyTuple_GET_ITEM(u, 1);
+        Py_INCREF(plain);
+        Py_INCREF(codec);
+        Py_DECREF(u);
+    } else {
+        codec = CODEC_NONE;
+        Py_INCREF(codec);
+        plain = data;
+        Py_INCREF(plain);
+    }
+    const uint8_t *pp = (const uint8_t *)PyBytes_AS_STRING(plain);
+    const uint8_t *pend = pp + PyBytes_GET_SIZE(plain);
+    int64_t scalars[7] = {0, 0, 0, 0, 0, 0, 0};
+    int has[7] = {0, 0, 0, 0, 0, 0, 0};
+    long batched = 0;
+    int terminated = 0;
+    rows = PyList_New(0);
+    props = PyList_New(0);
+    sprops = PyList_New(0);
+    if (!rows || !props || !sprops) goto error;
+    if (cursor) {
+        int rc = cursor_parse(pp, pend, scalars, has, rows, props, sprops, &batched);
+        if (rc == FAIL) goto error;
+        if (rc == BAIL) goto leave;
+        Py_ssize_t bn;
+        const char *b = PyUnicode_AsUTF8AndSize(bucket, &bn);
+        if (!b) goto error;
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(sprops); k++) {
+            Py_ssize_t kn;
+            const char *kp = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(PyList_GET_ITEM(sprops, k), 0), &kn);
+            if (!kp) goto error;
+            if (kn >= bn && memcmp(kp, b, (size_t)bn) == 0) goto leave; /* a bucket: int() decides its value */
+        }
+    } else if (format == FORMAT_BINARY) {
+        int rc = ml_info_parse(pp, pend, rows, props, &terminated);
+        if (rc == FAIL) goto error;
+        if (rc == BAIL || (PyList_GET_SIZE(rows) == 0 && !terminated && PyList_GET_SIZE(props) == 0)) goto leave;
+    }
+    /* the ledger list's total size within int64 (extract.total_size) */
+    int64_t total = 0;
+    if (!cursor) {
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(rows); k++) {
+            PyObject *size = PyTuple_GET_ITEM(PyList_GET_ITEM(rows, k), 2);
+            if (size == Py_None) continue;
+            int64_t v = PyLong_AsLongLong(size);
+            if (v == -1 && PyErr_Occurred()) goto error;
+            if (__builtin_add_overflow(total, v, &total)) goto leave;
+        }
+        if (PyList_GET_SIZE(props)) {
+            PyObject *pt = PyList_AsTuple(props);
+            pjson = pt ? PyObject_CallOneArg(props_json, pt) : NULL;
+            Py_XDECREF(pt);
+            if (!pjson) goto error;
+            if (!PyUnicode_Check(pjson)) goto leave;
+        }
+    }
+    sha = sha_hex(sha256, data);
+    if (!sha) goto error;
+    {
+        PyObject *zargs[6] = {store, path, stat, cursor ? KIND_CURSOR : KIND_ML, Py_None, sha};
+        zrow = znode_row(NULL, zargs, 6);
+    }
+    if (!zrow) goto error;
+    for (int k = 0; k < ML_WIDTHS[0]; k++) {
+        if (!col_fits(&t[0][k], PyTuple_GET_ITEM(zrow, k))) {
+            PyErr_Clear();
+            goto leave; /* a stat past its column's range: the per-znode path decides */
+        }
+    }
+    Py_ssize_t codec_n;
+    const char *codec_s = PyUnicode_AsUTF8AndSize(codec, &codec_n);
+    if (!codec_s) goto error;
+    Py_ssize_t base_n;
+    int64_t part = partition_of(local, local_n, &base_n);
+    const char *TP = PERSISTENT_PREFIX;
+    const size_t tpn = sizeof(PERSISTENT_PREFIX) - 1;
+    char topic[1024];
+    size_t topic_n = tpn + (size_t)nsp_n + 1 + (size_t)local_n;
+    if (topic_n > sizeof topic) goto leave;
+    int sys = 0, has_compacted = 0;
+    int64_t compacted_v = 0;
+    if (cursor) {
+        /* pulsar_names.system_cursor_reason: the name as stored, then (escaped) as decoded */
+        sys = is_system_name(sub, sub_n, names, prefixes) ||
+              (sub_escaped && is_system_name(subd, subd_n, names, prefixes));
+        Py_ssize_t cn;
+        const char *cp = PyUnicode_AsUTF8AndSize(compacted, &cn);
+        if (!cp) goto error;
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(props) && !has_compacted; k++) {
+            PyObject *kv = PyList_GET_ITEM(props, k);
+            Py_ssize_t kn;
+            const char *kp = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(kv, 0), &kn);
+            if (!kp) goto error;
+            if (kn == cn && memcmp(kp, cp, (size_t)cn) == 0) {
+                has_compacted = 1;
+                compacted_v = PyLong_AsLongLong(PyTuple_GET_ITEM(kv, 1));
+            }
+        }
+    }
+    /* every check passed: append the rows (a failure from here on is out of memory) */
+    taken = 1;
+    int bad = 0;
+    for (int k = 0; k < ML_WIDTHS[0]; k++) bad |= col_append(&t[0][k], PyTuple_GET_ITEM(zrow, k));
+    memcpy(topic, TP, tpn);
+    memcpy(topic + tpn, nsp, (size_t)nsp_n);
+    topic[tpn + (size_t)nsp_n] = '/';
+    memcpy(topic + tpn + (size_t)nsp_n + 1, local, (size_t)local_n);
+    PyObject *version = PyTuple_GET_ITEM(stat, 4), *mzxid = PyTuple_GET_ITEM(stat, 1);
+    PyObject *ctime = PyTuple_GET_ITEM(stat, 2), *mtime = PyTuple_GET_ITEM(stat, 3);
+    PyObject *dl = PyTuple_GET_ITEM(stat, 8);
+    if (!cursor) {
+        Col *c = t[1];
+        Py_ssize_t nrows = PyList_GET_SIZE(rows);
+        bad |= col_str(&c[0], p, (size_t)n);
+        bad |= col_str(&c[1], p + ML_ROOT_LEN, (size_t)n - ML_ROOT_LEN);
+        bad |= col_str(&c[2], nsp, (size_t)ln[0]);
+        bad |= col_str(&c[3], nsp, (size_t)nsp_n);
+        bad |= col_bool(&c[4], v1);
+        bad |= col_str(&c[5], enc, (size_t)enc_n);
+        bad |= col_str(&c[6], local, (size_t)local_n);
+        bad |= col_str(&c[7], topic, topic_n);
+        bad |= col_str3(&c[8], topic, topic_n - (size_t)local_n, local, (size_t)base_n, NULL, 0);
+        bad |= col_int(&c[9], part);
+        bad |= col_append(&c[10], version);
+        bad |= col_append(&c[11], mzxid);
+        bad |= col_append(&c[12], ctime);
+        bad |= col_append(&c[13], mtime);
+        bad |= col_append(&c[14], dl);
+        Py_ssize_t fn;
+        const char *fs = PyUnicode_AsUTF8AndSize(format, &fn);
+        bad |= !fs || col_str(&c[15], fs, (size_t)fn);
+        bad |= col_str(&c[16], codec_s, (size_t)codec_n);
+        bad |= col_int(&c[17], nrows);
+        bad |= col_int(&c[18], total);
+        if (nrows) {
+            bad |= col_append(&c[19], PyTuple_GET_ITEM(PyList_GET_ITEM(rows, nrows - 1), 0));
+        } else {
+            bad |= col_opt_int(&c[19], 0, 0);
+        }
+        bad |= col_bool(&c[20], terminated);
+        if (pjson) {
+            Py_ssize_t jn;
+            const char *js = PyUnicode_AsUTF8AndSize(pjson, &jn);
+            bad |= !js || col_str(&c[21], js, (size_t)jn);
+        } else {
+            bad |= col_str(&c[21], "{}", 2);
+        }
+        Col *l = t[2];
+        for (Py_ssize_t k = 0; k < nrows; k++) {
+            PyObject *row = PyList_GET_ITEM(rows, k);
+            bad |= col_str(&l[0], p, (size_t)n);
+            bad |= col_str(&l[1], topic, topic_n);
+            bad |= col_str(&l[2], nsp, (size_t)nsp_n);
+            bad |= col_int(&l[3], k);
+            for (int j = 0; j < 4; j++) bad |= col_append(&l[4 + j], PyTuple_GET_ITEM(row, j));
+            bad |= col_bool(&l[8], k == nrows - 1);
+            for (int j = 4; j < 7; j++) bad |= col_append(&l[5 + j], PyTuple_GET_ITEM(row, j));
+        }
+    } else {
+        Col *c = t[3];
+        Py_ssize_t nranges = PyList_GET_SIZE(rows);
+        bad |= col_str(&c[0], p, (size_t)n);
+        bad |= col_str(&c[1], p, (size_t)ml_path_n);
+        bad |= col_str(&c[2], topic, topic_n);
+        bad |= col_str(&c[3], nsp, (size_t)nsp_n);
+        bad |= col_str(&c[4], sub, (size_t)sub_n);
+        bad |= col_str(&c[5], subd, (size_t)subd_n);
+        bad |= col_bool(&c[6], sys);
+        bad |= col_int(&c[7], scalars[1]);
+        bad |= col_opt_int(&c[8], has[2] && has[3], scalars[2]);
+        bad |= col_opt_int(&c[9], has[2] && has[3], scalars[3]);
+        bad |= col_opt_int(&c[10], has[6], scalars[6]);
+        bad |= col_int(&c[11], nranges);
+        bad |= col_int(&c[12], batched);
+        bad |= col_opt_int(&c[13], has_compacted, compacted_v);
+        bad |= col_append(&c[14], version);
+        bad |= col_append(&c[15], mzxid);
+        bad |= col_append(&c[16], ctime);
+        bad |= col_append(&c[17], mtime);
+        bad |= col_append(&c[18], dl);
+        bad |= col_str(&c[19], codec_s, (size_t)codec_n);
+        Col *a = t[4];
+        for (Py_ssize_t k = 0; k < nranges; k++) {
+            PyObject *row = PyList_GET_ITEM(rows, k);
+            bad |= col_str(&a[0], p, (size_t)n);
+            bad |= col_str(&a[1], topic, topic_n);
+            bad |= col_str(&a[2], subd, (size_t)subd_n);
+            bad |= col_int(&a[3], k);
+            for (int j = 0; j < 4; j++) bad |= col_append(&a[4 + j], PyTuple_GET_ITEM(row, j));
+        }
+        Col *q = t[5];
+        for (int pass = 0; pass < 2; pass++) {
+            PyObject *list = pass ? sprops : props;
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(list); k++) {
+                PyObject *kv = PyList_GET_ITEM(list, k);
+                Py_ssize_t kn, vn;
+                const char *kp = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(kv, 0), &kn);
+                char num[32];
+                const char *vp;
+                if (pass) {
+                    vp = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(kv, 1), &vn);
+                } else {
+                    vn = snprintf(num, sizeof num, "%lld", PyLong_AsLongLong(PyTuple_GET_ITEM(kv, 1)));
+                    vp = num;
+                }
+                if (!kp || !vp) {
+                    bad = 1;
+                    continue;
+                }
+                bad |= col_str(&q[0], p, (size_t)n);
+                bad |= col_str(&q[1], topic, topic_n);
+                bad |= col_str(&q[2], subd, (size_t)subd_n);
+                bad |= pass ? col_str(&q[3], "string", 6) : col_str(&q[3], "long", 4);
+                bad |= col_str(&q[4], kp, (size_t)kn);
+                bad |= col_str(&q[5], vp, (size_t)vn);
+                bad |= col_opt_int(&q[6], 0, 0);
+            }
+        }
+    }
+    /* the scope: /managed-ledgers/<t>/<ns> (V2), /managed-ledgers/<p>/<c>/<ns> (V1) */
+    bad |= scopes_add(sc, p, st[v1 ? 2 : 1] + ln[v1 ? 2 : 1]);
+    if (bad) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto error;
+    }
+    *mz_out = mz;
+    goto leave_rows;
+error:
+    taken = -1;
+    goto leave_rows;
+leave:
+    taken = 0;
+leave_rows:
+    Py_XDECREF(plain);
+    Py_XDECREF(codec);
+    Py_XDECREF(rows);
+    Py_XDECREF(props);
+    Py_XDECREF(sprops);
+    Py_XDECREF(pjson);
+    Py_XDECREF(sha);
+    Py_XDECREF(zrow);
+    if (taken == 0 && PyErr_Occurred()) taken = -1;
+    return taken;
+}
+
+static PyObject *ml_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 || !PyList_Check(args[1]) || !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != ML_TABLES ||
+        !PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[5]) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(args[5], 2)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(args[5], 3)) || !PyUnicode_Check(PyTuple_GET_ITEM(args[5], 4)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(args[5], 5))) {
+        PyErr_SetString(PyExc_TypeError, "ml_batch(store, reads: list, max_bytes: int, sha256, specs: 6-tuple, "
+                                         "(unwrap, props_json, names, prefixes, bucket prefix, compacted name))");
+        return NULL;
+    }
+    PyObject *store = args[0], *reads = args[1], *sha256 = args[3], *specs = args[4], *helpers = args[5];
+    long long max_bytes = PyLong_AsLongLong(args[2]);
+    if (max_bytes == -1 && PyErr_Occurred()) return NULL;
+    Col cols[19 + 22 + 12 + 20 + 8 + 7];
+    Col *t[ML_TABLES];
+    int ok = 1, ncols = 0;
+    for (int k = 0; k < ML_TABLES; k++) {
+        Py_ssize_t sn;
+        PyObject *spec = PyTuple_GET_ITEM(specs, k);
+        const char *s = PyUnicode_Check(spec) ? PyUnicode_AsUTF8AndSize(spec, &sn) : NULL;
+        t[k] = cols + ncols;
+        if (!s || sn != ML_WIDTHS[k]) {
+            ok = 0;
+            break;
+        }
+        for (int j = 0; j < ML_WIDTHS[k]; j++) ok &= col_init(&cols[ncols++], s[j]) == 0;
+    }
+    Scopes sc = {PyDict_New(), NULL, 0, {0}, 0};
+    PyObject *rest = PyList_New(0), *result = NULL;
+    Py_ssize_t handled = 0;
+    int64_t lo = 0, hi = 0;
+    if (!ok || !rest || !sc.dict) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "ml_batch: the column specs do not match the tables");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
+        int64_t mz = 0;
+        int rc = ml_take(PyList_GET_ITEM(reads, i), t, store, max_bytes, sha256, helpers, &sc, &mz);
+        if (rc < 0) goto done;
+        if (rc) {
+            if (handled == 0 || mz < lo) lo = mz;
+            if (handled == 0 || mz > hi) hi = mz;
+            handled++;
+            continue;
+        }
+        PyObject *ix = PyLong_FromSsize_t(i);
+        if (!ix || PyList_Append(rest, ix) < 0) {
+            Py_XDECREF(ix);
+            goto done;
+        }
+        Py_DECREF(ix);
+    }
+    if (scopes_flush(&sc) < 0) goto done;
+    {
+        PyObject *tables = PyList_New(ML_TABLES), *counts = PyList_New(ML_TABLES);
+        int bad = !tables || !counts;
+        for (int k = 0; k < ML_TABLES && !bad; k++) {
+            PyObject *tl = PyList_New(ML_WIDTHS[k]);
+            PyObject *cnt = PyLong_FromSsize_t(t[k][0].n);
+            if (!tl || !cnt) {
+                Py_XDECREF(tl);
+                Py_XDECREF(cnt);
+                bad = 1;
+                break;
+            }
+            PyList_SET_ITEM(tables, k, tl);
+            PyList_SET_ITEM(counts, k, cnt);
+            for (int j = 0; j < ML_WIDTHS[k] && !bad; j++) {
+                PyObject *c = col_result(&t[k][j]);
+                if (!c) bad = 1; else PyList_SET_ITEM(tl, j, c);
+            }
+        }
+        if (bad) {
+            Py_XDECREF(tables);
+            Py_XDECREF(counts);
+        } else if (handled) {
+            result = Py_BuildValue("(nONNLLO)", handled, rest, tables, counts, (long long)lo, (long long)hi, sc.dict);
+        } else {
+            result = Py_BuildValue("(nONNOOO)", handled, rest, tables, counts, Py_None, Py_None, sc.dict);
+        }
+    }
+done:
+    for (int k = 0; k < ncols; k++) col_free(&cols[k]);
+    Py_XDECREF(rest);
+    Py_XDECREF(sc.dict);
+    return result;
+}
+
 static PyMethodDef METHODS[] = {
     {"bk_ledger_v3", bk_ledger_v3, METH_O,
      "bk_ledger_v3(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 ledger metadata znode, or None "
@@ -1366,6 +2039,9 @@ static PyMethodDef METHODS[] = {
     {"bk_batch", (PyCFunction)(void (*)(void))bk_batch, METH_FASTCALL,
      "bk_batch(store, reads, ledgers_root, max_bytes, sha256, znodes_spec, bk_spec) -> (n, rest, znodes columns, "
      "bk_ledgers columns, min mzxid, max mzxid): the hierarchical v3 ledger znodes of a chunk as Arrow buffers."},
+    {"ml_batch", (PyCFunction)(void (*)(void))ml_batch, METH_FASTCALL,
+     "ml_batch(store, reads, max_bytes, sha256, specs, helpers) -> (n, rest, tables, row counts, min mzxid, max mzxid, "
+     "scope counts): the managed-ledger and cursor znodes of a chunk as Arrow buffers."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1383,6 +2059,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     crc_init();
     if (!(KIND_BK_LEDGER = PyUnicode_InternFromString("bk-ledger"))) return NULL;
     if (!(LAYOUT_NAMES[1] = PyUnicode_InternFromString("legacy")) || !(LAYOUT_NAMES[2] = PyUnicode_InternFromString("long")))
+        return NULL;
+    if (!(KIND_ML = PyUnicode_InternFromString("managed-ledger")) || !(KIND_CURSOR = PyUnicode_InternFromString("cursor")) ||
+        !(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
+        !(CODEC_NONE = PyUnicode_InternFromString("NONE")))
         return NULL;
     if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;
     PyObject *m = PyModule_Create(&MODULE);

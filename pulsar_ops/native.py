@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 5  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 6  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
@@ -32,7 +32,7 @@ def _load() -> tuple[dict[str, Any], str]:
         return {}, "not built (no C compiler at install time?): pure Python"
     if getattr(_native, "ABI", None) != ABI:
         return {}, "stale build ignored (reinstall: pip install -e .): pure Python"
-    names = ("bk_ledger_v3", "ml_info", "cursor_info", "znode_row", "snap_nodes", "bk_batch")
+    names = ("bk_ledger_v3", "ml_info", "cursor_info", "znode_row", "snap_nodes", "bk_batch", "ml_batch")
     return {name: getattr(_native, name) for name in names}, "native"
 
 
@@ -50,3 +50,7 @@ snap_nodes: SnapNodes | None = _FNS.get("snap_nodes")
 # a chunk of reads as znodes and bk_ledgers Arrow buffers, the rest left to the per-znode path
 # (scrape.native_batch; exactly SnapshotSink.node's rows)
 bk_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("bk_batch")
+# ml_batch(store, reads, max_bytes, sha256, specs, helpers): the managed-ledger and cursor znodes of a chunk of reads as
+# znodes, managed_ledgers, ledger_list, cursors, ack_ranges and cursor_properties Arrow buffers, the rest left to
+# the per-znode path (scrape.native_batch; exactly SnapshotSink.node's rows)
+ml_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("ml_batch")

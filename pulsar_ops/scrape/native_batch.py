@@ -1,10 +1,14 @@
-"""The scrape's batch hot path: a chunk of znode reads through ``native.bk_batch`` straight into Arrow arrays.
+"""The scrape's batch hot path: a chunk of znode reads through ``native.bk_batch`` and ``native.ml_batch``
+straight into Arrow arrays.
 
 The hierarchical BookKeeper ledger znodes (about half of a Pulsar cluster's metadata store) are classified,
 hashed, decoded and laid out as the ``znodes`` and ``bk_ledgers`` columns in one native call per chunk, with no
-Python object per row; every other read is left to the per-znode path (``SnapshotSink.node``), which gives the
-same rows. ``columns_to_arrays`` turns the native buffers into Arrow arrays without copying them. Equivalence
-with the per-znode path is property-tested (tests/unit/scrape/test_native_batch.py).
+Python object per row; the topic (managed-ledger) and cursor znodes (about 40 %) likewise as the ``znodes``,
+``managed_ledgers``, ``ledger_list``, ``cursors``, ``ack_ranges`` and ``cursor_properties`` columns. Every other
+read (and any the native code does not take: names that do not URL-decode, legacy text values, anything
+malformed) is left to the per-znode path (``SnapshotSink.node``), which gives the same rows. ``columns_to_arrays``
+turns the native buffers into Arrow arrays without copying them. Equivalence with the per-znode path is
+property-tested (tests/unit/scrape/test_native_batch.py).
 """
 
 from __future__ import annotations
@@ -15,17 +19,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from pulsar_ops import native
+from pulsar_ops import native, pulsar_names
+from pulsar_ops.formats.compression import unwrap
+from pulsar_ops.formats.cursor import BUCKET_PROPERTY_PREFIX, COMPACTED_TOPIC_LEDGER
 from pulsar_ops.scrape.classify import MANAGED_LEDGERS
 from pulsar_ops.snapshot.arrow_schema import arrow_schema
 
-_LETTERS = {pa.int64(): "q", pa.int32(): "i", pa.string(): "s", pa.list_(pa.string()): "l"}
+_LETTERS = {pa.int64(): "q", pa.int32(): "i", pa.string(): "s", pa.list_(pa.string()): "l", pa.bool_(): "b"}
 
 
 @functools.cache
 def spec(table: str) -> str:
-    """One letter per column for the native builder: q int64, i int32, s string, l list<string>; upper case
-    when nullable."""
+    """One letter per column for the native builder: q int64, i int32, b bool, s string, l list<string>; upper
+    case when nullable."""
     out = []
     for f in arrow_schema(table):
         letter = _LETTERS[f.type]
@@ -39,6 +45,8 @@ def _array(col: tuple[Any, ...], n: int, field: pa.Field) -> pa.Array:
     t = field.type
     if t == pa.string():
         return pa.Array.from_buffers(t, n, [vb, pa.py_buffer(col[2]), pa.py_buffer(col[3])], null_count=nulls)
+    if t == pa.bool_():
+        return pa.Array.from_buffers(t, n, [vb, pa.py_buffer(col[2])], null_count=nulls)
     if t == pa.list_(pa.string()):
         child = pa.Array.from_buffers(pa.string(), col[3], [None, pa.py_buffer(col[4]), pa.py_buffer(col[5])])
         return pa.Array.from_buffers(t, n, [vb, pa.py_buffer(col[2])], null_count=nulls, children=[child])
@@ -55,7 +63,11 @@ BkBatch = tuple[int, list[int], list[pa.Array], list[pa.Array], int | None, int 
 def usable(ledgers_root: str) -> bool:
     """The native batch runs when built, and when no ledger path could also be a managed-ledger path (classify
     looks under /managed-ledgers first)."""
-    return native.bk_batch is not None and not (ledgers_root + "/").startswith(MANAGED_LEDGERS + "/")
+    return (
+        native.bk_batch is not None
+        and native.ml_batch is not None
+        and not (ledgers_root + "/").startswith(MANAGED_LEDGERS + "/")
+    )
 
 
 def bk_batch(store: str, reads: list[Any], ledgers_root: str, max_bytes: int) -> BkBatch:
@@ -70,4 +82,37 @@ def bk_batch(store: str, reads: list[Any], ledgers_root: str, max_bytes: int) ->
     return n, rest, columns_to_arrays("znodes", zcols, n), columns_to_arrays("bk_ledgers", bcols, n), lo, hi
 
 
-__all__ = ["bk_batch", "columns_to_arrays", "spec", "usable"]
+ML_TABLES = ("znodes", "managed_ledgers", "ledger_list", "cursors", "ack_ranges", "cursor_properties")
+
+
+@functools.cache
+def _ml_args() -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    from pulsar_ops.scrape.extract_fast import _props_json  # the one definition of the properties JSON
+
+    helpers = (
+        unwrap,  # the compression header (formats.compression), errors left to the per-znode path
+        _props_json,
+        tuple(pulsar_names.SYSTEM_CURSOR_NAMES),
+        tuple(pulsar_names.SYSTEM_CURSOR_PREFIXES),
+        BUCKET_PROPERTY_PREFIX,
+        COMPACTED_TOPIC_LEDGER,
+    )
+    return tuple(spec(t) for t in ML_TABLES), helpers
+
+
+MlBatch = tuple[int, list[int], dict[str, list[pa.Array]], int | None, int | None, dict[str, int]]
+
+
+def ml_batch(store: str, reads: list[Any], max_bytes: int) -> MlBatch:
+    """(znodes taken, indexes of the reads left to the per-znode path, arrays per table with rows, the taken
+    rows' min and max mzxid, znodes taken per /managed-ledgers scope)."""
+    assert native.ml_batch is not None
+    specs, helpers = _ml_args()
+    n, rest, tables, counts, lo, hi, scopes = native.ml_batch(store, reads, max_bytes, hashlib.sha256, specs, helpers)
+    arrays = {
+        t: columns_to_arrays(t, cols, rows) for t, cols, rows in zip(ML_TABLES, tables, counts, strict=True) if rows
+    }
+    return n, rest, arrays, lo, hi, scopes
+
+
+__all__ = ["bk_batch", "columns_to_arrays", "ml_batch", "spec", "usable"]

@@ -1,11 +1,14 @@
-"""The native batch (``SnapshotSink.nodes`` over ``native.bk_batch``) writes exactly the rows, scope counts,
-zxid ranges and counters the per-znode path (``SnapshotSink.node``) writes for the same reads: tables compared
-row by row (sorted: the batch puts its rows in their own Arrow batches), whatever mix of ledger znodes (legacy,
-long, flat, malformed, other formats, oversized, ids at the int64 edge) and other znodes a chunk holds. It must
-also really take the common case: a batch that left every read to Python would pass the equivalence checks."""
+"""The native batch (``SnapshotSink.nodes`` over ``native.bk_batch`` and ``native.ml_batch``) writes exactly the
+rows, scope counts, zxid ranges and counters the per-znode path (``SnapshotSink.node``) writes for the same reads:
+tables compared row by row (sorted: the batch puts its rows in their own Arrow batches), whatever mix of ledger
+znodes (legacy, long, flat, malformed, other formats, oversized, ids at the int64 edge), topic and cursor znodes
+(V1, V2, partitions, URL-encoded and system names, compressed, legacy text, empty, corrupt, properties) and other
+znodes a chunk holds. It must also really take the common case: a batch that left every read to Python would
+pass the equivalence checks."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -15,16 +18,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pulsar_ops import native
+from pulsar_ops import native, pulsar_names
+from pulsar_ops.formats.cursor import BUCKET_PROPERTY_PREFIX, COMPACTED_TOPIC_LEDGER, encode_cursor_info
 from pulsar_ops.formats.ledger_metadata import encode_ledger_metadata
 from pulsar_ops.formats.ledger_path import ledger_path
+from pulsar_ops.formats.managed_ledger import encode_managed_ledger_info
 from pulsar_ops.scrape import native_batch
 from pulsar_ops.scrape import sink as sink_module
 from pulsar_ops.scrape.extract import ExtractConfig
 from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.snapshot.writer import SnapshotWriter
 from tests.unit.formats.strategies import ledger_metadatas
-from tests.unit.test_native import ascii_ledgers
+from tests.unit.test_native import ascii_cursor_infos, ascii_ledgers, ascii_ml_infos
 
 needs_native = pytest.mark.skipif(native.bk_batch is None, reason=f"native path not loaded: {native.STATUS}")
 PROPS = settings(
@@ -126,3 +131,152 @@ def test_the_batch_takes_well_formed_ledgers_and_leaves_the_rest(tmp_path: Path)
 def test_the_specs_follow_the_schema() -> None:
     assert native_batch.spec("znodes") == "ssssiiiiqqqqqiiqssS"
     assert native_batch.spec("bk_ledgers") == "sqsisqqiiiSqQiqqqisSSSSSSsls"
+
+
+# ---- topic and cursor znodes (native.ml_batch) -------------------------------------------------------------------
+
+needs_ml_batch = pytest.mark.skipif(native.ml_batch is None, reason=f"native path not loaded: {native.STATUS}")
+segment = st.sampled_from(["t", "ns", "c1", "persistent", "a.b-c_*"])
+TOPIC_NAMES = [
+    "topic", "t-partition-0", "t-partition-7", "t-partition-01", "t-partition-2147483647",
+    "t-partition-2147483648", "a-partition-1-partition-2", "-partition-3", "t-partition-", "a+b", "a%2Fb",
+    "%zz", "%C3%A9", "%FF", "persistent", "%E2%82%AC-partition-2", "%F0%9F%98%80", "%ED%A0%80", "%C0%80",
+    "%F4%90%80%80", "%E0%80", "%00",
+]  # fmt: skip
+topic_names = st.sampled_from(TOPIC_NAMES)
+SUB_NAMES = [
+    "sub", "a+b", "%41", "%zz", "pulsar.repl.c2", "pulsar.repl%2Ec2", "%C3%A9", "%ED%B0%80",
+    "pulsar.repl.%E2%82%AC",
+    *pulsar_names.SYSTEM_CURSOR_NAMES, *pulsar_names.SYSTEM_CURSOR_PREFIXES,
+]  # fmt: skip
+sub_names = st.sampled_from(SUB_NAMES)
+odd_ml_paths = st.sampled_from(
+    [
+        "/managed-ledgers/t/ns/persistent",
+        "/managed-ledgers/t//persistent/x",
+        "/managed-ledgers/t/ns/persistent/x/",
+        "/managed-ledgers/t/ns/persistent/x/s/y",
+        "/managed-ledgers/t/persistent/persistent/persistent/x",
+        "/managed-ledgers/t/persistent/persistent/persistent/x/s",
+        "/managed-ledgers/t/ns/persistent/\u00e9",
+        "/managed-ledgers/t/ns/non-persistent/x",
+        "/managed-ledgersx/t/ns/persistent/x",
+        "/managed-ledgers",
+    ]
+)
+codecs = st.sampled_from(["NONE", "NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY"])
+special_props = st.lists(
+    st.tuples(st.sampled_from([COMPACTED_TOPIC_LEDGER, "k", BUCKET_PROPERTY_PREFIX + "1"]), st.integers(-5, 2**40)),
+    max_size=2,
+)
+ml_values = st.one_of(
+    st.builds(lambda i, c: encode_managed_ledger_info(i, compression=c), ascii_ml_infos(), codecs),
+    ascii_ml_infos().map(lambda i: encode_managed_ledger_info(i, text=True)),
+    st.sampled_from([b"", b"\x47\x78\x00\x00\x00\x02\x08\x09junk", b"\xff\xff"]),
+)
+cursor_values = st.one_of(
+    st.builds(
+        lambda i, props, sprops, c: encode_cursor_info(
+            replace(i, properties=i.properties + tuple(props), cursor_properties=i.cursor_properties + tuple(sprops)),
+            compression=c,
+        ),
+        ascii_cursor_infos(),
+        special_props,
+        st.lists(st.tuples(st.sampled_from([BUCKET_PROPERTY_PREFIX + "9", "s"]), st.sampled_from(["12", " 7 ", "x"]))),
+        codecs,
+    ),
+    st.sampled_from([b"", b"\x08"]),
+)
+
+
+@st.composite
+def ml_reads(draw: st.DrawFn) -> list[tuple[str, bytes, tuple[int, ...]]]:
+    out = []
+    for _ in range(draw(st.integers(1, 16))):
+        kind = draw(st.integers(0, 9))
+        ns = draw(st.lists(segment, min_size=2, max_size=3))
+        ml = "/managed-ledgers/" + "/".join(ns) + "/persistent/" + draw(topic_names)
+        if kind < 4:
+            path, data = ml, draw(ml_values)
+        elif kind < 8:
+            path, data = ml + "/" + draw(sub_names), draw(cursor_values)
+        else:
+            path, data = draw(odd_ml_paths), draw(ml_values | cursor_values)
+        s = draw(stats)
+        dlen = len(data) if draw(st.integers(0, 9)) else MAX_BYTES + 1
+        out.append((path, data, (*s[:8], dlen, s[9], s[8])))
+    return out
+
+
+@needs_ml_batch
+@PROPS
+@given(st.tuples(ml_reads(), reads()).flatmap(lambda t: st.permutations(t[0] + t[1])))
+def test_the_ml_batch_writes_what_the_per_znode_path_writes(
+    tmp_path_factory: pytest.TempPathFactory, chunk: Any
+) -> None:
+    slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
+    fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
+    assert fast == slow
+
+
+def _columns(arrays: dict[str, Any], table: str) -> dict[str, list[Any]]:
+    names = [f.name for f in native_batch.arrow_schema(table)]
+    return dict(zip(names, [a.to_pylist() for a in arrays[table]], strict=True))
+
+
+@needs_ml_batch
+def test_the_ml_batch_takes_well_formed_topics_and_cursors_and_leaves_the_rest() -> None:
+    from pulsar_ops.formats.cursor import ManagedCursorInfo
+    from pulsar_ops.formats.managed_ledger import LedgerInfo, ManagedLedgerInfo
+
+    ml = encode_managed_ledger_info(ManagedLedgerInfo((LedgerInfo(5, 10, 100, 7), LedgerInfo(6, None, None, None))))
+    lz4 = encode_managed_ledger_info(ManagedLedgerInfo((LedgerInfo(5, 10, 100, 7),)), compression="LZ4")
+    cur = encode_cursor_info(ManagedCursorInfo(9, (5, 3), properties=((COMPACTED_TOPIC_LEDGER, 11),)))
+    st_ = (1, 2, 3, 4, 0, 0, 0, 0, 10, 0, 1)
+    good = [
+        ("/managed-ledgers/t/ns/persistent/a-partition-3", ml, st_),
+        ("/managed-ledgers/p/c/ns/persistent/b", lz4, st_),
+        ("/managed-ledgers/t/ns/persistent/b", b"", st_),
+        ("/managed-ledgers/t/ns/persistent/a-partition-3/sub", cur, st_),
+        ("/managed-ledgers/p/c/ns/persistent/b/pulsar.dedup", cur, st_),
+        ("/managed-ledgers/t/ns/persistent/a%2Fb+%C3%A9/pulsar%2Erepl.c2", cur, st_),  # URL-encoded names
+    ]
+    left = [
+        ("/managed-ledgers/t/ns/persistent/%ED%A0%80", ml, st_),  # a surrogate: Python's DecodeError
+        ("/managed-ledgers/t/ns/persistent/a/s%zz", cur, st_),  # a malformed escape: Python's DecodeError
+        ("/managed-ledgers/t/ns/persistent/c", b"ledgerInfo { ledgerId: 1 }", st_),  # legacy text
+        ("/managed-ledgers/t/ns/persistent/c/s", b"", st_),  # an empty cursor: a decode error
+        ("/admin/clusters/c1", b"", st_),
+    ]
+    n, rest, arrays, lo, hi, scopes = native_batch.ml_batch("local", good + left, 1 << 20)
+    assert (n, rest, lo, hi) == (6, [6, 7, 8, 9, 10], 2, 2)
+    assert scopes == {"/managed-ledgers/t/ns": 4, "/managed-ledgers/p/c/ns": 2}
+    mls = _columns(arrays, "managed_ledgers")
+    assert mls["partition"] == [3, -1, -1] and mls["is_v1"] == [False, True, False]
+    assert mls["base_topic"] == ["persistent://t/ns/a", "persistent://p/c/ns/b", "persistent://t/ns/b"]
+    assert mls["compression"] == ["NONE", "LZ4", "NONE"] and mls["format"] == ["binary", "binary", "empty"]
+    curs = _columns(arrays, "cursors")
+    assert curs["is_system"] == [False, True, True] and curs["compacted_topic_ledger"] == [11, 11, 11]
+    assert curs["subscription"][2] == "pulsar.repl.c2" and curs["topic"][2] == "persistent://t/ns/a/b \u00e9"
+    assert [a.to_pylist() for a in arrays["ledger_list"]][8] == [False, True, True]  # is_last
+
+
+@needs_ml_batch
+def test_every_name_shape_gives_the_per_znode_rows(tmp_path: Path) -> None:
+    """Each topic and subscription name shape at least once, in one chunk (random draws may miss one): names that
+    URL-decode to valid UTF-8 are taken natively, malformed escapes and invalid UTF-8 (surrogates, overlongs, past
+    U+10FFFF, cut sequences) are Python's DecodeErrors."""
+    from pulsar_ops.formats.cursor import ManagedCursorInfo
+    from pulsar_ops.formats.managed_ledger import LedgerInfo, ManagedLedgerInfo
+
+    ml = encode_managed_ledger_info(ManagedLedgerInfo((LedgerInfo(5, 10, 100, 7),)))
+    cur = encode_cursor_info(ManagedCursorInfo(9, (5, 3)))
+    chunk: list[Any] = []
+    for name in TOPIC_NAMES:
+        chunk.append((f"/managed-ledgers/t/ns/persistent/{name}", ml, (1, 2, 3, 4, 0, 0, 0, 0, len(ml), 1, 1)))
+    for sub in SUB_NAMES:
+        chunk.append((f"/managed-ledgers/t/ns/persistent/%E2%82%AC/{sub}", cur, (1, 2, 3, 4, 0, 0, 0, 0, 9, 0, 1)))
+    assert len(chunk) > 30
+    n, rest, *_ = native_batch.ml_batch("local", chunk, MAX_BYTES)
+    assert n > 20 and rest  # both: taken natively and left to Python
+    assert _write(tmp_path / "fast", chunk, batch=True) == _write(tmp_path / "slow", chunk, batch=False)
