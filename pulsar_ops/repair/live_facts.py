@@ -303,9 +303,12 @@ class LiveFacts:
         return [SubtreeNode(n.path, n.data, mtime_ms=n.mtime_ms) for n in nodes if n.exists]
 
     def loaded(self, topic: str, then: str) -> str | None:
-        """Why ``topic`` may be loaded (a bundle ownership znode under ``/namespace/<ns>`` covers its hash:
-        :func:`pulsar_ops.repair.rules.topic_load_problem` on what is there now), or that it cannot be told; None
-        when no bundle of it is owned."""
+        """Why ``topic`` may be loaded, or that it cannot be told; None when it is not:
+        :func:`pulsar_ops.repair.rules.topic_load_problem` on the ownership there is now, the ranges of the
+        ``/namespace/<ns>`` ownership znodes, with a bundle without one unowned only while the load manager keeps
+        ownership in those znodes (:func:`ownership_unknown`, as the snapshot's ``load_manager`` decides it at plan
+        time). Apply asks no broker for its loaded topics, so under the extensible load manager (or a mix, or
+        registrations it cannot read) whether the topic is loaded is unknown: refused."""
         try:
             ns = names.parse_topic(topic).namespace
         except DecodeError as e:
@@ -313,15 +316,17 @@ class LiveFacts:
         root = f"{OWNERSHIP}/{ns}"
         try:
             ranges = self.session.children(LOCAL, root) or []
+            elsewhere = ownership_unknown(self.session)
         except ZooKeeperError as e:
-            return f"cannot list the bundle owners under {root} ({e.message}); not evidence of absence"
+            return f"cannot read the bundle ownership of {ns} ({e.message}); not evidence of absence"
         owned = []
         for r in ranges:
             try:
                 owned.append(parse_bundle_range(r, f"{root}/{r}"))
             except DecodeError:
                 return f"{root}/{r} is not a bundle range; cannot tell whether {topic} is loaded"
-        why = topic_load_problem(topic, Ownership(owned={ns: tuple(owned)}))
+        unknown = None if elsewhere is None else f"bundle ownership is unknown ({elsewhere})"  # trim_rule's words
+        why = topic_load_problem(topic, Ownership(owned={ns: tuple(owned)}, unowned_unknown=unknown))
         return None if why is None else f"{why} under {root}: {then}"
 
     def trim_blocked(self, action: Action) -> str | None:
