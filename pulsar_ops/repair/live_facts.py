@@ -32,7 +32,7 @@ from pulsar_ops.repair.facts import (
 )
 from pulsar_ops.repair.references import ReferenceIndex, build_index
 from pulsar_ops.repair.rules import resolve_retention, topic_load_problem, topic_policies_reason, topic_policy_pair
-from pulsar_ops.repair.safety import CONFIG, LOCAL, MANAGED_LEDGERS, OWNERSHIP, POLICIES, SCHEMAS
+from pulsar_ops.repair.safety import CONFIG, LOCAL, MANAGED_LEDGERS, OWNERSHIP, PARTITIONED, POLICIES, SCHEMAS
 from pulsar_ops.repair.zk_writer import ZkSession
 
 TOPIC_POLICIES = "/admin/topic-policies"
@@ -147,18 +147,19 @@ def topic_now(session: ZkSession, ml_path: str, rules: RuleParams, ledgers_root:
 
 
 def topic_policies_unknown(session: ZkSession, namespace: str) -> str | None:
-    """Why the topic-level policies of ``namespace``'s topics are unknown now: it has a ``__change_events``
-    managed ledger (or its partition 0) or partitioned-topic node (the snapshot side:
-    ``snapshot_facts._policy_topic_namespaces``)."""
-    enc = names.encode(pulsar_names.NAMESPACE_EVENTS_LOCAL_NAME)
-    local = [
-        f"/managed-ledgers/{namespace}/persistent/{enc}",
-        f"/managed-ledgers/{namespace}/persistent/{enc}-partition-0",
-    ]
-    if any(o.exists for o in session.read(LOCAL, local)):
-        return topic_policies_reason(namespace)
-    if any(o.exists for o in session.read(CONFIG, [f"/admin/partitioned-topics/{namespace}/persistent/{enc}"])):
-        return topic_policies_reason(namespace)
+    """Why the topic-level policies of ``namespace``'s topics are unknown now, by the one rule
+    (:func:`pulsar_ops.pulsar_names.is_topic_policies_topic`): a managed-ledger znode of ``__change_events`` or of
+    a partition, or its persistent partitioned-topic node, among the namespace's children now (listed, so a znode
+    that does not decode counts; the snapshot side: ``snapshot_facts._policy_topic_namespaces``). A listing that
+    fails raises (the action is skipped, never told "no topic policies")."""
+    for store, root in ((LOCAL, MANAGED_LEDGERS), (CONFIG, PARTITIONED)):
+        for child in session.children(store, f"{root}/{namespace}/persistent") or ():
+            try:
+                local = names.decode(child)
+            except DecodeError:
+                continue  # not a name Pulsar writes, so not __change_events (the audit's try_url_decode: NULL)
+            if pulsar_names.is_topic_policies_topic(local):
+                return topic_policies_reason(namespace)
     return None
 
 
