@@ -290,6 +290,27 @@ def system_topic_reason(namespace: str, local_name: str) -> str | None:
     return None
 
 
+# --- topic policies outside the metadata store ---------------------------------------------------------------
+# pulsar-broker .../systopic/NamespaceEventsSystemTopicFactory.java: SystemTopicBasedTopicPoliciesService (the
+# default topicPoliciesServiceClassName) keeps a namespace's topic policies as messages of
+# getEventsTopicName(ns) = persistent://<ns>/__change_events, read back through a reader of that topic (of every
+# partition, should it be partitioned); LegacyAwareTopicPoliciesService routes a namespace to it whenever
+# checkSystemTopicExists(ns, TOPIC_POLICY) finds the managed ledger of that topic or of its partition 0
+# (TopicResources.persistentTopicExists), whatever service is configured. Messages live only in managed ledgers,
+# so the question is whether a managed ledger of the topic or of a partition exists: its znode (decodable or not),
+# or the partitioned-topic node, which only widens it. A partition is any "-partition-<digits>" tail
+# (_strip_partition), wider than TopicName.getPartitionIndex's canonical index: a wider match only makes more
+# namespaces unknown. The one definition for the audit's SQL (${topic_policies_topic:LOCAL}), the planner's
+# snapshot facts and apply's live facts (repair/snapshot_facts.py _policy_topic_namespaces, repair/live_facts.py
+# topic_policies_unknown); tests/unit/repair/test_topic_policies_rule.py pins them.
+
+
+def is_topic_policies_topic(local_name: str) -> bool:
+    """Whether a persistent topic's decoded local name is ``__change_events`` or one of its partitions: where a
+    namespace's topic policies may be kept outside the metadata store."""
+    return _strip_partition(local_name) == NAMESPACE_EVENTS_LOCAL_NAME
+
+
 def system_topic_reason_of(topic: str) -> str | None:
     """:func:`system_topic_reason` of a full ``persistent://...`` (or ``non-persistent://``) topic name."""
     rest = topic.split("://", 1)[1] if "://" in topic else topic
@@ -505,6 +526,11 @@ def system_topic_reason_sql(ns: str, local: str) -> str:
         f" WHEN {ns} = {_q(FUNCTIONS_NAMESPACE)} AND {_in(base, FUNCTIONS_TOPICS)} THEN {_q(R_FUNCTIONS)}"
         f" WHEN left({local}, 2) = '__' THEN {_q(R_RESERVED)} END))"
     )
+
+
+def topic_policies_topic_sql(local: str) -> str:
+    """:func:`is_topic_policies_topic` as a SQL boolean over a decoded local-name expression."""
+    return f"regexp_replace({local}, {_q(_PARTITION_TAIL_SQL)}, '') = {_q(NAMESPACE_EVENTS_LOCAL_NAME)}"
 
 
 def system_cursor_reason_sql(name: str) -> str:

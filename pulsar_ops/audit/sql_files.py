@@ -63,10 +63,11 @@ _NAMES_MACROS = {
     "system_cursor_reason": 1,
     "transaction_store_kind": 2,
     "service_unit_ownership": 2,
+    "topic_policies_topic": 1,
 }
 _NAMES = re.compile(
     r"\$\{(system_topic_reason|system_namespace_reason|system_tenant_reason|heartbeat_namespace|system_cursor_reason|transaction_store_kind"
-    r"|service_unit_ownership)"
+    r"|service_unit_ownership|topic_policies_topic)"
     r"((?::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)+)\}"
 )
 _PLANNABLE_KINDS = re.compile(r"\$\{plannable_ledger_kinds\}")
@@ -97,7 +98,7 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
 
     ``${system_topic_reason:NS:LOCAL}``, ``${system_namespace_reason:NS}``, ``${system_tenant_reason:T}``,
     ``${heartbeat_namespace:NS}``, ``${system_cursor_reason:NAME}``, ``${transaction_store_kind:NS:LOCAL}``,
-    ``${service_unit_ownership:STATE:REGISTERED}``
+    ``${service_unit_ownership:STATE:REGISTERED}``, ``${topic_policies_topic:LOCAL}``
     (each argument ``COLUMN`` or ``ALIAS.COLUMN``) -> the SQL of the same name in :mod:`pulsar_ops.pulsar_names`,
     the one registry of what Pulsar creates for itself."""
     from pulsar_ops.formats.ascii_case import ascii_lower_sql
@@ -166,6 +167,8 @@ def _names_sql(m: re.Match[str]) -> str:
         return pulsar_names.system_cursor_reason_sql(args[0])
     if name == "service_unit_ownership":
         return pulsar_names.service_unit_ownership_sql(args[0], args[1])
+    if name == "topic_policies_topic":
+        return pulsar_names.topic_policies_topic_sql(args[0])
     return pulsar_names.transaction_store_kind_sql(args[0], args[1])
 
 

@@ -32,7 +32,7 @@ from pulsar_ops.repair.facts import (
 )
 from pulsar_ops.repair.references import ReferenceIndex, build_index
 from pulsar_ops.repair.rules import resolve_retention, topic_load_problem, topic_policies_reason, topic_policy_pair
-from pulsar_ops.repair.safety import CONFIG, LOCAL, MANAGED_LEDGERS, OWNERSHIP, POLICIES, SCHEMAS
+from pulsar_ops.repair.safety import CONFIG, LOCAL, MANAGED_LEDGERS, OWNERSHIP, PARTITIONED, POLICIES, SCHEMAS
 from pulsar_ops.repair.zk_writer import ZkSession
 
 TOPIC_POLICIES = "/admin/topic-policies"
@@ -147,18 +147,19 @@ def topic_now(session: ZkSession, ml_path: str, rules: RuleParams, ledgers_root:
 
 
 def topic_policies_unknown(session: ZkSession, namespace: str) -> str | None:
-    """Why the topic-level policies of ``namespace``'s topics are unknown now: it has a ``__change_events``
-    managed ledger (or its partition 0) or partitioned-topic node (the snapshot side:
-    ``snapshot_facts._policy_topic_namespaces``)."""
-    enc = names.encode(pulsar_names.NAMESPACE_EVENTS_LOCAL_NAME)
-    local = [
-        f"/managed-ledgers/{namespace}/persistent/{enc}",
-        f"/managed-ledgers/{namespace}/persistent/{enc}-partition-0",
-    ]
-    if any(o.exists for o in session.read(LOCAL, local)):
-        return topic_policies_reason(namespace)
-    if any(o.exists for o in session.read(CONFIG, [f"/admin/partitioned-topics/{namespace}/persistent/{enc}"])):
-        return topic_policies_reason(namespace)
+    """Why the topic-level policies of ``namespace``'s topics are unknown now, by the one rule
+    (:func:`pulsar_ops.pulsar_names.is_topic_policies_topic`): a managed-ledger znode of ``__change_events`` or of
+    a partition, or its persistent partitioned-topic node, among the namespace's children now (listed, so a znode
+    that does not decode counts; the snapshot side: ``snapshot_facts._policy_topic_namespaces``). A listing that
+    fails raises (the action is skipped, never told "no topic policies")."""
+    for store, root in ((LOCAL, MANAGED_LEDGERS), (CONFIG, PARTITIONED)):
+        for child in session.children(store, f"{root}/{namespace}/persistent") or ():
+            try:
+                local = names.decode(child)
+            except DecodeError:
+                continue  # not a name Pulsar writes, so not __change_events (the audit's try_url_decode: NULL)
+            if pulsar_names.is_topic_policies_topic(local):
+                return topic_policies_reason(namespace)
     return None
 
 
@@ -303,9 +304,12 @@ class LiveFacts:
         return [SubtreeNode(n.path, n.data, mtime_ms=n.mtime_ms) for n in nodes if n.exists]
 
     def loaded(self, topic: str, then: str) -> str | None:
-        """Why ``topic`` may be loaded (a bundle ownership znode under ``/namespace/<ns>`` covers its hash:
-        :func:`pulsar_ops.repair.rules.topic_load_problem` on what is there now), or that it cannot be told; None
-        when no bundle of it is owned."""
+        """Why ``topic`` may be loaded, or that it cannot be told; None when it is not:
+        :func:`pulsar_ops.repair.rules.topic_load_problem` on the ownership there is now, the ranges of the
+        ``/namespace/<ns>`` ownership znodes, with a bundle without one unowned only while the load manager keeps
+        ownership in those znodes (:func:`ownership_unknown`, as the snapshot's ``load_manager`` decides it at plan
+        time). Apply asks no broker for its loaded topics, so under the extensible load manager (or a mix, or
+        registrations it cannot read) whether the topic is loaded is unknown: refused."""
         try:
             ns = names.parse_topic(topic).namespace
         except DecodeError as e:
@@ -313,15 +317,17 @@ class LiveFacts:
         root = f"{OWNERSHIP}/{ns}"
         try:
             ranges = self.session.children(LOCAL, root) or []
+            elsewhere = ownership_unknown(self.session)
         except ZooKeeperError as e:
-            return f"cannot list the bundle owners under {root} ({e.message}); not evidence of absence"
+            return f"cannot read the bundle ownership of {ns} ({e.message}); not evidence of absence"
         owned = []
         for r in ranges:
             try:
                 owned.append(parse_bundle_range(r, f"{root}/{r}"))
             except DecodeError:
                 return f"{root}/{r} is not a bundle range; cannot tell whether {topic} is loaded"
-        why = topic_load_problem(topic, Ownership(owned={ns: tuple(owned)}))
+        unknown = None if elsewhere is None else f"bundle ownership is unknown ({elsewhere})"  # trim_rule's words
+        why = topic_load_problem(topic, Ownership(owned={ns: tuple(owned)}, unowned_unknown=unknown))
         return None if why is None else f"{why} under {root}: {then}"
 
     def trim_blocked(self, action: Action) -> str | None:

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from pulsar_ops import pulsar_names
-from pulsar_ops.errors import FindingsError, SnapshotError
+from pulsar_ops.errors import DecodeError, FindingsError, SnapshotError
 from pulsar_ops.findings import Finding, read_findings
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_paths
@@ -405,18 +405,47 @@ def _retention(snap: Snapshot, ml_rows: Sequence[dict[str, Any]], rules: RulePar
     return out
 
 
+_UNDECODABLE_TOPIC = re.compile(
+    r"^/(managed-ledgers|admin/partitioned-topics|schemas)/(.+?)(/persistent|/non-persistent)?/([^/]+)$"
+)
+
+
 def _policy_topic_namespaces(snap: Snapshot) -> frozenset[str]:
-    """Namespaces whose topic-level policies may live in ``__change_events`` (a managed ledger of it or of a
-    partition, or its partitioned-topic node): :func:`pulsar_ops.repair.live_facts.topic_policies_unknown` reads
-    the same at apply."""
+    """Namespaces whose topic-level policies may live in ``__change_events``, by the one rule
+    (:func:`pulsar_ops.pulsar_names.is_topic_policies_topic`, read as expired_retention_unloaded.sql's
+    ``policy_topics_ns`` reads it): a managed-ledger znode of it or of a partition, or its persistent
+    partitioned-topic node, decodable or not; or the namespace's ``/managed-ledgers`` scope not read completely.
+    :func:`pulsar_ops.repair.live_facts.topic_policies_unknown` asks the same of the live tree at apply."""
+    is_it = pulsar_names.is_topic_policies_topic
     out: set[str] = set()
-    for r in _rows(snap.read("managed_ledgers", ("namespace", "local_name"))):
-        if names.partition_suffix(str(r["local_name"]))[0] == pulsar_names.NAMESPACE_EVENTS_LOCAL_NAME:
-            out.add(str(r["namespace"]))
-    for r in _rows(snap.read("partitioned_topics", ("namespace", "local_name", "topic"))):
-        if r["local_name"] == pulsar_names.NAMESPACE_EVENTS_LOCAL_NAME and str(r["topic"]).startswith("persistent://"):
-            out.add(str(r["namespace"]))
+    for ns, local in zip(*_columns(snap.read("managed_ledgers", ("namespace", "local_name"))), strict=True):
+        if is_it(str(local)):
+            out.add(str(ns))
+    for ns, local, topic in zip(
+        *_columns(snap.read("partitioned_topics", ("namespace", "local_name", "topic"))), strict=True
+    ):
+        if is_it(str(local)) and str(topic).startswith("persistent://"):
+            out.add(str(ns))
+    # int_undecodable's namespace (the same lazy pattern) and decoded local name of the znodes that do not decode
+    where = ds.field("kind").isin(["managed-ledger", "partitioned-topic"]) & ~ds.field("decode_error").is_null()
+    for (path,) in zip(*_columns(snap.read("znodes", ("path",), where)), strict=True):
+        m = _UNDECODABLE_TOPIC.match(str(path))
+        if m is None or (m.group(1) == "admin/partitioned-topics" and m.group(3) != "/persistent"):
+            continue
+        try:
+            local = names.decode(m.group(4))
+        except DecodeError:
+            continue  # the audit's try_url_decode: NULL
+        if is_it(local):
+            out.add(m.group(2))
+    for store, scope, ok in zip(*_columns(snap.read("scopes", ("store", "scope", "complete"))), strict=True):
+        if store == LOCAL and str(scope).startswith(MANAGED_LEDGERS_ROOT + "/") and not ok:
+            out.add(str(scope)[len(MANAGED_LEDGERS_ROOT) + 1 :])
     return frozenset(out)
+
+
+def _columns(t: pa.Table) -> list[list[Any]]:
+    return [t.column(i).to_pylist() for i in range(t.num_columns)]
 
 
 def _ownership_unknown(snap: Snapshot) -> str | None:

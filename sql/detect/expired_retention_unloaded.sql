@@ -72,15 +72,30 @@ bundled AS (
 -- namespaces whose topic-level policies we cannot read: with the default SystemTopicBasedTopicPoliciesService
 -- they are messages of <tenant>/<ns>/__change_events (SystemTopicNames.NAMESPACE_EVENTS_LOCAL_NAME), and
 -- LegacyAwareTopicPoliciesService routes a namespace that has that topic there even when the metadata-store
--- service is configured. A namespace with a __change_events managed ledger (or partition, or partitioned-topic
--- node) may hold topic policies: its topics' retention is unknown at topic level (retention_source
+-- service is configured. One rule (pulsar_ops/pulsar_names.py is_topic_policies_topic, rendered as
+-- ${topic_policies_topic:LOCAL}; the planner and apply ask the same, tests/unit/repair/test_topic_policies_rule.py):
+-- a managed-ledger znode of that topic or of a partition (decodable or not: int_undecodable), or its persistent
+-- partitioned-topic node (decodable or not), or the namespace's /managed-ledgers scope not read completely (a
+-- failed read is never absence). Its topics' retention is unknown at topic level (retention_source
 -- 'topic-unknown'); no admin call reads a topic's policies without loading it, so they are never read here
 policy_topics_ns AS (
-    SELECT DISTINCT namespace FROM stg_managed_ledgers
-    WHERE regexp_replace(local_name, '-partition-[0-9]+$', '') = '__change_events'
+    SELECT namespace FROM stg_managed_ledgers WHERE ${topic_policies_topic:local_name}
     UNION
-    SELECT DISTINCT namespace FROM stg_partitioned_topics
-    WHERE local_name = '__change_events' AND topic LIKE 'persistent://%'
+    SELECT namespace FROM stg_partitioned_topics
+    WHERE ${topic_policies_topic:local_name} AND topic LIKE 'persistent://%'
+    UNION
+    SELECT namespace FROM (
+        -- the local name after 'persistent://<namespace>/' (NULL when the name does not decode)
+        SELECT namespace, substr(topic, length(namespace) + 15) AS local_name
+        FROM int_undecodable
+        WHERE kind = 'managed-ledger'
+            -- '/admin/partitioned-topics/' is 26 characters: a persistent node, not a non-persistent one
+            OR (kind = 'partitioned-topic' AND substr(path, length(namespace) + 27, 12) = '/persistent/')
+    ) u
+    WHERE ${topic_policies_topic:u.local_name}
+    UNION
+    SELECT substr(scope, 18) AS namespace FROM stg_scopes
+    WHERE store = 'local' AND scope LIKE '/managed-ledgers/%' AND NOT complete
 ),
 owners AS (
     -- the broker an ownership znode names: host:port of its httpUrl. Upstream (pulsar-broker OwnershipCache, its

@@ -251,6 +251,37 @@ def test_dropping_an_offloaded_ledger_is_refused(zk: KazooClient, zk_hosts: str,
     _refused(env, "ledger 201 is offloaded and its BookKeeper copy deleted by design", phase="delete")
 
 
+def test_dropping_a_ledger_under_the_extensible_load_manager_is_refused(
+    zk: KazooClient, zk_hosts: str, tmp_path: Path
+) -> None:
+    """201 is really missing and no /namespace znode owns the topic's bundle, but a broker registered by the
+    extensible load manager (BrokerLookupData names loadManagerClassName) keeps ownership outside /namespace: the
+    topic may be loaded, and its list is the broker's (LiveFacts.loaded, as the planner's snapshot ownership)."""
+    elm = "org.apache.pulsar.broker.loadbalance.extensions.ExtensibleLoadManagerImpl"
+    reg = json.dumps({"webServiceUrl": "http://b1:8080", "loadManagerClassName": elm}).encode()
+    env = _env(zk, zk_hosts, tmp_path, {**DROP_TREE, "/loadbalance/brokers/b1:8080": reg})
+    _forge(env, [_drop_action(zk, [201], [ledger_path(201), ledger_path(201, flat=True)])])
+    _refused(env, "load manager 'extensible' now: ownership is kept outside /namespace znodes")
+    _refused(env, "load manager 'extensible' now: ownership is kept outside /namespace znodes", phase="delete")
+
+
+def test_the_control_drop_still_applies_under_the_modular_load_manager(
+    zk: KazooClient, zk_hosts: str, tmp_path: Path
+) -> None:
+    """The same drop with a modular registration (LocalBrokerData, no loadManagerClassName) goes through: the
+    refusal above is the load manager's, not a blanket one."""
+    reg = b'{"webServiceUrl": "http://b1:8080"}'
+    env = _env(zk, zk_hosts, tmp_path, {**DROP_TREE, "/loadbalance/brokers/b1:8080": reg})
+    _forge(env, [_drop_action(zk, [201], [ledger_path(201), ledger_path(201, flat=True)])])
+    assert apply(env, "mark", "--apply", "--yes")[0] == 0
+    code, _doc, err = apply(env, "delete", "--apply", "--yes", "--quarantine", "0")
+    assert code == 0, err
+    from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
+
+    left = decode_managed_ledger_info(zk.get(ML_PATH)[0], ML_PATH).info.ledgers
+    assert [li.ledger_id for li in left] == [200, 202]
+
+
 # --- delete-subscription -------------------------------------------------------------------------------------
 
 
