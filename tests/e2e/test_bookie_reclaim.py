@@ -1,35 +1,30 @@
-"""The reclaim loop, end to end on the demo-sized seed: seeded bookies -> scrape -> scan-bookie -> audit -> plan with
-the bookie-gc actions and their predictions -> apply against test bookie servers (pulsar_ops.testing.bookie_server,
-whose forced GC does to the seeded directories what BookKeeper's does) -> re-scan -> audit --compare-scans: per
-bookie, the freed bytes equal the predicted ones. Forged bookie-gc actions (a bookie not in the scans, a bookie
-whose configuration disables the compaction asked) are refused, the directories untouched."""
+"""The reclaim loop, end to end on the demo-sized seed (tests/e2e/conftest.py's demo_cluster, which the plan-impact test
+reads too): seeded bookies -> scrape -> scan-bookie -> audit -> plan with the bookie-gc actions and their predictions
+-> apply against test bookie servers (pulsar_ops.testing.bookie_server, whose forced GC does to the seeded
+directories what BookKeeper's does) -> re-scan -> audit --compare-scans: per bookie, the freed bytes equal the
+predicted ones. Forged bookie-gc actions (a bookie not in the scans, a bookie whose configuration disables the
+compaction asked) are refused, the directories untouched."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 from typer.testing import CliRunner
 
-from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.runner import run_audit
 from pulsar_ops.cli.main import app
 from pulsar_ops.repair.executor import APPLY_NOW_ENV
 from pulsar_ops.repair.plan_file import compute_checksum
-from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.bookie_dirs import LAYOUT_FILE
 from pulsar_ops.testing.bookie_server import BookieServer, zk_ledger_exists
-from pulsar_ops.testing.model_spec import SeedOptions
-from pulsar_ops.testing.seeder import seed_cluster
-from tests.e2e.test_bookie_storage import AHEAD_MS
+from pulsar_ops.zkconn import connected
+from tests.e2e.conftest import DemoCluster
 
 pytestmark = [pytest.mark.zk, pytest.mark.spark, pytest.mark.slow]
 
@@ -76,16 +71,16 @@ def servers() -> Iterator[ExitStack]:
 
 
 def test_reclaim_loop_predicted_then_proved(
-    spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, servers: ExitStack
+    demo_cluster: DemoCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, servers: ExitStack
 ) -> None:
-    now = int(time.time() * 1000) + AHEAD_MS
-    bookie_dirs = tmp_path / "bookies"
-    seed_cluster(zk, None, SeedOptions(topics=30, seed=1, now_ms=now, bookie_dirs=str(bookie_dirs)))
-    snap, audit, plan_path = tmp_path / "snap", tmp_path / "audit", tmp_path / "plan.json"
-    scrape(ScrapeConfig(zookeeper=zk_hosts, out=snap))
+    """The audit read every bookie's scan; the plan is given the first three (the bookies with injected garbage),
+    and three test bookie servers answer the apply."""
+    zk = servers.enter_context(connected(demo_cluster.zk_hosts))
+    zk_hosts, now, bookie_dirs = demo_cluster.zk_hosts, demo_cluster.now_ms, demo_cluster.bookie_dirs
+    audit, plan_path = demo_cluster.audit, tmp_path / "plan.json"
     layout = json.loads((bookie_dirs / LAYOUT_FILE).read_text())["bookies"][:3]
-    scans = _scan(layout, tmp_path / "scans")
-    run_audit(snap, audit, AuditParams(now_ms=now), spark=spark, bookie_scans=scans)
+    scans = demo_cluster.scans[:3]  # scan_all's order is the layout's
+    assert [s.name for s in scans] == [b["bookie_id"].replace(":", "_") for b in layout]
     r = _run("plan", str(audit), "--out", str(plan_path), *[a for s in scans for a in ("--bookie-scan", str(s))])
     assert r.exit_code == 0, r.output
     plan = json.loads(plan_path.read_text())

@@ -1,19 +1,25 @@
 """seed --bookie-dirs -> scrape -> scan-bookie per bookie -> audit --bookie-scan ...: the storage detections report
-exactly the injected storage defects (and every other detection still its ground truth), against a real ZooKeeper."""
+exactly the injected storage defects (and every other detection still its ground truth), against a real ZooKeeper.
+
+The ground-truth and capacity checks read one seeded, scanned and audited cluster (module fixture: one audit for
+both); the plan-impact check seeds the demo's 30-topic cluster of its own.
+"""
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 from typer.testing import CliRunner
 
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.runner import run_audit
+from pulsar_ops.audit.runner import AuditResult, run_audit
 from pulsar_ops.cli.main import app
 from pulsar_ops.findings import STORAGE_DETECTIONS
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
@@ -21,6 +27,9 @@ from pulsar_ops.testing.bookie_dirs import LAYOUT_FILE, PAYLOAD
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import seed_cluster
 from pulsar_ops.testing.truth import compare, summary_lines
+from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
+from pulsar_ops.zkconn import close, connect, connected
+from tests.e2e.conftest import DemoCluster
 
 pytestmark = [pytest.mark.zk, pytest.mark.spark, pytest.mark.slow]
 
@@ -42,15 +51,44 @@ def scan_all(bookie_dirs: Path, out: Path) -> list[Path]:
     return scans
 
 
-def test_storage_findings_match_the_ground_truth(spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Audited:
+    truth: dict[str, Any]
+    bookie_dirs: Path
+    snap: Path
+    scans: list[Path]
+    result: AuditResult
+
+
+@pytest.fixture(scope="module")
+def audited(spark: Any, zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Audited]:
+    """60 topics with every storage defect injected, scraped, every bookie scanned, audited once (the capacity view
+    keeps every owner: ``storage_top_n`` changes ``audit.storage`` only, never a finding). The seeding client stays
+    open for the module: the registrations it wrote are ephemeral."""
+    tmp = tmp_path_factory.mktemp("storage")
+    chroot = f"/storage-{uuid.uuid4().hex[:8]}"
+    with connected(zk_server.hosts) as c:
+        c.ensure_path(chroot)
+    hosts = zk_server.hosts + chroot
     now = int(time.time() * 1000) + AHEAD_MS
-    bookie_dirs = tmp_path / "bookies"
-    res = seed_cluster(zk, None, SeedOptions(topics=60, seed=1, now_ms=now, bookie_dirs=str(bookie_dirs)))
-    truth = res.ground_truth
+    bookie_dirs = tmp / "bookies"
+    zk = connect(hosts)
+    try:
+        res = seed_cluster(zk, None, SeedOptions(topics=60, seed=1, now_ms=now, bookie_dirs=str(bookie_dirs)))
+        snap = tmp / "snap"
+        scrape(ScrapeConfig(zookeeper=hosts, out=snap))
+        scans = scan_all(bookie_dirs, tmp / "scans")
+        result = run_audit(
+            snap, tmp / "audit", AuditParams(now_ms=now), spark=spark, bookie_scans=scans, storage_top_n=100_000
+        )
+        yield Audited(res.ground_truth, bookie_dirs, snap, scans, result)
+    finally:
+        close(zk)
+
+
+def test_storage_findings_match_the_ground_truth(audited: Audited) -> None:
+    truth, result, scans = audited.truth, audited.result, audited.scans
     assert all(truth["expected"][d] for d in STORAGE_DETECTIONS)  # every kind injected
-    scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
-    scans = scan_all(bookie_dirs, tmp_path / "scans")
-    result = run_audit(tmp_path / "snap", tmp_path / "audit", AuditParams(now_ms=now), spark=spark, bookie_scans=scans)
     diffs = compare(result.findings, truth)
     bad = {k: d for k, d in diffs.items() if not d.ok}
     assert not bad, (
@@ -66,7 +104,7 @@ def test_storage_findings_match_the_ground_truth(spark: Any, zk: KazooClient, zk
     for s in scans:
         m = json.loads((s / "manifest.json").read_text())
         assert m["logs"]["map"] > 0 and m["logs"]["scanned"] > 0 and m["index"]["status"] == "read"
-    for b in json.loads((bookie_dirs / LAYOUT_FILE).read_text())["bookies"]:
+    for b in json.loads((audited.bookie_dirs / LAYOUT_FILE).read_text())["bookies"]:
         loggers.add(b["logger"])
     assert loggers == {"default", "direct"}
 
@@ -78,22 +116,12 @@ def _table(snap: Path, name: str) -> list[dict[str, Any]]:
     return pq.read_table(d).to_pylist() if any(d.glob("*.parquet")) else []
 
 
-def test_capacity_attributes_every_seeded_topics_bytes(
-    spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path
-) -> None:
+def test_capacity_attributes_every_seeded_topics_bytes(audited: Audited) -> None:
     """audit.storage on a seeded cluster: per bookie the classes sum to the scanned data bytes, and every topic's
     live bytes on every bookie are what its referenced ledgers hold there (from the scans' own tables)."""
     import pyarrow.parquet as pq
 
-    now = int(time.time() * 1000) + AHEAD_MS
-    bookie_dirs = tmp_path / "bookies"
-    seed_cluster(zk, None, SeedOptions(topics=40, seed=3, now_ms=now, bookie_dirs=str(bookie_dirs)))
-    snap = tmp_path / "snap"
-    scrape(ScrapeConfig(zookeeper=zk_hosts, out=snap))
-    scans = scan_all(bookie_dirs, tmp_path / "scans")
-    result = run_audit(
-        snap, tmp_path / "audit", AuditParams(now_ms=now), spark=spark, bookie_scans=scans, storage_top_n=100_000
-    )
+    snap, scans, result = audited.snap, audited.scans, audited.result
     storage = result.audit["storage"]
     got = {b["bookie_id"]: b for b in storage["bookies"]}
     assert len(got) == len(scans) >= 3
@@ -157,7 +185,7 @@ def _freed_ledgers(plan: dict[str, Any]) -> set[int]:
 
 
 def test_plan_impact_per_bookie_matches_what_the_seeded_ground_truth_frees(
-    spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path
+    demo_cluster: DemoCluster, tmp_path: Path
 ) -> None:
     """plan --bookie-scan on a seeded 30-topic cluster (the demo's plan): each bookie's garbage bytes equal the bytes
     the seeder placed on it for the freed ledgers, computed from the seeded metadata alone (striping, record size
@@ -171,17 +199,10 @@ def test_plan_impact_per_bookie_matches_what_the_seeded_ground_truth_frees(
     )
     from pulsar_ops.testing.model_ledgers import BOOKIES
 
-    now = int(time.time() * 1000) + AHEAD_MS
-    bookie_dirs = tmp_path / "bookies"
-    res = seed_cluster(
-        zk, None, SeedOptions(topics=30, seed=1, now_ms=now, bookie_dirs=str(bookie_dirs), keep_model=True)
-    )
+    res = demo_cluster.seeded
     assert res.model is not None
     truth = res.ground_truth
-    snap, audit, plan_path = tmp_path / "snap", tmp_path / "audit", tmp_path / "plan.json"
-    scrape(ScrapeConfig(zookeeper=zk_hosts, out=snap))
-    scans = scan_all(bookie_dirs, tmp_path / "scans")
-    run_audit(snap, audit, AuditParams(now_ms=now), spark=spark, bookie_scans=scans)
+    audit, scans, plan_path = demo_cluster.audit, demo_cluster.scans, tmp_path / "plan.json"
     r = CliRunner().invoke(
         app,
         ["plan", str(audit), "--out", str(plan_path), "--include", "dangling-ledger",
