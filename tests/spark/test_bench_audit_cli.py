@@ -23,18 +23,18 @@ def test_repeat_audits_the_snapshot_again_in_the_same_session(spark: Any, tmp_pa
     b.bk_ledger(11, owner="t/ns/persistent/a")  # 10 has no BookKeeper metadata: dangling
     b.bk_ledger(3, owner="t/ns/persistent/gone")  # orphan
     snap = b.write(tmp_path / "snap")
-    r = CliRunner().invoke(app, ["bench", "audit", "--snapshot", str(snap), "--repeat", "3", "--json"])
+    r = CliRunner().invoke(app, ["bench", "audit", "--snapshot", str(snap), "--repeat", "2", "--json"])
     assert r.exit_code == 0, r.stderr
     (run,) = json.loads(r.stdout)["runs"]
     assert run["same_counts"] and run["findings_spark"]["dangling-ledger"] == 1
     again = run["again"]
-    assert len(again) == 2 and all(a["same_findings"] and a["spark_audit_s"] > 0 for a in again)
+    assert len(again) == 1 and all(a["same_findings"] and a["spark_audit_s"] > 0 for a in again)
     # each repeat reports its own JVM figures (that the session keeps the generated code across audits is pinned
     # by test_plan_shape on the partitioned plan: this small snapshot is read as one partition, where adaptive
     # execution re-plans joins in the order concurrent stages finish, so how many classes a repeat compiles
     # varies run to run)
     assert all(isinstance(a["jvm"]["codegen_classes"], int) and a["jvm"]["jobs"] > 0 for a in again), again
-    assert "audit 2 in the same session:" in r.stderr and "audit 3 in the same session:" in r.stderr
+    assert "audit 2 in the same session:" in r.stderr  # --repeat 2: audited once again
     # the table's peak is the first audit's; each later audit reports the peak so far, which only grows
     peaks = [run["driver_peak_rss_mb"], *(a["driver_peak_rss_mb"] for a in again)]
     assert all(p is not None for p in peaks) and peaks == sorted(peaks), peaks

@@ -18,7 +18,6 @@ from pulsar_ops.audit.runner import INTERMEDIATE_DIR, AuditResult, run_audit
 from pulsar_ops.audit.session import CODEGEN_CACHE_ENTRIES
 from pulsar_ops.audit.sql_files import coverage_files, detect_files, intermediate_files
 from pulsar_ops.findings import STORAGE_DETECTIONS
-from tests.spark.helpers import audit
 from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
 
 pytestmark = pytest.mark.spark
@@ -312,13 +311,15 @@ def test_the_wide_rows_of_unmatched_ledgers_are_never_shuffled(materialised: Any
         assert big & set(shuffled_scans(unmeasured)), name
 
 
-def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, tmp_path: Path) -> None:
-    r = audit(spark, _builder(), tmp_path)
+def test_the_audit_reports_the_intermediate_sizes_and_removes_them(
+    audited_three_times: tuple[AuditResult, ...],
+) -> None:
+    r = audited_three_times[0]  # this module's first audit (its own JVM figures, one partition as a small one is)
     sizes = r.audit["intermediate"]
     assert list(sizes) == [f.name for f in intermediate_files()]
     assert sizes["int_ledgers"]["rows"] == 2 and sizes["int_ledgers"]["bytes"] > 0
-    assert json.loads((tmp_path / "out" / "findings.json").read_text())["audit"]["intermediate"] == sizes
-    assert not (tmp_path / "out" / INTERMEDIATE_DIR).exists()
+    assert json.loads((r.out_dir / "findings.json").read_text())["audit"]["intermediate"] == sizes
+    assert not (r.out_dir / INTERMEDIATE_DIR).exists()
     # where the wall time went: each step, each intermediate view's write, within the audit's wall time
     steps = r.audit["timings_s"]
     assert list(steps) == ["session", "register", "intermediate", "detections", "coverage"]
@@ -347,7 +348,7 @@ def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, t
     # and Spark's own figures for the stages of each step, read from the session's status store
     stages = r.audit["stages"]
     by_step = stages["by_step"]
-    assert json.loads((tmp_path / "out" / "findings.json").read_text())["audit"]["stages"] == stages
+    assert json.loads((r.out_dir / "findings.json").read_text())["audit"]["stages"] == stages
     assert {f"materialise {name}" for name in sizes} <= set(by_step)
     assert {"register", "detections", "coverage"} <= set(by_step)
     assert "(unlabelled)" not in by_step  # every job the audit ran carries its step's description
@@ -365,7 +366,8 @@ def test_the_audit_reports_the_intermediate_sizes_and_removes_them(spark: Any, t
 @pytest.fixture(scope="module")
 def audited_three_times(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[AuditResult, ...]:
     """One snapshot audited in this order in the suite's session: with one partition, then partitioned twice (the
-    partitioned audit after a one-partition one, and a second audit of the same session)."""
+    partitioned audit after a one-partition one, and a second audit of the same session). The first is also the
+    audit whose report test_the_audit_reports_the_intermediate_sizes_and_removes_them reads."""
     tmp = tmp_path_factory.mktemp("audited-three-times")
     snap = _builder().write(tmp / "snap")
     small = run_audit(snap, tmp / "small", None, spark=spark, one_partition=True)

@@ -1,6 +1,11 @@
-"""A real Spark cluster: a standalone master and two workers started from the installed pyspark on 127.0.0.1, and
+"""A real Spark cluster: a standalone master and a worker started from the installed pyspark on 127.0.0.1, and
 the README's `spark-submit` command run against it as written (hosts and paths substituted). The findings must
-equal the in-process local run's on the same snapshot."""
+equal the in-process local run's on the same snapshot.
+
+Each application costs JVMs (a driver, the worker's executor): the module submits three, the fewest that prove what
+it pins (the README's command; the operator's --conf on the executors and the driver; a --master from the CLI with
+spark-defaults.conf), and the README's one also carries the scheduled-audit path's own checks (a JSON config read
+by `spark-submit jobs/audit.py`, the master it was given recorded)."""
 
 from __future__ import annotations
 
@@ -62,8 +67,10 @@ class Standalone:
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    """``spark://127.0.0.1:PORT`` with two registered workers (1 core, 1 GiB each), shared by this module's tests:
-    each test submits its own application (its own driver and executors), as an operator's scheduled audits do."""
+    """``spark://127.0.0.1:PORT`` with one registered worker (2 cores, 1 GiB: one executor JVM per application, two
+    tasks at a time), shared by this module's tests: each test submits its own application (its own driver and
+    executor), as an operator's scheduled audits do. A second worker would only add JVMs: an executor is another
+    JVM than the driver with one worker as with two, which is what the operator's settings must reach."""
     spark_class = _spark_home() / "bin" / "spark-class"
     if not spark_class.exists() or shutil.which("java") is None:
         pytest.skip("spark-class or java is not installed here")
@@ -98,24 +105,20 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
             str(_free_port()),
         )
         _wait_for(mlog, r"I have been elected leader|Starting Spark master", master)
-        workers = [
-            start(
-                f"worker{i}",
-                "org.apache.spark.deploy.worker.Worker",
-                "--host",
-                "127.0.0.1",
-                "--cores",
-                "1",
-                "--memory",
-                "1g",
-                "--webui-port",
-                str(_free_port()),
-                url,
-            )
-            for i in range(2)
-        ]
-        for w, wlog in workers:  # both JVMs start at once (each given twice one start's time); each must register
-            _wait_for(wlog, r"Successfully registered with master", w, seconds=180.0)
+        worker, wlog = start(
+            "worker",
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            "2",
+            "--memory",
+            "1g",
+            "--webui-port",
+            str(_free_port()),
+            url,
+        )
+        _wait_for(wlog, r"Successfully registered with master", worker, seconds=180.0)
         yield Standalone(url, tmp_path / "work")
     finally:
         for p in reversed(procs):
@@ -205,7 +208,9 @@ def test_readme_spark_submit_on_a_standalone_cluster_equals_the_local_run(
 ) -> None:
     assert readme_run.returncode == 2, readme_run.output  # a dangling ledger is critical
     doc = readme_run.cluster
-    assert doc["audit"]["master"] == standalone.url  # ran on the cluster, not on a local fallback
+    assert doc["audit"]["master"] == standalone.url  # the master spark-submit was given: not a local fallback
+    # the scheduled-audit path reads its JSON config (`--config audit.json`: min_age 1h, a fixed now)
+    assert doc["audit"]["params"]["min_age_ms"] == 3_600_000 and doc["audit"]["params"]["now_ms"] == NOW + 1
     assert _findings(doc) == _findings(readme_run.local)
     assert {f["detection"] for f in doc["findings"]} >= {"orphan-ledger", "dangling-ledger"}
     # Spark's own stage metrics are read on a cluster's driver too: the detections ran as tasks on the workers
@@ -307,7 +312,7 @@ def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
     probe = json.loads(probe_out.read_text())
     assert probe["exit"] == 2  # ledger 10 is referenced without metadata: dangling, critical
     assert probe["driver_property"] == "abc" and probe["log_level"] == "WARN"
-    assert len(probe["executors"]) == 2
+    assert len(probe["executors"]) == 2  # two tasks, both in the worker's one executor
     for args in probe["executors"]:  # each task ran in an executor JVM started with the operator's options
         assert "-Dpulsar.ops.probe=xyz" in args and "-Dlog4j2.level=warn" in args, args
         assert not any("pulsar-ops-log4j2" in a or "log4j2.configurationFile" in a for a in args), args
