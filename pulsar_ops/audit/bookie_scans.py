@@ -24,6 +24,8 @@ import pyarrow.parquet as pq
 from pulsar_ops.bookiescan import schema as scan_schema
 from pulsar_ops.bookiescan.bookie_conf import names_cover
 from pulsar_ops.errors import BookieScanError
+from pulsar_ops.model.gc_config import GcConfig
+from pulsar_ops.model.gc_settings import PlanSettings, settings_for
 from pulsar_ops.snapshot.schema import Table
 
 SCAN_FORMAT = scan_schema.FORMAT
@@ -59,6 +61,10 @@ class ScanInfo:
     config_source: str | None = None
     dirs_not_scanned: tuple[str, ...] = ()
     index_dirs: tuple[str, ...] = ()  # as scanned (manifest ``index_dirs``; empty in a manifest without them)
+    # ``scan-bookie --bookie-config``: the GC keys the file sets (manifest ``bookie_config.gc``); None: not recorded
+    config_gc: Mapping[str, str] | None = None
+    # the GC settings this bookie is judged with (:func:`with_gc_settings`; model/gc_settings.py), None: not resolved
+    gc: PlanSettings | None = None
 
     @property
     def index_read(self) -> bool:
@@ -115,6 +121,9 @@ class ScanInfo:
             "partial_reasons": reasons,
             "before_scrape": before,
             "not_claimed": withheld,
+            "gc_settings": None
+            if self.gc is None
+            else {"source": self.gc.source, "error": self.gc.error, "stale_entry_log_judged": self.gc.cfg is not None},
         }
 
 
@@ -193,7 +202,7 @@ def read_scan(path: Path) -> ScanInfo:
         if rows != expected:
             raise _bad(path, f"{target.name} has {rows} rows, its manifest says {expected}")
         tables[t.name] = target
-    source, left_out = _config_check(doc.get("bookie_config"), path)
+    source, left_out, config_gc = _config_check(doc.get("bookie_config"), path)
     return ScanInfo(
         path=path,
         bookie_id=bookie,
@@ -208,6 +217,7 @@ def read_scan(path: Path) -> ScanInfo:
         config_source=source,
         dirs_not_scanned=left_out,
         index_dirs=_strings(doc.get("index_dirs"), dirs),
+        config_gc=config_gc,
     )
 
 
@@ -249,11 +259,12 @@ def check_scraped_dirs(scans: Sequence[ScanInfo], bookie_dirs: Any) -> tuple[Sca
     return tuple(out)
 
 
-def _config_check(doc: Any, path: Path) -> tuple[str | None, tuple[str, ...]]:
-    """``manifest.bookie_config``: (its source, the ledger then index directories it names and the scan left out);
-    (None, ()) when the scan was not checked against a configuration (absent or null)."""
+def _config_check(doc: Any, path: Path) -> tuple[str | None, tuple[str, ...], dict[str, str] | None]:
+    """``manifest.bookie_config``: (its source, the ledger then index directories it names and the scan left out,
+    its GC keys or None when not recorded); (None, (), None) when the scan was not checked against a configuration
+    (absent or null)."""
     if doc is None:
-        return None, ()
+        return None, (), None
     bad = _bad(path, "manifest.json bookie_config must be an object with source and not_scanned lists")
     if not isinstance(doc, dict) or not isinstance(doc.get("source"), str):
         raise bad
@@ -266,7 +277,24 @@ def _config_check(doc: Any, path: Path) -> tuple[str | None, tuple[str, ...]]:
         if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
             raise bad
         out += [d + label for d in dirs]
-    return doc["source"], tuple(out)
+    gc = doc.get("gc")
+    if gc is not None and not (
+        isinstance(gc, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in gc.items())
+    ):
+        raise _bad(path, "manifest.json bookie_config.gc must be an object of strings")
+    return doc["source"], tuple(out), dict(gc) if gc is not None else None
+
+
+def with_gc_settings(scans: Sequence[ScanInfo], scraped: Any, audit_gc: GcConfig) -> tuple[ScanInfo, ...]:
+    """Each scan with the GC settings its bookie is judged with (model/gc_settings.settings_for, the plan's own
+    resolution): the snapshot manifest's ``bookie_gc`` (``scraped``), else the scan's ``bookie_config.gc``, else
+    the audit's (``audit_gc``)."""
+    by_bookie: Mapping[str, Mapping[str, Any]] = (
+        {k: v for k, v in scraped.items() if isinstance(k, str) and isinstance(v, Mapping)}
+        if isinstance(scraped, Mapping)
+        else {}
+    )
+    return tuple(replace(s, gc=settings_for(s.bookie_id, by_bookie, s, audit_gc)) for s in scans)
 
 
 def read_scans(paths: Sequence[Path]) -> tuple[ScanInfo, ...]:

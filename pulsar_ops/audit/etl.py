@@ -39,6 +39,7 @@ from pulsar_ops.audit.sql_files import (
 from pulsar_ops.audit.stage_metrics import STEP_PREFIX
 from pulsar_ops.errors import AuditError
 from pulsar_ops.findings import DETECTIONS, FINDING_COLUMN_NAMES, FINDING_COLUMNS
+from pulsar_ops.model.gc_settings import settings_for
 from pulsar_ops.snapshot import schema
 
 PARAMS_SCHEMA = T.StructType(
@@ -145,7 +146,9 @@ def _literal(value: int | float | bool | str | None, spark_type: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        if "'" in value:  # chr(39): the one spelling of a quote Spark and DuckDB (the bench) both read alike
+            return "concat(" + ", chr(39), ".join(_literal(p, spark_type) for p in value.split("'")) + ")"
+        return "'" + value.replace("\\", "\\\\") + "'"
     return f"CAST({value!r} AS {spark_type})"
 
 
@@ -167,6 +170,16 @@ SCAN_BOOKIES_COLUMNS = (
     ("index_status", "STRING"),
     ("started_at_ms", "BIGINT"),
     ("finished_at_ms", "BIGINT"),
+    # the GC settings the bookie is judged with (model/gc_settings.py, as the plan resolves them; all NULL when its
+    # configuration was read and does not validate: stale-entry-log judges none of its logs)
+    ("gc_settings_source", "STRING"),
+    ("gc_wait_time_ms", "BIGINT"),
+    ("minor_threshold", "DOUBLE"),
+    ("minor_interval_ms", "BIGINT"),
+    ("major_threshold", "DOUBLE"),
+    ("major_interval_ms", "BIGINT"),
+    ("disk_usage_warn_threshold", "DOUBLE"),
+    ("disk_usage_threshold", "DOUBLE"),
 )
 
 SCAN_PARAMS_COLUMNS = (
@@ -194,7 +207,7 @@ def register_scans(
     relation when no scan was passed), ``src_scan_bookies`` (a row per scan, from its validated manifest) and the
     one-row ``scan_params`` (bookkeeper.conf settings and the snapshot's scrape times)."""
     register_scan_tables(spark, scans, one_partition)
-    spark.sql(scan_bookies_sql(scans)).createOrReplaceTempView("src_scan_bookies")
+    spark.sql(scan_bookies_sql(scans, params)).createOrReplaceTempView("src_scan_bookies")
     spark.sql(scan_params_sql(params, snapshot_times)).createOrReplaceTempView("scan_params")
 
 
@@ -216,12 +229,40 @@ def scan_rows(scans: Sequence[ScanInfo]) -> int:
     return sum(pq.read_metadata(path).num_rows for s in scans for path in s.tables.values())
 
 
-def scan_bookies_sql(scans: Sequence[ScanInfo]) -> str:
+def scan_bookies_sql(scans: Sequence[ScanInfo], params: AuditParams) -> str:
     """``src_scan_bookies`` as a literal SELECT: a row per scan, ``complete`` being every log read and no
-    configured directory left out (ScanInfo.covers_bookie)."""
-    rows = [
-        (s.bookie_id, str(s.path), s.covers_bookie, s.index_status, s.started_at_ms, s.finished_at_ms) for s in scans
-    ]
+    configured directory left out (ScanInfo.covers_bookie), and the GC settings its bookie is judged with
+    (``ScanInfo.gc``, from bookie_scans.with_gc_settings; a scan without them: its own configuration, else the
+    audit's)."""
+    rows = []
+    for s in scans:
+        own = s.gc if s.gc is not None else settings_for(s.bookie_id, {}, s, params.bookie.gc)
+        g = own.cfg
+        gc_values: tuple[Any, ...] = (
+            (None,) * 7
+            if g is None
+            else (
+                g.gc_wait_time_ms,
+                float(g.minor_compaction_threshold),
+                g.minor_compaction_interval_s * 1000,
+                float(g.major_compaction_threshold),
+                g.major_compaction_interval_s * 1000,
+                float(g.disk_usage_warn_threshold),
+                float(g.disk_usage_threshold),
+            )
+        )
+        rows.append(
+            (
+                s.bookie_id,
+                str(s.path),
+                s.covers_bookie,
+                s.index_status,
+                s.started_at_ms,
+                s.finished_at_ms,
+                own.source,
+                *gc_values,
+            )
+        )
     return literal_sql(SCAN_BOOKIES_COLUMNS, rows)
 
 
@@ -302,9 +343,7 @@ def partition_conf(spark: SparkSession, one_partition: bool) -> None:
             spark.conf.unset(key)
 
 
-# tables added after snapshots were already taken: an older snapshot has none, read as empty (service_unit_states:
-# its /service_unit_state was not read, and the audit's int_ownership_source then finds the scope incomplete)
-ADDED_TABLES: frozenset[str] = frozenset({"service_unit_states"})
+ADDED_TABLES = schema.ADDED_TABLES  # tables an older snapshot predates: read as empty (snapshot/schema.py)
 
 
 def read_parquet(reader: DataFrameReader, directory: Path, one_partition: bool) -> DataFrame:
@@ -319,10 +358,10 @@ def read_parquet(reader: DataFrameReader, directory: Path, one_partition: bool) 
 def register_snapshot_tables(spark: SparkSession, snapshot_dir: Path, one_partition: bool) -> None:
     """``src_<table>`` for every snapshot table (one partition each with ``one_partition``: :func:`read_parquet`)."""
     for t in schema.TABLES:
-        d = table_dir(snapshot_dir, t.name)
-        if t.name in ADDED_TABLES and not d.exists():  # a snapshot scraped before the table existed: no rows
+        if t.name in ADDED_TABLES and not (snapshot_dir / "tables" / t.name).is_dir():  # predates it: no rows
             spark.createDataFrame([], spark_ddl(t)).createOrReplaceTempView(f"src_{t.name}")
             continue
+        d = table_dir(snapshot_dir, t.name)
         # the schema is known (snapshot/schema.py): no schema-inference job per table
         reader = spark.read.schema(spark_ddl(t))
         read_parquet(reader, d, one_partition).createOrReplaceTempView(f"src_{t.name}")
@@ -573,6 +612,7 @@ def storage(
     spark.sql(f"SELECT CAST({int(top_n)} AS INT) AS top_n").createOrReplaceTempView("storage_params")
     out: dict[str, list[dict[str, Any]]] = {}
     for f in storage_files(sql_root):
+        spark.sparkContext.setJobDescription(f"{STEP_PREFIX}storage {f.name}")  # each query's stages apart
         try:
             if f.path.stem != f.name:  # a shared view: written once
                 target = work_dir / f"storage_{f.name}"

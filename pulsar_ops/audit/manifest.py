@@ -46,4 +46,10 @@ def manifest_summary(manifest: dict[str, Any], snapshot_dir: Path) -> dict[str, 
     )
     out = {k: manifest[k] for k in keys if k in manifest}
     out["path"] = str(snapshot_dir.resolve())
+    absent = open_snapshot(snapshot_dir).absent_tables()  # tables it predates (snapshot/schema.py ADDED_TABLES)
+    if absent:
+        out["tables_read_as_empty"] = {
+            t: "not in this snapshot (scraped before the table existed): read as empty, what it holds is unknown"
+            for t in absent
+        }
     return out

@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pulsar_ops.audit import class_cache, etl, jvm_metrics, sql_files, stage_metrics
-from pulsar_ops.audit.bookie_scans import check_scraped_dirs, read_scans
+from pulsar_ops.audit.bookie_scans import check_scraped_dirs, read_scans, with_gc_settings
 from pulsar_ops.audit.failures import classify, unreadable_file
 from pulsar_ops.audit.manifest import manifest_summary, read_manifest
 from pulsar_ops.audit.params import AuditParams
@@ -195,6 +195,7 @@ def run_audit(
     sql_root = sql_root if sql_root is not None else sql_files.sql_root()  # `sql-not-found` before any JVM starts
     scans = read_scans([Path(p) for p in bookie_scans])  # `bookie-scan-invalid` before any engine starts
     scans = check_scraped_dirs(scans, manifest.get("bookie_dirs"))  # against each bookie's scraped server_config
+    scans = with_gc_settings(scans, manifest.get("bookie_gc"), resolved.bookie.gc)  # each bookie's own GC settings
     started_ms = manifest.get("started_at_ms")
     snapshot_times = (started_ms if isinstance(started_ms, int) else finished, finished)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -179,7 +179,7 @@ def storage_sql_root(work: Path) -> Path:
 def _stage(result: Any, steps: tuple[str, ...], wall_s: float) -> dict[str, Any]:
     """One stage's figures from an audit: wall (the given), and Spark's stages/shuffles/task CPU of ``steps``."""
     by_step = (result.audit.get("stages") or {}).get("by_step") or {}
-    figs = [by_step[k] for k in steps if k in by_step]
+    figs = [v for k, v in by_step.items() if k in steps or k.split(" ", 1)[0] in steps]  # "storage owners": storage
     out: dict[str, Any] = {"wall_s": round(wall_s, 2)}
     for key in ("stages", "shuffles", "tasks", "task_cpu_s", "shuffle_read_mb", "shuffle_write_mb", "spill_mb"):
         vals = [f[key] for f in figs if isinstance(f.get(key), int | float)]

@@ -22,6 +22,17 @@ from pulsar_ops.audit.sql_files import detect_files, intermediate_files, staging
 from pulsar_ops.findings import STORAGE_DETECTIONS
 from pulsar_ops.snapshot import schema
 
+# snapshot/schema.py's type strings as DuckDB types (an empty view of a table the snapshot predates)
+_DUCK_TYPES = {
+    "string": "VARCHAR",
+    "int64": "BIGINT",
+    "int32": "INTEGER",
+    "bool": "BOOLEAN",
+    "double": "DOUBLE",
+    "list<string>": "VARCHAR[]",
+    "list<int64>": "BIGINT[]",
+}
+
 ALL = "all"  # applied to every file (rewrite)
 STORAGE = "storage"  # applied to the storage SQL only, before the others (rewrite_storage)
 
@@ -178,6 +189,10 @@ def connect(
     for m in MACROS:
         con.execute(m)
     for t in schema.TABLES:
+        if t.name in schema.ADDED_TABLES and not (snapshot_dir / "tables" / t.name).is_dir():
+            cols = ", ".join(f"CAST(NULL AS {_DUCK_TYPES[c.type]}) AS {c.name}" for c in t.columns)
+            con.execute(f"CREATE VIEW src_{t.name} AS SELECT {cols} WHERE false")  # predates the table: empty
+            continue
         glob = str(snapshot_dir / "tables" / t.name / "*.parquet")
         con.execute(f"CREATE VIEW src_{t.name} AS SELECT * FROM read_parquet('{glob}')")
     for f in staging_files():
@@ -222,14 +237,15 @@ def run_detections(con: Any) -> dict[str, int]:
 def register_scans(con: Any, scan_dirs: list[Path], params: AuditParams, manifest: dict[str, Any]) -> None:
     """The bookie scans' views as the Spark audit registers them (audit/etl.py ``register_scans``): every scan's
     table read as one, ``src_scan_bookies`` and ``scan_params`` from the same literal SQL, then ``stg_scan_*``."""
-    from pulsar_ops.audit.bookie_scans import SCAN_TABLES, check_scraped_dirs, read_scans
+    from pulsar_ops.audit.bookie_scans import SCAN_TABLES, check_scraped_dirs, read_scans, with_gc_settings
     from pulsar_ops.audit.etl import scan_bookies_sql, scan_params_sql
 
     scans = check_scraped_dirs(read_scans(scan_dirs), manifest.get("bookie_dirs"))
+    scans = with_gc_settings(scans, manifest.get("bookie_gc"), params.bookie.gc)
     for t in SCAN_TABLES:
         paths = ", ".join(f"'{s.tables[t.name]}'" for s in scans)
         con.execute(f"CREATE OR REPLACE VIEW src_scan_{t.name} AS SELECT * FROM read_parquet([{paths}])")
-    con.execute(f"CREATE OR REPLACE TABLE src_scan_bookies AS {scan_bookies_sql(scans)}")
+    con.execute(f"CREATE OR REPLACE TABLE src_scan_bookies AS {scan_bookies_sql(scans, params)}")
     finished = int(manifest["finished_at_ms"])
     started = manifest.get("started_at_ms")
     times = (started if isinstance(started, int) else finished, finished)

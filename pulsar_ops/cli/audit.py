@@ -154,6 +154,9 @@ def _summarise(out_dir: Path, doc: dict[str, object]) -> None:
         return
     for line in summary_lines(load_report(out_dir)):
         err_console.print(line, markup=False, highlight=False)
+    snap = doc.get("snapshot")
+    for table, why in ((snap.get("tables_read_as_empty") or {}) if isinstance(snap, dict) else {}).items():
+        err_console.print(f"snapshot table {table}: {why}", markup=False, highlight=False)
     err_console.print(f"findings written to {out_dir / 'findings.json'}", markup=False)
 
 

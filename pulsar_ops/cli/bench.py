@@ -404,3 +404,37 @@ def bench_scan_bookie(
             emit_json(doc)
 
     guarded(_go)(as_json=as_json)
+
+
+@app.command("synth-scans")
+def bench_synth_scans(
+    snapshot: Path = typer.Option(..., "--snapshot", help="The snapshot whose ledgers the scans hold."),
+    out: Path = typer.Option(..., "--out", help="Directory to write one scan per bookie into (out/<bookie>)."),
+    bookies: int | None = typer.Option(
+        None, "--bookies", min=1, help="Scan only the first N bookies by id (default: every bookie of bk_ledgers)."
+    ),
+    missing: int = typer.Option(3, "--missing", min=0, help="Closed ledgers left out of each bookie (planted)."),
+    as_json: bool = typer.Option(False, "--json", help="Write what was planted as JSON to stdout."),
+) -> None:
+    """SYNTHETIC bookie scans of a snapshot, for `bench audit --snapshot S --bookie-scan ...` at scale.
+
+    Writes what `scan-bookie` of each bookie holding the snapshot's ledgers would have written (same tables and
+    manifest, marked synthetic), with planted unreclaimed ledgers, stale entry logs and missing ledger data,
+    without seeding or reading any bookie directory. Never a substitute for `scan-bookie` on a real cluster.
+    """
+    from pulsar_ops.bench.synth_scans import synthesize
+    from pulsar_ops.cli.common import emit_json, guarded, info
+
+    def _go(as_json: bool = as_json) -> None:
+        r = synthesize(snapshot, out, bookies, missing=missing)
+        info(
+            f"synthetic scans of {len(r.scans)} bookie(s): {r.pairs:,} (ledger, log) pairs in {r.logs:,} entry logs, "
+            f"written in {r.seconds} s under {out}"
+        )
+        info("audit them with: pulsar-ops bench audit --snapshot " + f"{snapshot} " + " ".join(
+            f"--bookie-scan {s}" for s in r.scans))  # fmt: skip
+        if as_json:
+            emit_json({"scans": [str(s) for s in r.scans], "pairs": r.pairs, "logs": r.logs, "seconds": r.seconds,
+                       "planted": r.planted.to_json()})  # fmt: skip
+
+    guarded(_go)(as_json=as_json)

@@ -29,8 +29,14 @@ class Snapshot:
             raise SnapshotError(f"unknown snapshot table {name!r}", hint="see pulsar_ops/snapshot/schema.py")
         return self.path / TABLES_DIR / name
 
+    def absent_tables(self) -> list[str]:
+        """The tables this snapshot predates (``schema.ADDED_TABLES`` without a directory): read as empty."""
+        return sorted(t for t in schema.ADDED_TABLES if not self.table_dir(t).is_dir())
+
     def table(self, name: str) -> pa.Table:
         d = self.table_dir(name)
+        if name in schema.ADDED_TABLES and not d.is_dir():
+            return arrow_schema(name).empty_table()
         parts = sorted(d.glob("part-*.parquet"))
         if not parts:
             raise SnapshotError(f"{d}: no part files; the snapshot is damaged", hint=_RESCRAPE)
@@ -42,6 +48,8 @@ class Snapshot:
         """Some columns of a table; ``where``: only the matching rows, one part file at a time (memory: the matching
         rows, not the table). A part that does not read is a SnapshotError naming it."""
         d = self.table_dir(name)
+        if name in schema.ADDED_TABLES and not d.is_dir():
+            return arrow_schema(name).empty_table().select(list(columns))
         parts = sorted(d.glob("part-*.parquet"))
         if not parts:
             raise SnapshotError(f"{d}: no part files; the snapshot is damaged")
@@ -80,7 +88,10 @@ def open_snapshot(path: Path | str) -> Snapshot:
             hint=f"use the pulsar-ops release that wrote it, or {_RESCRAPE}",
         )
     manifest = Manifest.from_json(doc, source=str(mpath))
-    missing = [t.name for t in schema.TABLES if not (p / TABLES_DIR / t.name).is_dir()]
+    # a table added since the snapshot was taken is not missing: it reads as empty (schema.ADDED_TABLES)
+    missing = [
+        t.name for t in schema.TABLES if t.name not in schema.ADDED_TABLES and not (p / TABLES_DIR / t.name).is_dir()
+    ]
     if missing:
         raise SnapshotError(f"{p}: table directories missing: {', '.join(missing)}", hint=_RESCRAPE)
     return Snapshot(path=p, manifest=manifest)

@@ -454,6 +454,12 @@ TABLES: tuple[Table, ...] = (
 
 BY_NAME: dict[str, Table] = {t.name: t for t in TABLES}
 
+# Tables added after snapshots were already taken: an older snapshot has no directory for them; every reader
+# (snapshot.reader, the audit's etl, the DuckDB benchmark) reads such a table as empty, and the audit says so
+# (findings.json ``snapshot.tables_read_as_empty``). service_unit_states: its /service_unit_state was not read, so
+# the audit's int_ownership_source finds that scope unknown (never "no bundle owned").
+ADDED_TABLES: frozenset[str] = frozenset({SERVICE_UNIT_STATES.name})
+
 
 def table(name: str) -> Table:
     return BY_NAME[name]

@@ -7,6 +7,9 @@
 -- by doGcEntryLogs at the next tick. The log being written (reason 'active...'), transactional-compaction files and
 -- skipped files are never judged; neither is anything when /ledgers was not scraped completely (a ledger that
 -- looks deleted may only be unread).
+-- Each bookie is judged on its own GC settings (stg_scan_bookies gc_*: its scraped server_config, else the
+-- bookkeeper.conf its scan read, else the audit's; model/gc_settings.py, the resolution the plan uses); a bookie
+-- whose settings do not validate (NULL) is not judged.
 -- Likely cause, from what the scan and the snapshot show:
 --   compaction-disabled            the kind that would act has interval or threshold <= 0 (a threshold <= 0 is
 --                                  judged against Pulsar's default, 0.2 minor / 0.5 major)
@@ -59,7 +62,7 @@ in_index AS (
     GROUP BY h.bookie_id, h.ledger_dir, h.log_id
 ),
 measured AS (
-    SELECT /*+ BROADCAST(sb, sp, blk) */
+    SELECT /*+ BROADCAST(sb, blk) */
         g.*,
         coalesce(p.live_bytes, 0) AS live_bytes,
         coalesce(x.deleted_in_index, 0) AS deleted_in_index,
@@ -68,24 +71,24 @@ measured AS (
         coalesce(p.live_bytes, 0) / g.data_bytes AS live_fraction,
         sb.started_at_ms - g.mtime_ms AS age_ms,
         sb.index_status,
-        sp.gc_wait_time_ms,
-        CASE WHEN sp.minor_threshold > 0 THEN sp.minor_threshold ELSE 0.2 END AS minor_t,
-        CASE WHEN sp.major_threshold > 0 THEN sp.major_threshold ELSE 0.5 END AS major_t,
-        sp.minor_threshold > 0 AND sp.minor_interval_ms > 0 AS minor_enabled,
-        sp.major_threshold > 0 AND sp.major_interval_ms > 0 AS major_enabled,
-        sp.minor_threshold,
-        sp.major_threshold,
-        sp.minor_interval_ms,
-        sp.major_interval_ms,
-        sp.disk_usage_warn_threshold,
-        sp.disk_usage_threshold
+        sb.gc_settings_source,
+        sb.gc_wait_time_ms,
+        CASE WHEN sb.minor_threshold > 0 THEN sb.minor_threshold ELSE 0.2 END AS minor_t,
+        CASE WHEN sb.major_threshold > 0 THEN sb.major_threshold ELSE 0.5 END AS major_t,
+        sb.minor_threshold > 0 AND sb.minor_interval_ms > 0 AS minor_enabled,
+        sb.major_threshold > 0 AND sb.major_interval_ms > 0 AS major_enabled,
+        sb.minor_threshold,
+        sb.major_threshold,
+        sb.minor_interval_ms,
+        sb.major_interval_ms,
+        sb.disk_usage_warn_threshold,
+        sb.disk_usage_threshold
     FROM logs g
     JOIN stg_scan_bookies sb ON sb.bookie_id = g.bookie_id
     LEFT JOIN per_log p ON p.bookie_id = g.bookie_id AND p.ledger_dir = g.ledger_dir AND p.log_id = g.log_id
     LEFT JOIN in_index x ON x.bookie_id = g.bookie_id AND x.ledger_dir = g.ledger_dir AND x.log_id = g.log_id
-    CROSS JOIN scan_params sp
     CROSS JOIN int_blocking blk
-    WHERE NOT array_contains(blk.incomplete_scopes, '/ledgers')
+    WHERE NOT array_contains(blk.incomplete_scopes, '/ledgers') AND sb.gc_wait_time_ms IS NOT NULL
 ),
 kinded AS (
     SELECT
@@ -222,6 +225,7 @@ SELECT
         'disk_usage', c.disk_usage,
         'deleted_in_local_index', c.deleted_in_index_ids,
         'index_status', c.index_status,
+        'gc_settings_source', c.gc_settings_source,
         'live_ledgers', c.live_ledger_count,
         'keeping_alive', d.keeping
     )) AS evidence

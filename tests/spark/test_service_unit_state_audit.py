@@ -167,3 +167,26 @@ def test_a_listing_of_a_topic_in_a_bundle_it_does_not_own_contradicts_it(spark: 
     assert "does not own" in res.audit["ownership"]["service_unit_state"]["why_not"]
     # every broker answered: judged by the listings, the loaded one is not unloaded
     assert "persistent://t/free/old" not in {f.topic for f in of(res, "expired-retention-unloaded")}
+
+
+def test_a_snapshot_older_than_the_table_is_audited_with_it_empty_and_unknown(spark: Any, tmp_path: Path) -> None:
+    """A snapshot scraped before ``service_unit_states`` existed (no table directory, /service_unit_state never
+    walked) opens; the table reads as empty; the audit names it and calls no bundle unowned for want of it."""
+    import shutil
+
+    from pulsar_ops.audit.runner import run_audit
+    from pulsar_ops.snapshot.reader import open_snapshot
+
+    b = SnapshotBuilder(load_manager=ELM_SUS)
+    for i, ns in enumerate(STATES):
+        _expired(b, ns, 100 + 10 * i)
+    snap = b.write(tmp_path / "snap")
+    shutil.rmtree(snap / "tables" / "service_unit_states")
+    opened = open_snapshot(snap)
+    assert opened.absent_tables() == ["service_unit_states"]
+    assert opened.table("service_unit_states").num_rows == 0
+    assert opened.read("service_unit_states", ("namespace", "state")).column_names == ["namespace", "state"]
+    res = run_audit(snap, tmp_path / "out", spark=spark)
+    assert list(res.snapshot["tables_read_as_empty"]) == ["service_unit_states"]
+    assert res.audit["ownership"]["service_unit_state"]["known"] is False
+    assert not of(res, "expired-retention-unloaded")  # ownership unknown, not "no bundle Owned"

@@ -248,3 +248,40 @@ def test_bookie_config_disables_compaction(spark: Any, tmp_path: Path) -> None:
         f"{B1}:/data/bk2/current/4.log",
     ]
     assert got[f"{B1}:/data/bk2/current/3.log"].evidence["causes"] == ["compaction-disabled"]
+
+
+def test_each_bookie_is_judged_on_its_own_gc_settings(spark: Any, tmp_path: Path) -> None:
+    """The same 30 %-live, 3-day-old log on two bookies: b1's bookkeeper.conf (read by its scan) waits 30 days
+    before GC (gcWaitTime), so it is not due; b2's scraped server_config disables major compaction, so it is stale
+    with that cause. The audit's own settings judge neither (model/gc_settings.py, as the plan resolves them)."""
+    conf = {
+        "source": "/pulsar/conf/bookkeeper.conf",
+        "not_scanned": {"ledger_dirs": [], "index_dirs": []},
+        "gc": {"gcWaitTime": str(30 * DAY)},
+    }
+    dirs = []
+    for bid, extra in ((B1, {"bookie_config": conf}), (B2, {})):
+        s = ScanBuilder(bid, started_at_ms=SCAN_AT, **extra)
+        s.log("/data/bk", 4, mtime_ms=NOW - 3 * DAY, ledgers={201: 700, 100: 300})
+        s.index(100)
+        dirs.append(s.write(tmp_path / f"scan-{bid.split(':')[0]}"))
+    snap = snapshot().write(tmp_path / "snap")
+    m = json.loads((snap / "manifest.json").read_text())
+    m["bookie_gc"] = {B2: {"majorCompactionInterval": "0"}}
+    (snap / "manifest.json").write_text(json.dumps(m))
+    r = run_audit(snap, tmp_path / "out", AuditParams(), spark=spark, bookie_scans=dirs)
+    got = keyed(r, "stale-entry-log")
+    assert sorted(got) == [f"{B2}:/data/bk/current/4.log"]
+    ev = got[f"{B2}:/data/bk/current/4.log"].evidence
+    assert ev["causes"] == ["compaction-disabled"] and ev["gc_settings_source"] == "server_config (scraped)"
+    sources = {s["bookie"]: s["gc_settings"]["source"] for s in r.audit["bookie_scans"]}
+    assert sources[B1].startswith("bookkeeper.conf read by scan-bookie") and sources[B2] == "server_config (scraped)"
+    # with the audit's settings alone (no scraped or scanned configuration) both logs are stale
+    for d in dirs:
+        dm = json.loads((d / "manifest.json").read_text())
+        dm["bookie_config"] = None
+        (d / "manifest.json").write_text(json.dumps(dm))
+    del m["bookie_gc"]
+    (snap / "manifest.json").write_text(json.dumps(m))
+    r = run_audit(snap, tmp_path / "out2", AuditParams(), spark=spark, bookie_scans=dirs)
+    assert sorted(keyed(r, "stale-entry-log")) == [f"{B1}:/data/bk/current/4.log", f"{B2}:/data/bk/current/4.log"]

@@ -45,7 +45,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pulsar_ops import strict
 from pulsar_ops.errors import ApplyError, ModelError, PlanError, ZooKeeperError
 from pulsar_ops.findings import Finding
-from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig, gc_config
+from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig
+from pulsar_ops.model.gc_settings import AUDIT_SETTINGS as AUDIT_SETTINGS
+from pulsar_ops.model.gc_settings import SCRAPED_SETTINGS as SCRAPED_SETTINGS
+from pulsar_ops.model.gc_settings import PlanSettings as PlanSettings
+from pulsar_ops.model.gc_settings import settings_for as settings_for
+from pulsar_ops.model.gc_settings import settings_of as settings_of
 from pulsar_ops.model.scan_layout import BookieScan
 from pulsar_ops.model.scan_layout import predict_forced_run as predict
 from pulsar_ops.repair import journal as J
@@ -78,10 +83,6 @@ IN_FORCE_GC = "bookie-gc-in-progress"
 TIMEOUT = "bookie-gc-timeout"
 HTTP_FAILED = "bookie-gc-http-failed"
 NOTHING = "nothing-to-reclaim"  # plan only: the prediction is 0 bytes
-
-# where the plan's GC settings of a bookie come from (:func:`settings_for`, ``settings_source`` of the call)
-SCRAPED_SETTINGS = "server_config (scraped)"
-AUDIT_SETTINGS = "audit (the bookie's configuration was not scraped)"
 
 
 # --- the call an action makes ---------------------------------------------------------------------------
@@ -264,36 +265,7 @@ def gc_rule(call: BookieGcCall, f: GcFacts) -> Refusal | None:
 # --- the settings a bookie's plan-time decision uses ------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PlanSettings:
-    """One bookie's GC settings at plan time: ``cfg`` None when its configuration was read but does not validate
-    (``error``: why); ``source``: where they came from."""
-
-    cfg: GcConfig | None
-    source: str
-    error: str | None = None
-
-
-def settings_for(
-    bookie_id: str, scraped: Mapping[str, Mapping[str, Any]], scan: BookieScan, audit_cfg: GcConfig
-) -> PlanSettings:
-    """The settings the plan decides and predicts with for one bookie, its own first: the GC keys of its
-    ``server_config`` the scrape kept (snapshot manifest ``bookie_gc``), else those of the bookkeeper.conf
-    ``scan-bookie --bookie-config`` read (scan manifest ``bookie_config.gc``); keys it does not set take
-    BookKeeper's code defaults (``ServerConfiguration``), as the bookie does. Only when neither was read, the
-    audit's settings (``--bookie-config`` of the audit, else its defaults), and the action says so. Settings that
-    do not validate (``GarbageCollectorThread``'s constructor refuses them: the bookie would not start with them)
-    leave the bookie unplanned."""
-    keys: Mapping[str, Any] | None = scraped.get(bookie_id)
-    source = SCRAPED_SETTINGS
-    if keys is None and scan.config_gc is not None:
-        keys, source = scan.config_gc, f"bookkeeper.conf read by scan-bookie ({scan.config_source or scan.path})"
-    if keys is None:
-        return PlanSettings(audit_cfg, AUDIT_SETTINGS)
-    try:
-        return PlanSettings(settings_of(keys), source)
-    except ModelError as e:
-        return PlanSettings(None, source, e.message)
+# one resolution for the plan and the audit's stale-entry-log: model/gc_settings.py
 
 
 # --- build from findings ---------------------------------------------------------------------------------
@@ -488,12 +460,6 @@ def _flag(value: Any) -> bool | None:
 def _in_force_gc(answer: HttpAnswer) -> bool | None:
     """``GET /api/v1/bookie/gc``'s ``is_in_force_gc`` (None: no such answer)."""
     return _flag(answer.body.get("is_in_force_gc")) if answer.ok and isinstance(answer.body, dict) else None
-
-
-def settings_of(config: Mapping[str, Any]) -> GcConfig:
-    """GC settings from ``server_config`` (every key set, as strings); keys not set take BookKeeper's code
-    defaults (``ServerConfiguration``), as the bookie does. Raises ModelError for a value it cannot read."""
-    return gc_config({k: v for k, v in config.items() if k in _FIELD_OF and str(v).strip() != ""})
 
 
 def identity_of(config: Mapping[str, Any]) -> str | None:

@@ -180,3 +180,41 @@ def test_add_znode_streams_rows_in_parts_and_refuses_a_wrong_width(tmp_path: Pat
         "part-00001.parquet",
     ]
     assert pq.read_table(tmp_path / "tables" / "ack_ranges").num_rows == 3
+
+
+def test_a_snapshot_older_than_an_added_table_opens_and_reads_it_as_empty(tmp_path: Path) -> None:
+    """A snapshot scraped before ``service_unit_states`` existed (schema.ADDED_TABLES): it opens, the table reads as
+    empty, the audit's summary names it; any other missing table is still refused."""
+    import shutil
+
+    from pulsar_ops.audit.manifest import manifest_summary
+
+    SnapshotWriter(tmp_path).close()
+    write_manifest(tmp_path, _manifest())
+    assert "tables_read_as_empty" not in manifest_summary({}, tmp_path)
+    shutil.rmtree(tmp_path / "tables" / "service_unit_states")
+    snap = open_snapshot(tmp_path)
+    assert snap.absent_tables() == ["service_unit_states"]
+    assert snap.table("service_unit_states").num_rows == 0
+    assert snap.table("service_unit_states").schema.names == [c.name for c in schema.SERVICE_UNIT_STATES.columns]
+    assert snap.read("service_unit_states", ("namespace", "state")).column_names == ["namespace", "state"]
+    assert list(manifest_summary({}, tmp_path)["tables_read_as_empty"]) == ["service_unit_states"]
+    shutil.rmtree(tmp_path / "tables" / "topic_policies")
+    with pytest.raises(SnapshotError, match="table directories missing: topic_policies"):
+        open_snapshot(tmp_path)
+
+
+def test_the_duckdb_bench_reads_an_added_table_the_snapshot_predates_as_empty(tmp_path: Path) -> None:
+    import shutil
+
+    pytest.importorskip("duckdb")
+    from pulsar_ops.audit.params import AuditParams
+    from pulsar_ops.bench.duckdb_sql import connect
+
+    SnapshotWriter(tmp_path).close()
+    write_manifest(tmp_path, _manifest())
+    shutil.rmtree(tmp_path / "tables" / "service_unit_states")
+    con = connect(tmp_path, AuditParams(now_ms=1), admin_scraped=False)
+    assert con.execute("SELECT count(*) FROM src_service_unit_states").fetchall() == [(0,)]
+    cols = [r[0] for r in con.execute("DESCRIBE src_service_unit_states").fetchall()]
+    assert cols == [c.name for c in schema.SERVICE_UNIT_STATES.columns]
