@@ -55,9 +55,18 @@ def zk(zk_hosts: str) -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from pulsar_ops.audit.session import build_session
+    from pulsar_ops.audit.session import LOCAL_JVM_OPTIONS, SMALL_INPUT_JVM_OPTIONS, build_session
+    from pulsar_ops.audit.sizing import NO_CODEGEN
 
-    s = build_session(master="local[2]", app_name="pulsar-ops-tests", warehouse=tmp_path_factory.mktemp("wh"))
+    # Every test snapshot is small: the test session runs as `audit` runs a small snapshot's (audit/sizing.py
+    # NO_CODEGEN, audit/session.py SMALL_INPUT_JVM_OPTIONS: expressions interpreted, C1 alone).
+    s = build_session(
+        master="local[2]",
+        app_name="pulsar-ops-tests",
+        warehouse=tmp_path_factory.mktemp("wh"),
+        jvm_options=(*LOCAL_JVM_OPTIONS, *SMALL_INPUT_JVM_OPTIONS),
+        defaults=NO_CODEGEN,
+    )
     try:
         yield s
     finally:
