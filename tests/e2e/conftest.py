@@ -38,13 +38,15 @@ class DemoCluster:
     audit: Path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def demo_cluster(
     spark: Any, zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DemoCluster]:
     """``seed --topics 30 --seed 1 --bookie-dirs`` (the demo's cluster) -> scrape -> scan-bookie per bookie -> audit
-    --bookie-scan (every bookie). The seeding client stays open for the session: the bookie and broker
-    registrations are ephemeral, as on a live cluster."""
+    --bookie-scan (every bookie). The seeding client stays open while tests/e2e runs: the bookie and broker
+    registrations are ephemeral, as on a live cluster. Package scope, not session: an open kazoo client's
+    connection thread calls the global ``random`` module on every loop (kazoo protocol/connection.py), which
+    hypothesis's check for ``random`` inside strategies reports in whatever property test runs beside it."""
     from tests.e2e.test_bookie_storage import scan_all
 
     tmp = tmp_path_factory.mktemp("demo-cluster")
