@@ -29,7 +29,7 @@ from pulsar_ops.repair.admin_writer import AdminApi
 from pulsar_ops.repair.apply_run import ApplyRequest, run_apply
 from pulsar_ops.repair.executor import ApplyReport
 from pulsar_ops.repair.kinds.bookie_gc import BookieApi, GcApply
-from pulsar_ops.repair.units import parse_duration_ms
+from pulsar_ops.units import parse_duration_ms
 from pulsar_ops.zkconn import security_from_flags
 
 _SHOW = 50

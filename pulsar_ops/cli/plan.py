@@ -12,8 +12,8 @@ from pulsar_ops.errors import ConfigError
 from pulsar_ops.repair.output_paths import check_file_target
 from pulsar_ops.repair.plan_builder import BuiltPlan, build_plan
 from pulsar_ops.repair.planner import DEFAULT_SUBTREE_MAX_ZNODES, OPT_IN, PlanParams
-from pulsar_ops.repair.units import human_bytes, parse_size
 from pulsar_ops.report.plan_view import kinds_of
+from pulsar_ops.units import human_bytes, parse_size
 
 
 def _say(line: str) -> None:

@@ -22,9 +22,9 @@ from pulsar_ops.repair.plan_file import Plan, load_plan
 from pulsar_ops.repair.registry import kind_of
 from pulsar_ops.repair.safety import plan_problems
 from pulsar_ops.repair.target import HINT_RESCRAPE, StoreAddress, address_problem
-from pulsar_ops.repair.units import human_duration
 from pulsar_ops.repair.zk_writer import ZkSession, redact_hosts
 from pulsar_ops.scrape.zk import ZkTarget
+from pulsar_ops.units import human_duration
 from pulsar_ops.zkconn import NO_SECURITY, ZkSecurity
 
 PHASES = ("mark", "delete")
@@ -198,29 +198,18 @@ def run_apply(
                 if done == total or done % (req.batch_size * 10) == 0:
                     say(f"  {ph}: {done}/{total} actions")
 
+            run = (plan, session, journal, backups)
+            both: dict[str, Any] = {"batch_size": req.batch_size, "progress": progress, "bookie_gc": req.bookie_gc}
             if req.phase == "mark":
-                return run_mark(
-                    plan,
-                    session,
-                    journal,
-                    backups,
-                    batch_size=req.batch_size,
-                    progress=progress,
-                    bookie_gc=req.bookie_gc,
-                )
+                return run_mark(*run, **both)
             return run_delete(
-                plan,
-                session,
-                journal,
-                backups,
+                *run,
+                **both,
                 quarantine_ms=req.quarantine_ms,
                 now_ms=J.now_ms(),
-                batch_size=req.batch_size,
-                progress=progress,
                 after_commit=after_commit,
                 admin=req.admin,
                 loads_per_minute=req.loads_per_minute,
-                bookie_gc=req.bookie_gc,
             )
 
 

@@ -27,7 +27,6 @@ from pulsar_ops.repair.kind import absent_problem, rewritten
 from pulsar_ops.repair.live_facts import LiveFacts
 from pulsar_ops.repair.plan_file import Plan
 from pulsar_ops.repair.registry import kind_of
-from pulsar_ops.repair.units import human_duration
 from pulsar_ops.repair.validate import (
     Observed,
     ObservedRef,
@@ -38,6 +37,7 @@ from pulsar_ops.repair.validate import (
     target_mismatch,
 )
 from pulsar_ops.repair.zk_writer import ZkSession
+from pulsar_ops.units import human_duration
 
 Progress = Callable[[str, int, int], None]
 AfterCommit = Callable[[], None]

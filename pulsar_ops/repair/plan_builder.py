@@ -23,15 +23,7 @@ from pulsar_ops.model.scan_layout import BookieScan, read_scans
 from pulsar_ops.repair.actions import Action, NotPlanned, Precondition
 from pulsar_ops.repair.kinds import bookie_gc
 from pulsar_ops.repair.plan_file import Plan, dump_plan
-from pulsar_ops.repair.planner import (
-    ORDER_DOC,
-    LedgerFact,
-    PlanDraft,
-    PlanParams,
-    plan_actions,
-    summarize,
-    with_impact,
-)
+from pulsar_ops.repair.planner import ORDER_DOC, LedgerFact, PlanDraft, PlanParams, plan_actions, summarize, with_impact
 from pulsar_ops.repair.registry import kind_of
 from pulsar_ops.repair.rules import RuleParams
 from pulsar_ops.repair.snapshot_facts import (
@@ -41,7 +33,7 @@ from pulsar_ops.repair.snapshot_facts import (
     load_ledgers,
     open_audited_snapshot,
 )
-from pulsar_ops.repair.units import human_bytes as fmt
+from pulsar_ops.units import human_bytes as fmt
 
 DEFAULT_LOADS_PER_MINUTE = 60  # apply --max-loads-per-minute's default
 

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pulsar_ops.audit.params import parse_duration_ms as audit_duration
+from pulsar_ops.cli.apply import parse_duration_ms as repair_duration  # what apply parses its flags with
 from pulsar_ops.errors import ConfigError, ModelError
 from pulsar_ops.model.units import parse_duration_ms as model_duration
-from pulsar_ops.repair.units import parse_duration_ms as repair_duration
 from pulsar_ops.units import UNITS_MS, parse_duration_ms
 
 

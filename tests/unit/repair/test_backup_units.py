@@ -10,7 +10,7 @@ import pytest
 
 from pulsar_ops.errors import ApplyError, ConfigError, RestoreError
 from pulsar_ops.repair.backup import BackupEntry, BackupStore, read_manifest
-from pulsar_ops.repair.units import parse_duration_ms, parse_size
+from pulsar_ops.units import parse_duration_ms, parse_size
 
 
 def entry(path: str, sha: str, action: str = "a1") -> BackupEntry:
@@ -70,7 +70,7 @@ def test_units() -> None:
 
 
 def test_human_duration() -> None:
-    from pulsar_ops.repair.units import human_duration
+    from pulsar_ops.units import human_duration
 
     assert human_duration(3_600_000) == "1h"
     assert human_duration(3_597_292) == "59m57s"
