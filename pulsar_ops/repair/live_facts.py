@@ -7,7 +7,7 @@ are skipped with that error, not re-read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,7 +16,7 @@ from pulsar_ops.errors import DecodeError, ZooKeeperError
 from pulsar_ops.formats import names
 from pulsar_ops.formats.ledger_path import ledger_paths
 from pulsar_ops.formats.policies import parse_bundle_range
-from pulsar_ops.repair.actions import Action
+from pulsar_ops.repair.actions import ROLE_CURSOR, ROLE_MANAGED_LEDGER, ROLE_SCHEMA_LOCATOR, Action
 from pulsar_ops.repair.facts import (
     CursorNow,
     LedgerNow,
@@ -30,13 +30,98 @@ from pulsar_ops.repair.facts import (
     TreeReader,
     listed_ledger,
 )
-from pulsar_ops.repair.references import ReferenceIndex, build_index
 from pulsar_ops.repair.rules import resolve_retention, topic_load_problem, topic_policies_reason, topic_policy_pair
-from pulsar_ops.repair.safety import CONFIG, LOCAL, MANAGED_LEDGERS, OWNERSHIP, PARTITIONED, POLICIES, SCHEMAS
+from pulsar_ops.repair.safety import CONFIG, LOCAL, MANAGED_LEDGERS, OWNERSHIP, PARTITIONED, POLICIES, SCHEMAS, within
+from pulsar_ops.repair.validate import referenced_ledgers
 from pulsar_ops.repair.zk_writer import ZkSession
 
 TOPIC_POLICIES = "/admin/topic-policies"
 BROKERS = "/loadbalance/brokers"
+
+
+@dataclass
+class ReferenceIndex:
+    """Every ledger the live tree references (``/managed-ledgers``, ``/schemas``), read once per delete run: a
+    ledger that ANY managed ledger, cursor or schema locator references is never deleted, whatever the plan says
+    about its owner. An undecodable value blocks only the ledgers of the managed ledger or schema it belongs to."""
+
+    referenced: dict[int, str] = field(default_factory=dict)  # ledger id -> first referencing znode
+    also: dict[int, str] = field(default_factory=dict)  # ledger id -> a second, different referencing znode
+    undecodable: dict[str, str] = field(default_factory=dict)  # znode path -> why it does not decode
+    znodes: int = 0
+
+    def add(self, role: str, node: Observed) -> None:
+        self.znodes += 1
+        try:
+            ids = referenced_ledgers(role, node.data, node.path)
+        except DecodeError as e:
+            self.undecodable[node.path] = e.reason
+            return
+        for lid in ids:
+            first = self.referenced.setdefault(lid, node.path)
+            if first != node.path:
+                self.also.setdefault(lid, node.path)
+
+    @property
+    def watermark(self) -> int | None:
+        """The highest ledger id referenced in the tree as read (None: none). A znode that does not decode may
+        reference a higher one, so this is a lower bound: a ledger below it is below the true highest too."""
+        return max(self.referenced) if self.referenced else None
+
+    def blocks_trim(self, action: Action) -> str | None:
+        """Why a trim must not remove its ledgers: one is referenced by a znode other than its own managed
+        ledger's list, or a znode of that managed ledger (its info or a cursor) does not decode."""
+        assert action.rewrite is not None
+        for lid in action.rewrite.ledger_ids:
+            first = self.referenced.get(lid)
+            other = first if first is not None and first != action.path else self.also.get(lid)
+            if other is not None:
+                return f"ledger {lid} is also referenced by {other}"
+        return self._undecodable_under([action.path])
+
+    def _undecodable_under(self, roots: list[str]) -> str | None:
+        for root in roots:
+            bad = next((p for p in self.undecodable if within(p, root)), None)
+            if bad is not None:
+                return f"{bad} cannot be decoded ({self.undecodable[bad]}); not evidence of absence"
+        return None
+
+    def owner_undecodable(self, action: Action) -> str | None:
+        """Why a ledger action's references are unknown: a znode that would reference its ledger if the owner
+        still used it (its managed ledger and cursors, its schema locator) does not decode."""
+        return self._undecodable_under(_owner_roots(action))
+
+
+_ML_OWNED = frozenset({"data", "cursor", "bucket"})  # ledger kinds a managed ledger (or its cursors) owns
+_SCHEMA_OWNED = frozenset({"schema"})
+
+
+def _owner_roots(action: Action) -> list[str]:
+    """The znodes (subtrees) that could reference this ledger if its owner still used it."""
+    refs = action.preconditions.references
+    roots = [r.znode.path for r in sorted(refs, key=lambda r: r.role != ROLE_MANAGED_LEDGER)]  # its MLs first
+    if action.owner and action.ledger_kind in _ML_OWNED:
+        roots.append(f"{MANAGED_LEDGERS}/{action.owner}")
+    if action.owner and action.ledger_kind in _SCHEMA_OWNED:
+        roots.append(f"{SCHEMAS}/{action.owner}")
+    return roots
+
+
+def build_index(managed_ledgers: Iterable[Observed], schemas: Iterable[Observed]) -> ReferenceIndex:
+    """Index the subtrees of ``/managed-ledgers`` and ``/schemas`` as just read."""
+    index = ReferenceIndex()
+    for node in managed_ledgers:
+        if not node.exists:
+            continue
+        try:
+            _ml, cursor = names.split_ml_path(node.path)
+        except DecodeError:
+            continue  # tenant / namespace / domain directory levels
+        index.add(ROLE_CURSOR if cursor is not None else ROLE_MANAGED_LEDGER, node)
+    for node in schemas:
+        if node.exists and node.path.count("/") == 4:  # /schemas/<tenant>/<ns>/<topic>
+            index.add(ROLE_SCHEMA_LOCATOR, node)
+    return index
 
 
 def ledger_now(node: Observed, ledger_id: int, index: ReferenceIndex, action: Action | None = None) -> LedgerNow:
@@ -178,13 +263,7 @@ def ownership_unknown(session: ZkSession) -> str | None:
     return f"load manager {manager!r} now: ownership is kept outside /namespace znodes"
 
 
-def listed_now(session: ZkSession, ml_path: str) -> tuple[int, ...] | None:
-    """The ledger ids ``ml_path`` lists now (None: gone or undecodable)."""
-    entries = list_entries_now(session, ml_path)
-    return None if entries is None else tuple(lid for lid, _ in entries)
-
-
-def list_entries_now(session: ZkSession, ml_path: str) -> tuple[tuple[int, bool], ...] | None:
+def listed_now(session: ZkSession, ml_path: str) -> tuple[tuple[int, bool], ...] | None:
     """The ledgers ``ml_path`` lists now, ``(id, offloaded with its BookKeeper copy deleted)`` each (None: gone or
     undecodable)."""
     from pulsar_ops.formats.managed_ledger import decode_managed_ledger_info
@@ -197,17 +276,6 @@ def list_entries_now(session: ZkSession, ml_path: str) -> tuple[tuple[int, bool]
     except DecodeError:
         return None
     return tuple((li.ledger_id, li.offload is not None and li.offload.bookkeeper_deleted) for li in info.ledgers)
-
-
-def present_paths(session: ZkSession, ledger_ids: tuple[int, ...], ledgers_root: str) -> list[str]:
-    """Of the hierarchical and flat metadata paths of ``ledger_ids``, those that exist now."""
-    paths = [p for lid in ledger_ids for p in ledger_paths(lid, ledgers_root)]
-    return [o.path for o in session.read(LOCAL, paths) if o.exists]
-
-
-def reference_index(session: ZkSession) -> ReferenceIndex:
-    """Read ``/managed-ledgers`` and ``/schemas`` of the local store and index every referenced ledger."""
-    return build_index(session.read_subtree("local", MANAGED_LEDGERS), session.read_subtree("local", SCHEMAS))
 
 
 @dataclass
@@ -223,8 +291,9 @@ class _IndexOnce:
         if self.failed is not None:
             raise self.failed
         if self.index is None:
-            try:
-                self.index = reference_index(self.session)
+            try:  # /managed-ledgers and /schemas of the local store, every referenced ledger indexed
+                read = self.session.read_subtree
+                self.index = build_index(read(LOCAL, MANAGED_LEDGERS), read(LOCAL, SCHEMAS))
             except ZooKeeperError as e:
                 if self.remember_failure:
                     self.failed = e
@@ -275,10 +344,11 @@ class LiveFacts:
         return topic_now(self.session, ml_path, self.params, self.ledgers_root)
 
     def listed(self, ml_path: str) -> tuple[tuple[int, bool], ...] | None:
-        return list_entries_now(self.session, ml_path)
+        return listed_now(self.session, ml_path)
 
     def present(self, ledger_ids: Sequence[int]) -> list[str]:
-        return present_paths(self.session, tuple(ledger_ids), self.ledgers_root)
+        paths = [p for lid in ledger_ids for p in ledger_paths(lid, self.ledgers_root)]
+        return [o.path for o in self.session.read(LOCAL, paths) if o.exists]
 
     def cursor(self, path: str, subscription: str) -> CursorNow:
         from pulsar_ops.formats.cursor import decode_cursor_info

@@ -101,9 +101,9 @@ class LoadTopic(Kind):
             return Called("failed", reason, {"reason": reason, "status": result.status})
         from pulsar_ops.repair.live_facts import listed_now  # the live reader (kazoo): only at apply
 
-        listed = listed_now(session, a.path)
+        entries = listed_now(session, a.path)
         expected = a.admin.expect_trimmed
-        trimmed = [i for i in expected if listed is not None and i not in listed]
+        trimmed = [i for i in expected if entries is not None and i not in {lid for lid, _ in entries}]
         waiting = [i for i in expected if i not in trimmed]
         reason = f"{call}: {answer}; the broker trimmed {len(trimmed)} of {len(expected)} predicted ledger(s)"
         if waiting:
