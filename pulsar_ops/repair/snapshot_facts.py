@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,12 @@ def _rows(t: pa.Table) -> list[dict[str, Any]]:
     return t.to_pylist()  # type: ignore[no-any-return]
 
 
+def _cols(snap: Snapshot, table: str, columns: tuple[str, ...], where: Any = None) -> Iterator[tuple[Any, ...]]:
+    """The rows of some columns of a snapshot table (``where``: only the matching rows), as tuples."""
+    t = snap.read(table, columns, where)
+    return zip(*(t.column(c).to_pylist() for c in columns), strict=True)
+
+
 _BK_COLUMNS = (
     "ledger_id",
     "path",
@@ -126,22 +132,12 @@ def _segments(raw: Any) -> tuple[tuple[int, tuple[str, ...]], ...] | None:
 
 def _close_times(snap: Snapshot) -> dict[int, int]:
     """Ledger id -> close time (``ledger_list.timestamp_ms``; the open ledger has none)."""
-    t = snap.read("ledger_list", ("ledger_id", "timestamp_ms"))
-    return {
-        int(lid): int(ts)
-        for lid, ts in zip(t.column("ledger_id").to_pylist(), t.column("timestamp_ms").to_pylist(), strict=True)
-        if ts
-    }
+    return {int(lid): int(ts) for lid, ts in _cols(snap, "ledger_list", ("ledger_id", "timestamp_ms")) if ts}
 
 
 def load_disk_bytes(snap: Snapshot) -> dict[str, int]:
     """Bookie id -> disk capacity, when the bookie HTTP API was scraped."""
-    t = snap.read("bookies", ("bookie_id", "total_bytes"))
-    return {
-        str(b): int(total)
-        for b, total in zip(t.column("bookie_id").to_pylist(), t.column("total_bytes").to_pylist(), strict=True)
-        if total
-    }
+    return {str(b): int(total) for b, total in _cols(snap, "bookies", ("bookie_id", "total_bytes")) if total}
 
 
 def load_ledgers(snap: Snapshot) -> tuple[dict[int, LedgerFact], list[LedgerFacts]]:
@@ -210,12 +206,9 @@ def _tree_part(snap: Snapshot, reads: LeakReads, incomplete: frozenset[tuple[str
     paths = sorted({p for _, p in reads.exact})
     parents = sorted({p for _, p in reads.parents})
     where = ds.field("path").isin(_strings(paths)) | ds.field("parent").isin(_strings(parents))
-    t = snap.read("znodes", ("store", "path", "parent", "decode_error"), where)
     nodes: set[tuple[str, str]] = set()
     bad: dict[tuple[str, str], str] = {}
-    for store, path, parent, err in zip(
-        *(t.column(c).to_pylist() for c in ("store", "path", "parent", "decode_error")), strict=True
-    ):
+    for store, path, parent, err in _cols(snap, "znodes", ("store", "path", "parent", "decode_error"), where):
         key = (str(store), str(path))
         if key not in reads.exact and (key[0], str(parent)) not in reads.parents:
             continue  # the same path in the other store
@@ -226,8 +219,7 @@ def _tree_part(snap: Snapshot, reads: LeakReads, incomplete: frozenset[tuple[str
     for table, store in (("namespaces", CONFIG), ("local_policies", LOCAL)):
         want = [p for s, p in reads.exact if s == store]
         if want:
-            rows = snap.read(table, ("path", "json"), ds.field("path").isin(_strings(sorted(want))))
-            for path, js in zip(rows.column("path").to_pylist(), rows.column("json").to_pylist(), strict=True):
+            for path, js in _cols(snap, table, ("path", "json"), ds.field("path").isin(_strings(sorted(want)))):
                 if js is not None:
                     values[(store, str(path))] = str(js).encode()
     return SnapshotTree.build(nodes, values=values, undecodable=bad, incomplete=incomplete, loaded=reads)
@@ -239,22 +231,16 @@ def _listed_in(snap: Snapshot, paths: Iterable[str]) -> dict[str, int]:
     want = sorted({p for p in paths if p.startswith(MANAGED_LEDGERS_ROOT + "/")})
     if not want:
         return {}
-    t = snap.read("managed_ledgers", ("path", "ledger_count"), ds.field("path").isin(_strings(want)))
-    return {
-        str(p): int(n) for p, n in zip(t.column("path").to_pylist(), t.column("ledger_count").to_pylist(), strict=True)
-    }
+    where = ds.field("path").isin(_strings(want))
+    return {str(p): int(n) for p, n in _cols(snap, "managed_ledgers", ("path", "ledger_count"), where)}
 
 
 def load_leak_tree(snap: Snapshot, roots: Iterable[str]) -> SnapshotTree:
     """The snapshot tree :func:`pulsar_ops.repair.safety.prove_leak` reads for these leak roots, and nothing
     else: at 600,000 topics the planner never holds the cluster's paths, only the leaks' neighbourhoods."""
     shapes = [s for r in sorted(set(roots)) if (s := leak_shape(r)) is not None]
-    sc = snap.read("scopes", ("store", "scope", "complete"))
-    incomplete = frozenset(
-        (str(st), str(scope))
-        for st, scope, ok in zip(*(sc.column(c).to_pylist() for c in ("store", "scope", "complete")), strict=True)
-        if not ok
-    )
+    scopes = _cols(snap, "scopes", ("store", "scope", "complete"))
+    incomplete = frozenset((str(st), str(scope)) for st, scope, ok in scopes if not ok)
     tree = _tree_part(snap, leak_reads(shapes), incomplete)
     if any(s.leak == "schema" for s in shapes):
         try:
@@ -418,17 +404,15 @@ def _policy_topic_namespaces(snap: Snapshot) -> frozenset[str]:
     :func:`pulsar_ops.repair.live_facts.topic_policies_unknown` asks the same of the live tree at apply."""
     is_it = pulsar_names.is_topic_policies_topic
     out: set[str] = set()
-    for ns, local in zip(*_columns(snap.read("managed_ledgers", ("namespace", "local_name"))), strict=True):
+    for ns, local in _cols(snap, "managed_ledgers", ("namespace", "local_name")):
         if is_it(str(local)):
             out.add(str(ns))
-    for ns, local, topic in zip(
-        *_columns(snap.read("partitioned_topics", ("namespace", "local_name", "topic"))), strict=True
-    ):
+    for ns, local, topic in _cols(snap, "partitioned_topics", ("namespace", "local_name", "topic")):
         if is_it(str(local)) and str(topic).startswith("persistent://"):
             out.add(str(ns))
     # int_undecodable's namespace (the same lazy pattern) and decoded local name of the znodes that do not decode
     where = ds.field("kind").isin(["managed-ledger", "partitioned-topic"]) & ~ds.field("decode_error").is_null()
-    for (path,) in zip(*_columns(snap.read("znodes", ("path",), where)), strict=True):
+    for (path,) in _cols(snap, "znodes", ("path",), where):
         m = _UNDECODABLE_TOPIC.match(str(path))
         if m is None or (m.group(1) == "admin/partitioned-topics" and m.group(3) != "/persistent"):
             continue
@@ -438,14 +422,10 @@ def _policy_topic_namespaces(snap: Snapshot) -> frozenset[str]:
             continue  # the audit's try_url_decode: NULL
         if is_it(local):
             out.add(m.group(2))
-    for store, scope, ok in zip(*_columns(snap.read("scopes", ("store", "scope", "complete"))), strict=True):
+    for store, scope, ok in _cols(snap, "scopes", ("store", "scope", "complete")):
         if store == LOCAL and str(scope).startswith(MANAGED_LEDGERS_ROOT + "/") and not ok:
             out.add(str(scope)[len(MANAGED_LEDGERS_ROOT) + 1 :])
     return frozenset(out)
-
-
-def _columns(t: pa.Table) -> list[list[Any]]:
-    return [t.column(i).to_pylist() for i in range(t.num_columns)]
 
 
 def _ownership_unknown(snap: Snapshot) -> str | None:
@@ -472,16 +452,15 @@ def _absence_facts(
 
 def _ledger_znodes(snap: Snapshot, ids: Iterable[int]) -> tuple[dict[int, tuple[str, ...]], str | None]:
     """Per ledger id, which of its metadata paths are znodes of the snapshot (decodable or not: a znode that does
-    not decode exists), as ``present_paths`` reads them live; and why an absent one proves nothing: the ledgers
+    not decode exists), as ``LiveFacts.present`` reads them live; and why an absent one proves nothing: the ledgers
     scope was not read completely or not recorded (dangling-ledger's ``listing_incomplete``, from int_blocking)."""
     root = snap.manifest.ledgers_root
     paths = {lid: ledger_paths(lid, root) for lid in sorted(set(ids))}
     want = sorted({p for ps in paths.values() for p in ps})
     found: set[str] = set()
     if want:
-        t = snap.read("znodes", ("store", "path"), ds.field("path").isin(_strings(want)))
-        found = {str(p) for st, p in zip(*(t.column(c).to_pylist() for c in ("store", "path")), strict=True)
-                 if st == LOCAL}  # fmt: skip
+        hits = _cols(snap, "znodes", ("store", "path"), ds.field("path").isin(_strings(want)))
+        found = {str(p) for st, p in hits if st == LOCAL}
     sc = snap.read("scopes", ("scope", "complete"))
     rows = [r for r in _rows(sc) if r["scope"] == LEDGERS_SCOPE]
     why = None
