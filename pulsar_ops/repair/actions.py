@@ -336,12 +336,9 @@ class Action:
                 "impact": dict(self.impact),
             }
         )
-        if self.rewrite is not None:
-            d["rewrite"] = self.rewrite.to_json()
-        if self.admin is not None:
-            d["admin"] = self.admin.to_json()
-        if self.bookie_gc is not None:
-            d["bookie_gc"] = self.bookie_gc.to_json()
+        for key, call in (("rewrite", self.rewrite), ("admin", self.admin), ("bookie_gc", self.bookie_gc)):
+            if call is not None:
+                d[key] = call.to_json()
         return d
 
     @classmethod
@@ -356,18 +353,18 @@ class Action:
         if kind in NEEDS_LEDGER_ID and ledger_id is None:
             raise E(f"{where}: deletes ledger metadata but has no ledger_id", hint=_HINT)
         fd = strict.obj(d.get("finding"), f"{where}.finding", E, hint=_HINT)
-        rewrite = Rewrite.from_json(d["rewrite"], f"{where}.rewrite") if d.get("rewrite") is not None else None
-        if (kind in REWRITE_KINDS) != (rewrite is not None):
-            raise E(f"{where}: a {kind} action {'needs' if rewrite is None else 'has no'} rewrite", hint=_HINT)
-        admin = AdminCall.from_json(d["admin"], f"{where}.admin") if d.get("admin") is not None else None
-        if (kind in ADMIN_KINDS) != (admin is not None):
-            raise E(f"{where}: a {kind} action {'needs' if admin is None else 'has no'} admin call", hint=_HINT)
         from pulsar_ops.repair.kinds.bookie_gc import BookieGcCall  # the kind's own value (imports this module)
 
-        gc = d.get("bookie_gc")
-        gc_call = BookieGcCall.from_json(gc, f"{where}.bookie_gc") if gc is not None else None
-        if (kind in NO_ZNODES) != (gc_call is not None):
-            raise E(f"{where}: a {kind} action {'needs' if gc_call is None else 'has no'} bookie_gc call", hint=_HINT)
+        calls: dict[str, Any] = {}  # each kind's own call: present exactly for its kinds
+        for key, call_type, kinds, what in (
+            ("rewrite", Rewrite, REWRITE_KINDS, "rewrite"),
+            ("admin", AdminCall, ADMIN_KINDS, "admin call"),
+            ("bookie_gc", BookieGcCall, NO_ZNODES, "bookie_gc call"),
+        ):
+            call = call_type.from_json(d[key], f"{where}.{key}") if d.get(key) is not None else None
+            if (kind in kinds) != (call is not None):
+                raise E(f"{where}: a {kind} action {'needs' if call is None else 'has no'} {what}", hint=_HINT)
+            calls[key] = call
         return read_strict(
             cls,
             d,
@@ -379,9 +376,7 @@ class Action:
                 d.get("preconditions"), f"{where}.preconditions", no_znodes=kind in NO_ZNODES
             ),
             ledger_id=ledger_id,
-            rewrite=rewrite,
-            admin=admin,
-            bookie_gc=gc_call,
+            **calls,
         )
 
 

@@ -8,7 +8,7 @@ is an unknown fact, which the rule refuses, with a :class:`Refusal`'s reason cod
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from pulsar_ops.repair.actions import Action, Record, ZnodeRef
@@ -73,12 +73,7 @@ class RuleParams(Record):
             v = doc.get(key)
             return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
 
-        return cls(
-            num("min_age_ms"),
-            num("inactive_after_ms"),
-            num("default_retention_time_minutes"),
-            num("default_retention_size_mb"),
-        )
+        return cls(*(num(f.name) for f in fields(cls)))
 
     @classmethod
     def from_audit(cls, audit: Mapping[str, Any]) -> RuleParams:

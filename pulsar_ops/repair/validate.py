@@ -13,13 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pulsar_ops.errors import DecodeError
-from pulsar_ops.repair.actions import (
-    ROLE_CURSOR,
-    ROLE_MANAGED_LEDGER,
-    ROLE_SCHEMA_LOCATOR,
-    Action,
-    ZnodeRef,
-)
+from pulsar_ops.repair.actions import ROLE_CURSOR, ROLE_MANAGED_LEDGER, ROLE_SCHEMA_LOCATOR, Action, ZnodeRef
 from pulsar_ops.repair.facts import Observed, ObservedRef
 
 __all__ = ["Observed", "ObservedRef"]

@@ -18,14 +18,7 @@ from pulsar_ops.formats.ledger_path import ledger_id_from_path, ledger_paths
 from pulsar_ops.repair import rules as R
 from pulsar_ops.repair.actions import KIND_DROP_MISSING_LEDGER, Action, Precondition, RemovedLedger, Rewrite
 from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, Refusal, SnapshotFacts
-from pulsar_ops.repair.kind import (
-    RewriteKind,
-    Skip,
-    checked,
-    hashed_id,
-    ml_target,
-    rewrite_shape,
-)
+from pulsar_ops.repair.kind import RewriteKind, Skip, checked, hashed_id, ml_target, rewrite_shape
 
 LOADED = "its list belongs to the broker; unload it first"
 

@@ -17,14 +17,7 @@ from typing import Any
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
 from pulsar_ops.repair import rules as R
-from pulsar_ops.repair.actions import (
-    KIND_TRIM_UNLOADED,
-    ROLE_CURSOR,
-    Action,
-    Precondition,
-    Reference,
-    Rewrite,
-)
+from pulsar_ops.repair.actions import KIND_TRIM_UNLOADED, ROLE_CURSOR, Action, Precondition, Reference, Rewrite
 from pulsar_ops.repair.facts import SNAPSHOT_SAYS, Facts, ObservedRef, Refusal, SnapshotFacts
 from pulsar_ops.repair.kind import (
     CheckOp,
