@@ -36,6 +36,7 @@ VARIANTS: dict[str, PlanParams] = {
     ),
     "opt-in-offline": PlanParams(include=frozenset({"dangling-ledger", "inactive-subscription"}), offline_trim=True),
     "capped": PlanParams(max_actions=5, max_bytes=50_000_000),
+    "bookie-scans": PlanParams(),  # with the demo's bookie scans (DEMO/bookie-scans/*): the bookie-gc actions
 }
 _VOLATILE = ("plan_id", "created_at_ms", "checksum")
 
@@ -47,8 +48,8 @@ def _normal(path: Path) -> str:
     return json.dumps(doc, indent=1, sort_keys=True)
 
 
-def _plan(audit: Path, out: Path, params: PlanParams) -> str:
-    build_plan(audit, out, params, now_ms=NOW_MS, plan_id="golden")
+def _plan(audit: Path, out: Path, params: PlanParams, scans: tuple[Path, ...] = ()) -> str:
+    build_plan(audit, out, params, now_ms=NOW_MS, plan_id="golden", bookie_scans=scans)
     return _normal(out)
 
 
@@ -77,11 +78,14 @@ def main(argv: list[str]) -> int:
     failed = 0
     for name, params in VARIANTS.items():
         want = golden / f"{name}.json"
+        scans = tuple(sorted((audit.parent / "bookie-scans").glob("*"))) if name == "bookie-scans" else ()
+        if name == "bookie-scans" and not scans:
+            continue
         if mode == "make":
-            want.write_text(_plan(audit, want.with_suffix(".raw.json"), params))
+            want.write_text(_plan(audit, want.with_suffix(".raw.json"), params, scans))
             print(f"{name}: written {want}")
             continue
-        got = _plan(audit, golden / f"{name}.now.json", params)
+        got = _plan(audit, golden / f"{name}.now.json", params, scans)
         expected = want.read_text()
         if got == expected:
             actions = len(json.loads(got)["actions"])
