@@ -163,20 +163,18 @@ def plan_actions(findings: Iterable[Finding], facts: SnapshotFacts, params: Plan
     dangling = [f for f in opt_in if f.detection == "dangling-ledger"]
     rewrites, skipped = registry.DROP_MISSING.build_all(dangling, facts, view)
     not_planned.extend(_np(f, s.code, s.reason) for f, s in skipped)
-    for f in opt_in:
-        if f.detection != "expired-retention-unloaded":
+    for f in opt_in:  # a subscription action's path (its cursor) is never a retention action's (its topic's)
+        if f.detection == "expired-retention-unloaded":
+            offline = params.trims_offline(f)
+            if offline is None:
+                not_planned.append(_np(f, "no-repair-action", f"{f.namespace} is not among --offline-trim-namespace"))
+                continue
+            build = (registry.TRIM_UNLOADED if offline else registry.LOAD_TOPIC).build
+        elif f.detection == "inactive-subscription":
+            build = registry.DELETE_SUBSCRIPTION.build
+        else:
             continue
-        offline = params.trims_offline(f)
-        if offline is None:
-            not_planned.append(_np(f, "no-repair-action", f"{f.namespace} is not among --offline-trim-namespace"))
-            continue
-        kind = registry.TRIM_UNLOADED if offline else registry.LOAD_TOPIC
-        built = _built(f, kind.build, facts, view)
-        (not_planned if isinstance(built, NotPlanned) else rewrites).append(built)  # type: ignore[arg-type]
-    for f in opt_in:
-        if f.detection != "inactive-subscription":
-            continue
-        built = _built(f, registry.DELETE_SUBSCRIPTION.build, facts, view)
+        built = _built(f, build, facts, view)
         (not_planned if isinstance(built, NotPlanned) else rewrites).append(built)  # type: ignore[arg-type]
     taken: dict[str, str] = {}
     for a in list(rewrites):  # one rewrite per managed-ledger znode: a drop and a trim of one topic conflict
