@@ -202,23 +202,6 @@ def rewrite_shape(a: Action, paths: Sequence[str], ledgers_root: str) -> str | N
     return None
 
 
-def rewrite_set(
-    session: ZkSession, a: Action, targets: Sequence[Observed], rewritten_sha: str | None
-) -> tuple[str | None, tuple[SetOp, ...]]:
-    """(skip reason, ()) or (None, the set_data op) for a rewrite whose targets are verified as scraped: every
-    ledger it requires absent still is, and the new bytes are those recorded at mark."""
-    why = absent_problem(session, a)
-    if why is not None:
-        return why, ()
-    current = next(t for t in targets if t.path == a.path)
-    new, why = rewritten(a, current)
-    if new is None:
-        return why, ()
-    if hashlib.sha256(new).hexdigest() != rewritten_sha:
-        return f"the rewrite of {a.path} no longer gives the bytes recorded at mark; re-run the mark phase", ()
-    return None, ((a.path, new, current.version),)
-
-
 def rewritten(a: Action, current: Observed) -> tuple[bytes | None, str]:
     """(the bytes the rewrite writes, "") or (None, why it cannot be rewritten)."""
     assert a.rewrite is not None
@@ -242,21 +225,9 @@ def absent_problem(session: ZkSession, a: Action) -> str | None:
     return None
 
 
-def rewrite_done(session: ZkSession, a: Action, rewritten_sha: str | None) -> bool:
-    """Its znode holds the bytes the action writes and every other target is gone."""
-    nodes = {o.path: o for o in session.read(a.store, [z.path for z in a.preconditions.znodes])}
-    node = nodes.pop(a.path)
-    return (
-        rewritten_sha is not None
-        and node.exists
-        and hashlib.sha256(node.data).hexdigest() == rewritten_sha
-        and not any(o.exists for o in nodes.values())
-    )
-
-
 class RewriteKind(Kind):
     """A kind that rewrites a managed-ledger znode: at delete, its ledgers still absent and the bytes recorded at
-    mark (:func:`rewrite_set`), then its own transaction checks, then its rule; done when the znode holds them."""
+    mark, then its own transaction checks, then its rule; done when the znode holds them."""
 
     rewrites = True
 
@@ -275,14 +246,31 @@ class RewriteKind(Kind):
         facts: Facts,
         rewritten_sha: str | None,
     ) -> Verified:
-        why, sets = rewrite_set(session, a, targets, rewritten_sha)
+        """Its targets are verified as scraped: every ledger it requires absent still is and the new bytes are those
+        recorded at mark (then the set_data op), and its own checks and its rule allow it."""
+        why = absent_problem(session, a)
         if why is not None:
             return Verified(why)
+        current = next(t for t in targets if t.path == a.path)
+        new, why = rewritten(a, current)
+        if new is None:
+            return Verified(why)
+        if hashlib.sha256(new).hexdigest() != rewritten_sha:
+            why = f"the rewrite of {a.path} no longer gives the bytes recorded at mark; re-run the mark phase"
+            return Verified(why)
         why, checks = self.transaction_checks(a, refs)
-        return Verified(why or self.rule(a, facts), sets, checks)
+        return Verified(why or self.rule(a, facts), ((a.path, new, current.version),), checks)
 
     def done(self, session: ZkSession, a: Action, rewritten_sha: str | None) -> bool:
-        return rewrite_done(session, a, rewritten_sha)
+        """Its znode holds the bytes the action writes and every other target is gone."""
+        nodes = {o.path: o for o in session.read(a.store, [z.path for z in a.preconditions.znodes])}
+        node = nodes.pop(a.path)
+        return (
+            rewritten_sha is not None
+            and node.exists
+            and hashlib.sha256(node.data).hexdigest() == rewritten_sha
+            and not any(o.exists for o in nodes.values())
+        )
 
 
 # --- what the broker kinds share (delete-subscription, load-topic) --------------------------------------------
