@@ -71,6 +71,7 @@ _NAMES = re.compile(
     r"((?::[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)+)\}"
 )
 _PLANNABLE_KINDS = re.compile(r"\$\{plannable_ledger_kinds\}")
+_ML_OWNED_KINDS = re.compile(r"\$\{ml_owned_kinds\}")
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -91,7 +92,8 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     planner and apply call directly; ``${leak_too_young:ROW}`` -> the leak's min-age rule (znode-leak);
     ``${orphan_created:ROW}``, ``${orphan_ctime_source:ROW}``, ``${orphan_too_young:ROW}`` -> the orphan ledger's
     age, counted as the ledger rule counts it (orphan-ledger); ``${plannable_ledger_kinds}`` -> the SQL list of
-    the ledger kinds a plan may delete (``rules.PLANNABLE_LEDGER_KINDS``); ``${subscription_active:ROW}``,
+    the ledger kinds a plan may delete (``rules.PLANNABLE_LEDGER_KINDS``); ``${ml_owned_kinds}`` -> the SQL list of
+    the ledger kinds a managed ledger owns (``formats.ledger_kind.ML_OWNED``); ``${subscription_active:ROW}``,
     ``${subscription_idle:ROW:PARAMS}`` -> a cursor's activity and idleness as the subscription rule decides them;
     ``${may_dangle:ROW}`` -> whether a reference without metadata is a missing ledger (``rules.may_dangle``:
     dangling-ledger, as the drop rule decides it).
@@ -102,11 +104,12 @@ def expand_macros(sql: str, small_views: Collection[str] = ()) -> str:
     (each argument ``COLUMN`` or ``ALIAS.COLUMN``) -> the SQL of the same name in :mod:`pulsar_ops.pulsar_names`,
     the one registry of what Pulsar creates for itself."""
     from pulsar_ops.formats.ascii_case import ascii_lower_sql
-    from pulsar_ops.formats.ledger_kind import ledger_kind_sql
+    from pulsar_ops.formats.ledger_kind import ledger_kind_sql, ml_owned_sql
 
     small = frozenset(small_views)
     sql = _RULE.sub(_rule_sql, sql)
     sql = _PLANNABLE_KINDS.sub(lambda _m: _plannable_kinds(), sql)
+    sql = _ML_OWNED_KINDS.sub(lambda _m: ml_owned_sql(), sql)
     sql = _NAMES.sub(_names_sql, sql)
     sql = _ASCII_LOWER.sub(lambda m: ascii_lower_sql(m.group(1)), sql)
     sql = _BROADCAST_IF_SMALL.sub(lambda m: f"/*+ BROADCAST({m.group(1)}) */" if m.group(2) in small else "", sql)

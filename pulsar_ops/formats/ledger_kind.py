@@ -34,6 +34,13 @@ EXACT_COMPONENTS: tuple[tuple[str, PulsarKind], ...] = (
     ("compacted-ledger", "compacted"),
 )
 BUCKET_MARKERS = ("delayed", "bucket")
+# The kinds whose owner is a managed ledger: its znode (data) or its cursors' znodes (cursor, bucket) reference them.
+ML_OWNED: frozenset[PulsarKind] = frozenset({"data", "cursor", "bucket"})
+
+
+def ml_owned_sql() -> str:
+    """:data:`ML_OWNED` as a SQL list (``${ml_owned_kinds}`` in orphan_ledger.sql)."""
+    return "(" + ", ".join(f"'{k}'" for k in sorted(ML_OWNED)) + ")"
 
 
 def ledger_kind(application: str | None, component: str | None, has_cursor: bool) -> PulsarKind:

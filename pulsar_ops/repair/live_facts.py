@@ -14,6 +14,7 @@ from typing import Any
 from pulsar_ops import pulsar_names
 from pulsar_ops.errors import DecodeError, ZooKeeperError
 from pulsar_ops.formats import names
+from pulsar_ops.formats.ledger_kind import ML_OWNED
 from pulsar_ops.formats.ledger_path import ledger_paths
 from pulsar_ops.formats.policies import parse_bundle_range
 from pulsar_ops.repair.actions import ROLE_CURSOR, ROLE_MANAGED_LEDGER, ROLE_SCHEMA_LOCATOR, Action
@@ -92,7 +93,6 @@ class ReferenceIndex:
         return self._undecodable_under(_owner_roots(action))
 
 
-_ML_OWNED = frozenset({"data", "cursor", "bucket"})  # ledger kinds a managed ledger (or its cursors) owns
 _SCHEMA_OWNED = frozenset({"schema"})
 
 
@@ -100,7 +100,7 @@ def _owner_roots(action: Action) -> list[str]:
     """The znodes (subtrees) that could reference this ledger if its owner still used it."""
     refs = action.preconditions.references
     roots = [r.znode.path for r in sorted(refs, key=lambda r: r.role != ROLE_MANAGED_LEDGER)]  # its MLs first
-    if action.owner and action.ledger_kind in _ML_OWNED:
+    if action.owner and action.ledger_kind in ML_OWNED:
         roots.append(f"{MANAGED_LEDGERS}/{action.owner}")
     if action.owner and action.ledger_kind in _SCHEMA_OWNED:
         roots.append(f"{SCHEMAS}/{action.owner}")

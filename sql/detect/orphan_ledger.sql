@@ -24,7 +24,7 @@ owned AS (
     SELECT
         c.*,
         CASE
-            WHEN c.kind IN ('data', 'cursor', 'bucket') THEN c.ml_name
+            WHEN c.kind IN ${ml_owned_kinds} THEN c.ml_name
             WHEN c.kind = 'schema' THEN c.schema_id
             WHEN c.kind = 'compacted' THEN c.compacted_topic
         END AS owner
@@ -43,13 +43,13 @@ resolved AS (
     SELECT
         o.*,
         CASE
-            WHEN o.kind IN ('data', 'cursor', 'bucket') THEN ml.ml_name IS NOT NULL
+            WHEN o.kind IN ${ml_owned_kinds} THEN ml.ml_name IS NOT NULL
             WHEN o.kind = 'schema' THEN si.schema_id IS NOT NULL
             WHEN o.kind = 'compacted' THEN mt.topic IS NOT NULL
             ELSE false  -- unowned / pulsar-unknown: no owner, so no owner exists
         END AS owner_exists,
         CASE
-            WHEN o.kind IN ('data', 'cursor', 'bucket') THEN coalesce(
+            WHEN o.kind IN ${ml_owned_kinds} THEN coalesce(
                 ml.topic,
                 concat(
                     'persistent://',
@@ -70,7 +70,7 @@ resolved AS (
             WHEN o.kind = 'compacted' THEN o.owner
         END AS owner_topic,
         CASE
-            WHEN o.kind IN ('data', 'cursor', 'bucket') THEN coalesce(
+            WHEN o.kind IN ${ml_owned_kinds} THEN coalesce(
                 ml.namespace, nullif(regexp_extract(o.owner, '^(.+)/persistent/[^/]+$', 1), '')
             )
             WHEN o.kind = 'schema' THEN coalesce(
@@ -81,7 +81,7 @@ resolved AS (
             )
         END AS owner_namespace
     FROM owned o
-    LEFT JOIN ml_by_name ml ON o.kind IN ('data', 'cursor', 'bucket') AND ml.ml_name = o.owner
+    LEFT JOIN ml_by_name ml ON o.kind IN ${ml_owned_kinds} AND ml.ml_name = o.owner
     LEFT JOIN schema_by_id si ON o.kind = 'schema' AND si.schema_id = o.owner
     LEFT JOIN ml_by_topic mt ON o.kind = 'compacted' AND mt.topic = o.owner
 ),
@@ -112,7 +112,7 @@ judged AS (
             s -> array_contains(blk.incomplete_scopes, s)
         ) AS blocked_scopes
     FROM resolved r
-    LEFT JOIN undecodable_ml uml ON r.kind IN ('data', 'cursor', 'bucket') AND uml.ml_name = r.owner
+    LEFT JOIN undecodable_ml uml ON r.kind IN ${ml_owned_kinds} AND uml.ml_name = r.owner
     LEFT JOIN undecodable_topic ut
         ON r.kind IN ('data', 'cursor', 'bucket', 'compacted') AND ut.topic = r.owner_topic
     LEFT JOIN undecodable_schema us ON r.kind = 'schema' AND us.schema_id = r.owner

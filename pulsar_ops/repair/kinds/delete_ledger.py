@@ -14,6 +14,7 @@ from typing import Any
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.findings import Finding
 from pulsar_ops.formats import names
+from pulsar_ops.formats.ledger_kind import ML_OWNED
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
 from pulsar_ops.repair import rules as R
 from pulsar_ops.repair.actions import (
@@ -42,7 +43,6 @@ IDENTITY_KEYS = (
 MANAGED_LEDGERS = "/managed-ledgers"
 SCHEMAS = "/schemas"
 COMPACTION_CURSOR = "__compaction"
-_ML_OWNED = frozenset({"data", "cursor", "bucket"})  # ledger kinds a managed ledger (or its cursors) owns
 _ROLE_ROOTS = {ROLE_MANAGED_LEDGER: MANAGED_LEDGERS, ROLE_CURSOR: MANAGED_LEDGERS, ROLE_SCHEMA_LOCATOR: SCHEMAS}
 
 
@@ -59,7 +59,7 @@ def _ml_refs(facts: SnapshotFacts, ml_name: str) -> list[Reference]:
 def _references(ledger_kind: str, owner: str | None, facts: SnapshotFacts) -> tuple[Reference, ...]:
     if not owner:
         raise Skip("owner-unknown", f"orphan {ledger_kind} ledger has no owner in its custom metadata")
-    if ledger_kind in _ML_OWNED:
+    if ledger_kind in ML_OWNED:
         if owner.count("/") not in (3, 4) or "/persistent/" not in owner:
             raise Skip("owner-unmappable", f"owner {owner!r} is not a managed-ledger name")
         return tuple(_ml_refs(facts, owner))

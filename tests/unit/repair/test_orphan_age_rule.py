@@ -133,3 +133,16 @@ def test_the_plannable_ledger_kinds_are_rendered_from_the_rule() -> None:
     assert f"WHEN j.kind NOT IN {plannable_ledger_kinds_sql()}\n" in rendered
     for kind in PLANNABLE_LEDGER_KINDS:
         assert f"'{kind}'" in plannable_ledger_kinds_sql()
+
+
+def test_the_managed_ledger_owned_kinds_are_rendered_from_their_one_definition() -> None:
+    """orphan_ledger.sql and the delete-ledger kind / live facts read one set of the kinds a managed ledger owns."""
+    from pulsar_ops.formats.ledger_kind import ml_owned_sql
+
+    (orphan,) = [f for f in detect_files() if f.name == "orphan-ledger"]
+    text = orphan.path.read_text()
+    assert "${ml_owned_kinds}" in text
+    assert "IN ('data', 'cursor', 'bucket')" not in text
+    rendered = orphan.render(())
+    assert rendered.count(f"IN {ml_owned_sql()}") == text.count("${ml_owned_kinds}")
+    assert ml_owned_sql() == "('bucket', 'cursor', 'data')"
