@@ -39,6 +39,7 @@ from pulsar_ops.audit.sql_files import (
 from pulsar_ops.audit.stage_metrics import STEP_PREFIX
 from pulsar_ops.errors import AuditError
 from pulsar_ops.findings import DETECTIONS, FINDING_COLUMN_NAMES, FINDING_COLUMNS
+from pulsar_ops.model.gc_config import GcConfig
 from pulsar_ops.model.gc_settings import settings_for
 from pulsar_ops.snapshot import schema
 
@@ -163,6 +164,18 @@ def literal_sql(columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[int 
     )
 
 
+# The GC settings a storage detection judges with, as columns: each scan's bookie's own (src_scan_bookies) and the
+# audit's (scan_params), one list for both (gc_values: a GcConfig's values in this order)
+GC_COLUMNS = (
+    ("gc_wait_time_ms", "BIGINT"),
+    ("minor_threshold", "DOUBLE"),
+    ("minor_interval_ms", "BIGINT"),
+    ("major_threshold", "DOUBLE"),
+    ("major_interval_ms", "BIGINT"),
+    ("disk_usage_warn_threshold", "DOUBLE"),
+    ("disk_usage_threshold", "DOUBLE"),
+)
+
 SCAN_BOOKIES_COLUMNS = (
     ("bookie_id", "STRING"),
     ("scan_dir", "STRING"),
@@ -173,27 +186,30 @@ SCAN_BOOKIES_COLUMNS = (
     # the GC settings the bookie is judged with (model/gc_settings.py, as the plan resolves them; all NULL when its
     # configuration was read and does not validate: stale-entry-log judges none of its logs)
     ("gc_settings_source", "STRING"),
-    ("gc_wait_time_ms", "BIGINT"),
-    ("minor_threshold", "DOUBLE"),
-    ("minor_interval_ms", "BIGINT"),
-    ("major_threshold", "DOUBLE"),
-    ("major_interval_ms", "BIGINT"),
-    ("disk_usage_warn_threshold", "DOUBLE"),
-    ("disk_usage_threshold", "DOUBLE"),
+    *GC_COLUMNS,
 )
 
 SCAN_PARAMS_COLUMNS = (
     ("snapshot_started_at_ms", "BIGINT"),
     ("snapshot_finished_at_ms", "BIGINT"),
-    ("gc_wait_time_ms", "BIGINT"),
-    ("minor_threshold", "DOUBLE"),
-    ("minor_interval_ms", "BIGINT"),
-    ("major_threshold", "DOUBLE"),
-    ("major_interval_ms", "BIGINT"),
-    ("disk_usage_warn_threshold", "DOUBLE"),
-    ("disk_usage_threshold", "DOUBLE"),
+    *GC_COLUMNS,
     ("flush_interval_ms", "BIGINT"),
 )
+
+
+def gc_values(g: GcConfig | None) -> tuple[Any, ...]:
+    """A GcConfig's values in :data:`GC_COLUMNS`' order (all None for none)."""
+    if g is None:
+        return (None,) * len(GC_COLUMNS)
+    return (
+        g.gc_wait_time_ms,
+        float(g.minor_compaction_threshold),
+        g.minor_compaction_interval_s * 1000,
+        float(g.major_compaction_threshold),
+        g.major_compaction_interval_s * 1000,
+        float(g.disk_usage_warn_threshold),
+        float(g.disk_usage_threshold),
+    )
 
 
 def register_scans(
@@ -237,20 +253,6 @@ def scan_bookies_sql(scans: Sequence[ScanInfo], params: AuditParams) -> str:
     rows = []
     for s in scans:
         own = s.gc if s.gc is not None else settings_for(s.bookie_id, {}, s, params.bookie.gc)
-        g = own.cfg
-        gc_values: tuple[Any, ...] = (
-            (None,) * 7
-            if g is None
-            else (
-                g.gc_wait_time_ms,
-                float(g.minor_compaction_threshold),
-                g.minor_compaction_interval_s * 1000,
-                float(g.major_compaction_threshold),
-                g.major_compaction_interval_s * 1000,
-                float(g.disk_usage_warn_threshold),
-                float(g.disk_usage_threshold),
-            )
-        )
         rows.append(
             (
                 s.bookie_id,
@@ -260,7 +262,7 @@ def scan_bookies_sql(scans: Sequence[ScanInfo], params: AuditParams) -> str:
                 s.started_at_ms,
                 s.finished_at_ms,
                 own.source,
-                *gc_values,
+                *gc_values(own.cfg),
             )
         )
     return literal_sql(SCAN_BOOKIES_COLUMNS, rows)
@@ -269,19 +271,7 @@ def scan_bookies_sql(scans: Sequence[ScanInfo], params: AuditParams) -> str:
 def scan_params_sql(params: AuditParams, snapshot_times: tuple[int, int]) -> str:
     """The one-row ``scan_params`` as a literal SELECT (:data:`SCAN_PARAMS_COLUMNS`): the scrape's started/finished
     ms and the bookkeeper.conf settings the storage detections use. One home for Spark and the DuckDB bench."""
-    gc = params.bookie.gc
-    values = (
-        snapshot_times[0],
-        snapshot_times[1],
-        gc.gc_wait_time_ms,
-        float(gc.minor_compaction_threshold),
-        gc.minor_compaction_interval_s * 1000,
-        float(gc.major_compaction_threshold),
-        gc.major_compaction_interval_s * 1000,
-        float(gc.disk_usage_warn_threshold),
-        float(gc.disk_usage_threshold),
-        params.bookie.flush_interval_ms,
-    )
+    values = (snapshot_times[0], snapshot_times[1], *gc_values(params.bookie.gc), params.bookie.flush_interval_ms)
     return literal_sql(SCAN_PARAMS_COLUMNS, [values])
 
 

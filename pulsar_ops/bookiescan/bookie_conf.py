@@ -504,6 +504,17 @@ def gc_keys(conf: BookieConf) -> dict[str, str]:
     return out
 
 
+def server_config_gc(doc: Mapping[str, Any], source: str) -> dict[str, str]:
+    """The GC keys a bookie's ``server_config`` answer sets, read one way wherever it is read: by the scrape (the
+    snapshot manifest's ``bookie_gc``, which the plan decides on) and by apply (``repair/kinds/bookie_gc.py``, the
+    same rule on the bookie's answer now). The values are the bookie's own: commons-configuration2 stores every
+    string value split at the list delimiter with each element trimmed (``AbstractListDelimiterHandler.flatten`` ->
+    ``split(value, true)``), whether loaded from bookkeeper.conf or set through the HTTP config service, and
+    ``ServerConfiguration``'s getters read that stored string (``getString``: its first element). So a value padded
+    with blanks is the trimmed value to the bookie, at plan and at apply alike."""
+    return gc_keys(from_server_config(doc, source))
+
+
 def names_cover(scanned: Sequence[str], configured: Sequence[str]) -> list[str]:
     """The configured names no scanned name is, compared as paths away from the bookie host (the audit): equal
     after normalisation, or the scanned one ends with it at a directory boundary (scanned through a mount prefix,

@@ -367,9 +367,8 @@ def topic_load_problem(topic: str, o: Ownership) -> str | None:
     decode, its service unit is in flight, or an unowned bundle proves nothing (ownership not in /namespace, or
     /namespace not read completely, and /service_unit_state not the truth) and not every broker listed its topics.
     The audit's twin (expired_retention_unloaded.sql's ``unloaded``, its ``owned = false`` rows) is pinned to this by
-    tests/unit/repair/test_topic_loaded_rule.py. An unknown is never "not loaded". Known differences, on the safe
-    side (docs/repair.md): a topic a broker lists without a bundle, and an ownership covering the hash that is not
-    the bundle the policies' boundaries compute, are "loaded" here and may be unowned in the SQL."""
+    tests/unit/repair/test_topic_loaded_rule.py, a topic a broker lists without a bundle and an ownership covering
+    the hash that is not the bundle the policies' boundaries compute included. An unknown is never "not loaded"."""
     if topic in o.loaded_topics:
         return f"{topic} is loaded (a broker reported {topic} loaded)"
     try:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pulsar_ops.bookiescan.bookie_conf import from_server_config, gc_keys, scraped_dirs
+from pulsar_ops.bookiescan.bookie_conf import from_server_config, scraped_dirs, server_config_gc
 from pulsar_ops.errors import ConfigError, DecodeError, HttpError
 from pulsar_ops.formats.bookie_service_info import (
     HTTP_ENDPOINT_ID,
@@ -181,7 +181,7 @@ def _server_config(client: httpx.Client, url: str) -> ServerConfig:
         dirs = scraped_dirs(conf)
     except ConfigError:
         dirs = None
-    return dirs, gc_keys(conf)
+    return dirs, server_config_gc(doc, url + CONFIG_PATH)  # the keys apply reads the same way
 
 
 def scrape_bookies(

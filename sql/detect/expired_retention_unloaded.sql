@@ -4,7 +4,9 @@
 -- among loaded_topics. A bundle whose owner's listing is missing (an empty body, an error, no answer) is
 -- unknown: none of its topics is judged. Snapshots without a scope row per broker (older scrapes), and bundles
 -- without an ownership znode when /namespace was not read completely, are judged only when every broker
--- answered (manifest admin_scraped). Retention: topic policy, else the
+-- answered (manifest admin_scraped). A topic any broker lists (with or without a bundle) is never judged, nor one
+-- whose hash another ownership, or a service unit in flight, covers (rules.topic_load_problem, the planner's rule;
+-- pinned by tests/unit/repair/test_topic_loaded_rule.py). Retention: topic policy, else the
 -- namespace's (null dimension -> broker default), else the broker defaults. Candidates: ledgers before the
 -- slowest cursor's mark-delete ledger L (+ L when fully consumed); all ledgers without cursors; the last
 -- ledger only when BookKeeper shows entries; offloaded ledgers without a BookKeeper copy are skipped.
@@ -117,12 +119,20 @@ owners AS (
     WHERE su.ownership = 'owned' AND coalesce((SELECT max(sus_known) FROM int_ownership_source), false)
     GROUP BY su.namespace, su.lower, su.upper
 ),
--- bundles whose /service_unit_state value says neither owned nor free (in flight, Init, an unregistered owner, or
--- undecodable): never judged, whatever the listings say (a bundle in motion is in use)
-sus_unknown AS (
-    SELECT DISTINCT su.namespace, su.lower, su.upper
+-- every range rules.topic_load_problem takes as owned or in flight: each /namespace ownership znode and, when
+-- /service_unit_state is the truth, each service unit that is not free (in_flight: neither owned nor free: in
+-- flight, Init, an unregistered owner, or undecodable). A topic whose hash one of them covers is loaded or unknown
+-- (a bundle in motion is in use), whatever the listings say, even when it is not the bundle the policies'
+-- boundaries compute (ownership taken before a split the policies show, or the other way round). Only tested with
+-- NOT EXISTS, as an anti-join broadcast (a row per bundle): it replaced an existence join with the in-flight units
+-- of the computed bundle, so it adds no join, no shuffle, and the optimizer's size estimate (a product of the
+-- sides per existence join) stays far below the one-partition plan's bound (tests/spark/test_plan_shape.py)
+covering AS (
+    SELECT namespace, lower, upper, false AS in_flight FROM stg_bundle_owners
+    UNION ALL
+    SELECT su.namespace, su.lower, su.upper, su.ownership = 'unknown' AS in_flight
     FROM int_service_units su
-    WHERE su.ownership = 'unknown'
+    WHERE su.ownership <> 'unowned' AND coalesce((SELECT max(sus_known) FROM int_ownership_source), false)
 ),
 -- undecodable policies, local policies or topic policies: the topic's bundle or retention is unknown, so it is
 -- not judged (the undecodable-znode finding names what it holds back). Only tested with NOT EXISTS: no DISTINCT.
@@ -143,21 +153,27 @@ unloaded AS (
     FROM bundled t
     CROSS JOIN admin a
     LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
-    WHERE (
+    -- a topic a broker lists is loaded, with or without a bundle: one existence join serves both branches (a NOT
+    -- EXISTS of its own would be an anti-join pushed below the one-partition read, with two shuffles)
+    WHERE CASE WHEN EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic) THEN false ELSE (
             -- unowned: no ownership znode (/namespace the truth), or no Owned value in /service_unit_state (the
             -- metadata-store table view the truth: no value, Free or Deleted)
             (o.namespace IS NULL AND (a.ownership_known OR a.sus_known))
-            OR (
-                CASE
-                    WHEN o.namespace IS NOT NULL AND a.per_broker THEN array_contains(a.answered, o.owner_broker)
-                    ELSE a.all_answered
-                END
-                AND NOT EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic)
-            )
+            -- owned, and its owner listed its topics (or every broker did)
+            OR CASE
+                WHEN o.namespace IS NOT NULL AND a.per_broker THEN array_contains(a.answered, o.owner_broker)
+                ELSE a.all_answered
+            END
+        ) END
+        -- no other ownership, and no service unit in flight, covers its hash (NamespaceBundle.includes: the last
+        -- bundle's upper bound inclusive, pulsar_ops/formats/policies.py in_bundle). For an unowned topic that
+        -- is any covering range: the computed bundle's own ownership would have made it owned
+        AND NOT EXISTS (
+            SELECT /*+ BROADCAST(cv) */ 1 FROM covering cv
+            WHERE cv.namespace = t.namespace AND crc32(t.topic) >= cv.lower
+                AND (crc32(t.topic) < cv.upper OR (cv.upper = 4294967295 AND crc32(t.topic) = cv.upper))
+                AND (cv.in_flight OR cv.lower IS DISTINCT FROM t.lower OR cv.upper IS DISTINCT FROM t.upper)
         )
-        AND NOT (a.sus_known AND EXISTS (
-            SELECT 1 FROM sus_unknown sx WHERE sx.namespace = t.namespace AND sx.lower = t.lower AND sx.upper = t.upper
-        ))
         AND NOT EXISTS (SELECT 1 FROM unknown_ns un WHERE un.namespace = t.namespace)
         AND NOT EXISTS (SELECT 1 FROM unknown_topic ut WHERE ut.topic = t.topic)
         AND NOT EXISTS (SELECT 1 FROM unknown_topic ub WHERE ub.topic = t.base_topic)

@@ -102,8 +102,7 @@ def found(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
         upper=0x80000000,
         ephemeral_owner=1,
     )
-    b.add("loaded_topics", broker="b1", topic="persistent://t/b2/k0")
-    b.add("loaded_topics", broker="b1", topic="persistent://t/b2/k2")
+    b.add("loaded_topics", broker="b1", topic="persistent://t/b2/k0")  # k2 is not listed: its bundle is unowned
     b.topic("t/b2", "k0", ledgers=[closed(80, 5), open_(b, 81, "x")])  # crc32 in the owned lower half
     b.topic("t/b2", "k2", ledgers=[closed(82, 5), open_(b, 83, "x")])  # upper half: unowned
     # a split namespace: Policies.bundles still says two halves, the local policies (which the broker reads,

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pulsar_ops import strict
+from pulsar_ops.bookiescan.bookie_conf import server_config_gc
 from pulsar_ops.errors import ApplyError, ModelError, PlanError, ZooKeeperError
 from pulsar_ops.findings import Finding
 from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig
@@ -483,7 +484,8 @@ def live_facts(
         record["server_config"] = {k: conf.body[k] for k in sorted(conf.body) if k in _FIELD_OF or k == "bookieId"}
         identity = identity_of(conf.body)
         try:
-            settings = settings_of(conf.body)
+            # read as the scrape read the keys the plan decided on (bookie_conf.server_config_gc): one reader
+            settings = settings_of(server_config_gc(conf.body, CONFIG_PATH))
         except ModelError as e:
             error = e.message
     else:

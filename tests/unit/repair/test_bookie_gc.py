@@ -348,3 +348,37 @@ def test_plan_decides_on_each_bookies_own_scraped_settings_and_apply_refuses_a_f
         backups = BackupStore.open(tmp_path / "b", create=True)
         outcome, why = G.mark_one(j, backups, "a1", forged, {"b1:3181": forged.scan}, gc, lambda _b: True)
     assert outcome == "skipped" and why.startswith(G.COMPACTION_DISABLED) and bookie.puts == 0
+
+
+class ConfigBookie:
+    """A bookie that answers its server_config with ``doc`` and nothing else."""
+
+    def __init__(self, doc: Mapping[str, Any]) -> None:
+        self.doc = doc
+
+    def get(self, path: str) -> G.HttpAnswer:
+        return G.HttpAnswer(200, dict(self.doc)) if path == G.CONFIG_PATH else G.HttpAnswer(404)
+
+    def put(self, path: str, body: Mapping[str, Any]) -> G.HttpAnswer:
+        raise AssertionError("reading the facts never writes")
+
+
+def test_a_padded_setting_is_read_the_same_at_plan_and_at_apply() -> None:
+    # the server_config a bookie answers, values padded with blanks: the plan decides on what the scrape kept
+    # (scrape/bookie.py, through httpx as it runs), apply on the bookie's answer now; one reader for both
+    # (bookie_conf.server_config_gc: commons-configuration stores each value trimmed)
+    import httpx
+
+    from pulsar_ops.scrape.bookie import _server_config
+
+    doc = {"forceAllowCompaction": " true ", "gcWaitTime": " 900000", "majorCompactionThreshold": "0.5 ", "x": "1"}
+    answer = httpx.MockTransport(lambda r: httpx.Response(200, json=doc))
+    client = httpx.Client(base_url="http://b1:8000", transport=answer)
+    _, scraped = _server_config(client, "http://b1:8000")
+    assert scraped == {"forceAllowCompaction": "true", "gcWaitTime": "900000", "majorCompactionThreshold": "0.5"}
+    planned = G.settings_for("b1:3181", {"b1:3181": scraped}, None, gc_config())
+    assert planned.source == G.SCRAPED_SETTINGS and planned.error is None and planned.cfg is not None
+    facts, record = G.live_facts(ConfigBookie(doc), _call(), registered=True, scanned=True)
+    assert facts.settings_error is None and facts.settings == planned.cfg
+    assert planned.cfg.force_allow_compaction and planned.cfg.gc_wait_time_ms == 900_000
+    assert record["server_config"]["forceAllowCompaction"] == " true "  # the journal keeps what the bookie said

@@ -5,7 +5,8 @@ say it is not loaded (:meth:`pulsar_ops.repair.snapshot_tree.SnapshotView.loaded
 znodes of the bundle or none, namespaces whose policies do
 not decode, broker listings (complete, incomplete, none; a topic listed in another bundle), a
 ``/namespace`` scope read completely or not, and the extensible load manager with ``/service_unit_state`` values
-Owned, Free, in flight or owned by an unregistered broker: an unknown is never "not loaded"."""
+Owned, Free, in flight or owned by an unregistered broker, a topic listed without a bundle, and an ownership that
+covers the topic's hash without being its computed bundle: an unknown is never "not loaded"."""
 
 from __future__ import annotations
 
@@ -61,16 +62,15 @@ namespace_st = st.fixed_dictionaries(
         "split": st.booleans(),  # the policies' boundaries: two bundles, else one
         "decodes": st.sampled_from([True, True, True, False]),  # its policies decode
         # per bundle (and a covering whole-range owner of a split namespace): an ownership znode or not
-        "owners": st.lists(st.sampled_from(["none", "exact", "exact"]), min_size=2, max_size=2),
+        "owners": st.lists(st.sampled_from(["none", "exact", "exact", "cover"]), min_size=2, max_size=2),
         # per bundle: its /service_unit_state value (None: no value)
         "units": st.lists(
             st.sampled_from([None, "Owned", "Owned", "Free", "Assigning", "Owned-unregistered", "undecodable"]),
             min_size=2,
             max_size=2,
         ),
-        # per topic: not listed, listed in its bundle, listed in another bundle (a listing without a bundle, which no
-        # scrape writes, is the one known difference: rules.topic_load_problem)
-        "listed": st.lists(st.sampled_from(["no", "no", "no", "yes", "other"]), min_size=3, max_size=3),
+        # per topic: not listed, listed in its bundle, listed in another bundle, listed without a bundle
+        "listed": st.lists(st.sampled_from(["no", "no", "no", "yes", "other", "nobundle"]), min_size=3, max_size=3),
     }
 )
 
@@ -125,7 +125,7 @@ def _snapshot(tmp: Path, nss: list[dict[str, Any]], cl: dict[str, Any]) -> tuple
                 continue
             h = topic_hash(topic)
             mine = next(_rg(lo, hi) for lo, hi in bundles if in_bundle(h, lo, hi))
-            bundle = mine if how == "yes" else _rg(0, 0x10)
+            bundle = {"yes": mine, "other": _rg(0, 0x10), "nobundle": None}[how]
             b.add("loaded_topics", broker=BROKER, topic=topic, bundle=bundle)
     return b.write(tmp / "snap"), topics
 
@@ -179,6 +179,11 @@ def _cl(lm: str = "modular", admin: bool = False, ns_complete: bool = True, list
     nss=[_ns(), _ns(split=False, owners=("exact", "none"))], cl=_cl(admin=True, ns_complete=False, listing="complete")
 )
 @example(nss=[_ns(), _ns(split=False)], cl=_cl(ns_complete=False))
+@example(  # the two cases the SQL once decided otherwise: a listing without a bundle, a covering ownership
+    nss=[_ns(owners=("cover", "none"), listed=("nobundle", "no", "no")), _ns(split=False, listed=("nobundle",) * 3)],
+    cl=_cl(),
+)
+@example(nss=[_ns(owners=("cover", "none"), units=("Owned", None))], cl=_cl(lm="elm-sus"))
 @example(
     nss=[
         _ns(units=("Owned", "Free")),
