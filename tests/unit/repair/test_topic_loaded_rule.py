@@ -222,3 +222,31 @@ def test_the_audit_sql_and_the_planner_agree_on_a_topic_that_is_not_loaded(
         assert python == sql, (cl, sorted(python ^ sql))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.parametrize("cover", [False, True])
+def test_an_owned_topic_another_ownership_also_covers_is_not_judged(cover: bool) -> None:
+    """An owned bundle whose broker listed its topics without this one is "owned, not loaded"; when another
+    ownership also covers the topic's hash (a split in progress), the audit does not judge it at all."""
+    tmp = Path(tempfile.mkdtemp(prefix="topic-covered-"))
+    try:
+        b = SnapshotBuilder(admin_scraped=True, load_manager=LOAD_MANAGERS["modular"])
+        b.scope(pulsar_names.SERVICE_UNIT_STATE_ROOT)
+        b.scope(f"broker-stats/topics/{BROKER}", complete=True, store="admin")
+        ns = "t/ns0"
+        b.namespace(ns, boundaries=[f"0x{x:08x}" for x in (0, HALF, TOP)])
+        b.own_range(ns, 0, HALF)
+        b.rows["bundle_owners"][-1]["http_url"] = f"http://{BROKER}"
+        if cover:
+            b.own_range(ns, 0, TOP)
+            b.rows["bundle_owners"][-1]["http_url"] = f"http://{BROKER}"
+        local = next(f"x{i}" for i in range(100) if topic_hash(f"persistent://{ns}/x{i}") < HALF)
+        b.bk_ledger(100, owner=f"{ns}/persistent/{local}")
+        b.bk_ledger(101, owner=f"{ns}/persistent/{local}", last_entry_id=-1)
+        b.topic(ns, local, ledgers=[(100, 10, 100, NOW - 3 * DAY), (101, None, None, None)])
+        con = connect(b.write(tmp / "snap"), AuditParams(now_ms=NOW).resolved(NOW), admin_scraped=True)
+        rows = _detect(con, "expired-retention-unloaded")
+        owned = [json.loads(r["evidence"])["owned"] for r in rows]
+        assert owned == ([] if cover else [True])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
