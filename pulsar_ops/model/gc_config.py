@@ -9,6 +9,7 @@ enabled, minor interval < major interval and minor threshold < major threshold.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -132,27 +133,55 @@ PULSAR_CONF: dict[str, Any] = {
 }
 
 
+# A bookie reads its configuration with commons-configuration2 (ServerConfiguration extends AbstractConfiguration):
+# ``PropertyConverter.toBoolean`` is commons-lang3's ``BooleanUtils.toBooleanObject`` (true/on/yes/y/t and
+# false/off/no/n/f, any case); ``PropertyConverter.toNumber`` reads a ``0x``/``0X`` (hex) or ``0b``/``0B`` (binary)
+# prefix as a BigInteger, else calls the target's String constructor (``Long(String)``: an optional sign and
+# digits; ``Double(String)``: Java's floating-point literal, surrounding blanks, NaN, Infinity, an f/d suffix).
+# Python's own int()/float() accept more ("1_000", "inf", "1e3" as an integer), so a value is read the Java way.
+_JAVA_TRUE = frozenset({"true", "on", "yes", "y", "t"})
+_JAVA_FALSE = frozenset({"false", "off", "no", "n", "f"})
+_JAVA_LONG = re.compile(r"[+-]?[0-9]+")
+_JAVA_DOUBLE = re.compile(r"[+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?)")
+_JAVA_PREFIXED = re.compile(r"0([xX][+-]?[0-9a-fA-F]+|[bB][+-]?[01]+)")
+
+
+def _java_number(text: str, integer: bool) -> int | float | None:
+    """``PropertyConverter.toNumber`` of a string for a Long/Integer (``integer``) or Double field; None: refused."""
+    prefixed = _JAVA_PREFIXED.fullmatch(text)
+    if prefixed is not None:
+        digits = prefixed.group(1)
+        return int(digits[1:], 16 if digits[0] in "xX" else 2)
+    if integer:
+        if _JAVA_LONG.fullmatch(text) is None or not -(1 << 63) <= int(text) < 1 << 63:
+            return None  # Long(String) refuses anything else, a value past a long's range included
+        return int(text)
+    body = text.strip(" \t\n\r\x0b\x0c")  # Double(String) trims as String.trim does (blanks, controls)
+    if _JAVA_DOUBLE.fullmatch(body) is None:
+        return None
+    return float(body.rstrip("fFdD").replace("Infinity", "inf"))
+
+
 def _coerce(name: str, key: str, value: Any) -> Any:
     kind = str(_TYPES[name])
     if "bool" in kind:
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
+        if isinstance(value, str) and value.lower() in _JAVA_TRUE | _JAVA_FALSE:
+            return value.lower() in _JAVA_TRUE
         raise ModelError(f"config {key!r} must be a boolean, got {value!r}", hint=_HINT)
     if value is None and "None" in kind:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ModelError(f"config {key!r} must be a number, got {value!r}", hint=_HINT)
-    try:
-        num = float(value)
-    except ValueError:
-        raise ModelError(f"config {key!r} must be a number, got {value!r}", hint=_HINT) from None
+    num = _java_number(value, kind.startswith("int")) if isinstance(value, str) else value
+    if num is None:
+        raise ModelError(f"config {key!r} must be a number, got {value!r}", hint=_HINT)
     if kind.startswith("int"):
         if num != int(num):
             raise ModelError(f"config {key!r} must be an integer, got {value!r}", hint=_HINT)
         return int(num)
-    return num
+    return float(num)
 
 
 def gc_config(overrides: Mapping[str, Any] | None = None, *, pulsar_conf: bool = False) -> GcConfig:

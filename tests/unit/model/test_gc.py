@@ -221,3 +221,43 @@ def test_config_round_trips_in_bookkeeper_names() -> None:
     cfg = GcConfig().to_json()
     assert cfg["gcWaitTime"] == 600_000 and cfg["majorCompactionThreshold"] == 0.8
     assert gc_config(cfg) == GcConfig()
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "value"),
+    [
+        ("forceAllowCompaction", "yes", True),
+        ("forceAllowCompaction", "ON", True),
+        ("forceAllowCompaction", "t", True),
+        ("forceAllowCompaction", "No", False),
+        ("forceAllowCompaction", "f", False),
+        ("gcWaitTime", "+900000", 900_000),
+        ("gcWaitTime", "0x10", 16),
+        ("gcWaitTime", "0B101", 5),
+        ("majorCompactionThreshold", "0.5d", 0.5),
+        ("majorCompactionThreshold", ".5", 0.5),
+        ("majorCompactionThreshold", "5e-1", 0.5),
+    ],
+)
+def test_settings_are_read_as_the_bookies_configuration_reads_them(key: str, text: str, value: object) -> None:
+    """commons-configuration2's PropertyConverter: BooleanUtils.toBooleanObject, hex/binary prefixes, Long(String)
+    and Double(String)."""
+    assert gc_config({key: text}).to_json()[key] == value
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        ("forceAllowCompaction", "1"),
+        ("forceAllowCompaction", "enabled"),
+        ("gcWaitTime", "1_000"),
+        ("gcWaitTime", "1e3"),
+        ("gcWaitTime", "5.0"),
+        ("gcWaitTime", "99999999999999999999"),
+        ("majorCompactionThreshold", "1_0"),
+        ("majorCompactionThreshold", "inf"),
+    ],
+)
+def test_values_the_bookie_would_refuse_are_refused(key: str, text: str) -> None:
+    with pytest.raises(ModelError, match="must be a"):
+        gc_config({key: text})
