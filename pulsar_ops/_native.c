@@ -1,9 +1,10 @@
 /*
- * pulsar_ops._native: the scrape's one native hot path, BookKeeper v3 ledger metadata -> the bk_ledgers row parts.
+ * pulsar_ops._native: the scrape's native hot paths; first, BookKeeper ledger metadata -> the bk_ledgers row parts.
  *
- * bk_ledger_v3(data: bytes) -> tuple | None
+ * bk_ledger(data: bytes) -> tuple | None
  *
- * Returns, for a well-formed, ASCII-only, format-version-3 ledger metadata znode, exactly the values the pure-Python
+ * Returns, for a well-formed, ASCII-only, format-version-3 (binary) or 2 (protobuf text in the exact shape
+ * TextFormat prints) ledger metadata znode, exactly the values the pure-Python
  * path (pulsar_ops.scrape.extract_fast._bk_ledger over formats.ledger_metadata.ledger_metadata_fields) computes:
  *
  *   (format_version, state, length, last_entry_id, ensemble_size, write_quorum, ack_quorum, digest_type, ctime_ms,
@@ -16,7 +17,8 @@
  * DecodeError. So this module never decides an error; it only makes the common case fast. Equivalence with the
  * Python path is property-tested (tests/unit/test_native.py).
  *
- * Field numbers: bookkeeper-server DataFormats.proto, LedgerMetadataFormat (see formats/proto.py).
+ * Field numbers and names: bookkeeper-server DataFormats.proto, LedgerMetadataFormat (see formats/proto.py); v2 is
+ * that message as TextFormat.printToString writes it (LedgerMetadataSerDe, formats/ledger_metadata.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 6
+#define NATIVE_ABI 7
 
 #define MAX_SEGMENTS 256
 #define MAX_MEMBERS 1024
@@ -34,6 +36,8 @@
 
 static const char V3_HEADER[] = "BookieMetadataFormatVersion\t3\n";
 #define V3_HEADER_LEN (sizeof(V3_HEADER) - 1)
+static const char V2_HEADER[] = "BookieMetadataFormatVersion\t2\n";
+#define V2_HEADER_LEN (sizeof(V2_HEADER) - 1)
 
 typedef struct {
     const uint8_t *p;
@@ -224,6 +228,8 @@ static int parse_custom(const uint8_t *p, const uint8_t *end, Ledger *L) {
     return 0;
 }
 
+static int check_ledger(Ledger *L);
+
 static int parse_ledger(const uint8_t *p, const uint8_t *end, Ledger *L) {
     while (p < end) {
         uint64_t key, v;
@@ -260,6 +266,12 @@ static int parse_ledger(const uint8_t *p, const uint8_t *end, Ledger *L) {
             return -1;
         }
     }
+    return check_ledger(L);
+}
+
+/* What the parsers leave to Python beyond the message itself: missing required fields, duplicate or unordered
+ * segment starts, and what BookKeeper's LedgerMetadataBuilder / LedgerMetadataImpl / BookieId refuse. */
+static int check_ledger(Ledger *L) {
     if (!(L->has_quorum && L->has_ensemble && L->has_length && L->has_state)) return -1;
     for (int i = 0; i < L->nseg; i++) {
         for (int j = 0; j < i; j++) {
@@ -284,6 +296,186 @@ static int parse_ledger(const uint8_t *p, const uint8_t *end, Ledger *L) {
         }
     }
     return 0;
+}
+
+/* ---- v2: protobuf text, only in the exact shape TextFormat prints it ------------------------------------------
+ * The twin of formats.ledger_metadata._text_v2_fields, stricter: printable ASCII lines only (no tab, no escape,
+ * no comment, no quote other than the string delimiters), each custom-metadata entry with a non-empty key and
+ * value, positive quorum and ensemble sizes and entry ids from 0. Anything else (and everything _text_v2_fields
+ * refuses) gives -1: Python's text_format then decides the values or the error. */
+
+static int v2_int(const uint8_t *p, const uint8_t *e, int64_t lo, int64_t hi, int64_t *out) {
+    int neg = p < e && *p == '-';
+    if (neg) p++;
+    if (p == e || e - p > 19 || (*p == '0' && e - p > 1)) return -1;
+    uint64_t v = 0;
+    for (; p < e; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        v = v * 10 + (uint64_t)(*p - '0'); /* at most 19 digits: below 2^64 */
+    }
+    int64_t x;
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1) return -1;
+        x = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+    } else {
+        if (v > (uint64_t)INT64_MAX) return -1;
+        x = (int64_t)v;
+    }
+    if (x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+
+/* "..." with no quote inside: the slice between the quotes */
+static int v2_str(const uint8_t *p, const uint8_t *e, Slice *out) {
+    if (e - p < 2 || p[0] != '"' || e[-1] != '"') return -1;
+    if (memchr(p + 1, '"', (size_t)(e - p - 2))) return -1;
+    out->p = p + 1;
+    out->n = e - p - 2;
+    return 0;
+}
+
+static int v2_is(const uint8_t *p, const uint8_t *e, const char *word) {
+    size_t n = strlen(word);
+    return (size_t)(e - p) == n && memcmp(p, word, n) == 0;
+}
+
+enum { V2_QUORUM, V2_ENSEMBLE, V2_LENGTH, V2_LAST, V2_ACK, V2_CTIME, V2_CTOKEN, V2_STATE, V2_DIGEST, V2_PASSWORD };
+static const char *V2_NAMES[] = {"quorumSize", "ensembleSize", "length", "lastEntryId", "ackQuorumSize", "ctime",
+                                 "cToken", "state", "digestType", "password"};
+#define V2_NNAMES 10
+
+static int parse_v2_text(const uint8_t *p, const uint8_t *end, Ledger *L) {
+    for (const uint8_t *q = p; q < end; q++) {
+        uint8_t c = *q;
+        if (c != '\n' && (c < 0x20 || c > 0x7E || c == '\\' || c == '#' || c == '\'')) return -1;
+    }
+    int nested = 0; /* 1 segment, 2 customMetadata */
+    int has_first = 0, has_key = 0, has_value = 0;
+    unsigned seen = 0;
+    Custom cur;
+    Segment *seg = NULL;
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        const uint8_t *ls = p, *le = nl ? nl : end;
+        p = nl ? nl + 1 : end;
+        while (ls < le && *ls == ' ') ls++;
+        while (le > ls && le[-1] == ' ') le--;
+        if (ls == le) continue;
+        if (le - ls == 1 && *ls == '}') {
+            if (nested == 1) {
+                if (!has_first) return -1;
+                L->nseg++;
+            } else if (nested == 2) {
+                if (!has_key || !has_value || L->ncustom >= MAX_CUSTOM) return -1;
+                for (int i = 0; i < L->ncustom; i++) {
+                    if (slice_eq(L->custom[i].key, cur.key)) return -1; /* a duplicate key: Python decides */
+                }
+                L->custom[L->ncustom++] = cur;
+            } else {
+                return -1;
+            }
+            nested = 0;
+            continue;
+        }
+        if (le - ls >= 2 && le[-1] == '{' && le[-2] == ' ') {
+            if (nested) return -1;
+            if (v2_is(ls, le - 2, "segment")) {
+                if (L->nseg >= MAX_SEGMENTS) return -1;
+                seg = &L->seg[L->nseg];
+                seg->mstart = L->nmembers;
+                seg->mcount = 0;
+                has_first = 0;
+                nested = 1;
+            } else if (v2_is(ls, le - 2, "customMetadata")) {
+                has_key = has_value = 0;
+                nested = 2;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        const uint8_t *sep = NULL;
+        for (const uint8_t *q = ls; q + 1 < le; q++) {
+            if (q[0] == ':' && q[1] == ' ') {
+                sep = q;
+                break;
+            }
+        }
+        if (!sep || memchr(ls, ' ', (size_t)(sep - ls))) return -1;
+        const uint8_t *vs = sep + 2;
+        Slice sv;
+        int64_t iv;
+        if (nested == 1) {
+            if (v2_is(ls, sep, "ensembleMember")) {
+                if (v2_str(vs, le, &sv) < 0 || L->nmembers >= MAX_MEMBERS) return -1;
+                L->members[L->nmembers++] = sv;
+                seg->mcount++;
+            } else if (v2_is(ls, sep, "firstEntryId") && !has_first) {
+                if (v2_int(vs, le, 0, INT64_MAX, &iv) < 0) return -1;
+                seg->first = iv;
+                has_first = 1;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        if (nested == 2) {
+            if (v2_str(vs, le, &sv) < 0 || sv.n == 0) return -1;
+            if (v2_is(ls, sep, "key") && !has_key) {
+                cur.key = sv;
+                has_key = 1;
+            } else if (v2_is(ls, sep, "value") && !has_value) {
+                cur.value = sv;
+                has_value = 1;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        int k = 0;
+        while (k < V2_NNAMES && !v2_is(ls, sep, V2_NAMES[k])) k++;
+        if (k == V2_NNAMES || (seen & (1u << k))) return -1;
+        seen |= 1u << k;
+        switch (k) {
+            case V2_QUORUM:
+            case V2_ENSEMBLE:
+            case V2_ACK:
+                if (v2_int(vs, le, 1, INT32_MAX, &iv) < 0) return -1;
+                if (k == V2_QUORUM) L->quorum = (int32_t)iv, L->has_quorum = 1;
+                else if (k == V2_ENSEMBLE) L->ensemble = (int32_t)iv, L->has_ensemble = 1;
+                else L->ack = (int32_t)iv, L->has_ack = 1;
+                break;
+            case V2_LENGTH:
+            case V2_LAST:
+            case V2_CTIME:
+            case V2_CTOKEN:
+                if (v2_int(vs, le, INT64_MIN, INT64_MAX, &iv) < 0) return -1;
+                if (k == V2_LENGTH) L->length = iv, L->has_length = 1;
+                else if (k == V2_LAST) L->last = iv, L->has_last = 1;
+                else if (k == V2_CTIME) L->ctime = iv, L->has_ctime = 1;
+                break;
+            case V2_STATE:
+                if (v2_is(vs, le, "OPEN")) L->state = 1;
+                else if (v2_is(vs, le, "IN_RECOVERY")) L->state = 2;
+                else if (v2_is(vs, le, "CLOSED")) L->state = 3;
+                else return -1;
+                L->has_state = 1;
+                break;
+            case V2_DIGEST:
+                if (v2_is(vs, le, "CRC32")) L->digest = 1;
+                else if (v2_is(vs, le, "HMAC")) L->digest = 2;
+                else if (v2_is(vs, le, "CRC32C")) L->digest = 3;
+                else if (v2_is(vs, le, "DUMMY")) L->digest = 4;
+                else return -1;
+                L->has_digest = 1;
+                break;
+            default: /* password: not stored */
+                if (v2_str(vs, le, &sv) < 0) return -1;
+        }
+    }
+    if (nested) return -1;
+    return check_ledger(L);
 }
 
 /* ---- building the Python values ---------------------------------------------------------------------------- */
@@ -369,11 +561,23 @@ static PyObject *custom_value(Ledger *L, const char *name) {
     Py_RETURN_NONE;
 }
 
-static PyObject *bk_ledger_v3(PyObject *self, PyObject *arg) {
+static PyObject *bk_ledger(PyObject *self, PyObject *arg) {
     (void)self;
     if (!PyBytes_Check(arg)) Py_RETURN_NONE;
     const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(arg);
     Py_ssize_t size = PyBytes_GET_SIZE(arg);
+    /* One static scratch record: the GIL is held from here to the return and nothing below calls back into
+       Python code that could re-enter this function. Only the counters and presence flags need resetting. */
+    static Ledger scratch;
+    Ledger *L = &scratch;
+    memset(L, 0, offsetof(Ledger, seg));
+    L->nseg = L->nmembers = L->ncustom = 0;
+    long version = 3;
+    if ((size_t)size >= V2_HEADER_LEN && memcmp(data, V2_HEADER, V2_HEADER_LEN) == 0) {
+        if (parse_v2_text(data + V2_HEADER_LEN, data + size, L) < 0) Py_RETURN_NONE;
+        version = 2;
+        goto parsed;
+    }
     if ((size_t)size < V3_HEADER_LEN || memcmp(data, V3_HEADER, V3_HEADER_LEN) != 0) Py_RETURN_NONE;
     const uint8_t *p = data + V3_HEADER_LEN, *end = data + size;
     /* the length prefix: at most 5 bytes, below 2^32 (ledger_metadata._read_varint32) */
@@ -386,20 +590,14 @@ static PyObject *bk_ledger_v3(PyObject *self, PyObject *arg) {
         if (!(b & 0x80)) break;
     }
     if (n >= ((uint64_t)1 << 32) || n > (uint64_t)(end - p)) Py_RETURN_NONE;
-
-    /* One static scratch record: the GIL is held from here to the return and nothing below calls back into
-       Python code that could re-enter this function. Only the counters and presence flags need resetting. */
-    static Ledger scratch;
-    Ledger *L = &scratch;
-    memset(L, 0, offsetof(Ledger, seg));
-    L->nseg = L->nmembers = L->ncustom = 0;
     if (parse_ledger(p, p + n, L) < 0) Py_RETURN_NONE;
+parsed:;
     PyObject *digest = L->has_digest ? DIGEST_NAMES[L->digest] : Py_None;
     PyObject *ctime = (L->has_ctime && L->ctime != 0) ? PyLong_FromLongLong(L->ctime) : (Py_INCREF(Py_None), Py_None);
     Py_INCREF(digest);
     PyObject *out = PyTuple_New(18);
     PyObject *items[18] = {
-        PyLong_FromLong(3),
+        PyLong_FromLong(version),
         (Py_INCREF(STATE_NAMES[L->state]), STATE_NAMES[L->state]),
         PyLong_FromLongLong(L->length),
         PyLong_FromLongLong(L->has_last ? L->last : -1),
@@ -1007,7 +1205,7 @@ static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t na
  *
  * reads: a list of (path: str, data: bytes, stat: 11-tuple). The reads this function takes are the hierarchical
  * ledger znodes -- <ledgers_root>/DD/DDDD/LDDDD (legacy) and <ledgers_root>/DDD/DDDD/DDDD/DDDD/LDDDD (long, the
- * id <= 2^63-1) -- within the decode limit whose value bk_ledger_v3 takes and whose row values all fit their
+ * id <= 2^63-1) -- within the decode limit whose value bk_ledger takes and whose row values all fit their
  * columns: for each, exactly the znodes row (znode_row, kind "bk-ledger", no decode error) and the bk_ledgers row
  * scrape.extract_fast._bk_ledger builds, appended to Arrow buffers. Every other read's index goes to ``rest``,
  * for the caller's per-znode path (which decides everything this one does not: classification of other kinds,
@@ -1291,7 +1489,7 @@ static PyObject *bk_batch(PyObject *self, PyObject *const *args, Py_ssize_t narg
                 if (layout && (dlen > max_bytes || PyBytes_GET_SIZE(data) > max_bytes)) layout = 0;
             }
             if (layout) {
-                parts = bk_ledger_v3(NULL, data);
+                parts = bk_ledger(NULL, data);
                 if (!parts) goto fail;
                 if (parts == Py_None) layout = 0;
             }
@@ -2022,9 +2220,9 @@ done:
 }
 
 static PyMethodDef METHODS[] = {
-    {"bk_ledger_v3", bk_ledger_v3, METH_O,
-     "bk_ledger_v3(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 ledger metadata znode, or None "
-     "when the pure-Python path must decide."},
+    {"bk_ledger", bk_ledger, METH_O,
+     "bk_ledger(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 (binary) or v2 (text) ledger "
+     "metadata znode, or None when the pure-Python path must decide."},
     {"ml_info", ml_info, METH_O,
      "ml_info(plain: bytes) -> tuple | None: (ledger rows, terminated, properties) of a plain binary "
      "ManagedLedgerInfo, or None when the pure-Python path must decide."},

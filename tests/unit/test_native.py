@@ -29,7 +29,7 @@ from tests.unit.formats.strategies import bookie, cursor_infos, i64, ledger_meta
 
 PATH = "/ledgers/00/0000/L0042"
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-NATIVE = native.bk_ledger_v3
+NATIVE = native.bk_ledger
 
 
 def _compiler() -> str | None:
@@ -143,11 +143,121 @@ def test_garbage_after_the_v3_header_is_equal_or_left_to_python(body: bytes) -> 
 
 
 @needs_native
-@pytest.mark.parametrize("version", [1, 2])
-def test_other_versions_are_left_to_python(version: int) -> None:
-    data = encode_ledger_metadata(LedgerMetadata(**_plain(format_version=version)), version)
+def test_v1_is_left_to_python() -> None:
+    data = encode_ledger_metadata(LedgerMetadata(**_plain(format_version=1)), 1)
     assert not isinstance(python_parts(data), DecodeError)
     assert NATIVE is not None and NATIVE(data) is None
+
+
+# v2 (protobuf text): taken natively only in the exact shape TextFormat prints, printable ASCII without escapes,
+# and with every custom-metadata key and value non-empty; the rest is Python's (text_format decides).
+_PLAIN_V2 = set(map(chr, range(0x20, 0x7F))) - set("\\\"#'")
+
+
+def _v2_plain(md: LedgerMetadata) -> bool:
+    texts = [k for k, _ in md.custom_metadata] + [v.decode("ascii", "replace") for _, v in md.custom_metadata]
+    return all(t and set(t) <= _PLAIN_V2 for t in texts) and set(md.password.decode("latin-1")) <= _PLAIN_V2
+
+
+@needs_native
+@PROPS
+@given(ascii_ledgers())
+def test_well_formed_v2_text_is_taken_natively_with_python_values(md: LedgerMetadata) -> None:
+    data = encode_ledger_metadata(replace(md, format_version=2), 2)
+    got = check(data)
+    if _v2_plain(md) and len({k for k, _ in md.custom_metadata}) == len(md.custom_metadata):
+        assert got is not None, "the native path refused a well-formed plain v2 ledger"
+        assert got[0] == 2
+
+
+@needs_native
+@PROPS
+@given(ascii_ledgers(), st.data())
+def test_corrupted_v2_text_is_equal_or_left_to_python(md: LedgerMetadata, data: st.DataObject) -> None:
+    check(_mutate(bytearray(encode_ledger_metadata(md, 2)), data))
+
+
+_V2_CANONICAL = (
+    "quorumSize: 2\nensembleSize: 2\nlength: 10\nlastEntryId: 4\nstate: CLOSED\nsegment {\n"
+    '  ensembleMember: "b1:3181"\n  ensembleMember: "b2:3181"\n  firstEntryId: 0\n}\ndigestType: CRC32C\n'
+    'password: ""\nackQuorumSize: 2\nctime: 1700000000000\ncustomMetadata {\n  key: "application"\n'
+    '  value: "pulsar"\n}\n'
+)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("old", "new", "taken"),
+    [
+        ("", "", True),
+        ("length: 10", "length: 010", False),  # text_format reads octal: Python decides
+        ("length: 10", "length: 0x10", False),
+        ("length: 10", "length: -0", True),
+        ("length: 10", "length: 9223372036854775807", True),
+        ("length: 10", "length: 9223372036854775808", False),
+        ("lastEntryId: 4", "lastEntryId: -9223372036854775808", True),
+        ("quorumSize: 2", "quorumSize: 2147483648", False),
+        ("ackQuorumSize: 2\n", "", True),  # defaults to the write quorum
+        ("ctime: 1700000000000", "ctime: 0", True),  # 0 reads as no ctime
+        ("lastEntryId: 4\n", "", True),
+        ("state: CLOSED", "state: 3", False),
+        ("digestType: CRC32C", "digestType: crc32c", False),
+        ('password: ""', 'password: "\\001"', False),
+        ('value: "pulsar"', 'value: ""', False),
+        ('  value: "pulsar"\n', "", False),  # no value: Python's b""
+        ('value: "pulsar"', 'value: "pul#sar"', False),
+        ("segment {", "segment  {", False),
+        ("segment {", "segment{", False),
+        ("  firstEntryId: 0\n", "", False),
+        ("  firstEntryId: 0", "  firstEntryId: 0\n  firstEntryId: 0", False),
+        ("length: 10", "length: 10\nlength: 10", False),
+        ("length: 10", "length:  10", False),
+        ("length: 10", "length: 10 ", True),  # trailing spaces are stripped, as _text_v2_fields does
+        ("length: 10", "\tlength: 10", False),
+        ("length: 10", "length: 10\r", False),
+        ("state: CLOSED", "state: CLOSED\nunknown: 1", False),
+        ("}\ndigestType", "digestType", False),  # unclosed segment
+        ('"b2:3181"', '"b1:3181"', True),  # de-duplicated bookies, as Python does
+        ('  ensembleMember: "b2:3181"\n', "", False),  # fewer members than the ensemble: the builder refuses
+        ("quorumSize: 2", "quorumSize: 3", False),  # write quorum above the ensemble: the builder refuses
+    ],
+)  # fmt: skip
+def test_v2_edges(old: str, new: str, taken: bool) -> None:
+    assert old in _V2_CANONICAL
+    got = check(b"BookieMetadataFormatVersion\t2\n" + _V2_CANONICAL.replace(old, new, 1).encode())
+    assert (got is not None) is taken
+
+
+_V2_LINES = st.sampled_from(
+    [
+        "quorumSize: 2", "quorumSize: 02", "quorumSize: -2", "quorumSize: 2147483648", "ensembleSize: 2",
+        "ensembleSize: 3", "length: 0", "length: -0", "length: 010", "length: 9223372036854775807",
+        "length: 9223372036854775808",
+        "length: -9223372036854775808", "lastEntryId: -1", "lastEntryId: 4", "state: CLOSED", "state: OPEN",
+        "state: closed", "state: 3", "digestType: CRC32C", "digestType: NONE", 'password: ""', "password: x",
+        "ackQuorumSize: 1", "ackQuorumSize: 3", "ctime: 0", "ctime: 17", "cToken: 5", "segment {", "customMetadata {",
+        "}", "", "  ", 'ensembleMember: "b1:3181"', 'ensembleMember: "b2:3181"', 'ensembleMember: "b:1" ',
+        'ensembleMember: "readonly"', 'ensembleMember: ""', "firstEntryId: 0", "firstEntryId: 5",
+        "firstEntryId: -1", 'key: "k"', 'key: "k2"', 'key: ""', 'value: "v"', 'value: "a\\"b"', "value: v",
+        "segment{", "segment  {", "quorumSize:2", "quorum Size: 2", "unknown: 1", "\tquorumSize: 2",
+        "length: 1 # c", "# c", "state: CLOSED\r",
+    ]
+)  # fmt: skip
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_V2_LINES, max_size=24), st.sampled_from(["", " ", "  "]))
+@example(
+    [
+        "quorumSize: 2", "ensembleSize: 2", "length: 0", "state: CLOSED", "segment {", 'ensembleMember: "b1:3181"',
+        'ensembleMember: "b2:3181"', "firstEntryId: 0", "}", "customMetadata {", 'key: "k"', 'value: "v"', "}",
+    ],
+    "  ",
+)  # fmt: skip
+def test_v2_line_soup_is_equal_or_left_to_python(lines: list[str], indent: str) -> None:
+    body = "\n".join(indent + line if i % 2 else line for i, line in enumerate(lines))
+    check(b"BookieMetadataFormatVersion\t2\n" + body.encode())
 
 
 def _plain(**over: Any) -> dict[str, Any]:
@@ -191,7 +301,7 @@ def test_non_bytes_values_are_left_to_python() -> None:
 
 
 def test_the_switch_turns_the_native_path_off() -> None:
-    code = "from pulsar_ops import native; print(native.bk_ledger_v3 is None, native.STATUS)"
+    code = "from pulsar_ops import native; print(native.bk_ledger is None, native.STATUS)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, native.DISABLE_ENV: "0"},
