@@ -58,8 +58,10 @@ odd_ledger_paths = st.sampled_from(
     ]
 )
 stats = st.tuples(*[st.integers(0, 2**40)] * 4, *[st.integers(0, 2**20)] * 4, st.integers(0, 1000), st.integers(0, 3))
-v3_values = ascii_ledgers().map(lambda md: encode_ledger_metadata(md, 3))
+# what the batch takes: v3 (binary) and v2 (text) ledger metadata; the rest is the per-znode path's
+v3_values = ascii_ledgers().flatmap(lambda md: st.sampled_from([encode_ledger_metadata(md, v) for v in (3, 2)]))
 other_values = ledger_metadatas().map(lambda md: encode_ledger_metadata(md, 2)) | st.binary(max_size=40)
+other_values |= ledger_metadatas().map(lambda md: encode_ledger_metadata(md, 1))
 
 
 @st.composite
@@ -115,10 +117,12 @@ def test_the_batch_takes_well_formed_ledgers_and_leaves_the_rest(tmp_path: Path)
 
     md = find(ascii_ledgers(), lambda _m: True)
     v3 = encode_ledger_metadata(md, 3)
-    good = [(ledger_path(i, ROOT), v3, (1, i // 2 + 1, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)) for i in (1, 2**31, 2**63 - 1)]
+    v2 = encode_ledger_metadata(md, 2)
+    good = [(ledger_path(i, ROOT), v3, (1, i // 2 + 1, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)) for i in (1, 2**31)]
+    good.append((ledger_path(2**63 - 1, ROOT), v2, (1, 2**62, 3, 4, 0, 0, 0, 0, len(v2), 0, 1)))
     left = [
         (ledger_path(7, ROOT, flat=True), v3, (1, 2, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)),
-        (ledger_path(8, ROOT), encode_ledger_metadata(md, 2), (1, 2, 3, 4, 0, 0, 0, 0, 9, 0, 1)),
+        (ledger_path(8, ROOT), encode_ledger_metadata(md, 1), (1, 2, 3, 4, 0, 0, 0, 0, 9, 0, 1)),
         ("/ledgers/00/0000", b"", (1, 2, 3, 4, 0, 0, 0, 0, 0, 1, 1)),
     ]
     n, rest, zarrays, barrays, lo, hi = native_batch.bk_batch("local", good + left, ROOT, 1 << 20)
@@ -126,6 +130,7 @@ def test_the_batch_takes_well_formed_ledgers_and_leaves_the_rest(tmp_path: Path)
     assert zarrays[1].to_pylist() == [p for p, _, _ in good]
     assert barrays[1].to_pylist() == [1, 2**31, 2**63 - 1]
     assert barrays[2].to_pylist() == ["legacy", "long", "long"]
+    assert barrays[3].to_pylist() == [3, 3, 2]  # format_version
 
 
 def test_the_specs_follow_the_schema() -> None:
