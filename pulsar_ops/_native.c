@@ -53,7 +53,11 @@ typedef struct {
 typedef struct {
     Slice key;
     Slice value;
+    int b64; /* not UTF-8: the JSON writes it "base64:..." */
 } Custom;
+
+static int utf8_valid(const uint8_t *b, Py_ssize_t n);
+static const char *CUSTOM_KEYS[6];
 
 typedef struct {
     char *buf;
@@ -220,7 +224,17 @@ static int parse_custom(const uint8_t *p, const uint8_t *end, Ledger *L) {
             return -1;
         }
     }
-    if (!is_ascii(c->key) || !is_ascii(c->value)) return -1;
+    if (!is_ascii(c->key)) return -1;
+    c->b64 = 0;
+    if (!is_ascii(c->value)) {
+        /* Not UTF-8, under a key the row does not extract: only custom_metadata_json shows it, as
+           "base64:<value>" (scrape.extract._custom_json). Anything else non-ASCII is Python's. */
+        if (utf8_valid(c->value.p, c->value.n)) return -1;
+        for (int i = 0; i < 6; i++) {
+            if (slice_eq_str(c->key, CUSTOM_KEYS[i])) return -1;
+        }
+        c->b64 = 1;
+    }
     for (int i = 0; i < L->ncustom; i++) {
         if (slice_eq(L->custom[i].key, c->key)) return -1; /* duplicate key: the Python path decides */
     }
@@ -388,7 +402,7 @@ static int parse_v2_text(const uint8_t *p, const uint8_t *end, Ledger *L) {
                 has_first = 0;
                 nested = 1;
             } else if (v2_is(ls, le - 2, "customMetadata")) {
-                has_key = has_value = 0;
+                has_key = has_value = cur.b64 = 0;
                 nested = 2;
             } else {
                 return -1;
@@ -489,6 +503,39 @@ static const char *CUSTOM_KEYS[6] = {
     "application", "component", "pulsar/managed-ledger", "pulsar/cursor", "pulsar/schemaId", "pulsar/compactedTopic",
 };
 
+/* "base64:<standard base64 with padding>" as a JSON string (its characters need no escape) */
+static int buf_base64_str(Buf *b, Slice s) {
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (buf_reserve(b, 9 + ((size_t)s.n + 2) / 3 * 4 + 1) < 0) return -1;
+    char *o = b->buf + b->len;
+    memcpy(o, "\"base64:", 8);
+    o += 8;
+    Py_ssize_t i = 0;
+    for (; i + 3 <= s.n; i += 3) {
+        uint32_t v = (uint32_t)s.p[i] << 16 | (uint32_t)s.p[i + 1] << 8 | s.p[i + 2];
+        *o++ = A[v >> 18];
+        *o++ = A[(v >> 12) & 63];
+        *o++ = A[(v >> 6) & 63];
+        *o++ = A[v & 63];
+    }
+    if (s.n - i == 1) {
+        uint32_t v = (uint32_t)s.p[i] << 16;
+        *o++ = A[v >> 18];
+        *o++ = A[(v >> 12) & 63];
+        *o++ = '=';
+        *o++ = '=';
+    } else if (s.n - i == 2) {
+        uint32_t v = (uint32_t)s.p[i] << 16 | (uint32_t)s.p[i + 1] << 8;
+        *o++ = A[v >> 18];
+        *o++ = A[(v >> 12) & 63];
+        *o++ = A[(v >> 6) & 63];
+        *o++ = '=';
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->buf);
+    return 0;
+}
+
 static PyObject *custom_json(Ledger *L) {
     int order[MAX_CUSTOM];
     for (int i = 0; i < L->ncustom; i++) order[i] = i;
@@ -507,7 +554,7 @@ static PyObject *custom_json(Ledger *L) {
         if (i) bad |= buf_put(&b, ", ", 2);
         bad |= buf_json_str(&b, c->key);
         bad |= buf_put(&b, ": ", 2);
-        bad |= buf_json_str(&b, c->value);
+        bad |= c->b64 ? buf_base64_str(&b, c->value) : buf_json_str(&b, c->value);
     }
     bad |= buf_put(&b, "}", 1);
     PyObject *out = bad ? PyErr_NoMemory() : PyUnicode_DecodeASCII(b.buf, (Py_ssize_t)b.len, NULL);

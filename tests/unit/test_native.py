@@ -108,6 +108,14 @@ def test_hostile_custom_metadata_is_equal_or_left_to_python(md: LedgerMetadata, 
     check(encode_ledger_metadata(replace(md, custom_metadata=tuple(custom)), 3))
 
 
+@needs_native
+@PROPS
+@given(ascii_ledgers(), st.lists(st.tuples(pulsar_keys | ascii_text, st.binary(max_size=12)), max_size=5))
+def test_binary_custom_values_are_equal_or_left_to_python(md: LedgerMetadata, custom: list[Any]) -> None:
+    for version in (3, 2):
+        check(encode_ledger_metadata(replace(md, custom_metadata=tuple(custom)), version))
+
+
 def _mutate(raw: bytearray, data: st.DataObject) -> bytes:
     if not raw:
         return bytes(data.draw(st.binary(max_size=8)))
@@ -280,7 +288,13 @@ def _plain(**over: Any) -> dict[str, Any]:
         ({"ensembles": ((0, ("b1:3181", "b2:3181")), (5, ("b1:3181", "b3:3181")))}, True),  # de-duplicated in order
         ({"ensembles": ((0, ("b1:3181",)), (5, ("b1:3181", "b2:3181")))}, False),  # 1 member: Python refuses
         ({"custom_metadata": (("k", b"v"), ("k", b"w"))}, False),  # duplicate key: Python decides
-        ({"custom_metadata": (("k", b"\xff"),)}, False),  # not UTF-8: Python writes base64 in the JSON
+        ({"custom_metadata": (("k", b"\xff"),)}, True),  # not UTF-8: "base64:/w==" in the JSON, as Python writes
+        ({"custom_metadata": (("k", b"\x08\xb6\xa1\x0c"), ("a", b"x"))}, True),  # the others stay plain
+        ({"custom_metadata": (("k", b"\xff\xfe\xfd\xfc\xfb"),)}, True),
+        ({"custom_metadata": (("application", b"\xff"),)}, False),  # an extracted column: Python's replacement
+        ({"custom_metadata": (("pulsar/compactedTopic", b"\xff"),)}, False),
+        ({"custom_metadata": (("k", b"\xff"), ("a", "\u00e9".encode()))}, False),  # UTF-8 beside: Python's escapes
+        ({"custom_metadata": (("k", "\u00e9".encode()),)}, False),  # valid UTF-8, not ASCII: Python's escapes
         ({"custom_metadata": tuple((f"k{i}", b"v") for i in range(65))}, False),  # past the fixed limit
         ({"ensembles": tuple((i, ("b1:1", "b2:1")) for i in range(257))}, False),
     ],
