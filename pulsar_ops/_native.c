@@ -861,6 +861,62 @@ static int ledger_info_row(Slice s, PyObject **row) {
     return OK;
 }
 
+/* A legacy text ManagedLedgerInfo (what the broker's TextFormat fallback reads; formats.managed_ledger
+ * _decode_plain: binary first, which text starting with "ledgerInfo" never is, its first byte being an end-group
+ * tag) in the shape TextFormat prints it: "ledgerInfo {" blocks of ledgerId (required), entries, size and
+ * timestamp lines, each at most once, decimal without leading zeros, printable ASCII only. At least one block;
+ * anything else (an offload context, properties, a terminated position, comments, other spellings) is BAIL:
+ * Python's text_format decides. Rows as ledger_info_row gives them. */
+static int append_new(PyObject *list, PyObject *item);
+
+static int ml_text_parse(const uint8_t *p, const uint8_t *end, PyObject *rows) {
+    static const char *names[4] = {"ledgerId", "entries", "size", "timestamp"};
+    for (const uint8_t *q = p; q < end; q++) {
+        uint8_t c = *q;
+        if (c != '\n' && (c < 0x20 || c > 0x7E || c == '\\' || c == '#' || c == '\'' || c == '"')) return BAIL;
+    }
+    int nested = 0;
+    int has[4] = {0, 0, 0, 0};
+    int64_t val[4] = {0, 0, 0, 0};
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        const uint8_t *ls = p, *le = nl ? nl : end;
+        p = nl ? nl + 1 : end;
+        while (ls < le && *ls == ' ') ls++;
+        while (le > ls && le[-1] == ' ') le--;
+        if (ls == le) continue;
+        if (!nested) {
+            if (!v2_is(ls, le, "ledgerInfo {")) return BAIL;
+            nested = 1;
+            memset(has, 0, sizeof has);
+            continue;
+        }
+        if (le - ls == 1 && *ls == '}') {
+            if (!has[0]) return BAIL;
+            PyObject *t = Py_BuildValue("(LNNNOOO)", (long long)val[0], int_or_none(has[1], val[1]),
+                                        int_or_none(has[2], val[2]), int_or_none(has[3], val[3]), Py_False,
+                                        Py_False, Py_None);
+            if (!t || append_new(rows, t) != OK) return FAIL;
+            nested = 0;
+            continue;
+        }
+        const uint8_t *sep = NULL;
+        for (const uint8_t *q = ls; q + 1 < le; q++) {
+            if (q[0] == ':' && q[1] == ' ') {
+                sep = q;
+                break;
+            }
+        }
+        if (!sep) return BAIL;
+        int k = 0;
+        while (k < 4 && !v2_is(ls, sep, names[k])) k++;
+        if (k == 4 || has[k] || v2_int(sep + 2, le, INT64_MIN, INT64_MAX, &val[k]) < 0) return BAIL;
+        has[k] = 1;
+    }
+    if (nested || PyList_GET_SIZE(rows) == 0) return BAIL;
+    return OK;
+}
+
 static PyObject *str_pair(Slice a, Slice b) {
     PyObject *x = str_of(a), *y = str_of(b);
     if (!x || !y) {
@@ -1666,7 +1722,7 @@ static const int ML_WIDTHS[ML_TABLES] = {19, 22, 12, 20, 8, 7}; /* znodes, manag
 static const char ML_ROOT[] = "/managed-ledgers/";
 #define ML_ROOT_LEN (sizeof(ML_ROOT) - 1)
 #define PERSISTENT_PREFIX "persistent://"
-static PyObject *KIND_ML, *KIND_CURSOR, *FORMAT_BINARY, *FORMAT_EMPTY, *CODEC_NONE;
+static PyObject *KIND_ML, *KIND_CURSOR, *FORMAT_BINARY, *FORMAT_TEXT, *FORMAT_EMPTY, *CODEC_NONE;
 
 static int has_escape(const char *p, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1942,6 +1998,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
         Py_INCREF(codec);
         plain = data;
         Py_INCREF(plain);
+        if (!cursor && dn >= 10 && memcmp(d, "ledgerInfo", 10) == 0) format = FORMAT_TEXT;
     }
     const uint8_t *pp = (const uint8_t *)PyBytes_AS_STRING(plain);
     const uint8_t *pend = pp + PyBytes_GET_SIZE(plain);
@@ -1970,6 +2027,10 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
         int rc = ml_info_parse(pp, pend, rows, props, &terminated);
         if (rc == FAIL) goto error;
         if (rc == BAIL || (PyList_GET_SIZE(rows) == 0 && !terminated && PyList_GET_SIZE(props) == 0)) goto leave;
+    } else if (format == FORMAT_TEXT) {
+        int rc = ml_text_parse(pp, pend, rows);
+        if (rc == FAIL) goto error;
+        if (rc == BAIL) goto leave;
     }
     /* the ledger list's total size within int64 (extract.total_size) */
     int64_t total = 0;
@@ -2306,7 +2367,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (!(LAYOUT_NAMES[1] = PyUnicode_InternFromString("legacy")) || !(LAYOUT_NAMES[2] = PyUnicode_InternFromString("long")))
         return NULL;
     if (!(KIND_ML = PyUnicode_InternFromString("managed-ledger")) || !(KIND_CURSOR = PyUnicode_InternFromString("cursor")) ||
-        !(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
+        !(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_TEXT = PyUnicode_InternFromString("text")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
         !(CODEC_NONE = PyUnicode_InternFromString("NONE")))
         return NULL;
     if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;
