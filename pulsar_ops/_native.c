@@ -934,13 +934,38 @@ static int append_new(PyObject *list, PyObject *item) {
     return rc < 0 ? FAIL : OK;
 }
 
+/* A field the message does not define: protobuf keeps it aside and parses on (a varint, fixed64, length-delimited
+ * or fixed32 value); field 0, groups and invalid wire types are BAIL (Python decides). */
+static int skip_unknown(const uint8_t **pp, const uint8_t *end, uint32_t field, uint32_t wire) {
+    uint64_t v;
+    Slice s;
+    if (field == 0) return BAIL;
+    switch (wire) {
+        case 0: return read_varint(pp, end, &v) < 0 ? BAIL : OK;
+        case 1:
+            if (end - *pp < 8) return BAIL;
+            *pp += 8;
+            return OK;
+        case 2: return read_slice(pp, end, &s) < 0 ? BAIL : OK;
+        case 5:
+            if (end - *pp < 4) return BAIL;
+            *pp += 4;
+            return OK;
+        default: return BAIL;
+    }
+}
+
 static int ml_info_parse(const uint8_t *p, const uint8_t *end, PyObject *rows, PyObject *props, int *terminated) {
     while (p < end) {
         uint64_t key;
         Slice x;
         NEXT_KEY(p, end, key);
-        if ((key & 7) != 2 || read_slice(&p, end, &x) < 0) return BAIL;
         uint32_t field = (uint32_t)(key >> 3);
+        if (field == 0 || field > 3) { /* ManagedLedgerInfo defines 1-3 */
+            if (skip_unknown(&p, end, field, (uint32_t)(key & 7)) != OK) return BAIL;
+            continue;
+        }
+        if ((key & 7) != 2 || read_slice(&p, end, &x) < 0) return BAIL;
         if (field == 1) {
             PyObject *row = NULL;
             int rc = ledger_info_row(x, &row);
@@ -995,6 +1020,10 @@ static int cursor_parse(const uint8_t *p, const uint8_t *end, int64_t *scalars, 
             if (read_varint(&p, end, &v) < 0) return BAIL;
             scalars[field] = (int64_t)v;
             has[field] = 1;
+            continue;
+        }
+        if (field == 0 || field > 8) { /* ManagedCursorInfo defines 1-8 */
+            if (skip_unknown(&p, end, field, wire) != OK) return BAIL;
             continue;
         }
         Slice x;

@@ -456,7 +456,9 @@ def test_offloaded_ledgers_and_packed_delete_sets_are_taken_natively() -> None:
         b"\x12\x02\x08\x01",  # terminatedPosition without its required entryId
         b"\x12\x04\x08\x01\x10\x02\x12\x04\x08\x01\x10\x02",  # a singular sub-message twice: protobuf merges
         b"\x0a\x02\x10\x01",  # a LedgerInfo without its required ledgerId
-        b"\x0a\x02\x08\x01\x20\x01\x78\x01",  # an unknown field (15)
+        b"\x0a\x04\x08\x01\x78\x01",  # an unknown field (15) inside a LedgerInfo
+        b"\x0a\x02\x08\x01\x7b\x7c",  # an unknown group (15)
+        b"\x0a\x02\x08\x01\x08\x01",  # a known number (1) with another wire type
     ],
 )
 def test_unusual_ml_infos_are_left_to_python(plain: bytes) -> None:
@@ -542,3 +544,49 @@ def test_snapshot_node_batches_equal_the_pure_twin(nodes: list[tuple[bytes, int,
     assert [n[0] for n in whole[0]] == [p.decode("utf-8", "surrogateescape") for p, _d, _x in nodes]
     assert [n[1] for n in whole[0]] == [d for _p, _n, d in nodes]
     assert whole[3] == sum(node_digest(p, d, x) for p, d, x in whole[0])  # tree.node_digest, summed
+
+
+def _unknown_field(field: int, wire: int, payload: bytes) -> bytes:
+    """One field record of any number and wire type (its payload as given: valid or not)."""
+    key, out = (field << 3) | wire, bytearray()
+    while True:
+        out.append((key & 0x7F) | (0x80 if key > 0x7F else 0))
+        key >>= 7
+        if not key:
+            return bytes(out) + payload
+
+
+unknown_fields = st.lists(
+    st.builds(
+        _unknown_field,
+        st.sampled_from([0, 1, 2, 3, 8, 9, 15, 100, 2**29 - 1]),
+        st.integers(0, 7),
+        st.sampled_from([b"\x01", b"\xff\x01", b"\x00" * 4, b"\x00" * 8, b"\x03abc", b"\x05ab", b"\x80", b""]),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@needs_ml
+@PROPS
+@given(ascii_ml_infos(), ascii_cursor_infos(), unknown_fields, st.booleans())
+def test_unknown_fields_are_skipped_as_protobuf_skips_them_or_left_to_python(
+    ml: ManagedLedgerInfo, cur: ManagedCursorInfo, extra: list[bytes], front: bool
+) -> None:
+    """A field the message does not define (a newer broker's) is kept aside by protobuf and the rest parses: the
+    native path skips the varint, fixed and length-delimited ones the same way; groups, field 0 and known
+    numbers with another wire type stay Python's."""
+    tail = b"".join(extra)
+    for value, chk in ((encode_managed_ledger_info(ml), check_ml), (encode_cursor_info(cur), check_cursor)):
+        chk(tail + value if front else value + tail)
+
+
+@needs_ml
+def test_a_newer_brokers_field_100_is_taken_natively() -> None:
+    from pulsar_ops.formats.managed_ledger import LedgerInfo
+
+    tail = _unknown_field(100, 0, b"\x01")
+    assert check_ml(encode_managed_ledger_info(ManagedLedgerInfo((LedgerInfo(5, 1, 2, 3),))) + tail) is not None
+    assert check_cursor(encode_cursor_info(ManagedCursorInfo(9, (5, 3))) + tail) is not None
+    assert check_cursor(encode_cursor_info(ManagedCursorInfo(9, (5, 3))) + _unknown_field(100, 3, b"")) is None
