@@ -1,9 +1,10 @@
 /*
- * pulsar_ops._native: the scrape's one native hot path, BookKeeper v3 ledger metadata -> the bk_ledgers row parts.
+ * pulsar_ops._native: the scrape's native hot paths; first, BookKeeper ledger metadata -> the bk_ledgers row parts.
  *
- * bk_ledger_v3(data: bytes) -> tuple | None
+ * bk_ledger(data: bytes) -> tuple | None
  *
- * Returns, for a well-formed, ASCII-only, format-version-3 ledger metadata znode, exactly the values the pure-Python
+ * Returns, for a well-formed, ASCII-only, format-version-3 (binary) or 2 (protobuf text in the exact shape
+ * TextFormat prints) ledger metadata znode, exactly the values the pure-Python
  * path (pulsar_ops.scrape.extract_fast._bk_ledger over formats.ledger_metadata.ledger_metadata_fields) computes:
  *
  *   (format_version, state, length, last_entry_id, ensemble_size, write_quorum, ack_quorum, digest_type, ctime_ms,
@@ -16,7 +17,8 @@
  * DecodeError. So this module never decides an error; it only makes the common case fast. Equivalence with the
  * Python path is property-tested (tests/unit/test_native.py).
  *
- * Field numbers: bookkeeper-server DataFormats.proto, LedgerMetadataFormat (see formats/proto.py).
+ * Field numbers and names: bookkeeper-server DataFormats.proto, LedgerMetadataFormat (see formats/proto.py); v2 is
+ * that message as TextFormat.printToString writes it (LedgerMetadataSerDe, formats/ledger_metadata.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 6
+#define NATIVE_ABI 7
 
 #define MAX_SEGMENTS 256
 #define MAX_MEMBERS 1024
@@ -34,6 +36,8 @@
 
 static const char V3_HEADER[] = "BookieMetadataFormatVersion\t3\n";
 #define V3_HEADER_LEN (sizeof(V3_HEADER) - 1)
+static const char V2_HEADER[] = "BookieMetadataFormatVersion\t2\n";
+#define V2_HEADER_LEN (sizeof(V2_HEADER) - 1)
 
 typedef struct {
     const uint8_t *p;
@@ -49,7 +53,11 @@ typedef struct {
 typedef struct {
     Slice key;
     Slice value;
+    int b64; /* not UTF-8: the JSON writes it "base64:..." */
 } Custom;
+
+static int utf8_valid(const uint8_t *b, Py_ssize_t n);
+static const char *CUSTOM_KEYS[6];
 
 typedef struct {
     char *buf;
@@ -216,13 +224,25 @@ static int parse_custom(const uint8_t *p, const uint8_t *end, Ledger *L) {
             return -1;
         }
     }
-    if (!is_ascii(c->key) || !is_ascii(c->value)) return -1;
+    if (!is_ascii(c->key)) return -1;
+    c->b64 = 0;
+    if (!is_ascii(c->value)) {
+        /* Not UTF-8, under a key the row does not extract: only custom_metadata_json shows it, as
+           "base64:<value>" (scrape.extract._custom_json). Anything else non-ASCII is Python's. */
+        if (utf8_valid(c->value.p, c->value.n)) return -1;
+        for (int i = 0; i < 6; i++) {
+            if (slice_eq_str(c->key, CUSTOM_KEYS[i])) return -1;
+        }
+        c->b64 = 1;
+    }
     for (int i = 0; i < L->ncustom; i++) {
         if (slice_eq(L->custom[i].key, c->key)) return -1; /* duplicate key: the Python path decides */
     }
     L->ncustom++;
     return 0;
 }
+
+static int check_ledger(Ledger *L);
 
 static int parse_ledger(const uint8_t *p, const uint8_t *end, Ledger *L) {
     while (p < end) {
@@ -260,6 +280,12 @@ static int parse_ledger(const uint8_t *p, const uint8_t *end, Ledger *L) {
             return -1;
         }
     }
+    return check_ledger(L);
+}
+
+/* What the parsers leave to Python beyond the message itself: missing required fields, duplicate or unordered
+ * segment starts, and what BookKeeper's LedgerMetadataBuilder / LedgerMetadataImpl / BookieId refuse. */
+static int check_ledger(Ledger *L) {
     if (!(L->has_quorum && L->has_ensemble && L->has_length && L->has_state)) return -1;
     for (int i = 0; i < L->nseg; i++) {
         for (int j = 0; j < i; j++) {
@@ -286,6 +312,186 @@ static int parse_ledger(const uint8_t *p, const uint8_t *end, Ledger *L) {
     return 0;
 }
 
+/* ---- v2: protobuf text, only in the exact shape TextFormat prints it ------------------------------------------
+ * The twin of formats.ledger_metadata._text_v2_fields, stricter: printable ASCII lines only (no tab, no escape,
+ * no comment, no quote other than the string delimiters), each custom-metadata entry with a non-empty key and
+ * value, positive quorum and ensemble sizes and entry ids from 0. Anything else (and everything _text_v2_fields
+ * refuses) gives -1: Python's text_format then decides the values or the error. */
+
+static int v2_int(const uint8_t *p, const uint8_t *e, int64_t lo, int64_t hi, int64_t *out) {
+    int neg = p < e && *p == '-';
+    if (neg) p++;
+    if (p == e || e - p > 19 || (*p == '0' && e - p > 1)) return -1;
+    uint64_t v = 0;
+    for (; p < e; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        v = v * 10 + (uint64_t)(*p - '0'); /* at most 19 digits: below 2^64 */
+    }
+    int64_t x;
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1) return -1;
+        x = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+    } else {
+        if (v > (uint64_t)INT64_MAX) return -1;
+        x = (int64_t)v;
+    }
+    if (x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+
+/* "..." with no quote inside: the slice between the quotes */
+static int v2_str(const uint8_t *p, const uint8_t *e, Slice *out) {
+    if (e - p < 2 || p[0] != '"' || e[-1] != '"') return -1;
+    if (memchr(p + 1, '"', (size_t)(e - p - 2))) return -1;
+    out->p = p + 1;
+    out->n = e - p - 2;
+    return 0;
+}
+
+static int v2_is(const uint8_t *p, const uint8_t *e, const char *word) {
+    size_t n = strlen(word);
+    return (size_t)(e - p) == n && memcmp(p, word, n) == 0;
+}
+
+enum { V2_QUORUM, V2_ENSEMBLE, V2_LENGTH, V2_LAST, V2_ACK, V2_CTIME, V2_CTOKEN, V2_STATE, V2_DIGEST, V2_PASSWORD };
+static const char *V2_NAMES[] = {"quorumSize", "ensembleSize", "length", "lastEntryId", "ackQuorumSize", "ctime",
+                                 "cToken", "state", "digestType", "password"};
+#define V2_NNAMES 10
+
+static int parse_v2_text(const uint8_t *p, const uint8_t *end, Ledger *L) {
+    for (const uint8_t *q = p; q < end; q++) {
+        uint8_t c = *q;
+        if (c != '\n' && (c < 0x20 || c > 0x7E || c == '\\' || c == '#' || c == '\'')) return -1;
+    }
+    int nested = 0; /* 1 segment, 2 customMetadata */
+    int has_first = 0, has_key = 0, has_value = 0;
+    unsigned seen = 0;
+    Custom cur;
+    Segment *seg = NULL;
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        const uint8_t *ls = p, *le = nl ? nl : end;
+        p = nl ? nl + 1 : end;
+        while (ls < le && *ls == ' ') ls++;
+        while (le > ls && le[-1] == ' ') le--;
+        if (ls == le) continue;
+        if (le - ls == 1 && *ls == '}') {
+            if (nested == 1) {
+                if (!has_first) return -1;
+                L->nseg++;
+            } else if (nested == 2) {
+                if (!has_key || !has_value || L->ncustom >= MAX_CUSTOM) return -1;
+                for (int i = 0; i < L->ncustom; i++) {
+                    if (slice_eq(L->custom[i].key, cur.key)) return -1; /* a duplicate key: Python decides */
+                }
+                L->custom[L->ncustom++] = cur;
+            } else {
+                return -1;
+            }
+            nested = 0;
+            continue;
+        }
+        if (le - ls >= 2 && le[-1] == '{' && le[-2] == ' ') {
+            if (nested) return -1;
+            if (v2_is(ls, le - 2, "segment")) {
+                if (L->nseg >= MAX_SEGMENTS) return -1;
+                seg = &L->seg[L->nseg];
+                seg->mstart = L->nmembers;
+                seg->mcount = 0;
+                has_first = 0;
+                nested = 1;
+            } else if (v2_is(ls, le - 2, "customMetadata")) {
+                has_key = has_value = cur.b64 = 0;
+                nested = 2;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        const uint8_t *sep = NULL;
+        for (const uint8_t *q = ls; q + 1 < le; q++) {
+            if (q[0] == ':' && q[1] == ' ') {
+                sep = q;
+                break;
+            }
+        }
+        if (!sep || memchr(ls, ' ', (size_t)(sep - ls))) return -1;
+        const uint8_t *vs = sep + 2;
+        Slice sv;
+        int64_t iv;
+        if (nested == 1) {
+            if (v2_is(ls, sep, "ensembleMember")) {
+                if (v2_str(vs, le, &sv) < 0 || L->nmembers >= MAX_MEMBERS) return -1;
+                L->members[L->nmembers++] = sv;
+                seg->mcount++;
+            } else if (v2_is(ls, sep, "firstEntryId") && !has_first) {
+                if (v2_int(vs, le, 0, INT64_MAX, &iv) < 0) return -1;
+                seg->first = iv;
+                has_first = 1;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        if (nested == 2) {
+            if (v2_str(vs, le, &sv) < 0 || sv.n == 0) return -1;
+            if (v2_is(ls, sep, "key") && !has_key) {
+                cur.key = sv;
+                has_key = 1;
+            } else if (v2_is(ls, sep, "value") && !has_value) {
+                cur.value = sv;
+                has_value = 1;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        int k = 0;
+        while (k < V2_NNAMES && !v2_is(ls, sep, V2_NAMES[k])) k++;
+        if (k == V2_NNAMES || (seen & (1u << k))) return -1;
+        seen |= 1u << k;
+        switch (k) {
+            case V2_QUORUM:
+            case V2_ENSEMBLE:
+            case V2_ACK:
+                if (v2_int(vs, le, 1, INT32_MAX, &iv) < 0) return -1;
+                if (k == V2_QUORUM) L->quorum = (int32_t)iv, L->has_quorum = 1;
+                else if (k == V2_ENSEMBLE) L->ensemble = (int32_t)iv, L->has_ensemble = 1;
+                else L->ack = (int32_t)iv, L->has_ack = 1;
+                break;
+            case V2_LENGTH:
+            case V2_LAST:
+            case V2_CTIME:
+            case V2_CTOKEN:
+                if (v2_int(vs, le, INT64_MIN, INT64_MAX, &iv) < 0) return -1;
+                if (k == V2_LENGTH) L->length = iv, L->has_length = 1;
+                else if (k == V2_LAST) L->last = iv, L->has_last = 1;
+                else if (k == V2_CTIME) L->ctime = iv, L->has_ctime = 1;
+                break;
+            case V2_STATE:
+                if (v2_is(vs, le, "OPEN")) L->state = 1;
+                else if (v2_is(vs, le, "IN_RECOVERY")) L->state = 2;
+                else if (v2_is(vs, le, "CLOSED")) L->state = 3;
+                else return -1;
+                L->has_state = 1;
+                break;
+            case V2_DIGEST:
+                if (v2_is(vs, le, "CRC32")) L->digest = 1;
+                else if (v2_is(vs, le, "HMAC")) L->digest = 2;
+                else if (v2_is(vs, le, "CRC32C")) L->digest = 3;
+                else if (v2_is(vs, le, "DUMMY")) L->digest = 4;
+                else return -1;
+                L->has_digest = 1;
+                break;
+            default: /* password: not stored */
+                if (v2_str(vs, le, &sv) < 0) return -1;
+        }
+    }
+    if (nested) return -1;
+    return check_ledger(L);
+}
+
 /* ---- building the Python values ---------------------------------------------------------------------------- */
 
 static PyObject *str_of(Slice s) { return PyUnicode_DecodeASCII((const char *)s.p, s.n, NULL); }
@@ -296,6 +502,39 @@ static PyObject *DIGEST_NAMES[5];
 static const char *CUSTOM_KEYS[6] = {
     "application", "component", "pulsar/managed-ledger", "pulsar/cursor", "pulsar/schemaId", "pulsar/compactedTopic",
 };
+
+/* "base64:<standard base64 with padding>" as a JSON string (its characters need no escape) */
+static int buf_base64_str(Buf *b, Slice s) {
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (buf_reserve(b, 9 + ((size_t)s.n + 2) / 3 * 4 + 1) < 0) return -1;
+    char *o = b->buf + b->len;
+    memcpy(o, "\"base64:", 8);
+    o += 8;
+    Py_ssize_t i = 0;
+    for (; i + 3 <= s.n; i += 3) {
+        uint32_t v = (uint32_t)s.p[i] << 16 | (uint32_t)s.p[i + 1] << 8 | s.p[i + 2];
+        *o++ = A[v >> 18];
+        *o++ = A[(v >> 12) & 63];
+        *o++ = A[(v >> 6) & 63];
+        *o++ = A[v & 63];
+    }
+    if (s.n - i == 1) {
+        uint32_t v = (uint32_t)s.p[i] << 16;
+        *o++ = A[v >> 18];
+        *o++ = A[(v >> 12) & 63];
+        *o++ = '=';
+        *o++ = '=';
+    } else if (s.n - i == 2) {
+        uint32_t v = (uint32_t)s.p[i] << 16 | (uint32_t)s.p[i + 1] << 8;
+        *o++ = A[v >> 18];
+        *o++ = A[(v >> 12) & 63];
+        *o++ = A[(v >> 6) & 63];
+        *o++ = '=';
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->buf);
+    return 0;
+}
 
 static PyObject *custom_json(Ledger *L) {
     int order[MAX_CUSTOM];
@@ -315,7 +554,7 @@ static PyObject *custom_json(Ledger *L) {
         if (i) bad |= buf_put(&b, ", ", 2);
         bad |= buf_json_str(&b, c->key);
         bad |= buf_put(&b, ": ", 2);
-        bad |= buf_json_str(&b, c->value);
+        bad |= c->b64 ? buf_base64_str(&b, c->value) : buf_json_str(&b, c->value);
     }
     bad |= buf_put(&b, "}", 1);
     PyObject *out = bad ? PyErr_NoMemory() : PyUnicode_DecodeASCII(b.buf, (Py_ssize_t)b.len, NULL);
@@ -369,11 +608,23 @@ static PyObject *custom_value(Ledger *L, const char *name) {
     Py_RETURN_NONE;
 }
 
-static PyObject *bk_ledger_v3(PyObject *self, PyObject *arg) {
+static PyObject *bk_ledger(PyObject *self, PyObject *arg) {
     (void)self;
     if (!PyBytes_Check(arg)) Py_RETURN_NONE;
     const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(arg);
     Py_ssize_t size = PyBytes_GET_SIZE(arg);
+    /* One static scratch record: the GIL is held from here to the return and nothing below calls back into
+       Python code that could re-enter this function. Only the counters and presence flags need resetting. */
+    static Ledger scratch;
+    Ledger *L = &scratch;
+    memset(L, 0, offsetof(Ledger, seg));
+    L->nseg = L->nmembers = L->ncustom = 0;
+    long version = 3;
+    if ((size_t)size >= V2_HEADER_LEN && memcmp(data, V2_HEADER, V2_HEADER_LEN) == 0) {
+        if (parse_v2_text(data + V2_HEADER_LEN, data + size, L) < 0) Py_RETURN_NONE;
+        version = 2;
+        goto parsed;
+    }
     if ((size_t)size < V3_HEADER_LEN || memcmp(data, V3_HEADER, V3_HEADER_LEN) != 0) Py_RETURN_NONE;
     const uint8_t *p = data + V3_HEADER_LEN, *end = data + size;
     /* the length prefix: at most 5 bytes, below 2^32 (ledger_metadata._read_varint32) */
@@ -386,20 +637,14 @@ static PyObject *bk_ledger_v3(PyObject *self, PyObject *arg) {
         if (!(b & 0x80)) break;
     }
     if (n >= ((uint64_t)1 << 32) || n > (uint64_t)(end - p)) Py_RETURN_NONE;
-
-    /* One static scratch record: the GIL is held from here to the return and nothing below calls back into
-       Python code that could re-enter this function. Only the counters and presence flags need resetting. */
-    static Ledger scratch;
-    Ledger *L = &scratch;
-    memset(L, 0, offsetof(Ledger, seg));
-    L->nseg = L->nmembers = L->ncustom = 0;
     if (parse_ledger(p, p + n, L) < 0) Py_RETURN_NONE;
+parsed:;
     PyObject *digest = L->has_digest ? DIGEST_NAMES[L->digest] : Py_None;
     PyObject *ctime = (L->has_ctime && L->ctime != 0) ? PyLong_FromLongLong(L->ctime) : (Py_INCREF(Py_None), Py_None);
     Py_INCREF(digest);
     PyObject *out = PyTuple_New(18);
     PyObject *items[18] = {
-        PyLong_FromLong(3),
+        PyLong_FromLong(version),
         (Py_INCREF(STATE_NAMES[L->state]), STATE_NAMES[L->state]),
         PyLong_FromLongLong(L->length),
         PyLong_FromLongLong(L->has_last ? L->last : -1),
@@ -616,6 +861,62 @@ static int ledger_info_row(Slice s, PyObject **row) {
     return OK;
 }
 
+/* A legacy text ManagedLedgerInfo (what the broker's TextFormat fallback reads; formats.managed_ledger
+ * _decode_plain: binary first, which text starting with "ledgerInfo" never is, its first byte being an end-group
+ * tag) in the shape TextFormat prints it: "ledgerInfo {" blocks of ledgerId (required), entries, size and
+ * timestamp lines, each at most once, decimal without leading zeros, printable ASCII only. At least one block;
+ * anything else (an offload context, properties, a terminated position, comments, other spellings) is BAIL:
+ * Python's text_format decides. Rows as ledger_info_row gives them. */
+static int append_new(PyObject *list, PyObject *item);
+
+static int ml_text_parse(const uint8_t *p, const uint8_t *end, PyObject *rows) {
+    static const char *names[4] = {"ledgerId", "entries", "size", "timestamp"};
+    for (const uint8_t *q = p; q < end; q++) {
+        uint8_t c = *q;
+        if (c != '\n' && (c < 0x20 || c > 0x7E || c == '\\' || c == '#' || c == '\'' || c == '"')) return BAIL;
+    }
+    int nested = 0;
+    int has[4] = {0, 0, 0, 0};
+    int64_t val[4] = {0, 0, 0, 0};
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        const uint8_t *ls = p, *le = nl ? nl : end;
+        p = nl ? nl + 1 : end;
+        while (ls < le && *ls == ' ') ls++;
+        while (le > ls && le[-1] == ' ') le--;
+        if (ls == le) continue;
+        if (!nested) {
+            if (!v2_is(ls, le, "ledgerInfo {")) return BAIL;
+            nested = 1;
+            memset(has, 0, sizeof has);
+            continue;
+        }
+        if (le - ls == 1 && *ls == '}') {
+            if (!has[0]) return BAIL;
+            PyObject *t = Py_BuildValue("(LNNNOOO)", (long long)val[0], int_or_none(has[1], val[1]),
+                                        int_or_none(has[2], val[2]), int_or_none(has[3], val[3]), Py_False,
+                                        Py_False, Py_None);
+            if (!t || append_new(rows, t) != OK) return FAIL;
+            nested = 0;
+            continue;
+        }
+        const uint8_t *sep = NULL;
+        for (const uint8_t *q = ls; q + 1 < le; q++) {
+            if (q[0] == ':' && q[1] == ' ') {
+                sep = q;
+                break;
+            }
+        }
+        if (!sep) return BAIL;
+        int k = 0;
+        while (k < 4 && !v2_is(ls, sep, names[k])) k++;
+        if (k == 4 || has[k] || v2_int(sep + 2, le, INT64_MIN, INT64_MAX, &val[k]) < 0) return BAIL;
+        has[k] = 1;
+    }
+    if (nested || PyList_GET_SIZE(rows) == 0) return BAIL;
+    return OK;
+}
+
 static PyObject *str_pair(Slice a, Slice b) {
     PyObject *x = str_of(a), *y = str_of(b);
     if (!x || !y) {
@@ -633,13 +934,38 @@ static int append_new(PyObject *list, PyObject *item) {
     return rc < 0 ? FAIL : OK;
 }
 
+/* A field the message does not define: protobuf keeps it aside and parses on (a varint, fixed64, length-delimited
+ * or fixed32 value); field 0, groups and invalid wire types are BAIL (Python decides). */
+static int skip_unknown(const uint8_t **pp, const uint8_t *end, uint32_t field, uint32_t wire) {
+    uint64_t v;
+    Slice s;
+    if (field == 0) return BAIL;
+    switch (wire) {
+        case 0: return read_varint(pp, end, &v) < 0 ? BAIL : OK;
+        case 1:
+            if (end - *pp < 8) return BAIL;
+            *pp += 8;
+            return OK;
+        case 2: return read_slice(pp, end, &s) < 0 ? BAIL : OK;
+        case 5:
+            if (end - *pp < 4) return BAIL;
+            *pp += 4;
+            return OK;
+        default: return BAIL;
+    }
+}
+
 static int ml_info_parse(const uint8_t *p, const uint8_t *end, PyObject *rows, PyObject *props, int *terminated) {
     while (p < end) {
         uint64_t key;
         Slice x;
         NEXT_KEY(p, end, key);
-        if ((key & 7) != 2 || read_slice(&p, end, &x) < 0) return BAIL;
         uint32_t field = (uint32_t)(key >> 3);
+        if (field == 0 || field > 3) { /* ManagedLedgerInfo defines 1-3 */
+            if (skip_unknown(&p, end, field, (uint32_t)(key & 7)) != OK) return BAIL;
+            continue;
+        }
+        if ((key & 7) != 2 || read_slice(&p, end, &x) < 0) return BAIL;
         if (field == 1) {
             PyObject *row = NULL;
             int rc = ledger_info_row(x, &row);
@@ -694,6 +1020,10 @@ static int cursor_parse(const uint8_t *p, const uint8_t *end, int64_t *scalars, 
             if (read_varint(&p, end, &v) < 0) return BAIL;
             scalars[field] = (int64_t)v;
             has[field] = 1;
+            continue;
+        }
+        if (field == 0 || field > 8) { /* ManagedCursorInfo defines 1-8 */
+            if (skip_unknown(&p, end, field, wire) != OK) return BAIL;
             continue;
         }
         Slice x;
@@ -1007,7 +1337,7 @@ static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t na
  *
  * reads: a list of (path: str, data: bytes, stat: 11-tuple). The reads this function takes are the hierarchical
  * ledger znodes -- <ledgers_root>/DD/DDDD/LDDDD (legacy) and <ledgers_root>/DDD/DDDD/DDDD/DDDD/LDDDD (long, the
- * id <= 2^63-1) -- within the decode limit whose value bk_ledger_v3 takes and whose row values all fit their
+ * id <= 2^63-1) -- within the decode limit whose value bk_ledger takes and whose row values all fit their
  * columns: for each, exactly the znodes row (znode_row, kind "bk-ledger", no decode error) and the bk_ledgers row
  * scrape.extract_fast._bk_ledger builds, appended to Arrow buffers. Every other read's index goes to ``rest``,
  * for the caller's per-znode path (which decides everything this one does not: classification of other kinds,
@@ -1291,7 +1621,7 @@ static PyObject *bk_batch(PyObject *self, PyObject *const *args, Py_ssize_t narg
                 if (layout && (dlen > max_bytes || PyBytes_GET_SIZE(data) > max_bytes)) layout = 0;
             }
             if (layout) {
-                parts = bk_ledger_v3(NULL, data);
+                parts = bk_ledger(NULL, data);
                 if (!parts) goto fail;
                 if (parts == Py_None) layout = 0;
             }
@@ -1421,7 +1751,7 @@ static const int ML_WIDTHS[ML_TABLES] = {19, 22, 12, 20, 8, 7}; /* znodes, manag
 static const char ML_ROOT[] = "/managed-ledgers/";
 #define ML_ROOT_LEN (sizeof(ML_ROOT) - 1)
 #define PERSISTENT_PREFIX "persistent://"
-static PyObject *KIND_ML, *KIND_CURSOR, *FORMAT_BINARY, *FORMAT_EMPTY, *CODEC_NONE;
+static PyObject *KIND_ML, *KIND_CURSOR, *FORMAT_BINARY, *FORMAT_TEXT, *FORMAT_EMPTY, *CODEC_NONE;
 
 static int has_escape(const char *p, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1697,6 +2027,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
         Py_INCREF(codec);
         plain = data;
         Py_INCREF(plain);
+        if (!cursor && dn >= 10 && memcmp(d, "ledgerInfo", 10) == 0) format = FORMAT_TEXT;
     }
     const uint8_t *pp = (const uint8_t *)PyBytes_AS_STRING(plain);
     const uint8_t *pend = pp + PyBytes_GET_SIZE(plain);
@@ -1725,6 +2056,10 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
         int rc = ml_info_parse(pp, pend, rows, props, &terminated);
         if (rc == FAIL) goto error;
         if (rc == BAIL || (PyList_GET_SIZE(rows) == 0 && !terminated && PyList_GET_SIZE(props) == 0)) goto leave;
+    } else if (format == FORMAT_TEXT) {
+        int rc = ml_text_parse(pp, pend, rows);
+        if (rc == FAIL) goto error;
+        if (rc == BAIL) goto leave;
     }
     /* the ledger list's total size within int64 (extract.total_size) */
     int64_t total = 0;
@@ -2022,9 +2357,9 @@ done:
 }
 
 static PyMethodDef METHODS[] = {
-    {"bk_ledger_v3", bk_ledger_v3, METH_O,
-     "bk_ledger_v3(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 ledger metadata znode, or None "
-     "when the pure-Python path must decide."},
+    {"bk_ledger", bk_ledger, METH_O,
+     "bk_ledger(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 (binary) or v2 (text) ledger "
+     "metadata znode, or None when the pure-Python path must decide."},
     {"ml_info", ml_info, METH_O,
      "ml_info(plain: bytes) -> tuple | None: (ledger rows, terminated, properties) of a plain binary "
      "ManagedLedgerInfo, or None when the pure-Python path must decide."},
@@ -2061,7 +2396,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (!(LAYOUT_NAMES[1] = PyUnicode_InternFromString("legacy")) || !(LAYOUT_NAMES[2] = PyUnicode_InternFromString("long")))
         return NULL;
     if (!(KIND_ML = PyUnicode_InternFromString("managed-ledger")) || !(KIND_CURSOR = PyUnicode_InternFromString("cursor")) ||
-        !(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
+        !(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_TEXT = PyUnicode_InternFromString("text")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
         !(CODEC_NONE = PyUnicode_InternFromString("NONE")))
         return NULL;
     if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;

@@ -1,10 +1,10 @@
 """The optional native hot paths (``pulsar_ops/_native.c``, compiled at install time by ``hatch_build.py``).
 
-Each decoder takes a znode value (``bk_ledger_v3``) or a plain protobuf message (``ml_info``, ``cursor_info``:
-the compression header already stripped) and returns exactly what the pure-Python path computes, or None when
-the pure-Python path must decide: another format, anything malformed, unusual or past a fixed limit. So the
-native code never decides an error; it only makes the common case fast. ``znode_row`` builds the ``znodes`` row
-exactly as ``scrape.extract.znode_row_with_sha`` does.
+Each decoder takes a znode value (``bk_ledger``: v3 binary or v2 text ledger metadata) or a plain protobuf
+message (``ml_info``, ``cursor_info``: the compression header already stripped) and returns exactly what the
+pure-Python path computes, or None when the pure-Python path must decide: another format, anything malformed,
+unusual or past a fixed limit. So the native code never decides an error; it only makes the common case fast.
+``znode_row`` builds the ``znodes`` row exactly as ``scrape.extract.znode_row_with_sha`` does.
 
 Each is None itself when the module was not built (no C compiler at install time), is stale, or is switched off
 with ``PULSAR_OPS_NATIVE=0``; ``STATUS`` says which. Results are identical either way (tests/unit/test_native.py);
@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 6  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 7  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
@@ -32,12 +32,12 @@ def _load() -> tuple[dict[str, Any], str]:
         return {}, "not built (no C compiler at install time?): pure Python"
     if getattr(_native, "ABI", None) != ABI:
         return {}, "stale build ignored (reinstall: pip install -e .): pure Python"
-    names = ("bk_ledger_v3", "ml_info", "cursor_info", "znode_row", "snap_nodes", "bk_batch", "ml_batch")
+    names = ("bk_ledger", "ml_info", "cursor_info", "znode_row", "snap_nodes", "bk_batch", "ml_batch")
     return {name: getattr(_native, name) for name in names}, "native"
 
 
 _FNS, STATUS = _load()
-bk_ledger_v3: NativeFn | None = _FNS.get("bk_ledger_v3")
+bk_ledger: NativeFn | None = _FNS.get("bk_ledger")
 ml_info: NativeFn | None = _FNS.get("ml_info")
 cursor_info: NativeFn | None = _FNS.get("cursor_info")
 # znode_row(store, path, stat, kind, decode_error, sha): the znodes row, exactly extract.znode_row_with_sha's

@@ -55,7 +55,7 @@ BkParts = tuple[Any, ...]
 
 
 def bk_ledger_parts(data: bytes, path: str) -> BkParts:
-    """The pure-Python ``bk_ledgers`` row parts, in ``native.bk_ledger_v3`` order: (format_version, state, length,
+    """The pure-Python ``bk_ledgers`` row parts, in ``native.bk_ledger`` order: (format_version, state, length,
     last_entry_id, ensemble_size, write_quorum, ack_quorum, digest_type, ctime_ms or None for 0/absent,
     application, component, managed_ledger, cursor, schema_id, compacted_topic, custom_metadata_json, bookies,
     ensembles_json). Raises DecodeError like ``decode_ledger_metadata``."""
@@ -78,7 +78,7 @@ def bk_ledger_parts(data: bytes, path: str) -> BkParts:
     )  # fmt: skip
 
 
-_native_bk = native.bk_ledger_v3
+_native_bk = native.bk_ledger
 
 
 def bk_parts(data: bytes, path: str) -> BkParts:

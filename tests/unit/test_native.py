@@ -29,7 +29,7 @@ from tests.unit.formats.strategies import bookie, cursor_infos, i64, ledger_meta
 
 PATH = "/ledgers/00/0000/L0042"
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-NATIVE = native.bk_ledger_v3
+NATIVE = native.bk_ledger
 
 
 def _compiler() -> str | None:
@@ -108,6 +108,14 @@ def test_hostile_custom_metadata_is_equal_or_left_to_python(md: LedgerMetadata, 
     check(encode_ledger_metadata(replace(md, custom_metadata=tuple(custom)), 3))
 
 
+@needs_native
+@PROPS
+@given(ascii_ledgers(), st.lists(st.tuples(pulsar_keys | ascii_text, st.binary(max_size=12)), max_size=5))
+def test_binary_custom_values_are_equal_or_left_to_python(md: LedgerMetadata, custom: list[Any]) -> None:
+    for version in (3, 2):
+        check(encode_ledger_metadata(replace(md, custom_metadata=tuple(custom)), version))
+
+
 def _mutate(raw: bytearray, data: st.DataObject) -> bytes:
     if not raw:
         return bytes(data.draw(st.binary(max_size=8)))
@@ -143,11 +151,121 @@ def test_garbage_after_the_v3_header_is_equal_or_left_to_python(body: bytes) -> 
 
 
 @needs_native
-@pytest.mark.parametrize("version", [1, 2])
-def test_other_versions_are_left_to_python(version: int) -> None:
-    data = encode_ledger_metadata(LedgerMetadata(**_plain(format_version=version)), version)
+def test_v1_is_left_to_python() -> None:
+    data = encode_ledger_metadata(LedgerMetadata(**_plain(format_version=1)), 1)
     assert not isinstance(python_parts(data), DecodeError)
     assert NATIVE is not None and NATIVE(data) is None
+
+
+# v2 (protobuf text): taken natively only in the exact shape TextFormat prints, printable ASCII without escapes,
+# and with every custom-metadata key and value non-empty; the rest is Python's (text_format decides).
+_PLAIN_V2 = set(map(chr, range(0x20, 0x7F))) - set("\\\"#'")
+
+
+def _v2_plain(md: LedgerMetadata) -> bool:
+    texts = [k for k, _ in md.custom_metadata] + [v.decode("ascii", "replace") for _, v in md.custom_metadata]
+    return all(t and set(t) <= _PLAIN_V2 for t in texts) and set(md.password.decode("latin-1")) <= _PLAIN_V2
+
+
+@needs_native
+@PROPS
+@given(ascii_ledgers())
+def test_well_formed_v2_text_is_taken_natively_with_python_values(md: LedgerMetadata) -> None:
+    data = encode_ledger_metadata(replace(md, format_version=2), 2)
+    got = check(data)
+    if _v2_plain(md) and len({k for k, _ in md.custom_metadata}) == len(md.custom_metadata):
+        assert got is not None, "the native path refused a well-formed plain v2 ledger"
+        assert got[0] == 2
+
+
+@needs_native
+@PROPS
+@given(ascii_ledgers(), st.data())
+def test_corrupted_v2_text_is_equal_or_left_to_python(md: LedgerMetadata, data: st.DataObject) -> None:
+    check(_mutate(bytearray(encode_ledger_metadata(md, 2)), data))
+
+
+_V2_CANONICAL = (
+    "quorumSize: 2\nensembleSize: 2\nlength: 10\nlastEntryId: 4\nstate: CLOSED\nsegment {\n"
+    '  ensembleMember: "b1:3181"\n  ensembleMember: "b2:3181"\n  firstEntryId: 0\n}\ndigestType: CRC32C\n'
+    'password: ""\nackQuorumSize: 2\nctime: 1700000000000\ncustomMetadata {\n  key: "application"\n'
+    '  value: "pulsar"\n}\n'
+)
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("old", "new", "taken"),
+    [
+        ("", "", True),
+        ("length: 10", "length: 010", False),  # text_format reads octal: Python decides
+        ("length: 10", "length: 0x10", False),
+        ("length: 10", "length: -0", True),
+        ("length: 10", "length: 9223372036854775807", True),
+        ("length: 10", "length: 9223372036854775808", False),
+        ("lastEntryId: 4", "lastEntryId: -9223372036854775808", True),
+        ("quorumSize: 2", "quorumSize: 2147483648", False),
+        ("ackQuorumSize: 2\n", "", True),  # defaults to the write quorum
+        ("ctime: 1700000000000", "ctime: 0", True),  # 0 reads as no ctime
+        ("lastEntryId: 4\n", "", True),
+        ("state: CLOSED", "state: 3", False),
+        ("digestType: CRC32C", "digestType: crc32c", False),
+        ('password: ""', 'password: "\\001"', False),
+        ('value: "pulsar"', 'value: ""', False),
+        ('  value: "pulsar"\n', "", False),  # no value: Python's b""
+        ('value: "pulsar"', 'value: "pul#sar"', False),
+        ("segment {", "segment  {", False),
+        ("segment {", "segment{", False),
+        ("  firstEntryId: 0\n", "", False),
+        ("  firstEntryId: 0", "  firstEntryId: 0\n  firstEntryId: 0", False),
+        ("length: 10", "length: 10\nlength: 10", False),
+        ("length: 10", "length:  10", False),
+        ("length: 10", "length: 10 ", True),  # trailing spaces are stripped, as _text_v2_fields does
+        ("length: 10", "\tlength: 10", False),
+        ("length: 10", "length: 10\r", False),
+        ("state: CLOSED", "state: CLOSED\nunknown: 1", False),
+        ("}\ndigestType", "digestType", False),  # unclosed segment
+        ('"b2:3181"', '"b1:3181"', True),  # de-duplicated bookies, as Python does
+        ('  ensembleMember: "b2:3181"\n', "", False),  # fewer members than the ensemble: the builder refuses
+        ("quorumSize: 2", "quorumSize: 3", False),  # write quorum above the ensemble: the builder refuses
+    ],
+)  # fmt: skip
+def test_v2_edges(old: str, new: str, taken: bool) -> None:
+    assert old in _V2_CANONICAL
+    got = check(b"BookieMetadataFormatVersion\t2\n" + _V2_CANONICAL.replace(old, new, 1).encode())
+    assert (got is not None) is taken
+
+
+_V2_LINES = st.sampled_from(
+    [
+        "quorumSize: 2", "quorumSize: 02", "quorumSize: -2", "quorumSize: 2147483648", "ensembleSize: 2",
+        "ensembleSize: 3", "length: 0", "length: -0", "length: 010", "length: 9223372036854775807",
+        "length: 9223372036854775808",
+        "length: -9223372036854775808", "lastEntryId: -1", "lastEntryId: 4", "state: CLOSED", "state: OPEN",
+        "state: closed", "state: 3", "digestType: CRC32C", "digestType: NONE", 'password: ""', "password: x",
+        "ackQuorumSize: 1", "ackQuorumSize: 3", "ctime: 0", "ctime: 17", "cToken: 5", "segment {", "customMetadata {",
+        "}", "", "  ", 'ensembleMember: "b1:3181"', 'ensembleMember: "b2:3181"', 'ensembleMember: "b:1" ',
+        'ensembleMember: "readonly"', 'ensembleMember: ""', "firstEntryId: 0", "firstEntryId: 5",
+        "firstEntryId: -1", 'key: "k"', 'key: "k2"', 'key: ""', 'value: "v"', 'value: "a\\"b"', "value: v",
+        "segment{", "segment  {", "quorumSize:2", "quorum Size: 2", "unknown: 1", "\tquorumSize: 2",
+        "length: 1 # c", "# c", "state: CLOSED\r",
+    ]
+)  # fmt: skip
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_V2_LINES, max_size=24), st.sampled_from(["", " ", "  "]))
+@example(
+    [
+        "quorumSize: 2", "ensembleSize: 2", "length: 0", "state: CLOSED", "segment {", 'ensembleMember: "b1:3181"',
+        'ensembleMember: "b2:3181"', "firstEntryId: 0", "}", "customMetadata {", 'key: "k"', 'value: "v"', "}",
+    ],
+    "  ",
+)  # fmt: skip
+def test_v2_line_soup_is_equal_or_left_to_python(lines: list[str], indent: str) -> None:
+    body = "\n".join(indent + line if i % 2 else line for i, line in enumerate(lines))
+    check(b"BookieMetadataFormatVersion\t2\n" + body.encode())
 
 
 def _plain(**over: Any) -> dict[str, Any]:
@@ -170,7 +288,13 @@ def _plain(**over: Any) -> dict[str, Any]:
         ({"ensembles": ((0, ("b1:3181", "b2:3181")), (5, ("b1:3181", "b3:3181")))}, True),  # de-duplicated in order
         ({"ensembles": ((0, ("b1:3181",)), (5, ("b1:3181", "b2:3181")))}, False),  # 1 member: Python refuses
         ({"custom_metadata": (("k", b"v"), ("k", b"w"))}, False),  # duplicate key: Python decides
-        ({"custom_metadata": (("k", b"\xff"),)}, False),  # not UTF-8: Python writes base64 in the JSON
+        ({"custom_metadata": (("k", b"\xff"),)}, True),  # not UTF-8: "base64:/w==" in the JSON, as Python writes
+        ({"custom_metadata": (("k", b"\x08\xb6\xa1\x0c"), ("a", b"x"))}, True),  # the others stay plain
+        ({"custom_metadata": (("k", b"\xff\xfe\xfd\xfc\xfb"),)}, True),
+        ({"custom_metadata": (("application", b"\xff"),)}, False),  # an extracted column: Python's replacement
+        ({"custom_metadata": (("pulsar/compactedTopic", b"\xff"),)}, False),
+        ({"custom_metadata": (("k", b"\xff"), ("a", "\u00e9".encode()))}, False),  # UTF-8 beside: Python's escapes
+        ({"custom_metadata": (("k", "\u00e9".encode()),)}, False),  # valid UTF-8, not ASCII: Python's escapes
         ({"custom_metadata": tuple((f"k{i}", b"v") for i in range(65))}, False),  # past the fixed limit
         ({"ensembles": tuple((i, ("b1:1", "b2:1")) for i in range(257))}, False),
     ],
@@ -191,7 +315,7 @@ def test_non_bytes_values_are_left_to_python() -> None:
 
 
 def test_the_switch_turns_the_native_path_off() -> None:
-    code = "from pulsar_ops import native; print(native.bk_ledger_v3 is None, native.STATUS)"
+    code = "from pulsar_ops import native; print(native.bk_ledger is None, native.STATUS)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, native.DISABLE_ENV: "0"},
@@ -332,7 +456,9 @@ def test_offloaded_ledgers_and_packed_delete_sets_are_taken_natively() -> None:
         b"\x12\x02\x08\x01",  # terminatedPosition without its required entryId
         b"\x12\x04\x08\x01\x10\x02\x12\x04\x08\x01\x10\x02",  # a singular sub-message twice: protobuf merges
         b"\x0a\x02\x10\x01",  # a LedgerInfo without its required ledgerId
-        b"\x0a\x02\x08\x01\x20\x01\x78\x01",  # an unknown field (15)
+        b"\x0a\x04\x08\x01\x78\x01",  # an unknown field (15) inside a LedgerInfo
+        b"\x0a\x02\x08\x01\x7b\x7c",  # an unknown group (15)
+        b"\x0a\x02\x08\x01\x08\x01",  # a known number (1) with another wire type
     ],
 )
 def test_unusual_ml_infos_are_left_to_python(plain: bytes) -> None:
@@ -418,3 +544,49 @@ def test_snapshot_node_batches_equal_the_pure_twin(nodes: list[tuple[bytes, int,
     assert [n[0] for n in whole[0]] == [p.decode("utf-8", "surrogateescape") for p, _d, _x in nodes]
     assert [n[1] for n in whole[0]] == [d for _p, _n, d in nodes]
     assert whole[3] == sum(node_digest(p, d, x) for p, d, x in whole[0])  # tree.node_digest, summed
+
+
+def _unknown_field(field: int, wire: int, payload: bytes) -> bytes:
+    """One field record of any number and wire type (its payload as given: valid or not)."""
+    key, out = (field << 3) | wire, bytearray()
+    while True:
+        out.append((key & 0x7F) | (0x80 if key > 0x7F else 0))
+        key >>= 7
+        if not key:
+            return bytes(out) + payload
+
+
+unknown_fields = st.lists(
+    st.builds(
+        _unknown_field,
+        st.sampled_from([0, 1, 2, 3, 8, 9, 15, 100, 2**29 - 1]),
+        st.integers(0, 7),
+        st.sampled_from([b"\x01", b"\xff\x01", b"\x00" * 4, b"\x00" * 8, b"\x03abc", b"\x05ab", b"\x80", b""]),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@needs_ml
+@PROPS
+@given(ascii_ml_infos(), ascii_cursor_infos(), unknown_fields, st.booleans())
+def test_unknown_fields_are_skipped_as_protobuf_skips_them_or_left_to_python(
+    ml: ManagedLedgerInfo, cur: ManagedCursorInfo, extra: list[bytes], front: bool
+) -> None:
+    """A field the message does not define (a newer broker's) is kept aside by protobuf and the rest parses: the
+    native path skips the varint, fixed and length-delimited ones the same way; groups, field 0 and known
+    numbers with another wire type stay Python's."""
+    tail = b"".join(extra)
+    for value, chk in ((encode_managed_ledger_info(ml), check_ml), (encode_cursor_info(cur), check_cursor)):
+        chk(tail + value if front else value + tail)
+
+
+@needs_ml
+def test_a_newer_brokers_field_100_is_taken_natively() -> None:
+    from pulsar_ops.formats.managed_ledger import LedgerInfo
+
+    tail = _unknown_field(100, 0, b"\x01")
+    assert check_ml(encode_managed_ledger_info(ManagedLedgerInfo((LedgerInfo(5, 1, 2, 3),))) + tail) is not None
+    assert check_cursor(encode_cursor_info(ManagedCursorInfo(9, (5, 3))) + tail) is not None
+    assert check_cursor(encode_cursor_info(ManagedCursorInfo(9, (5, 3))) + _unknown_field(100, 3, b"")) is None

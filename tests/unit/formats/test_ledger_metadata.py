@@ -289,8 +289,8 @@ def test_every_version_refuses_what_the_builder_refuses(edit: Any, why: str) -> 
             decode_ledger_metadata(data, _V1_PATH)
         with pytest.raises(DecodeError, match=why):
             ledger_metadata_fields(data, _V1_PATH)
-        if native.bk_ledger_v3 is not None:
-            assert native.bk_ledger_v3(data) is None  # the native path leaves it to Python's error
+        if native.bk_ledger is not None:
+            assert native.bk_ledger(data) is None  # the native path leaves it to Python's error
 
 
 def _as_v3(text: str) -> bytes:
@@ -367,8 +367,8 @@ def _v3_reads_as_ok(data: bytes) -> LedgerMetadata:
     assert md.ensembles == ((0, ("a:1", "b:1", "c:1")),)
     fields = ledger_metadata_fields(data, _V1_PATH)
     assert fields[:7] == (3, "CLOSED", 10, 4, 3, 2, 2)
-    if native.bk_ledger_v3 is not None:
-        parts = native.bk_ledger_v3(data)
+    if native.bk_ledger is not None:
+        parts = native.bk_ledger(data)
         assert parts is None or parts[:7] == fields[:7]  # the native path takes it identically or leaves it
     return md
 
@@ -442,5 +442,5 @@ def test_v3_refuses_what_upstream_refuses_and_where_the_readers_differ(
         with pytest.raises(error, match=why) as info:
             read(data, _V1_PATH)
         assert type(info.value) is error
-    if native.bk_ledger_v3 is not None:
-        assert native.bk_ledger_v3(data) is None
+    if native.bk_ledger is not None:
+        assert native.bk_ledger(data) is None

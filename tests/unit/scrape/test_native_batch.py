@@ -58,8 +58,10 @@ odd_ledger_paths = st.sampled_from(
     ]
 )
 stats = st.tuples(*[st.integers(0, 2**40)] * 4, *[st.integers(0, 2**20)] * 4, st.integers(0, 1000), st.integers(0, 3))
-v3_values = ascii_ledgers().map(lambda md: encode_ledger_metadata(md, 3))
+# what the batch takes: v3 (binary) and v2 (text) ledger metadata; the rest is the per-znode path's
+v3_values = ascii_ledgers().flatmap(lambda md: st.sampled_from([encode_ledger_metadata(md, v) for v in (3, 2)]))
 other_values = ledger_metadatas().map(lambda md: encode_ledger_metadata(md, 2)) | st.binary(max_size=40)
+other_values |= ledger_metadatas().map(lambda md: encode_ledger_metadata(md, 1))
 
 
 @st.composite
@@ -115,10 +117,12 @@ def test_the_batch_takes_well_formed_ledgers_and_leaves_the_rest(tmp_path: Path)
 
     md = find(ascii_ledgers(), lambda _m: True)
     v3 = encode_ledger_metadata(md, 3)
-    good = [(ledger_path(i, ROOT), v3, (1, i // 2 + 1, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)) for i in (1, 2**31, 2**63 - 1)]
+    v2 = encode_ledger_metadata(md, 2)
+    good = [(ledger_path(i, ROOT), v3, (1, i // 2 + 1, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)) for i in (1, 2**31)]
+    good.append((ledger_path(2**63 - 1, ROOT), v2, (1, 2**62, 3, 4, 0, 0, 0, 0, len(v2), 0, 1)))
     left = [
         (ledger_path(7, ROOT, flat=True), v3, (1, 2, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)),
-        (ledger_path(8, ROOT), encode_ledger_metadata(md, 2), (1, 2, 3, 4, 0, 0, 0, 0, 9, 0, 1)),
+        (ledger_path(8, ROOT), encode_ledger_metadata(md, 1), (1, 2, 3, 4, 0, 0, 0, 0, 9, 0, 1)),
         ("/ledgers/00/0000", b"", (1, 2, 3, 4, 0, 0, 0, 0, 0, 1, 1)),
     ]
     n, rest, zarrays, barrays, lo, hi = native_batch.bk_batch("local", good + left, ROOT, 1 << 20)
@@ -126,6 +130,7 @@ def test_the_batch_takes_well_formed_ledgers_and_leaves_the_rest(tmp_path: Path)
     assert zarrays[1].to_pylist() == [p for p, _, _ in good]
     assert barrays[1].to_pylist() == [1, 2**31, 2**63 - 1]
     assert barrays[2].to_pylist() == ["legacy", "long", "long"]
+    assert barrays[3].to_pylist() == [3, 3, 2]  # format_version
 
 
 def test_the_specs_follow_the_schema() -> None:
@@ -240,6 +245,7 @@ def test_the_ml_batch_takes_well_formed_topics_and_cursors_and_leaves_the_rest()
         ("/managed-ledgers/t/ns/persistent/a-partition-3/sub", cur, st_),
         ("/managed-ledgers/p/c/ns/persistent/b/pulsar.dedup", cur, st_),
         ("/managed-ledgers/t/ns/persistent/a%2Fb+%C3%A9/pulsar%2Erepl.c2", cur, st_),  # URL-encoded names
+        ("/managed-ledgers/t/ns/persistent/d", b"ledgerInfo {\n  ledgerId: 5\n  entries: 10\n}\n", st_),  # text
     ]
     left = [
         ("/managed-ledgers/t/ns/persistent/%ED%A0%80", ml, st_),  # a surrogate: Python's DecodeError
@@ -249,16 +255,22 @@ def test_the_ml_batch_takes_well_formed_topics_and_cursors_and_leaves_the_rest()
         ("/admin/clusters/c1", b"", st_),
     ]
     n, rest, arrays, lo, hi, scopes = native_batch.ml_batch("local", good + left, 1 << 20)
-    assert (n, rest, lo, hi) == (6, [6, 7, 8, 9, 10], 2, 2)
-    assert scopes == {"/managed-ledgers/t/ns": 4, "/managed-ledgers/p/c/ns": 2}
+    assert (n, rest, lo, hi) == (7, [7, 8, 9, 10, 11], 2, 2)
+    assert scopes == {"/managed-ledgers/t/ns": 5, "/managed-ledgers/p/c/ns": 2}
     mls = _columns(arrays, "managed_ledgers")
-    assert mls["partition"] == [3, -1, -1] and mls["is_v1"] == [False, True, False]
-    assert mls["base_topic"] == ["persistent://t/ns/a", "persistent://p/c/ns/b", "persistent://t/ns/b"]
-    assert mls["compression"] == ["NONE", "LZ4", "NONE"] and mls["format"] == ["binary", "binary", "empty"]
+    assert mls["partition"] == [3, -1, -1, -1] and mls["is_v1"] == [False, True, False, False]
+    assert mls["base_topic"] == [
+        "persistent://t/ns/a",
+        "persistent://p/c/ns/b",
+        "persistent://t/ns/b",
+        "persistent://t/ns/d",
+    ]
+    assert mls["compression"] == ["NONE", "LZ4", "NONE", "NONE"]
+    assert mls["format"] == ["binary", "binary", "empty", "text"]
     curs = _columns(arrays, "cursors")
     assert curs["is_system"] == [False, True, True] and curs["compacted_topic_ledger"] == [11, 11, 11]
     assert curs["subscription"][2] == "pulsar.repl.c2" and curs["topic"][2] == "persistent://t/ns/a/b \u00e9"
-    assert [a.to_pylist() for a in arrays["ledger_list"]][8] == [False, True, True]  # is_last
+    assert [a.to_pylist() for a in arrays["ledger_list"]][8] == [False, True, True, True]  # is_last
 
 
 @needs_ml_batch
@@ -279,4 +291,42 @@ def test_every_name_shape_gives_the_per_znode_rows(tmp_path: Path) -> None:
     assert len(chunk) > 30
     n, rest, *_ = native_batch.ml_batch("local", chunk, MAX_BYTES)
     assert n > 20 and rest  # both: taken natively and left to Python
+    assert _write(tmp_path / "fast", chunk, batch=True) == _write(tmp_path / "slow", chunk, batch=False)
+
+
+TEXT_ML = [
+    "ledgerInfo {\n  ledgerId: 5\n  entries: 10\n  size: 100\n  timestamp: 7\n}\nledgerInfo {\n  ledgerId: 6\n}\n",
+    "ledgerInfo {\n  ledgerId: -9223372036854775808\n  size: 9223372036854775807\n}\n",
+    "ledgerInfo {\n  ledgerId: 5\n}",  # no final newline
+    "ledgerInfo {\n  ledgerId: 010\n}\n",  # octal for text_format
+    "ledgerInfo {\n  ledgerId: 0x10\n}\n",
+    "ledgerInfo {\n  ledgerId: 9223372036854775808\n}\n",
+    "ledgerInfo {\n  entries: 1\n}\n",  # no ledgerId: required
+    "ledgerInfo {\n  ledgerId: 5\n  ledgerId: 6\n}\n",
+    "ledgerInfo {\n  ledgerId: 5\n  offloadContext {\n    complete: true\n  }\n}\n",
+    'ledgerInfo {\n  ledgerId: 5\n}\nproperties {\n  key: "k"\n  value: "v"\n}\n',
+    "ledgerInfo {\n  ledgerId: 5\n}\nterminatedPosition {\n  ledgerId: 5\n  entryId: 1\n}\n",
+    "ledgerInfo {\n  ledgerId: 5 # c\n}\n",
+    "ledgerInfo {\n\tledgerId: 5\n}\n",
+    "ledgerInfo {\n  ledgerId:5\n}\n",
+    "ledgerInfo{\n  ledgerId: 5\n}\n",
+    "ledgerInfo {\n  ledgerId: 5\n",  # unclosed
+    "ledgerInfo {\n  ledgerId: 5\n}\n}\n",
+    "ledgerInfo {\n  ledgerId: 5\n}\nledgerInfo {\n  ledgerId: 5\n}\n",  # the same id twice: a list
+    "ledgerInfos {\n  ledgerId: 5\n}\n",
+    "ledgerInfo {\n  ledgerId: 5\n  size: 9223372036854775807\n}\nledgerInfo {\n  ledgerId: 6\n  size: 1\n}\n",
+]  # fmt: skip
+
+
+@needs_ml_batch
+def test_text_managed_ledgers_give_the_per_znode_rows(tmp_path: Path) -> None:
+    """The legacy text ManagedLedgerInfo in the shape TextFormat prints it is taken natively; every other spelling
+    (octal, hex, comments, tabs, offload contexts, properties, ...) is left to text_format: the same rows."""
+    chunk: list[Any] = []
+    for i, text in enumerate(TEXT_ML):
+        data = text.encode()
+        chunk.append((f"/managed-ledgers/t/ns/persistent/x{i}", data, (1, 2, 3, 4, 0, 0, 0, 0, len(data), 0, 1)))
+    n, rest, arrays, *_ = native_batch.ml_batch("local", chunk, MAX_BYTES)
+    assert n == 4 and rest == [*range(3, 17), 18, 19]  # the last: its total size past int64 (Python decides)
+    assert _columns(arrays, "managed_ledgers")["format"] == ["text"] * 4
     assert _write(tmp_path / "fast", chunk, batch=True) == _write(tmp_path / "slow", chunk, batch=False)
