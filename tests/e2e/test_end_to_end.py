@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from typer.testing import CliRunner
 
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.runner import run_audit
+from pulsar_ops.audit.runner import AuditResult, run_audit
 from pulsar_ops.cli.main import app
 from pulsar_ops.findings import STORAGE_DETECTIONS, Finding
 from pulsar_ops.repair.executor import APPLY_NOW_ENV
@@ -57,30 +57,16 @@ def _cli(*args: str) -> tuple[int, str, str]:
     return r.exit_code, r.stdout, r.stderr
 
 
-@pytest.mark.parametrize("seed", [1, 7])
-def test_audit_reports_exactly_the_ground_truth(
-    spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path, seed: int
-) -> None:
-    now = int(time.time() * 1000) + AHEAD_MS
-    # seed 7: every managed-ledger and cursor info as a broker configured with LZ4 writes them (values over 64
-    # bytes compressed, the rest plain), some with a field this reader does not know
-    lz4 = {"metadata_compression": "LZ4", "compression_threshold": 64} if seed == 7 else {}
-    res = seed_cluster(zk, None, SeedOptions(topics=60, seed=seed, now_ms=now, **lz4))  # type: ignore[arg-type]
-    scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
-    # seed 1 as every small snapshot is audited (each table one partition, no shuffle where the plan keeps it),
-    # seed 7 with the partitioned plan a large snapshot gets: the ground truth holds for both
-    one_partition = seed == 1
-    params = AuditParams(now_ms=now)
-    result = run_audit(tmp_path / "snap", tmp_path / "audit", params, spark=spark, one_partition=one_partition)
+def _assert_ground_truth(spark: Any, result: AuditResult, truth: dict[str, Any], one_partition: bool) -> None:
+    """Exactly the seeder's ground truth, read as ``one_partition`` says, with the cases the issues name."""
     source = spark.table("src_znodes")._jdf.queryExecution().optimizedPlan().toString()
     assert ("Repartition 1, false" in source) is one_partition  # coalesce(1): no shuffle
     findings = list(result.findings)
-    _assert_matches(findings, res.ground_truth)
+    _assert_matches(findings, truth)
     # cursors whose ranges live in cursor ledgers: one coverage count per namespace, not a finding each
     cov = result.audit["coverage"]["ack-ranges-in-cursor-ledgers"]
-    assert {r["namespace"]: r["cursors"] for r in cov["by_namespace"]} == (
-        res.ground_truth["coverage"]["ack-ranges-in-cursor-ledgers"]
-    )
+    want = truth["coverage"]["ack-ranges-in-cursor-ledgers"]
+    assert {r["namespace"]: r["cursors"] for r in cov["by_namespace"]} == want
     assert cov["cursors"] > 0 and not any(f.evidence.get("range_count") == "unknown" for f in findings)
     # the cases the issues name explicitly are really in there
     orphans = {f.ledger_id: f for f in findings if f.detection == "orphan-ledger"}
@@ -89,6 +75,20 @@ def test_audit_reports_exactly_the_ground_truth(
     assert any("min-age" in f.reason or "young" in f.reason for f in orphans.values() if not f.plannable)
     assert any("watermark" in f.reason for f in orphans.values() if not f.plannable)
     assert any(f.severity == "info" and f.evidence.get("kind") == "unowned" for f in orphans.values())
+
+
+def test_audit_reports_exactly_the_ground_truth(spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
+    """With the partitioned plan a large snapshot gets (the one-partition plan every small snapshot gets is
+    checked the same way on test_repair_round_trip_through_the_audit's first audit: one seeded cluster fewer).
+    Seed 7: every managed-ledger and cursor info as a broker configured with LZ4 writes them (values over 64 bytes
+    compressed, the rest plain), some with a field this reader does not know."""
+    now = int(time.time() * 1000) + AHEAD_MS
+    lz4 = SeedOptions(topics=60, seed=7, now_ms=now, metadata_compression="LZ4", compression_threshold=64)
+    res = seed_cluster(zk, None, lz4)
+    scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
+    params = AuditParams(now_ms=now)
+    result = run_audit(tmp_path / "snap", tmp_path / "audit", params, spark=spark, one_partition=False)
+    _assert_ground_truth(spark, result, res.ground_truth, one_partition=False)
 
 
 def test_separate_config_store_and_corrupt_znodes(spark: Any, zk_server: EmbeddedZooKeeper, tmp_path: Path) -> None:
@@ -176,7 +176,11 @@ def test_repair_round_trip_through_the_audit(
     monkeypatch.setenv(APPLY_NOW_ENV, str(now))  # apply's rules age ledgers by the seeded clock, as the audit does
     res = seed_cluster(zk, None, SeedOptions(topics=40, seed=4, now_ms=now))
     scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
-    before = _audit(spark, tmp_path / "snap", tmp_path / "audit", now)
+    # the first audit as every small snapshot is audited (each table one partition, no shuffle where the plan
+    # keeps it): exactly the ground truth
+    first = run_audit(tmp_path / "snap", tmp_path / "audit", AuditParams(now_ms=now), spark=spark, one_partition=True)
+    _assert_ground_truth(spark, first, res.ground_truth, one_partition=True)
+    before = list(first.findings)
     planned = {f.key() for f in before if f.plannable}
     assert {f.detection for f in before if f.plannable} == {"orphan-ledger", "znode-leak"}
     original = _dump(zk)

@@ -5,6 +5,11 @@ verifies, promotes and maps it, and its findings are the snapshot's (audit/class
 The builder only starts its session (no audit): an audit's archive holds more classes, but what is proved (built at
 exit, recorded, verified, promoted, mapped by the CLI's audit, findings unchanged) is the same, for one JVM audit
 instead of two. The findings are checked against what the snapshot holds, not against a second audit.
+
+That one CLI audit in its own process is also the suite's check of `audit --json` on a critical snapshot (it was
+tests/spark/test_audit_cli.py's `test_json_and_critical_exit`, a cold in-process audit of the same snapshot): exit
+2, the findings document on stdout and in ``findings.json``, the human summary on stderr, ``--min-age`` and
+``--now`` in ``audit.params``.
 """
 
 from __future__ import annotations
@@ -24,12 +29,19 @@ pytestmark = pytest.mark.spark
 
 
 def audit(snap: Path, out: Path, cache: Path) -> dict[str, object]:
+    """``audit --json`` in its own process: a critical finding exits 2, the document goes to stdout (and to
+    ``findings.json``), the human summary to stderr."""
     env = {**os.environ, "PULSAR_OPS_JVM_CACHE": str(cache)}
     cmd = [sys.executable, "-m", "pulsar_ops.cli.main", "audit", str(snap), "--out", str(out), "--json"]
-    done = subprocess.run([*cmd, "--now", str(NOW + 1)], env=env, capture_output=True, text=True, timeout=600)
+    args = ["--min-age", "1h", "--now", str(NOW + 1)]
+    done = subprocess.run([*cmd, *args], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 2, done.stderr
     doc = json.loads(done.stdout)
     assert isinstance(doc, dict)
+    assert doc["snapshot"]["snapshot_id"] and doc["audit"]["params"]["min_age_ms"] == 3_600_000
+    assert doc["audit"]["params"]["now_ms"] == NOW + 1
+    assert "dangling-ledger" in done.stderr  # the summary goes to stderr
+    assert json.loads((out / "findings.json").read_text())["findings"] == doc["findings"]
     return doc
 
 
