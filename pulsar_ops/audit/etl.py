@@ -424,6 +424,7 @@ def extract(
     if intermediates:
         for f in intermediate_files(sql_root):
             _view(spark, f)
+        storage_views(spark, sql_root)
 
 
 @dataclass(frozen=True)
@@ -508,6 +509,7 @@ def materialise(
             )
         )
     spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+    storage_views(spark, sql_root)  # after the intermediates they read (int_undecodable, int_blocking)
     return out
 
 
@@ -588,28 +590,53 @@ def coverage(spark: SparkSession, sql_root: Path | None = None) -> dict[str, lis
     return out
 
 
+def shared_storage_files(sql_root: Path | None = None) -> list[SqlFile]:
+    """The storage stage's shared views: a prefixed ``storage/*.sql`` (``1_storage_ledgers``, a row per bookie and
+    ledger on its disks), read by the storage detections and the other capacity-view files."""
+    return [f for f in storage_files(sql_root) if f.path.stem != f.name]
+
+
+def storage_views(spark: SparkSession, sql_root: Path | None = None) -> None:
+    """Register every shared storage view as its SQL (nothing runs), so the storage detections analyse in any
+    audit: without scans each scan table is an empty relation and the optimizer drops the plans joined to them;
+    with scans :func:`storage_shared` writes each view once and registers a read of it instead."""
+    for f in shared_storage_files(sql_root):
+        _view(spark, f)
+
+
+def storage_shared(
+    spark: SparkSession, work_dir: Path, sql_root: Path | None = None, one_partition: bool = False
+) -> None:
+    """Write every shared storage view once to Parquet under ``work_dir`` and register it as a read of it, before
+    the storage detections: they and the capacity view read the scans' (ledger, log) pairs (9 M at 600,000
+    topics) aggregated and joined with the metadata once, not once per query. ``one_partition``: as
+    :func:`materialise`."""
+    for f in shared_storage_files(sql_root):
+        spark.sparkContext.setJobDescription(f"{STEP_PREFIX}storage {f.name}")  # each query's stages apart
+        try:
+            target = work_dir / f"storage_{f.name}"
+            view = spark.sql(f.text)
+            view.write.mode("overwrite").parquet(str(target))
+            read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
+        except PySparkException as e:
+            raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+
+
 def storage(
     spark: SparkSession,
-    work_dir: Path,
     sql_root: Path | None = None,
     top_n: int = 10,
-    one_partition: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The capacity view of the scanned bookies: every ``storage/*.sql``. A prefixed file (``1_storage_ledgers``,
-    a row per bookie and ledger on its disks) is written once to Parquet under ``work_dir`` and registered as a
-    read of it; the others are collected (small by construction: a row per bookie, or the top ``top_n`` per
-    bookie). Run only with scans (runner.run_audit). ``one_partition``: as :func:`materialise`."""
+    """The capacity view of the scanned bookies: every ``storage/*.sql`` but the shared views
+    (:func:`storage_shared`, written before), collected (small by construction: a row per bookie, or the top
+    ``top_n`` per bookie). Run only with scans (runner.run_audit)."""
     spark.sql(f"SELECT CAST({int(top_n)} AS INT) AS top_n").createOrReplaceTempView("storage_params")
     out: dict[str, list[dict[str, Any]]] = {}
     for f in storage_files(sql_root):
+        if f.path.stem != f.name:  # a shared view: written by storage_shared
+            continue
         spark.sparkContext.setJobDescription(f"{STEP_PREFIX}storage {f.name}")  # each query's stages apart
         try:
-            if f.path.stem != f.name:  # a shared view: written once
-                target = work_dir / f"storage_{f.name}"
-                view = spark.sql(f.text)
-                view.write.mode("overwrite").parquet(str(target))
-                read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
-                continue
             rows = spark.sql(f.text).collect()
         except PySparkException as e:
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e

@@ -256,19 +256,20 @@ def register_scans(con: Any, scan_dirs: list[Path], params: AuditParams, manifes
 
 
 def run_storage(con: Any, top_n: int = 10) -> tuple[dict[str, int], dict[str, int]]:
-    """The storage stage (after :func:`register_scans`): the storage detections, then the capacity view's SQL as
-    the Spark audit runs it (the prefixed view written once as a table, the others collected). Returns rows per
-    detection and per capacity-view file."""
-    found: dict[str, int] = {}
-    for f in detect_files():
-        if f.name in STORAGE_DETECTIONS:
-            found[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
-    con.execute(f"CREATE OR REPLACE TABLE storage_params AS SELECT CAST({int(top_n)} AS INT) AS top_n")
+    """The storage stage (after :func:`register_scans`) as the Spark audit runs it: the prefixed view of the
+    capacity view's SQL written once as a table (the storage detections read it), the storage detections, then
+    the other capacity-view files collected. Returns rows per detection and per capacity-view file."""
     rows: dict[str, int] = {}
+    con.execute(f"CREATE OR REPLACE TABLE storage_params AS SELECT CAST({int(top_n)} AS INT) AS top_n")
     for f in storage_files():
         if f.path.stem != f.name:  # the shared view: materialised once, as Spark writes it to Parquet
             con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
             rows[f.name] = int(con.execute(f"SELECT count(*) FROM {f.name}").fetchone()[0])
-            continue
-        rows[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
+    found: dict[str, int] = {}
+    for f in detect_files():
+        if f.name in STORAGE_DETECTIONS:
+            found[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
+    for f in storage_files():
+        if f.path.stem == f.name:
+            rows[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
     return found, rows

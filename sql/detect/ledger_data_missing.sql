@@ -28,7 +28,9 @@ absent_here AS (
     FROM members m
     JOIN scanned s ON s.bookie_id = m.member
     WHERE NOT EXISTS (
-        SELECT 1 FROM stg_scan_entry_log_ledgers l WHERE l.bookie_id = s.bookie_id AND l.ledger_id = m.ledger_id
+        -- storage_ledgers: a row per (bookie, ledger) of the (ledger, log) pairs, written once before the storage
+        -- detections (sql/storage/1_storage_ledgers.sql), narrower than the pairs
+        SELECT 1 FROM storage_ledgers l WHERE l.bookie_id = s.bookie_id AND l.ledger_id = m.ledger_id
     )
         AND NOT EXISTS (
             SELECT 1 FROM stg_scan_local_index i WHERE i.bookie_id = s.bookie_id AND i.ledger_id = m.ledger_id

@@ -28,16 +28,21 @@ WITH logs AS (
         AND data_bytes > 0
     GROUP BY bookie_id, ledger_dir, log_id
 ),
+dead AS (
+    -- the (bookie, ledger) on the scanned disks whose metadata is absent and whose znode is not an undecodable one,
+    -- from storage_ledgers (the pairs aggregated and joined with the metadata once, before the storage detections:
+    -- sql/storage/1_storage_ledgers.sql): few where GC runs, so broadcast, and the (ledger, log) pairs are never
+    -- shuffled by ledger to judge each one
+    SELECT bookie_id, ledger_id FROM storage_ledgers WHERE NOT metadata AND NOT undecodable
+),
 held AS (
-    -- ids only: a pair is live when its ledger's metadata exists (or its znode is an undecodable one); the wide
-    -- columns (the managed ledger names) are read back below only for the few logs found stale
-    SELECT
+    -- a pair is live when its ledger's metadata exists (or its znode is an undecodable one); the wide columns (the
+    -- managed ledger names) are read back below only for the few logs found stale
+    SELECT /*+ BROADCAST(d) */
         l.bookie_id, l.ledger_dir, l.log_id, l.ledger_id, l.bytes,
-        b.ledger_id IS NOT NULL OR u.ledger_id IS NOT NULL AS live
+        d.ledger_id IS NULL AS live
     FROM stg_scan_entry_log_ledgers l
-    LEFT JOIN (SELECT ledger_id FROM stg_bk_ledgers GROUP BY ledger_id) b ON b.ledger_id = l.ledger_id
-    LEFT JOIN (SELECT ledger_id FROM int_undecodable WHERE ledger_id IS NOT NULL GROUP BY ledger_id) u
-        ON u.ledger_id = l.ledger_id
+    LEFT JOIN dead d ON d.bookie_id = l.bookie_id AND d.ledger_id = l.ledger_id
 ),
 per_log AS (
     SELECT
@@ -54,11 +59,14 @@ in_index AS (
         count(*) AS deleted_in_index,
         array_sort(collect_list(h.ledger_id)) AS deleted_in_index_ids
     FROM held h
+    JOIN (
+        SELECT /*+ BROADCAST(d) */ i.bookie_id, i.ledger_id
+        FROM stg_scan_local_index i
+        JOIN dead d ON d.bookie_id = i.bookie_id AND d.ledger_id = i.ledger_id
+        WHERE coalesce(i.exists, true)
+        GROUP BY i.bookie_id, i.ledger_id
+    ) x ON x.bookie_id = h.bookie_id AND x.ledger_id = h.ledger_id
     WHERE NOT h.live
-        AND EXISTS (
-            SELECT 1 FROM stg_scan_local_index i
-            WHERE i.bookie_id = h.bookie_id AND i.ledger_id = h.ledger_id AND coalesce(i.exists, true)
-        )
     GROUP BY h.bookie_id, h.ledger_dir, h.log_id
 ),
 measured AS (

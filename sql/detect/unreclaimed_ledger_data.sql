@@ -21,15 +21,14 @@ WITH logs AS (
     GROUP BY bookie_id, ledger_dir, log_id
 ),
 absent_ids AS (
-    -- ids only: the ledgers on the scanned disks whose metadata is absent (and whose znode is not an undecodable
-    -- one); the per-log detail below is gathered for these alone, not for every (ledger, log) pair
-    SELECT l.ledger_id
-    FROM (SELECT ledger_id FROM stg_scan_entry_log_ledgers WHERE ledger_id >= 0 GROUP BY ledger_id) l
-    WHERE NOT EXISTS (SELECT 1 FROM stg_bk_ledgers b WHERE b.ledger_id = l.ledger_id)
-        AND NOT EXISTS (SELECT 1 FROM int_undecodable u WHERE u.ledger_id = l.ledger_id)
+    -- ids only: the ledgers on the scanned disks whose metadata is absent and whose znode is not an undecodable
+    -- one, from storage_ledgers (the pairs aggregated and joined with the metadata once, before the storage
+    -- detections: sql/storage/1_storage_ledgers.sql); the per-log detail below is gathered for these alone (few,
+    -- broadcast), not for every (ledger, log) pair
+    SELECT DISTINCT ledger_id FROM storage_ledgers WHERE NOT metadata AND NOT undecodable AND ledger_id >= 0
 ),
 absent AS (
-    SELECT
+    SELECT /*+ BROADCAST(x, g) */
         l.bookie_id,
         l.ledger_id,
         sum(l.bytes) AS bytes,
@@ -39,25 +38,27 @@ absent AS (
             'mtime_ms', g.mtime_ms
         ))) AS logs
     FROM stg_scan_entry_log_ledgers l
+    JOIN absent_ids x ON x.ledger_id = l.ledger_id
     JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
-    WHERE l.ledger_id >= 0 AND EXISTS (SELECT 1 FROM absent_ids a WHERE a.ledger_id = l.ledger_id)
     GROUP BY l.bookie_id, l.ledger_id
 ),
 referenced AS (
-    SELECT ledger_id, min(topic) AS topic, min(namespace) AS namespace
+    -- absent_ids' (a superset of absent's: each is LEFT JOINed from absent below)
+    SELECT /*+ BROADCAST(x) */ r.ledger_id, min(r.topic) AS topic, min(r.namespace) AS namespace
     FROM (
         SELECT ledger_id, topic, namespace FROM stg_ledger_list
         UNION ALL
         SELECT cursors_ledger_id AS ledger_id, topic, namespace FROM stg_cursors WHERE cursors_ledger_id >= 0
     ) r
-    WHERE EXISTS (SELECT 1 FROM absent a WHERE a.ledger_id = r.ledger_id)
-    GROUP BY ledger_id
+    JOIN absent_ids x ON x.ledger_id = r.ledger_id
+    GROUP BY r.ledger_id
 ),
 listed AS (
-    SELECT bookie_id, ledger_id
+    SELECT /*+ BROADCAST(x) */ i.bookie_id, i.ledger_id
     FROM stg_scan_local_index i
-    WHERE coalesce(i.exists, true) AND EXISTS (SELECT 1 FROM absent a WHERE a.ledger_id = i.ledger_id)
-    GROUP BY bookie_id, ledger_id
+    JOIN absent_ids x ON x.ledger_id = i.ledger_id
+    WHERE coalesce(i.exists, true)
+    GROUP BY i.bookie_id, i.ledger_id
 ),
 judged AS (
     SELECT /*+ BROADCAST(sb, sp, blk) */
@@ -65,9 +66,12 @@ judged AS (
         sb.index_status,
         sb.started_at_ms AS scan_started_at_ms,
         sb.started_at_ms - a.oldest_mtime_ms AS age_ms,
-        sp.gc_wait_time_ms,
-        sp.minor_interval_ms,
-        sp.major_interval_ms,
+        -- the bookie's own GC settings (stg_scan_bookies: as stale-entry-log judges it; model/gc_settings.py),
+        -- the audit's when they do not validate: they grade the severity only, never the claim
+        coalesce(sb.gc_wait_time_ms, sp.gc_wait_time_ms) AS gc_wait_time_ms,
+        coalesce(sb.minor_interval_ms, sp.minor_interval_ms) AS minor_interval_ms,
+        coalesce(sb.major_interval_ms, sp.major_interval_ms) AS major_interval_ms,
+        CASE WHEN sb.gc_wait_time_ms IS NULL THEN 'audit' ELSE sb.gc_settings_source END AS gc_settings_source,
         sp.snapshot_started_at_ms,
         sp.snapshot_finished_at_ms,
         CASE
@@ -129,6 +133,7 @@ SELECT
         'dangling', j.referenced_by_topic IS NOT NULL,
         'referenced_by_topic', j.referenced_by_topic,
         'gc_wait_time_ms', j.gc_wait_time_ms,
+        'gc_settings_source', j.gc_settings_source,
         'scan_started_at_ms', j.scan_started_at_ms,
         'snapshot_started_at_ms', j.snapshot_started_at_ms,
         'snapshot_finished_at_ms', j.snapshot_finished_at_ms

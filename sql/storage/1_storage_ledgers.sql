@@ -1,5 +1,10 @@
 -- storage_ledgers: one row per (scanned bookie, ledger) with bytes on that bookie, the class of those bytes and
--- their owner. Written once to Parquet (etl.storage) and read by the other storage/*.sql queries.
+-- their owner. Written once to Parquet (etl.storage_shared), before the storage detections, and read by them and
+-- by the other storage/*.sql queries: the 9 M (ledger, log) pairs of 600,000 topics are aggregated and joined
+-- with the metadata once, not once per query.
+-- `metadata`: the ledger's znode is in stg_bk_ledgers; `undecodable`: its znode is an undecodable one
+-- (int_undecodable). Neither: the ledger looks deleted (unreclaimed-ledger-data's candidates, stale-entry-log's
+-- dead bytes).
 -- Bytes: sum of `entry_log_ledgers.bytes` (L + 4 per entry, as upstream's EntryLogMetadata counts). The scanner
 -- writes no pairs for skipped logs or transactional-compaction files, so per bookie these sum to the
 -- `data_bytes` of its non-compacting entry logs (the capacity invariant tests/spark/test_capacity.py checks).
@@ -29,9 +34,6 @@ on_disk AS (
     LEFT JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
     GROUP BY l.bookie_id, l.ledger_id
 ),
-ids AS (
-    SELECT DISTINCT ledger_id FROM on_disk
-),
 refs AS (
     SELECT ledger_id, 0 AS prio, 'data' AS kind, topic, namespace FROM stg_ledger_list
     UNION ALL
@@ -51,18 +53,15 @@ owner AS (
     -- the first reference by kind (data, cursor, compacted, bucket, schema), then topic: one owner per ledger
     SELECT ledger_id, min(named_struct('prio', prio, 'topic', topic, 'namespace', namespace, 'kind', kind)) AS o
     FROM refs r
-    WHERE EXISTS (SELECT 1 FROM ids i WHERE i.ledger_id = r.ledger_id)
     GROUP BY ledger_id
 ),
 bk AS (
     -- the topic the metadata names is derived (regular expressions) only for a ledger no reference owns, below
     SELECT b.ledger_id, ${ledger_kind:b} AS kind, b.component, b.ml_name, b.schema_id, b.compacted_topic
     FROM stg_bk_ledgers b
-    WHERE EXISTS (SELECT 1 FROM ids i WHERE i.ledger_id = b.ledger_id)
 ),
 undecodable AS (
-    SELECT DISTINCT u.ledger_id FROM int_undecodable u
-    WHERE u.ledger_id IS NOT NULL AND EXISTS (SELECT 1 FROM ids i WHERE i.ledger_id = u.ledger_id)
+    SELECT DISTINCT u.ledger_id FROM int_undecodable u WHERE u.ledger_id IS NOT NULL
 ),
 joined AS (
     SELECT /*+ BROADCAST(sb, sp, blk) */
@@ -86,6 +85,8 @@ joined AS (
             WHEN b.ledger_id IS NOT NULL THEN b.kind
         END AS kind,
         o.ledger_id IS NOT NULL AS owned,
+        b.ledger_id IS NOT NULL AS metadata,
+        u.ledger_id IS NOT NULL AS undecodable,
         o.o.topic AS owner_topic,
         o.o.namespace AS owner_namespace,
         CASE
@@ -121,6 +122,8 @@ classified AS (
         j.oldest_mtime_ms,
         j.class,
         j.kind,
+        j.metadata,
+        j.undecodable,
         CASE WHEN j.owned THEN j.owner_topic ELSE j.meta_topic END AS topic,
         CASE
             WHEN j.owned THEN j.owner_namespace

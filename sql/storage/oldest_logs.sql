@@ -19,7 +19,8 @@ oldest AS (
     WHERE x.rank <= p.top_n
 ),
 pairs AS (
-    SELECT o.bookie_id, o.ledger_dir, o.log_id, p.ledger_id, p.bytes
+    -- the pairs of the few oldest logs (top_n per bookie: broadcast, so the (ledger, log) pairs are not shuffled)
+    SELECT /*+ BROADCAST(o) */ o.bookie_id, o.ledger_dir, o.log_id, p.ledger_id, p.bytes
     FROM stg_scan_entry_log_ledgers p
     JOIN oldest o ON o.bookie_id = p.bookie_id AND o.ledger_dir = p.ledger_dir AND o.log_id = p.log_id
 ),
@@ -31,7 +32,8 @@ topic_policy AS (
     GROUP BY topic
 ),
 pinned AS (
-    SELECT /*+ BROADCAST(n) */
+    -- those pairs broadcast too: storage_ledgers (a row per bookie and ledger) is read, not shuffled
+    SELECT /*+ BROADCAST(n, p) */
         p.bookie_id, p.ledger_dir, p.log_id, p.ledger_id, p.bytes, s.class, s.topic, s.namespace, s.kind,
         n.retention_time_minutes AS ns_retention_minutes, n.retention_size_mb AS ns_retention_mb,
         tp.p.minutes AS topic_retention_minutes, tp.p.mb AS topic_retention_mb

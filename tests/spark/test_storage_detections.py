@@ -251,13 +251,19 @@ def test_bookie_config_disables_compaction(spark: Any, tmp_path: Path) -> None:
 
 
 def test_each_bookie_is_judged_on_its_own_gc_settings(spark: Any, tmp_path: Path) -> None:
-    """The same 30 %-live, 3-day-old log on two bookies: b1's bookkeeper.conf (read by its scan) waits 30 days
-    before GC (gcWaitTime), so it is not due; b2's scraped server_config disables major compaction, so it is stale
-    with that cause. The audit's own settings judge neither (model/gc_settings.py, as the plan resolves them)."""
+    """The same 30 %-live, 3-day-old log on two bookies: b1's bookkeeper.conf (read by its scan) waits 2 days
+    before GC (gcWaitTime) and compacts every 4 (minor) and 5 (major) days, so it is not due; b2's scraped
+    server_config disables major compaction, so it is stale with that cause. The audit's own settings judge
+    neither (model/gc_settings.py, as the plan resolves them)."""
     conf = {
         "source": "/pulsar/conf/bookkeeper.conf",
         "not_scanned": {"ledger_dirs": [], "index_dirs": []},
-        "gc": {"gcWaitTime": str(30 * DAY)},
+        # valid: BookKeeper requires each compaction interval >= gcWaitTime (model/gc_config.py)
+        "gc": {
+            "gcWaitTime": str(2 * DAY),
+            "minorCompactionInterval": str(4 * DAY // 1000),
+            "majorCompactionInterval": str(5 * DAY // 1000),
+        },
     }
     dirs = []
     for bid, extra in ((B1, {"bookie_config": conf}), (B2, {})):
@@ -276,6 +282,12 @@ def test_each_bookie_is_judged_on_its_own_gc_settings(spark: Any, tmp_path: Path
     assert ev["causes"] == ["compaction-disabled"] and ev["gc_settings_source"] == "server_config (scraped)"
     sources = {s["bookie"]: s["gc_settings"]["source"] for s in r.audit["bookie_scans"]}
     assert sources[B1].startswith("bookkeeper.conf read by scan-bookie") and sources[B2] == "server_config (scraped)"
+    # unreclaimed-ledger-data's severity too: deleted ledger 201's 3-day-old bytes are within b1's gcWaitTime +
+    # minor interval (info), past b2's (warning)
+    unreclaimed = keyed(r, "unreclaimed-ledger-data")
+    assert {k: f.severity for k, f in unreclaimed.items()} == {(B1, 201): "info", (B2, 201): "warning"}
+    assert unreclaimed[(B1, 201)].evidence["gc_wait_time_ms"] == 2 * DAY
+    assert unreclaimed[(B2, 201)].evidence["gc_settings_source"] == "server_config (scraped)"
     # with the audit's settings alone (no scraped or scanned configuration) both logs are stale
     for d in dirs:
         dm = json.loads((d / "manifest.json").read_text())
@@ -285,3 +297,7 @@ def test_each_bookie_is_judged_on_its_own_gc_settings(spark: Any, tmp_path: Path
     (snap / "manifest.json").write_text(json.dumps(m))
     r = run_audit(snap, tmp_path / "out2", AuditParams(), spark=spark, bookie_scans=dirs)
     assert sorted(keyed(r, "stale-entry-log")) == [f"{B1}:/data/bk/current/4.log", f"{B2}:/data/bk/current/4.log"]
+    assert {k: f.severity for k, f in keyed(r, "unreclaimed-ledger-data").items()} == {
+        (B1, 201): "warning",
+        (B2, 201): "warning",
+    }
