@@ -349,6 +349,18 @@ static int v2_str(const uint8_t *p, const uint8_t *e, Slice *out) {
     return 0;
 }
 
+/* The line starting at p (up to its newline or end), its surrounding spaces trimmed into [*ls, *le); returns where
+ * the next line starts. */
+static const uint8_t *trimmed_line(const uint8_t *p, const uint8_t *end, const uint8_t **ls, const uint8_t **le) {
+    const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+    const uint8_t *s = p, *e = nl ? nl : end;
+    while (s < e && *s == ' ') s++;
+    while (e > s && e[-1] == ' ') e--;
+    *ls = s;
+    *le = e;
+    return nl ? nl + 1 : end;
+}
+
 static int v2_is(const uint8_t *p, const uint8_t *e, const char *word) {
     size_t n = strlen(word);
     return (size_t)(e - p) == n && memcmp(p, word, n) == 0;
@@ -370,11 +382,8 @@ static int parse_v2_text(const uint8_t *p, const uint8_t *end, Ledger *L) {
     Custom cur;
     Segment *seg = NULL;
     while (p < end) {
-        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
-        const uint8_t *ls = p, *le = nl ? nl : end;
-        p = nl ? nl + 1 : end;
-        while (ls < le && *ls == ' ') ls++;
-        while (le > ls && le[-1] == ' ') le--;
+        const uint8_t *ls, *le;
+        p = trimmed_line(p, end, &ls, &le);
         if (ls == le) continue;
         if (le - ls == 1 && *ls == '}') {
             if (nested == 1) {
@@ -879,11 +888,8 @@ static int ml_text_parse(const uint8_t *p, const uint8_t *end, PyObject *rows) {
     int has[4] = {0, 0, 0, 0};
     int64_t val[4] = {0, 0, 0, 0};
     while (p < end) {
-        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
-        const uint8_t *ls = p, *le = nl ? nl : end;
-        p = nl ? nl + 1 : end;
-        while (ls < le && *ls == ' ') ls++;
-        while (le > ls && le[-1] == ' ') le--;
+        const uint8_t *ls, *le;
+        p = trimmed_line(p, end, &ls, &le);
         if (ls == le) continue;
         if (!nested) {
             if (!v2_is(ls, le, "ledgerInfo {")) return BAIL;
