@@ -361,6 +361,14 @@ static const uint8_t *trimmed_line(const uint8_t *p, const uint8_t *end, const u
     return nl ? nl + 1 : end;
 }
 
+/* The first ": " of the line [ls, le) (a TextFormat field's separator), NULL when there is none. */
+static const uint8_t *field_sep(const uint8_t *ls, const uint8_t *le) {
+    for (const uint8_t *q = ls; q + 1 < le; q++) {
+        if (q[0] == ':' && q[1] == ' ') return q;
+    }
+    return NULL;
+}
+
 static int v2_is(const uint8_t *p, const uint8_t *e, const char *word) {
     size_t n = strlen(word);
     return (size_t)(e - p) == n && memcmp(p, word, n) == 0;
@@ -418,13 +426,7 @@ static int parse_v2_text(const uint8_t *p, const uint8_t *end, Ledger *L) {
             }
             continue;
         }
-        const uint8_t *sep = NULL;
-        for (const uint8_t *q = ls; q + 1 < le; q++) {
-            if (q[0] == ':' && q[1] == ' ') {
-                sep = q;
-                break;
-            }
-        }
+        const uint8_t *sep = field_sep(ls, le);
         if (!sep || memchr(ls, ' ', (size_t)(sep - ls))) return -1;
         const uint8_t *vs = sep + 2;
         Slice sv;
@@ -906,13 +908,7 @@ static int ml_text_parse(const uint8_t *p, const uint8_t *end, PyObject *rows) {
             nested = 0;
             continue;
         }
-        const uint8_t *sep = NULL;
-        for (const uint8_t *q = ls; q + 1 < le; q++) {
-            if (q[0] == ':' && q[1] == ' ') {
-                sep = q;
-                break;
-            }
-        }
+        const uint8_t *sep = field_sep(ls, le);
         if (!sep) return BAIL;
         int k = 0;
         while (k < 4 && !v2_is(ls, sep, names[k])) k++;
