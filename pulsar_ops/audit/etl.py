@@ -472,6 +472,19 @@ def scanned_dirs(df: DataFrame) -> tuple[str, ...]:
     return tuple(sorted({re.sub(r"^file:(//)?", "", f).rsplit("/", 1)[0] for f in df.inputFiles()}))
 
 
+def _write_view(spark: SparkSession, f: SqlFile, target: Path, one_partition: bool, label: str) -> DataFrame:
+    """Run ``f``'s SQL once, write it to Parquet at ``target`` and register ``f.name`` as a read of what was
+    written (``label``: the Spark UI's job description, each query's stages apart); its analysed frame."""
+    try:
+        spark.sparkContext.setJobDescription(label)
+        view = spark.sql(f.text)
+        view.write.mode("overwrite").parquet(str(target))
+        read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
+    except PySparkException as e:
+        raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+    return view
+
+
 def materialise(
     spark: SparkSession, work_dir: Path, sql_root: Path | None = None, one_partition: bool = False
 ) -> list[Materialised]:
@@ -486,13 +499,7 @@ def materialise(
     for f in intermediate_files(sql_root):
         target = work_dir / f.name
         started, before = time.monotonic(), jvm_metrics.read(spark)
-        try:
-            spark.sparkContext.setJobDescription(f"{STEP_PREFIX}materialise {f.name}")  # the Spark UI's label
-            view = spark.sql(f.text)
-            view.write.mode("overwrite").parquet(str(target))
-            read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
-        except PySparkException as e:
-            raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+        view = _write_view(spark, f, target, one_partition, f"{STEP_PREFIX}materialise {f.name}")
         rows, size = parquet_size(target)
         spent = jvm_metrics.delta(before, jvm_metrics.read(spark))
         jit, classes = spent["jit_s"], spent["codegen_classes"]
@@ -612,14 +619,7 @@ def storage_shared(
     topics) aggregated and joined with the metadata once, not once per query. ``one_partition``: as
     :func:`materialise`."""
     for f in shared_storage_files(sql_root):
-        spark.sparkContext.setJobDescription(f"{STEP_PREFIX}storage {f.name}")  # each query's stages apart
-        try:
-            target = work_dir / f"storage_{f.name}"
-            view = spark.sql(f.text)
-            view.write.mode("overwrite").parquet(str(target))
-            read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
-        except PySparkException as e:
-            raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+        _write_view(spark, f, work_dir / f"storage_{f.name}", one_partition, f"{STEP_PREFIX}storage {f.name}")
 
 
 def storage(
