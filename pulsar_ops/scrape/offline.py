@@ -37,8 +37,8 @@ from pulsar_ops.scrape.run import (
 from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.snapshot.manifest import Manifest
 from pulsar_ops.snapshot.writer import DEFAULT_BATCH_ROWS, TABLES_DIR, SnapshotWriter
-from pulsar_ops.zkdata.datadir import DataDirState, Streamed, stream_data_dir, stream_snapshot_only
-from pulsar_ops.zkdata.stream import SnapshotFile, emit_final
+from pulsar_ops.zkdata.datadir import DataDirState, OnePass, Streamed, stream_data_dir, stream_snapshot_only
+from pulsar_ops.zkdata.stream import PartlyEmitted, SnapshotFile, emit_final
 from pulsar_ops.zkdata.tree import DataTree
 
 PROGRESS_EVERY = 50_000
@@ -108,8 +108,14 @@ def _keep(chroot: str, ledgers_root: str, *, local: bool, config: bool) -> tuple
 
 
 def _read(
-    cfg: OfflineScrapeConfig, chroot: str, config_chroot: str, ledgers_root: str
+    cfg: OfflineScrapeConfig,
+    chroot: str,
+    config_chroot: str,
+    ledgers_root: str,
+    emitting: tuple[_Emitter, dict[str, str], dict[str, str]] | None = None,
 ) -> tuple[Streamed, Streamed | None]:
+    """Each store's replayed partial tree; with ``emitting`` (the emitter, the local and the configuration
+    store's walked roots, as snapshot paths), in one pass: the nodes are emitted as the snapshot is read."""
     if (cfg.zk_data_dir is None) == (cfg.zk_snapshot is None):
         raise ConfigError(
             "pass exactly one of --zk-data-dir DIR and --zk-snapshot FILE",
@@ -121,14 +127,24 @@ def _read(
         k2, c2 = _keep(config_chroot, ledgers_root, local=False, config=True)
         keep |= k2
         children |= c2
+    one: OnePass | None = None
+    if emitting is not None:
+        em, local_roots, config_roots = emitting
+        em.cut, em.store = len(chroot), ""
+        one = OnePass(local_roots if separate else {**config_roots, **local_roots}, em.emit)
     if cfg.zk_data_dir is not None:
-        local = stream_data_dir(cfg.zk_data_dir, keep, children, cfg.zk_data_log_dir)
+        local = stream_data_dir(cfg.zk_data_dir, keep, children, cfg.zk_data_log_dir, one)
     else:
         assert cfg.zk_snapshot is not None
-        local = stream_snapshot_only(cfg.zk_snapshot, keep, children)
+        local = stream_snapshot_only(cfg.zk_snapshot, keep, children, one)
     config = None
     if cfg.config_zk_data_dir is not None:
-        config = stream_data_dir(cfg.config_zk_data_dir, *_keep(config_chroot, ledgers_root, local=False, config=True))
+        if emitting is not None:
+            em.flush()
+            em.cut, em.store = len(config_chroot), ""
+            one = OnePass(emitting[2], em.emit)
+        k, c = _keep(config_chroot, ledgers_root, local=False, config=True)
+        config = stream_data_dir(cfg.config_zk_data_dir, k, c, None, one)
     return local, config
 
 
@@ -203,17 +219,24 @@ class _Emitter:
 
 def scrape_data_dir(cfg: OfflineScrapeConfig) -> Manifest:
     """Read the data directory (or snapshot file) and write the snapshot; the manifest last. Like the live
-    scrape, the cyclic garbage collector is paused meanwhile."""
+    scrape, the cyclic garbage collector is paused meanwhile.
+
+    The snapshot is read once, its nodes handed to the decoding as they are read (``zkdata.stream``'s one-pass
+    mode); a newest snapshot found corrupt only after that began makes the scrape start over in two passes
+    (verify, replay, then emit), which falls back to the previous snapshot as ``stream_data_dir`` does."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _scrape(cfg)
+        try:
+            return _scrape(cfg, one_pass=True)
+        except PartlyEmitted:
+            return _scrape(cfg, one_pass=False)  # what was written is gone (``_scrape`` removes it)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
+def _scrape(cfg: OfflineScrapeConfig, *, one_pass: bool) -> Manifest:
     out = Path(cfg.out)
     if cfg.zk_data_log_dir is not None and cfg.zk_data_dir is None:
         raise ConfigError(
@@ -239,10 +262,22 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ledgers_root, max_znode_bytes=cfg.max_znode_bytes))
     n_workers = _workers(cfg.workers)
     pool = PoolSink(sink, out, n_workers, batch_rows=cfg.batch_rows, chunk=cfg.decode_chunk) if n_workers else None
+    separate = cfg.config_zk_data_dir is not None
+    # each store's walked roots, as snapshot paths (the chroot in front) -> the store
+    local_roots = {chroot + r: LOCAL for r in roots_for(LOCAL, ledgers_root, separate_config=separate)}
+    config_roots = {config_chroot + r: CONFIG for r in roots_for(CONFIG, ledgers_root, separate_config=separate)}
+    for store, roots, root in ((CONFIG, config_roots, config_chroot), (LOCAL, local_roots, chroot)):
+        for r in roots:
+            sink.ensure_scope(store, classify(r[len(root) :], ledgers_root).scope)
+    walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
+    em = _Emitter(walk_sink, sink, cfg.progress, t0)
+    summaries: list[WorkerSummary] = []
     try:
         if pool is not None:
             pool.start()
-        local_read, config_read = _read(cfg, chroot, config_chroot, ledgers_root)
+        emitting = (em, local_roots, config_roots) if one_pass else None
+        local_read, config_read = _read(cfg, chroot, config_chroot, ledgers_root, emitting)
+        em.flush()
         local_state = local_read.state
         config_state = config_read.state if config_read is not None else None
         trees: dict[str, tuple[DataTree, str]] = {LOCAL: (local_state.tree, chroot)}
@@ -253,38 +288,28 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
                     f"the chroot {root} does not exist in the {store} store's tree (zxid {tree.zxid:#x})",
                     hint="check --zk-chroot (the /chroot part of the cluster's --zookeeper HOST:PORT/chroot)",
                 )
-    except BaseException:
-        if pool is not None:
-            pool.terminate()
-        # nothing is left behind: the same --out works once the directory is fixed
-        shutil.rmtree(out if not existed else out / TABLES_DIR, ignore_errors=True)
-        raise
-    separate = config_state is not None
-    cfg.timings["read"] = time.monotonic() - t0
-
-    t1 = time.monotonic()
-    summaries: list[WorkerSummary] = []
-    try:
-        walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
-        # each store's walked roots, as snapshot paths (the chroot in front) -> the store
+        cfg.timings["read"] = time.monotonic() - t0
+        t1 = time.monotonic()
         passes: list[tuple[Streamed, dict[str, str], int]] = []
-        local_roots = {chroot + r: LOCAL for r in roots_for(LOCAL, ledgers_root, separate_config=separate)}
-        config_roots = {config_chroot + r: CONFIG for r in roots_for(CONFIG, ledgers_root, separate_config=separate)}
-        for store, roots, root in ((CONFIG, config_roots, config_chroot), (LOCAL, local_roots, chroot)):
-            for r in roots:
-                sink.ensure_scope(store, classify(r[len(root) :], ledgers_root).scope)
         if config_read is not None:
             passes = [(config_read, config_roots, len(config_chroot)), (local_read, local_roots, len(chroot))]
         else:
             passes = [(local_read, {**config_roots, **local_roots}, len(chroot))]
-        em = _Emitter(walk_sink, sink, cfg.progress, t0)
         for streamed, roots, cut in passes:
+            if streamed.emitted:
+                continue  # one pass: emitted while read
             em.cut, em.store = cut, ""
             with SnapshotFile(streamed.snapshot_file) as snap:
                 emit_final(snap, streamed.part, roots, em.emit)
             em.flush()
         max_mtime = em.max_mtime
         summaries = pool.close() if pool is not None else []
+    except BaseException:
+        if pool is not None:
+            pool.terminate()
+        # nothing is left behind: the same --out works once the directory is fixed
+        shutil.rmtree(out if not existed else out / TABLES_DIR, ignore_errors=True)
+        raise
     finally:
         if pool is not None:
             pool.terminate()
