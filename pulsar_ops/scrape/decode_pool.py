@@ -191,6 +191,12 @@ class PoolSink:
     def error(self, path: str, code: str, reason: str) -> None:
         self.parent.error(path, code, reason)
 
+    def chunk_of(self, reads: list[Read]) -> None:
+        """A chunk the caller built itself (the offline scrape), dispatched as :meth:`flush` dispatches one."""
+        self.flush()
+        self._buf = reads
+        self.flush()
+
     def flush(self) -> None:
         if not self._buf:
             return

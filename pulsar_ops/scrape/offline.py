@@ -174,8 +174,9 @@ def _load_manager(tree: DataTree, root: str) -> dict[str, Any]:
 
 
 class _Emitter:
-    """Hands the streamed nodes to the sink (the store switched when a root of the other store begins), drops the
-    chroot from each path, and keeps the newest mtime and the progress count."""
+    """Hands the streamed nodes to the sink a chunk at a time (the store switched when a root of the other store
+    begins), drops the chroot from each path, and keeps the newest mtime and the progress count. One list
+    append per node: the mtime, the count and the progress are taken per chunk."""
 
     def __init__(
         self,
@@ -183,38 +184,44 @@ class _Emitter:
         sink: SnapshotSink,
         progress: Callable[[ScrapeProgress], None] | None,
         t0: float,
+        chunk: int = DECODE_CHUNK,
     ) -> None:
         self.walk_sink, self.sink, self.progress, self.t0 = walk_sink, sink, progress, t0
-        # in-process decoding takes the reads a chunk at a time too (SnapshotSink.nodes: the native batch)
-        self.buf: list[tuple[str, bytes, Any]] | None = [] if walk_sink is sink else None
-        self.node = walk_sink.node if self.buf is None else self._buffered
+        self.chunk = max(1, chunk)
+        self.buf: list[tuple[str, bytes, Any]] = []  # (path, data, client stat)
         self.cut = 0
         self.store = ""
         self.walked = 0
         self.max_mtime = 0
 
-    def _buffered(self, path: str, data: bytes, stat: Any) -> None:
-        buf = self.buf
-        assert buf is not None
-        buf.append((path, data, stat))
-        if len(buf) >= DECODE_CHUNK:
-            self.flush()
-
     def flush(self) -> None:
-        if self.buf:
-            reads, self.buf = self.buf, []
-            self.sink.nodes(reads)
+        reads = self.buf
+        if not reads:
+            return
+        self.buf = []
+        mtime = max(r[2][3] for r in reads)
+        if mtime > self.max_mtime:
+            self.max_mtime = mtime
+        before = self.walked
+        self.walked += len(reads)
+        ws = self.walk_sink
+        if isinstance(ws, PoolSink):
+            ws.chunk_of(reads)
+        else:
+            ws.nodes(reads)  # in-process decoding takes a chunk at a time too (the native batch)
+        if self.progress is not None and self.walked // PROGRESS_EVERY != before // PROGRESS_EVERY:
+            self.progress(
+                ScrapeProgress(self.store, self.walked, self.sink.counters.errors, time.monotonic() - self.t0)
+            )
 
     def emit(self, store: str, path: str, data: bytes, stat: tuple[int, ...]) -> None:
         if store != self.store:
             self.flush()
             self.walk_sink.store = self.store = store
-        self.node(path[self.cut :] if self.cut else path, data, stat)  # type: ignore[arg-type]
-        if stat[3] > self.max_mtime:
-            self.max_mtime = stat[3]
-        self.walked += 1
-        if self.progress is not None and self.walked % PROGRESS_EVERY == 0:
-            self.progress(ScrapeProgress(store, self.walked, self.sink.counters.errors, time.monotonic() - self.t0))
+        buf = self.buf
+        buf.append((path[self.cut :] if self.cut else path, data, stat))
+        if len(buf) >= self.chunk:
+            self.flush()
 
 
 def scrape_data_dir(cfg: OfflineScrapeConfig) -> Manifest:
@@ -270,7 +277,7 @@ def _scrape(cfg: OfflineScrapeConfig, *, one_pass: bool) -> Manifest:
         for r in roots:
             sink.ensure_scope(store, classify(r[len(root) :], ledgers_root).scope)
     walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
-    em = _Emitter(walk_sink, sink, cfg.progress, t0)
+    em = _Emitter(walk_sink, sink, cfg.progress, t0, cfg.decode_chunk)
     summaries: list[WorkerSummary] = []
     try:
         if pool is not None:

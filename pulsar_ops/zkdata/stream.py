@@ -465,7 +465,7 @@ def _load_partial(
     unloaded, originals, deferred = part.unloaded, part.originals, part.deferred
     ephem = tree.ephemerals
     unpack_owner = _Q.unpack_from
-    roots_get = (roots or {}).get
+    roots_get = (roots if emit is not None and roots else {}).get  # no store: nothing emitted
     dead = doomed_paths or set()
     client = _client
     # frame: [path, data, stat, children seen, kept node or None, store or None, under a doomed node]
@@ -488,8 +488,6 @@ def _load_partial(
                 if emitted == 1:
                     part.emitted = 1  # from here on a corrupt snapshot is PartlyEmitted
 
-    if emit is None:
-        roots_get = {}.get  # no store, nothing emitted
     for path, data, stat in snap.nodes():
         count += 1
         if not stack:
