@@ -64,7 +64,8 @@ class OfflineScrapeConfig:
     workers: int | None = 0
     decode_chunk: int = DECODE_CHUNK
     progress: Callable[[ScrapeProgress], None] | None = None
-    # stage timings (seconds) filled in for the bench: "read" (files -> replayed tree), "write" (tables)
+    # stage timings (seconds) filled in for the bench: "read" (the snapshot read and replayed; in one pass its nodes
+    # handed to the decoders meanwhile), "write" (the rest: the decoders finish, the last tables, the manifest)
     timings: dict[str, float] = field(default_factory=dict)
 
 
