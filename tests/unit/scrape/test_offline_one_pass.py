@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pulsar_ops.scrape.offline import OfflineScrapeConfig, scrape_data_dir
+from pulsar_ops.scrape.offline import OfflineScrapeConfig, _scrape, scrape_data_dir
 from pulsar_ops.snapshot.reader import open_snapshot
 from tests.unit.zkdata.snapshot_bytes import encode_snapshot
 from tests.unit.zkdata.snapshot_bytes import stat as _stat
@@ -52,3 +52,39 @@ def test_a_newest_snapshot_corrupt_at_its_seal_leaves_no_row_and_falls_back(tmp_
     scrape_data_dir(OfflineScrapeConfig(out=ref, zk_data_dir=tmp_path / "data", workers=0))
     rows = sorted(map(repr, open_snapshot(good).table("znodes").to_pylist()))
     assert rows == sorted(map(repr, open_snapshot(ref).table("znodes").to_pylist()))
+
+
+def _rows(out: Path, table: str) -> list[str]:
+    return sorted(map(repr, open_snapshot(out).table(table).to_pylist()))
+
+
+def test_one_pass_equals_two_passes_with_a_separate_configuration_store(tmp_path: Path) -> None:
+    """--config-zk-data-dir: each store's directory read in one pass gives the tables the two-pass read gives,
+    each node under its own store (the local tree's /admin is not the configuration store's)."""
+    local = tmp_path / "local" / "version-2"
+    config = tmp_path / "config" / "version-2"
+    local.mkdir(parents=True)
+    config.mkdir(parents=True)
+    local_tree = [*_tree([("/managed-ledgers/t", b"L", _stat(5))]), ("/ledgers", b"", _stat(6))]
+    (local / "snapshot.6").write_bytes(encode_snapshot(local_tree))
+    config_tree = [
+        ("", b"", _stat(0, cversion=1)),
+        ("/admin", b"", _stat(1, cversion=1)),
+        ("/admin/clusters", b"", _stat(2, cversion=1)),
+        ("/admin/clusters/c1", b"{}", _stat(3)),
+    ]
+    (config / "snapshot.3").write_bytes(encode_snapshot(config_tree))
+    outs = []
+    for one_pass in (True, False):
+        out = tmp_path / f"out-{one_pass}"
+        cfg = OfflineScrapeConfig(
+            out=out, zk_data_dir=tmp_path / "local", config_zk_data_dir=tmp_path / "config", workers=0
+        )
+        _scrape(cfg, one_pass=one_pass)
+        outs.append(out)
+    for table in ("znodes", "clusters", "scopes"):
+        assert _rows(outs[0], table) == _rows(outs[1], table)
+    stores = {(r["store"], r["path"]) for r in open_snapshot(outs[0]).table("znodes").to_pylist()}
+    assert ("config", "/admin/clusters/c1") in stores
+    assert ("local", "/managed-ledgers/t") in stores
+    assert not any(p.startswith("/admin") for s, p in stores if s == "local")
