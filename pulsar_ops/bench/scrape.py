@@ -124,8 +124,9 @@ def _child_scrape(hosts: str, out: str, batch: int | None, workers: int | None) 
 
 
 def _child_offline(data_dir: str, out: str, workers: int | None) -> dict[str, Any]:
-    """`scrape --zk-data-dir` of a stopped server's dataDir: stage times (read = files -> replayed tree, write =
-    the same decode/sink/Parquet path as the live scrape) and peak RSS, measured like the live child."""
+    """`scrape --zk-data-dir` of a stopped server's dataDir: stage times (read = the snapshot read once, its nodes
+    handed to the decode workers meanwhile, and replayed; write = the workers finishing, the last tables, the
+    manifest: ``OfflineScrapeConfig.timings``) and peak RSS, measured like the live child."""
     from pulsar_ops.scrape.offline import OfflineScrapeConfig, scrape_data_dir
     from pulsar_ops.scrape.run import _workers
     from pulsar_ops.zkdata.datadir import describe_size

@@ -73,7 +73,8 @@ def _data_dir_bench(
             f"{c['workers_cpu_seconds']:>8.1f} {c['peak_rss_mb']:>6,.0f} MB  (load after: {c['load_1min_after']})"
         )
     info(
-        f"offline: files -> replayed tree {o['read_seconds']:.1f} s, tables {o['write_seconds']:.1f} s "
+        f"offline: snapshot read once and handed to the decoders {o['read_seconds']:.1f} s, then the last tables "
+        f"{o['write_seconds']:.1f} s "
         f"({o['snapshot']} + {o['replayed_txns']} txns, {o['data_dir_bytes'] / 2**20:,.0f} MB on disk; peak RSS = "
         f"process {o['parent_peak_rss_mb']:,.0f} MB + {o['workers']} x largest worker "
         f"{o['worker_peak_rss_mb']:,.0f} MB)"

@@ -37,8 +37,8 @@ from pulsar_ops.scrape.run import (
 from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.snapshot.manifest import Manifest
 from pulsar_ops.snapshot.writer import DEFAULT_BATCH_ROWS, TABLES_DIR, SnapshotWriter
-from pulsar_ops.zkdata.datadir import DataDirState, Streamed, stream_data_dir, stream_snapshot_only
-from pulsar_ops.zkdata.stream import SnapshotFile, emit_final
+from pulsar_ops.zkdata.datadir import DataDirState, OnePass, Streamed, stream_data_dir, stream_snapshot_only
+from pulsar_ops.zkdata.stream import PartlyEmitted, SnapshotFile, emit_final
 from pulsar_ops.zkdata.tree import DataTree
 
 PROGRESS_EVERY = 50_000
@@ -64,7 +64,8 @@ class OfflineScrapeConfig:
     workers: int | None = 0
     decode_chunk: int = DECODE_CHUNK
     progress: Callable[[ScrapeProgress], None] | None = None
-    # stage timings (seconds) filled in for the bench: "read" (files -> replayed tree), "write" (tables)
+    # stage timings (seconds) filled in for the bench: "read" (the snapshot read and replayed; in one pass its nodes
+    # handed to the decoders meanwhile), "write" (the rest: the decoders finish, the last tables, the manifest)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -108,8 +109,14 @@ def _keep(chroot: str, ledgers_root: str, *, local: bool, config: bool) -> tuple
 
 
 def _read(
-    cfg: OfflineScrapeConfig, chroot: str, config_chroot: str, ledgers_root: str
+    cfg: OfflineScrapeConfig,
+    chroot: str,
+    config_chroot: str,
+    ledgers_root: str,
+    emitting: tuple[_Emitter, dict[str, str], dict[str, str]] | None = None,
 ) -> tuple[Streamed, Streamed | None]:
+    """Each store's replayed partial tree; with ``emitting`` (the emitter, the local and the configuration
+    store's walked roots, as snapshot paths), in one pass: the nodes are emitted as the snapshot is read."""
     if (cfg.zk_data_dir is None) == (cfg.zk_snapshot is None):
         raise ConfigError(
             "pass exactly one of --zk-data-dir DIR and --zk-snapshot FILE",
@@ -121,14 +128,24 @@ def _read(
         k2, c2 = _keep(config_chroot, ledgers_root, local=False, config=True)
         keep |= k2
         children |= c2
+    one: OnePass | None = None
+    if emitting is not None:
+        em, local_roots, config_roots = emitting
+        em.cut, em.store = len(chroot), ""
+        one = OnePass(local_roots if separate else {**config_roots, **local_roots}, em.emit)
     if cfg.zk_data_dir is not None:
-        local = stream_data_dir(cfg.zk_data_dir, keep, children, cfg.zk_data_log_dir)
+        local = stream_data_dir(cfg.zk_data_dir, keep, children, cfg.zk_data_log_dir, one)
     else:
         assert cfg.zk_snapshot is not None
-        local = stream_snapshot_only(cfg.zk_snapshot, keep, children)
+        local = stream_snapshot_only(cfg.zk_snapshot, keep, children, one)
     config = None
     if cfg.config_zk_data_dir is not None:
-        config = stream_data_dir(cfg.config_zk_data_dir, *_keep(config_chroot, ledgers_root, local=False, config=True))
+        if emitting is not None:
+            em.flush()
+            em.cut, em.store = len(config_chroot), ""
+            one = OnePass(emitting[2], em.emit)
+        k, c = _keep(config_chroot, ledgers_root, local=False, config=True)
+        config = stream_data_dir(cfg.config_zk_data_dir, k, c, None, one)
     return local, config
 
 
@@ -158,8 +175,9 @@ def _load_manager(tree: DataTree, root: str) -> dict[str, Any]:
 
 
 class _Emitter:
-    """Hands the streamed nodes to the sink (the store switched when a root of the other store begins), drops the
-    chroot from each path, and keeps the newest mtime and the progress count."""
+    """Hands the streamed nodes to the sink a chunk at a time (the store switched when a root of the other store
+    begins), drops the chroot from each path, and keeps the newest mtime and the progress count. One list
+    append per node: the mtime, the count and the progress are taken per chunk."""
 
     def __init__(
         self,
@@ -167,53 +185,66 @@ class _Emitter:
         sink: SnapshotSink,
         progress: Callable[[ScrapeProgress], None] | None,
         t0: float,
+        chunk: int = DECODE_CHUNK,
     ) -> None:
         self.walk_sink, self.sink, self.progress, self.t0 = walk_sink, sink, progress, t0
-        # in-process decoding takes the reads a chunk at a time too (SnapshotSink.nodes: the native batch)
-        self.buf: list[tuple[str, bytes, Any]] | None = [] if walk_sink is sink else None
-        self.node = walk_sink.node if self.buf is None else self._buffered
+        self.chunk = max(1, chunk)
+        self.buf: list[tuple[str, bytes, Any]] = []  # (path, data, client stat)
         self.cut = 0
         self.store = ""
         self.walked = 0
         self.max_mtime = 0
 
-    def _buffered(self, path: str, data: bytes, stat: Any) -> None:
-        buf = self.buf
-        assert buf is not None
-        buf.append((path, data, stat))
-        if len(buf) >= DECODE_CHUNK:
-            self.flush()
-
     def flush(self) -> None:
-        if self.buf:
-            reads, self.buf = self.buf, []
-            self.sink.nodes(reads)
+        reads = self.buf
+        if not reads:
+            return
+        self.buf = []
+        mtime = max(r[2][3] for r in reads)
+        if mtime > self.max_mtime:
+            self.max_mtime = mtime
+        before = self.walked
+        self.walked += len(reads)
+        ws = self.walk_sink
+        if isinstance(ws, PoolSink):
+            ws.chunk_of(reads)
+        else:
+            ws.nodes(reads)  # in-process decoding takes a chunk at a time too (the native batch)
+        if self.progress is not None and self.walked // PROGRESS_EVERY != before // PROGRESS_EVERY:
+            self.progress(
+                ScrapeProgress(self.store, self.walked, self.sink.counters.errors, time.monotonic() - self.t0)
+            )
 
     def emit(self, store: str, path: str, data: bytes, stat: tuple[int, ...]) -> None:
         if store != self.store:
             self.flush()
             self.walk_sink.store = self.store = store
-        self.node(path[self.cut :] if self.cut else path, data, stat)  # type: ignore[arg-type]
-        if stat[3] > self.max_mtime:
-            self.max_mtime = stat[3]
-        self.walked += 1
-        if self.progress is not None and self.walked % PROGRESS_EVERY == 0:
-            self.progress(ScrapeProgress(store, self.walked, self.sink.counters.errors, time.monotonic() - self.t0))
+        buf = self.buf
+        buf.append((path[self.cut :] if self.cut else path, data, stat))
+        if len(buf) >= self.chunk:
+            self.flush()
 
 
 def scrape_data_dir(cfg: OfflineScrapeConfig) -> Manifest:
     """Read the data directory (or snapshot file) and write the snapshot; the manifest last. Like the live
-    scrape, the cyclic garbage collector is paused meanwhile."""
+    scrape, the cyclic garbage collector is paused meanwhile.
+
+    The snapshot is read once, its nodes handed to the decoding as they are read (``zkdata.stream``'s one-pass
+    mode); a newest snapshot found corrupt only after that began makes the scrape start over in two passes
+    (verify, replay, then emit), which falls back to the previous snapshot as ``stream_data_dir`` does."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _scrape(cfg)
+        try:
+            return _scrape(cfg, one_pass=True)
+        except PartlyEmitted:
+            return _scrape(cfg, one_pass=False)  # what was written is gone (``_scrape`` removes it)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
+def _scrape(cfg: OfflineScrapeConfig, *, one_pass: bool) -> Manifest:
     out = Path(cfg.out)
     if cfg.zk_data_log_dir is not None and cfg.zk_data_dir is None:
         raise ConfigError(
@@ -239,10 +270,22 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
     sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ledgers_root, max_znode_bytes=cfg.max_znode_bytes))
     n_workers = _workers(cfg.workers)
     pool = PoolSink(sink, out, n_workers, batch_rows=cfg.batch_rows, chunk=cfg.decode_chunk) if n_workers else None
+    separate = cfg.config_zk_data_dir is not None
+    # each store's walked roots, as snapshot paths (the chroot in front) -> the store
+    local_roots = {chroot + r: LOCAL for r in roots_for(LOCAL, ledgers_root, separate_config=separate)}
+    config_roots = {config_chroot + r: CONFIG for r in roots_for(CONFIG, ledgers_root, separate_config=separate)}
+    for store, roots, root in ((CONFIG, config_roots, config_chroot), (LOCAL, local_roots, chroot)):
+        for r in roots:
+            sink.ensure_scope(store, classify(r[len(root) :], ledgers_root).scope)
+    walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
+    em = _Emitter(walk_sink, sink, cfg.progress, t0, cfg.decode_chunk)
+    summaries: list[WorkerSummary] = []
     try:
         if pool is not None:
             pool.start()
-        local_read, config_read = _read(cfg, chroot, config_chroot, ledgers_root)
+        emitting = (em, local_roots, config_roots) if one_pass else None
+        local_read, config_read = _read(cfg, chroot, config_chroot, ledgers_root, emitting)
+        em.flush()
         local_state = local_read.state
         config_state = config_read.state if config_read is not None else None
         trees: dict[str, tuple[DataTree, str]] = {LOCAL: (local_state.tree, chroot)}
@@ -253,38 +296,28 @@ def _scrape(cfg: OfflineScrapeConfig) -> Manifest:
                     f"the chroot {root} does not exist in the {store} store's tree (zxid {tree.zxid:#x})",
                     hint="check --zk-chroot (the /chroot part of the cluster's --zookeeper HOST:PORT/chroot)",
                 )
-    except BaseException:
-        if pool is not None:
-            pool.terminate()
-        # nothing is left behind: the same --out works once the directory is fixed
-        shutil.rmtree(out if not existed else out / TABLES_DIR, ignore_errors=True)
-        raise
-    separate = config_state is not None
-    cfg.timings["read"] = time.monotonic() - t0
-
-    t1 = time.monotonic()
-    summaries: list[WorkerSummary] = []
-    try:
-        walk_sink: PoolSink | SnapshotSink = pool if pool is not None else sink
-        # each store's walked roots, as snapshot paths (the chroot in front) -> the store
+        cfg.timings["read"] = time.monotonic() - t0
+        t1 = time.monotonic()
         passes: list[tuple[Streamed, dict[str, str], int]] = []
-        local_roots = {chroot + r: LOCAL for r in roots_for(LOCAL, ledgers_root, separate_config=separate)}
-        config_roots = {config_chroot + r: CONFIG for r in roots_for(CONFIG, ledgers_root, separate_config=separate)}
-        for store, roots, root in ((CONFIG, config_roots, config_chroot), (LOCAL, local_roots, chroot)):
-            for r in roots:
-                sink.ensure_scope(store, classify(r[len(root) :], ledgers_root).scope)
         if config_read is not None:
             passes = [(config_read, config_roots, len(config_chroot)), (local_read, local_roots, len(chroot))]
         else:
             passes = [(local_read, {**config_roots, **local_roots}, len(chroot))]
-        em = _Emitter(walk_sink, sink, cfg.progress, t0)
         for streamed, roots, cut in passes:
+            if streamed.emitted:
+                continue  # one pass: emitted while read
             em.cut, em.store = cut, ""
             with SnapshotFile(streamed.snapshot_file) as snap:
                 emit_final(snap, streamed.part, roots, em.emit)
             em.flush()
         max_mtime = em.max_mtime
         summaries = pool.close() if pool is not None else []
+    except BaseException:
+        if pool is not None:
+            pool.terminate()
+        # nothing is left behind: the same --out works once the directory is fixed
+        shutil.rmtree(out if not existed else out / TABLES_DIR, ignore_errors=True)
+        raise
     finally:
         if pool is not None:
             pool.terminate()

@@ -32,7 +32,16 @@ from typing import Any
 from pulsar_ops.errors import ZkDataDirError
 from pulsar_ops.zkdata import snapshot as S
 from pulsar_ops.zkdata import txnlog as T
-from pulsar_ops.zkdata.stream import Partial, SnapshotFile, load_partial, touched
+from pulsar_ops.zkdata.stream import (
+    Emit,
+    Partial,
+    PartlyEmitted,
+    SnapshotFile,
+    doomed,
+    emit_replayed,
+    load_partial,
+    touched,
+)
 from pulsar_ops.zkdata.tree import DataTree
 
 SNAP_PREFIX = "snapshot"  # FileSnap.SNAPSHOT_FILE_PREFIX
@@ -293,26 +302,50 @@ class Streamed:
     state: DataDirState
     part: Partial
     snapshot_file: Path
+    emitted: bool = False  # one-pass mode: every node under the roots was emitted (no pass 2)
+
+
+@dataclass(frozen=True)
+class OnePass:
+    """One-pass mode's arguments: the walked roots (snapshot path -> store) and where the nodes go."""
+
+    roots: dict[str, str]
+    emit: Emit
 
 
 def _load_streamed(
-    p: Path, tail: LogTail | None, keep: set[str], keep_children: set[str]
+    p: Path, tail: LogTail | None, keep: set[str], keep_children: set[str], one: OnePass | None = None
 ) -> tuple[Partial, S.SnapshotHeader]:
-    paths, sessions = touched(tail.txns) if tail is not None else (set(), set())
+    txns = tail.txns if tail is not None else []
+    paths, sessions = touched(txns)
     with SnapshotFile(p) as snap:
-        part, header, trailer = load_partial(snap, paths | keep, keep_children, sessions)
+        if one is None:
+            part, header, trailer = load_partial(snap, paths | keep, keep_children, sessions)
+        else:
+            part, header, trailer = load_partial(
+                snap, paths | keep, keep_children, sessions, roots=one.roots, emit=one.emit, doomed_paths=doomed(txns)
+            )
     _point_tree(part.tree, trailer, S.zxid_from_name(p.name, SNAP_PREFIX))
     return part, header
 
 
 def stream_data_dir(
-    directory: Path, keep: set[str], keep_children: set[str], log_directory: Path | None = None
+    directory: Path,
+    keep: set[str],
+    keep_children: set[str],
+    log_directory: Path | None = None,
+    one: OnePass | None = None,
 ) -> Streamed:
     """``read_data_dir`` without the whole tree in memory: the same snapshot choice (a corrupt newest snapshot
     falls back, recorded), the same logs and replay, on a partial tree holding ``keep`` (snapshot paths, the
     root is ``""``), the children of ``keep_children`` and whatever the replay touches. ``log_directory``: the
     transaction logs' directory when the server keeps them apart (zoo.cfg ``dataLogDir``; ``FileTxnSnapLog``
-    takes the snapshots from ``dataDir/version-2`` and the logs from ``dataLogDir/version-2``)."""
+    takes the snapshots from ``dataDir/version-2`` and the logs from ``dataLogDir/version-2``).
+
+    ``one`` (one-pass mode, ``zkdata.stream``): the newest snapshot's nodes are emitted as it is verified, the
+    rest after the replay (``Streamed.emitted``). A corrupt newest snapshot found before anything was emitted
+    falls back as above (in two passes); found after, it raises ``PartlyEmitted``: the caller discards what it
+    received and calls again without ``one``."""
     d = locate(directory)
     dl = d if log_directory is None else locate(log_directory)
     snaps = _files(d, SNAP_PREFIX)
@@ -324,14 +357,17 @@ def stream_data_dir(
     snaps.sort(key=lambda zp: (zp[0], zp[1].stat().st_mtime_ns, zp[1].name), reverse=True)
     fallbacks: list[dict[str, str]] = []
     tails: dict[int, LogTail] = {}
-    for z, p in snaps[:MAX_SNAPSHOTS_TRIED]:
+    for i, (z, p) in enumerate(snaps[:MAX_SNAPSHOTS_TRIED]):
         tail = tails.get(z)
         if tail is None:
             tail = tails[z] = collect_logs(dl, z)
+        mode = one if i == 0 else None
         try:
-            part, header = _load_streamed(p, tail, keep, keep_children)
+            part, header = _load_streamed(p, tail, keep, keep_children, mode)
         except OSError as e:
             raise ZkDataDirError(f"cannot read {p}: {e.strerror or e}") from e
+        except PartlyEmitted:
+            raise
         except S.SnapshotCorrupt as e:
             fallbacks.append({"snapshot": p.name, "reason": str(e)})
             continue
@@ -343,7 +379,9 @@ def stream_data_dir(
             tree.apply(txn)
         state.logs, state.stop, state.partial_logs = tail.logs, tail.stop, tail.partial_logs
         state.log_directory = str(dl) if dl != d else None
-        return Streamed(state, part, p)
+        if mode is not None:
+            emit_replayed(part, mode.roots, mode.emit)
+        return Streamed(state, part, p, emitted=mode is not None)
     raise ZkDataDirError(
         f"{d}: no valid snapshot ({len(fallbacks)} tried: "
         + "; ".join(f"{f['snapshot']}: {f['reason']}" for f in fallbacks[:3])
@@ -352,16 +390,19 @@ def stream_data_dir(
     )
 
 
-def stream_snapshot_only(path: Path, keep: set[str], keep_children: set[str]) -> Streamed:
-    """``read_snapshot_only`` in streaming mode."""
+def stream_snapshot_only(path: Path, keep: set[str], keep_children: set[str], one: OnePass | None = None) -> Streamed:
+    """``read_snapshot_only`` in streaming mode (``one``: as in :func:`stream_data_dir`; a corrupt file is an
+    error either way, ``PartlyEmitted`` included, as the caller must discard what it received)."""
     p = _snapshot_arg(path)
     with _reading_snapshot_arg(p):
-        part, header = _load_streamed(p, None, keep, keep_children)
+        part, header = _load_streamed(p, None, keep, keep_children, one)
     tree = part.tree
     state = DataDirState(
         tree, str(p.parent), p.name, tree.zxid, S.compression_of(p.name), header.dbid, len(header.sessions)
     )
-    return Streamed(state, part, p)
+    if one is not None:
+        emit_replayed(part, one.roots, one.emit)
+    return Streamed(state, part, p, emitted=one is not None)
 
 
 def describe_size(directory: Path) -> int:
@@ -373,6 +414,7 @@ def describe_size(directory: Path) -> int:
 __all__ = [
     "DataDirState",
     "LogTail",
+    "OnePass",
     "Streamed",
     "collect_logs",
     "load_snapshot_file",

@@ -18,6 +18,16 @@ them (~1 KB each in Python). Here the snapshot file is decompressed and parsed i
    ``numChildren`` and ``cversion``); the tables do not depend on the order.
 
 The result equals ``DataTree.load`` + replay + ``iter_subtree`` node for node (tests/unit/zkdata/test_stream.py).
+
+**One pass** (what the offline scrape uses first): pass 1 given ``roots`` and ``emit`` emits, as it reads them,
+the nodes whose final state the replay cannot change: a node not kept (the replay neither reads nor changes
+it, nor its child count: a child created or deleted keeps its parent) and under no node the replay may delete
+(:func:`doomed`: the delete targets and the closed sessions' ephemerals; ``DataTree._delete`` takes the
+subtree). Those under such a node wait in ``Partial.deferred``; after the replay, :func:`emit_replayed` emits
+the kept nodes still in the replayed tree, the created ones and the deferred ones whose nearest kept ancestor
+survived. The decoding then starts with the first node read instead of after a whole verifying pass, and the
+snapshot is read once. A snapshot found corrupt after some nodes were emitted raises :class:`PartlyEmitted`:
+the caller discards what it wrote and reads again in two passes (the fallback to an older snapshot).
 """
 
 from __future__ import annotations
@@ -358,6 +368,27 @@ def _parent(path: str) -> str:
     return path[: path.rfind("/")]
 
 
+class PartlyEmitted(S.SnapshotCorrupt):
+    """The snapshot is corrupt and some of its nodes were already emitted (one-pass mode)."""
+
+
+def doomed(txns: list[T.Txn]) -> set[str]:
+    """The paths the replay of ``txns`` may delete (``DataTree._delete``: the subtree goes with the node): the
+    delete targets and the paths a 3.6+ closeSession names. (A closed session's ephemerals, which pre-3.6 logs
+    do not name, are found by owner in :func:`load_partial`.) Failed multis apply nothing, as in :func:`touched`."""
+    out: set[str] = set()
+    for txn in txns:
+        ops = txn.ops
+        if txn.type == T.MULTI and any(op.type == T.ERROR for op in ops):
+            continue
+        for op in ops:
+            if op.type in (T.DELETE, T.DELETE_CONTAINER):
+                out.add(op.path)
+            elif op.type == T.CLOSE_SESSION:
+                out.update(op.paths or ())
+    return out
+
+
 def touched(txns: list[T.Txn]) -> tuple[set[str], set[int]]:
     """The paths the replay of ``txns`` reads or changes (snapshot form: the root is ``""``) and the sessions it
     closes (their ephemerals are deleted without being named in pre-3.6 logs)."""
@@ -387,29 +418,75 @@ class Partial:
     unloaded: dict[int, int] = field(default_factory=dict)  # id(kept snapshot node) -> its children not kept
     originals: dict[str, Node] = field(default_factory=dict)  # path -> the kept snapshot node (by identity)
     nodes: int = 0  # nodes in the snapshot
+    # one-pass mode: nodes not kept under a node the replay may delete, (store, path, data, stat, children)
+    deferred: list[tuple[str, str, bytes, bytes, int]] = field(default_factory=list)
+    emitted: int = 0  # nodes emitted by pass 1 (one-pass mode)
 
 
 def load_partial(
-    snap: SnapshotFile, keep: set[str], keep_children: set[str], sessions: set[int], *, with_digest: bool = True
+    snap: SnapshotFile,
+    keep: set[str],
+    keep_children: set[str],
+    sessions: set[int],
+    *,
+    with_digest: bool = True,
+    roots: dict[str, str] | None = None,
+    emit: Emit | None = None,
+    doomed_paths: set[str] | None = None,
 ) -> tuple[Partial, S.SnapshotHeader, S.SnapshotTrailer]:
     """Pass 1 over a snapshot file: verify it (seals, digest computed over every node) and keep the nodes whose
     path is in ``keep``, whose parent is in ``keep_children`` or whose ephemeral owner is in ``sessions``, with
-    their ancestors, in a partial tree (``DataTree`` node layout)."""
+    their ancestors, in a partial tree (``DataTree`` node layout). With ``roots`` and ``emit`` (one-pass mode,
+    ``doomed_paths`` from :func:`doomed`): also emit every node under ``roots`` the replay cannot change (see the
+    module's docstring); finish with :func:`emit_replayed` after the replay."""
+    part = Partial(DataTree())
+    try:
+        return _load_partial(snap, part, keep, keep_children, sessions, with_digest, roots, emit, doomed_paths)
+    except S.SnapshotCorrupt as e:
+        if part.emitted:
+            raise PartlyEmitted(str(e)) from e
+        raise
+
+
+def _load_partial(
+    snap: SnapshotFile,
+    part: Partial,
+    keep: set[str],
+    keep_children: set[str],
+    sessions: set[int],
+    with_digest: bool,
+    roots: dict[str, str] | None,
+    emit: Emit | None,
+    doomed_paths: set[str] | None,
+) -> tuple[Partial, S.SnapshotHeader, S.SnapshotTrailer]:
     header = snap.header()
     snap.with_digest, snap.digest = with_digest, 0
-    tree = DataTree()
-    part = Partial(tree)
-    unloaded, originals = part.unloaded, part.originals
+    tree = part.tree
+    unloaded, originals, deferred = part.unloaded, part.originals, part.deferred
     ephem = tree.ephemerals
     unpack_owner = _Q.unpack_from
-    # frame: [path, data, stat, children seen, kept node or None]
+    roots_get = (roots if emit is not None and roots else {}).get  # no store: nothing emitted
+    dead = doomed_paths or set()
+    client = _client
+    # frame: [path, data, stat, children seen, kept node or None, store or None, under a doomed node]
     stack: list[list[Any]] = []
     count = 0
+    emitted = 0
 
     def close(frame: list[Any]) -> None:
+        nonlocal emitted
         node = frame[4]
         if node is not None:
             unloaded[id(node)] = frame[3] - (len(node[2]) if node[2] else 0)
+        elif frame[5] is not None:
+            if frame[6]:
+                deferred.append((frame[5], frame[0], frame[1], frame[2], frame[3]))
+            else:
+                assert emit is not None
+                emit(frame[5], frame[0], frame[1], client(frame[1], frame[2], frame[3]))
+                emitted += 1
+                if emitted == 1:
+                    part.emitted = 1  # from here on a corrupt snapshot is PartlyEmitted
 
     for path, data, stat in snap.nodes():
         count += 1
@@ -419,7 +496,7 @@ def load_partial(
             node: Node = [data, stat, None]
             tree.root = node
             originals[""] = node
-            stack.append(["", data, stat, 0, node])
+            stack.append(["", data, stat, 0, node, roots_get(""), False])
             continue
         cut = path.rfind("/")
         parent_path = path[:cut]
@@ -427,8 +504,12 @@ def load_partial(
             close(stack.pop())
         if not stack:
             raise S.SnapshotCorrupt(f"Invalid Datatree, unable to find parent {parent_path} of path {path}")
-        stack[-1][3] += 1
-        frame = [path, data, stat, 0, None]
+        parent = stack[-1]
+        parent[3] += 1
+        store = parent[5]
+        if store is None:
+            store = roots_get(path)
+        frame = [path, data, stat, 0, None, store, parent[6]]
         stack.append(frame)
         owner_kept = False
         if stat[44:52] != _NO_OWNER:
@@ -436,6 +517,9 @@ def load_partial(
             if owner in sessions:
                 ephem.setdefault(owner, set()).add(path)
                 owner_kept = True
+                frame[6] = True  # the replay deletes it when it closes the session
+        if path in dead:
+            frame[6] = True
         if owner_kept or path in keep or parent_path in keep_children:
             # materialise the chain of ancestors not kept yet, then this node
             i = len(stack) - 1
@@ -458,7 +542,44 @@ def load_partial(
     if with_digest:
         tree.digest = _s64(snap.digest)
     part.nodes = count
+    part.emitted = emitted
     return part, header, trailer
+
+
+def emit_replayed(part: Partial, roots: dict[str, str], emit: Emit) -> int:
+    """One-pass mode, after the replay: emit what pass 1 held back under ``roots``: the kept snapshot nodes still
+    in the replayed tree (their final data and client stat), the created nodes, and the deferred nodes whose
+    nearest kept ancestor is still in the tree. Returns the number emitted (with pass 1's: every node once)."""
+    unloaded, originals = part.unloaded, part.originals
+    alive: set[int] = set()
+    emitted = 0
+    walk: list[tuple[str, Node, str | None]] = [("", part.tree.root, roots.get(""))]
+    while walk:
+        p, node, store = walk.pop()
+        kids = node[2]
+        n = len(kids) if kids else 0
+        kept = unloaded.get(id(node))
+        if kept is not None and originals.get(p) is node:
+            alive.add(id(node))
+            if store is not None:
+                emit(store, p, node[0], _client(node[0], node[1], n + kept))
+                emitted += 1
+        elif store is not None:
+            emit(store, p or "/", node[0], _client(node[0], node[1], n))
+            emitted += 1
+        if kids:
+            for name, child in kids.items():
+                cp = f"{p}/{name}"
+                walk.append((cp, child, store if store is not None else roots.get(cp)))
+    for store, path, data, stat, n in part.deferred:
+        q = path
+        while q not in originals:
+            q = q[: q.rfind("/")]
+        if id(originals[q]) in alive:
+            emit(store, path, data, _client(data, stat, n))
+            emitted += 1
+    part.deferred = []
+    return part.emitted + emitted
 
 
 def _client(data: bytes, stat: bytes, n: int) -> tuple[int, ...]:
@@ -551,4 +672,15 @@ def emit_final(
     return emitted
 
 
-__all__ = ["BLOCK", "Partial", "SnapshotFile", "emit_final", "load_partial", "snap_nodes_py", "touched"]
+__all__ = [
+    "BLOCK",
+    "Partial",
+    "PartlyEmitted",
+    "SnapshotFile",
+    "doomed",
+    "emit_final",
+    "emit_replayed",
+    "load_partial",
+    "snap_nodes_py",
+    "touched",
+]

@@ -4,6 +4,7 @@ in-memory ``DataTree`` load + replay gives: every node under the walked roots, i
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from pathlib import Path
 
 import cramjam
@@ -14,7 +15,15 @@ from hypothesis import strategies as st
 from pulsar_ops.zkdata import snapshot as S
 from pulsar_ops.zkdata import txnlog as T
 from pulsar_ops.zkdata.jute import STAT_PERSISTED
-from pulsar_ops.zkdata.stream import SnapshotFile, emit_final, load_partial, touched
+from pulsar_ops.zkdata.stream import (
+    PartlyEmitted,
+    SnapshotFile,
+    doomed,
+    emit_final,
+    emit_replayed,
+    load_partial,
+    touched,
+)
 from pulsar_ops.zkdata.tree import DataTree, client_stat
 from tests.unit.zkdata.snapshot_bytes import encode_snapshot
 from tests.unit.zkdata.snapshot_bytes import stat as _stat
@@ -103,10 +112,47 @@ def _streamed(
     return got, tree, part.nodes
 
 
+def _one_pass(
+    f: Path, txns: list[T.Txn], roots: dict[str, str], block: int
+) -> tuple[set[tuple[object, ...]], DataTree, int]:
+    """One-pass mode: nodes emitted while the snapshot is verified, the rest after the replay."""
+    paths, sessions = touched(txns)
+    out: list[tuple[object, ...]] = []
+
+    def emit(s: str, p: str, d: bytes, c: tuple[int, ...]) -> None:
+        out.append((s, p, bytes(d), c))
+
+    with SnapshotFile(f, block=block) as snap:
+        part, _h, trailer = load_partial(
+            snap, paths | {"", "/a", "/b"}, set(), sessions, roots=roots, emit=emit, doomed_paths=doomed(txns)
+        )
+    tree = part.tree
+    tree.zxid = 2
+    if trailer.digest is not None:
+        tree.expect_digest(trailer.digest.zxid, trailer.digest.digest)
+    for txn in txns:
+        tree.apply(txn)
+    n = emit_replayed(part, roots, emit)
+    got = set(out)
+    assert len(got) == len(out) == n  # each node once
+    return got, tree, part.nodes
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(trees(), txn_lists(), st.sampled_from(["", "gz", "snappy"]), st.sampled_from([7, 64, 1 << 20]))
+@given(
+    trees(),
+    txn_lists(),
+    st.sampled_from(["", "gz", "snappy"]),
+    st.sampled_from([7, 64, 1 << 20]),
+    st.sampled_from([_streamed, _one_pass]),
+)
 def test_streaming_equals_the_in_memory_replay(
-    tmp_path: Path, nodes: list[tuple[str, bytes, bytes]], txns: list[T.Txn], comp: str, block: int
+    tmp_path: Path,
+    nodes: list[tuple[str, bytes, bytes]],
+    txns: list[T.Txn],
+    comp: str,
+    block: int,
+    read: Callable[[Path, list[T.Txn], dict[str, str], int], tuple[set[tuple[object, ...]], DataTree, int]],
 ) -> None:
     ref_tree = DataTree.load(iter([(p, d, 1, s) for p, d, s in nodes]), with_digest=True)
     raw = encode_snapshot(nodes, digest=(5, ref_tree.digest))
@@ -123,7 +169,7 @@ def test_streaming_equals_the_in_memory_replay(
     f.write_bytes(body)
     roots = {"/a": "config", "/b": "local"}
     want, ref = _reference(raw, txns, roots)
-    got, tree, count = _streamed(f, txns, roots, block)
+    got, tree, count = read(f, txns, roots, block)
     assert got == want
     assert count == len(nodes)
     assert tree.stats == ref.stats
@@ -153,3 +199,40 @@ def test_client_stat_of_a_kept_node_counts_its_untouched_children(tmp_path: Path
     node = [b"A", STAT_PERSISTED.pack(1, 1, 1001, 2001, 0, 3, 0, 0, 4), {"x": 0, "y": 0, "z": 0}]
     assert a == client_stat(node[0], node[1], node[2])  # type: ignore[arg-type]
     assert a[9] == 3 and a[5] == 3 * 2 - 3
+
+
+def test_a_snapshot_found_corrupt_after_emitting_says_so(tmp_path: Path) -> None:
+    """One-pass mode: a checksum failure found once nodes were handed on is PartlyEmitted (the caller must discard
+    them); found before anything was emitted it stays a plain SnapshotCorrupt (the fallback reads the next)."""
+    nodes = [("", b"", _stat(0)), ("/a", b"A", _stat(1)), ("/a/x", b"X" * 40, _stat(2))]
+    raw = encode_snapshot(nodes)
+    bad = raw[:50] + bytes([raw[50] ^ 1]) + raw[51:]  # a flipped data byte: only the seal at the end tells
+    f = tmp_path / "snapshot.2"
+    f.write_bytes(bad)
+    out: list[str] = []
+    with SnapshotFile(f, block=16) as snap, pytest.raises(PartlyEmitted):
+        load_partial(snap, set(), set(), set(), roots={"/a": "local"}, emit=lambda s, p, d, c: out.append(p))
+    assert out
+    with SnapshotFile(f, block=16) as snap, pytest.raises(S.SnapshotCorrupt) as e:
+        load_partial(snap, set(), set(), set(), roots={"/b": "local"}, emit=lambda s, p, d, c: out.append(p))
+    assert not isinstance(e.value, PartlyEmitted)
+
+
+def test_the_subtree_of_a_node_the_replay_deletes_is_not_emitted(tmp_path: Path) -> None:
+    """A fuzzy snapshot can hold children under a node the log deletes; one-pass mode holds them back and drops
+    them with it (as DataTree._delete does), and emits those of a node that survives."""
+    nodes = [
+        ("", b"", _stat(0, cversion=2)),
+        ("/a", b"A", _stat(1, cversion=1)),
+        ("/a/x", b"", _stat(2, cversion=1)),
+        ("/a/x/q", b"Q", _stat(3)),
+        ("/b", b"", _stat(4)),
+    ]
+    f = tmp_path / "snapshot.2"
+    f.write_bytes(encode_snapshot(nodes))
+    txns = [T.Txn(7, 0, 5, 10_005, T.DELETE, (T.Op(T.DELETE, "/a/x"),))]
+    roots = {"/a": "local", "/b": "local"}
+    want, _ref = _reference(encode_snapshot(nodes), txns, roots)
+    got, _tree, _n = _one_pass(f, txns, roots, 1 << 20)
+    assert got == want
+    assert {p for _s, p, _d, _c in got} == {"/a", "/b"}
