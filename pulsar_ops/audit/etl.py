@@ -35,7 +35,6 @@ from pulsar_ops.audit.sql_files import (
     intermediate_files,
     staging_files,
     storage_files,
-    storage_sql,
 )
 from pulsar_ops.audit.stage_metrics import STEP_PREFIX
 from pulsar_ops.errors import AuditError
@@ -638,7 +637,7 @@ def storage(
             continue
         spark.sparkContext.setJobDescription(f"{STEP_PREFIX}storage {f.name}")  # each query's stages apart
         try:
-            rows = spark.sql(storage_sql(f, top_n)).collect()
+            rows = spark.sql(f.text).collect()
         except PySparkException as e:
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
         out[f.name] = [r.asDict(recursive=True) for r in rows]

@@ -72,7 +72,6 @@ _NAMES = re.compile(
 )
 _PLANNABLE_KINDS = re.compile(r"\$\{plannable_ledger_kinds\}")
 _ML_OWNED_KINDS = re.compile(r"\$\{ml_owned_kinds\}")
-_STORAGE_TOP_N = re.compile(r"\$\{storage_top_n\}")
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -256,16 +255,6 @@ def storage_files(root: Path | None = None) -> list[SqlFile]:
     rest are collected, in file order."""
     r = root or sql_root()
     return [SqlFile("storage", _PREFIX.sub("", p.stem), p) for p in _files(r, "storage")]
-
-
-def storage_sql(f: SqlFile, top_n: int) -> str:
-    """A ``storage/*.sql`` file's SQL with ``${storage_top_n}`` -> ``top_n`` as an integer literal (Spark and the
-    DuckDB bench render it alike): a literal bound on a ``row_number()`` lets Spark keep each window group's top N
-    before the shuffle (its WindowGroupLimit), where a bound read from a relation (``storage_params``) shuffles and
-    sorts every row."""
-    if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1:
-        raise AuditError(f"storage top N must be an integer of at least 1, got {top_n!r}", code="config-invalid")
-    return _STORAGE_TOP_N.sub(str(top_n), f.text)
 
 
 def detect_files(root: Path | None = None) -> list[SqlFile]:

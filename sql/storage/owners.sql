@@ -16,16 +16,13 @@ WITH grouped AS (
     GROUP BY GROUPING SETS ((bookie_id, class, tenant), (bookie_id, class, namespace), (bookie_id, class, topic))
 ),
 ranked AS (
-    -- row_number alone in its window and a literal bound (${storage_top_n}, audit/etl.py storage): Spark limits
-    -- each group to its top N before the shuffle (WindowGroupLimit), so only N rows per bookie, class and level
-    -- are shuffled and sorted, not every topic of every bookie
-    SELECT g.*, row_number() OVER (PARTITION BY bookie_id, class, level ORDER BY bytes DESC, name) AS rank
+    SELECT
+        g.*,
+        row_number() OVER (PARTITION BY bookie_id, class, level ORDER BY bytes DESC, name) AS rank,
+        count(*) OVER (PARTITION BY bookie_id, class, level) AS groups
     FROM grouped g
-),
-counted AS (
-    SELECT bookie_id, class, level, count(*) AS groups FROM grouped GROUP BY bookie_id, class, level
 )
-SELECT /*+ BROADCAST(c) */ r.bookie_id, r.class, r.level, r.name, r.bytes, r.ledgers, r.rank, c.groups
+SELECT /*+ BROADCAST(p) */ r.bookie_id, r.class, r.level, r.name, r.bytes, r.ledgers, r.rank, r.groups
 FROM ranked r
-JOIN counted c ON c.bookie_id = r.bookie_id AND c.class = r.class AND c.level = r.level
-WHERE r.rank <= ${storage_top_n}
+CROSS JOIN storage_params p
+WHERE r.rank <= p.top_n

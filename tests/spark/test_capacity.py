@@ -12,7 +12,6 @@ import pytest
 
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.runner import AuditResult, run_audit
-from pulsar_ops.audit.sql_files import storage_files, storage_sql
 from pulsar_ops.audit.storage_view import CLASSES
 from tests.spark.scan_builder import ScanBuilder
 from tests.spark.snapshot_builder import DAY, NOW
@@ -111,19 +110,6 @@ def test_oldest_logs_name_what_pins_them(result: AuditResult) -> None:
         }
     ]
     assert result.audit["storage"]["skew"]["bookies"] == 3
-
-
-def test_owners_keep_each_group_s_top_n_before_the_shuffle(result: AuditResult, spark: Any) -> None:
-    """owners.sql's bound is a literal (``${storage_top_n}``) and its row_number is alone in its window, so Spark
-    plans a WindowGroupLimit: each (bookie, class, level) keeps its top N before the shuffle, instead of every
-    topic of every bookie being shuffled and sorted (41 task CPU-s at 600,000 topics). The count of groups ("top
-    N of M") is still every group's: orphan topics on B1 are 1, live ones 2, tenants 1."""
-    owners = next(f for f in storage_files() if f.name == "owners")
-    plan = spark.sql(storage_sql(owners, 2))._jdf.queryExecution().optimizedPlan().toString()
-    assert "WindowGroupLimit" in plan
-    top = by_bookie(result)[B1]["top"]
-    assert [top["live"][lv]["of"] for lv in ("topic", "namespace", "tenant")] == [2, 1, 1]
-    assert top["orphan"]["topic"]["of"] == 1
 
 
 def test_no_storage_without_scans(spark: Any, tmp_path: Path) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from pulsar_ops.audit.sql_files import SqlFile, detect_files, expand_macros
 
 SQL = "SELECT ${broadcast_if_small:u:int_unmatched_ledgers} 1 FROM int_unmatched_ledgers u"
@@ -51,20 +49,3 @@ def test_the_first_trim_rule_s_predicates_are_rendered_from_the_repair_rules() -
     assert rules.trim_candidate_sql("l", "s") in text
     assert rules.retention_expired_sql("s", "p") in text
     assert rules.at_first_trim_sql("s") in text
-
-
-def test_the_storage_top_n_is_rendered_as_a_literal_bound() -> None:
-    """owners.sql bounds its row_number by ``${storage_top_n}``: rendered as an integer literal (what lets Spark
-    limit each window group before the shuffle), never left in the SQL, and only a positive integer is taken."""
-    from pulsar_ops.audit.sql_files import storage_files, storage_sql
-    from pulsar_ops.errors import AuditError
-
-    owners = next(f for f in storage_files() if f.name == "owners")
-    assert "${storage_top_n}" in owners.path.read_text()
-    assert "r.rank <= 7\n" in storage_sql(owners, 7) + "\n"
-    for f in storage_files():
-        assert "${" not in storage_sql(f, 3), f.name
-    for bad in (0, -1, True, 2.5):
-        with pytest.raises(AuditError) as e:
-            storage_sql(owners, bad)  # type: ignore[arg-type]
-        assert e.value.code == "config-invalid"
