@@ -25,14 +25,19 @@ WITH logs AS (
     WHERE read_via <> 'skipped' AND NOT compacting
     GROUP BY bookie_id, ledger_dir, log_id
 ),
-on_disk AS (
+pairs AS (
     -- `logs` has a row per entry log (a bookie's disk over its logSizeLimit, 1 GiB by default): broadcast, so
-    -- the (ledger, log) pairs are not shuffled by log before their aggregate by ledger
-    SELECT /*+ BROADCAST(g) */
-        l.bookie_id, l.ledger_id, sum(l.bytes) AS bytes, count(*) AS logs, min(g.mtime_ms) AS oldest_mtime_ms
+    -- the (ledger, log) pairs are not shuffled by log before their aggregate by ledger. Distributed by ledger
+    -- alone: the aggregate by (bookie, ledger) below and the joins by ledger after it need no other shuffle, so
+    -- the pairs cross the network once, not twice (9 M rows at 600,000 topics, about one per bookie and ledger)
+    SELECT /*+ BROADCAST(g), REPARTITION(ledger_id) */ l.bookie_id, l.ledger_id, l.bytes, g.mtime_ms
     FROM stg_scan_entry_log_ledgers l
     LEFT JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
-    GROUP BY l.bookie_id, l.ledger_id
+),
+on_disk AS (
+    SELECT p.bookie_id, p.ledger_id, sum(p.bytes) AS bytes, count(*) AS logs, min(p.mtime_ms) AS oldest_mtime_ms
+    FROM pairs p
+    GROUP BY p.bookie_id, p.ledger_id
 ),
 refs AS (
     SELECT ledger_id, 0 AS prio, 'data' AS kind, topic, namespace FROM stg_ledger_list
