@@ -14,7 +14,6 @@ property-tested (tests/unit/scrape/test_native_batch.py).
 from __future__ import annotations
 
 import functools
-import hashlib
 from typing import Any
 
 import pyarrow as pa
@@ -75,7 +74,7 @@ def bk_batch(store: str, reads: list[Any], ledgers_root: str, max_bytes: int) ->
     rows' min and max mzxid)."""
     assert native.bk_batch is not None
     n, rest, zcols, bcols, lo, hi = native.bk_batch(
-        store, reads, ledgers_root, max_bytes, hashlib.sha256, spec("znodes"), spec("bk_ledgers")
+        store, reads, ledgers_root, max_bytes, spec("znodes"), spec("bk_ledgers")
     )
     if not n:
         return 0, rest, [], [], None, None
@@ -108,7 +107,7 @@ def ml_batch(store: str, reads: list[Any], max_bytes: int) -> MlBatch:
     rows' min and max mzxid, znodes taken per /managed-ledgers scope)."""
     assert native.ml_batch is not None
     specs, helpers = _ml_args()
-    n, rest, tables, counts, lo, hi, scopes = native.ml_batch(store, reads, max_bytes, hashlib.sha256, specs, helpers)
+    n, rest, tables, counts, lo, hi, scopes = native.ml_batch(store, reads, max_bytes, specs, helpers)
     arrays = {
         t: columns_to_arrays(t, cols, rows) for t, cols, rows in zip(ML_TABLES, tables, counts, strict=True) if rows
     }
