@@ -2546,6 +2546,218 @@ done:
     return result;
 }
 
+/* ---- schema_batch: the schema locators of a chunk of reads as Arrow buffers ------------------------------------
+ * schema_batch(store, reads, ledgers_root, max_bytes, znodes_spec, schema_index_spec)
+ *   -> (n, rest, znodes columns, schema_index columns, schema_index rows, min mzxid, max mzxid, scopes)
+ *
+ * Takes /schemas/<tenant>/<ns>/<name> znodes (scrape.classify: kind "schema", scope /schemas/<tenant>/<ns>) whose
+ * value is a plain well-formed binary SchemaLocator (pulsar SchemaStorageFormat.proto: info = 1 and repeated
+ * index = 2, each an IndexEntry {version = 1, position = 2 {ledgerId = 1, entryId = 2}, hash = 3}, every field
+ * present once) and whose name needs no URL-decoding: exactly scrape.extract._schema's rows (the index entries,
+ * then info when no entry has its version). Anything else -- an unknown or repeated field, a missing one, an
+ * escaped or empty name segment, a path that is also under the ledgers root -- is left to the per-znode path. */
+
+#define SCHEMA_COLS 10
+#define MAX_SCHEMA_ENTRIES 1024
+
+typedef struct {
+    int64_t version, ledger, entry;
+} SchemaEntry;
+
+/* PositionInfo: ledgerId and entryId, each exactly once. */
+static int schema_position(const uint8_t *p, const uint8_t *end, SchemaEntry *e) {
+    int has[3] = {0, 0, 0};
+    while (p < end) {
+        uint64_t key, v;
+        if (read_varint(&p, end, &key) < 0 || (key != ((1 << 3) | 0) && key != ((2 << 3) | 0))) return -1;
+        int f = (int)(key >> 3);
+        if (has[f] || read_varint(&p, end, &v) < 0) return -1;
+        has[f] = 1;
+        if (f == 1) e->ledger = (int64_t)v; else e->entry = (int64_t)v;
+    }
+    return has[1] && has[2] ? 0 : -1;
+}
+
+/* IndexEntry: version, position and hash, each exactly once. */
+static int schema_entry(const uint8_t *p, const uint8_t *end, SchemaEntry *e) {
+    int has[4] = {0, 0, 0, 0};
+    while (p < end) {
+        uint64_t key, v;
+        Slice s;
+        if (read_varint(&p, end, &key) < 0) return -1;
+        if (key == ((1 << 3) | 0)) {
+            if (has[1] || read_varint(&p, end, &v) < 0) return -1;
+            e->version = (int64_t)v;
+            has[1] = 1;
+        } else if (key == ((2 << 3) | 2)) {
+            if (has[2] || read_slice(&p, end, &s) < 0 || schema_position(s.p, s.p + s.n, e) < 0) return -1;
+            has[2] = 1;
+        } else if (key == ((3 << 3) | 2)) {
+            if (has[3] || read_slice(&p, end, &s) < 0) return -1;
+            has[3] = 1;
+        } else {
+            return -1;
+        }
+    }
+    return has[1] && has[2] && has[3] ? 0 : -1;
+}
+
+/* SchemaLocator: the rows' entries in order (index, then info when no index entry has its version) and info's
+ * version; the count, or -1. */
+static int schema_locator(const uint8_t *p, const uint8_t *end, SchemaEntry *out, int64_t *latest) {
+    SchemaEntry info;
+    int has_info = 0, n = 0;
+    while (p < end) {
+        uint64_t key;
+        Slice s;
+        if (read_varint(&p, end, &key) < 0 || read_slice(&p, end, &s) < 0) return -1;
+        if (key == ((1 << 3) | 2)) {
+            if (has_info || schema_entry(s.p, s.p + s.n, &info) < 0) return -1;
+            has_info = 1;
+        } else if (key == ((2 << 3) | 2)) {
+            if (n >= MAX_SCHEMA_ENTRIES - 1 || schema_entry(s.p, s.p + s.n, &out[n]) < 0) return -1;
+            n++;
+        } else {
+            return -1;
+        }
+    }
+    if (!has_info) return -1;
+    int seen = 0;
+    for (int i = 0; i < n && !seen; i++) seen = out[i].version == info.version;
+    if (!seen) out[n++] = info;
+    *latest = info.version;
+    return n;
+}
+
+/* One read: 1 taken, 0 left to the per-znode path, -1 a Python error. */
+static int schema_take(PyObject *r, Col *zc, Col *sc, const char *st, Py_ssize_t stn, const char *root, Py_ssize_t rn,
+                       long long max_bytes, Scopes *scopes, int64_t *mz) {
+    static const char SCHEMAS[] = "/schemas/";
+    static SchemaEntry entries[MAX_SCHEMA_ENTRIES];
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) return 0;
+    PyObject *path = PyTuple_GET_ITEM(r, 0), *data = PyTuple_GET_ITEM(r, 1);
+    if (!PyUnicode_CheckExact(path) || !PyUnicode_IS_ASCII(path) || !PyBytes_Check(data)) return 0;
+    const char *p = (const char *)PyUnicode_DATA(path);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(path), k = (Py_ssize_t)sizeof SCHEMAS - 1;
+    if (n <= k || memcmp(p, SCHEMAS, (size_t)k) != 0) return 0;
+    /* classify looks under /managed-ledgers and the ledgers root first */
+    if (n > rn && memcmp(p, root, (size_t)rn) == 0 && p[rn] == '/') return 0;
+    Py_ssize_t cut[2], nc = 0;
+    for (Py_ssize_t i = k; i < n; i++) {
+        if (p[i] != '/') continue;
+        if (nc == 2) return 0;
+        cut[nc++] = i;
+    }
+    if (nc != 2 || cut[0] == k || cut[1] == cut[0] + 1 || cut[1] == n - 1) return 0; /* an empty segment */
+    const char *enc = p + cut[1] + 1;
+    Py_ssize_t enc_n = n - cut[1] - 1;
+    if (has_escape(enc, enc_n) || cut[1] >= (Py_ssize_t)sizeof scopes->buf) return 0; /* names.decode: Python's */
+    int64_t s[11], latest = 0;
+    if (!stat_ints(PyTuple_GET_ITEM(r, 2), s)) return 0;
+    if (s[8] > max_bytes || PyBytes_GET_SIZE(data) > max_bytes) return 0;
+    const uint8_t *d = (const uint8_t *)PyBytes_AS_STRING(data);
+    int ne = schema_locator(d, d + PyBytes_GET_SIZE(data), entries, &latest);
+    if (ne < 0) return 0;
+    char sha[64];
+    sha256_hex(d, (size_t)PyBytes_GET_SIZE(data), sha);
+    int bad = znode_cols(zc, st, stn, p, n, s, sha, "schema");
+    const char *ns = p + k; /* <tenant>/<ns> */
+    size_t ns_n = (size_t)(cut[1] - k);
+    for (int i = 0; i < ne && !bad; i++) {
+        bad |= col_str(&sc[0], p, (size_t)n) | col_str(&sc[1], ns, (size_t)(n - k)) | col_str(&sc[2], ns, ns_n);
+        bad |= col_str3(&sc[3], "persistent://", 13, ns, ns_n + 1, enc, (size_t)enc_n);
+        bad |= col_int(&sc[4], s[4]) | col_int(&sc[5], s[1]) | col_int(&sc[6], latest);
+        bad |= col_int(&sc[7], entries[i].version) | col_int(&sc[8], entries[i].ledger);
+        bad |= col_int(&sc[9], entries[i].entry);
+    }
+    if (bad || scopes_add(scopes, p, cut[1]) < 0) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return -1;
+    }
+    *mz = s[1];
+    return 1;
+}
+
+static PyObject *schema_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 || !PyList_Check(args[1]) || !PyUnicode_Check(args[2]) || !PyUnicode_Check(args[4]) ||
+        !PyUnicode_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "schema_batch(store, reads: list, ledgers_root: str, max_bytes: int, znodes_spec, schema_spec)");
+        return NULL;
+    }
+    PyObject *store = args[0], *reads = args[1];
+    Py_ssize_t rn, zn, sn, stn = 0;
+    const char *root = PyUnicode_AsUTF8AndSize(args[2], &rn);
+    const char *zspec = PyUnicode_AsUTF8AndSize(args[4], &zn);
+    const char *sspec = PyUnicode_AsUTF8AndSize(args[5], &sn);
+    long long max_bytes = PyLong_AsLongLong(args[3]);
+    if (!root || !zspec || !sspec || (max_bytes == -1 && PyErr_Occurred())) return NULL;
+    if (strcmp(zspec, "ssssiiiiqqqqqiiqssS") != 0 || strcmp(sspec, "ssssiqqqqq") != 0) {
+        PyErr_SetString(PyExc_ValueError, "schema_batch: the column specs do not match the tables");
+        return NULL;
+    }
+    const char *st = PyUnicode_CheckExact(store) ? PyUnicode_AsUTF8AndSize(store, &stn) : NULL;
+    if (!st) PyErr_Clear();
+    Col zc[ZNODE_COLS], sc[SCHEMA_COLS];
+    int ok = 1;
+    for (int k = 0; k < ZNODE_COLS; k++) ok &= col_init(&zc[k], zspec[k]) == 0;
+    for (int k = 0; k < SCHEMA_COLS; k++) ok &= col_init(&sc[k], sspec[k]) == 0;
+    Scopes scopes = {PyDict_New(), NULL, 0, {0}, 0};
+    PyObject *rest = PyList_New(0), *result = NULL;
+    Py_ssize_t handled = 0;
+    int64_t lo = 0, hi = 0;
+    if (!ok || !rest || !scopes.dict) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
+        int64_t mz = 0;
+        int rc = st ? schema_take(PyList_GET_ITEM(reads, i), zc, sc, st, stn, root, rn, max_bytes, &scopes, &mz) : 0;
+        if (rc < 0) goto done;
+        if (rc) {
+            if (handled == 0 || mz < lo) lo = mz;
+            if (handled == 0 || mz > hi) hi = mz;
+            handled++;
+            continue;
+        }
+        PyObject *ix = PyLong_FromSsize_t(i);
+        if (!ix || PyList_Append(rest, ix) < 0) {
+            Py_XDECREF(ix);
+            goto done;
+        }
+        Py_DECREF(ix);
+    }
+    if (scopes_flush(&scopes) < 0) goto done;
+    {
+        PyObject *zl = PyList_New(ZNODE_COLS), *sl = PyList_New(SCHEMA_COLS);
+        int bad = !zl || !sl;
+        for (int k = 0; k < ZNODE_COLS && !bad; k++) {
+            PyObject *c = col_result(&zc[k]);
+            if (!c) bad = 1; else PyList_SET_ITEM(zl, k, c);
+        }
+        for (int k = 0; k < SCHEMA_COLS && !bad; k++) {
+            PyObject *c = col_result(&sc[k]);
+            if (!c) bad = 1; else PyList_SET_ITEM(sl, k, c);
+        }
+        if (bad) {
+            Py_XDECREF(zl);
+            Py_XDECREF(sl);
+        } else if (handled) {
+            result = Py_BuildValue("(nONNnLLO)", handled, rest, zl, sl, sc[0].n, (long long)lo, (long long)hi,
+                                   scopes.dict);
+        } else {
+            result = Py_BuildValue("(nONNnOOO)", handled, rest, zl, sl, sc[0].n, Py_None, Py_None, scopes.dict);
+        }
+    }
+done:
+    for (int k = 0; k < ZNODE_COLS; k++) col_free(&zc[k]);
+    for (int k = 0; k < SCHEMA_COLS; k++) col_free(&sc[k]);
+    Py_XDECREF(rest);
+    Py_XDECREF(scopes.dict);
+    return result;
+}
+
 static PyMethodDef METHODS[] = {
     {"bk_ledger", bk_ledger, METH_O,
      "bk_ledger(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 (binary) or v2 (text) ledger "
@@ -2566,6 +2778,9 @@ static PyMethodDef METHODS[] = {
     {"bk_batch", (PyCFunction)(void (*)(void))bk_batch, METH_FASTCALL,
      "bk_batch(store, reads, ledgers_root, max_bytes, znodes_spec, bk_spec) -> (n, rest, znodes columns, "
      "bk_ledgers columns, min mzxid, max mzxid): the hierarchical v3 ledger znodes of a chunk as Arrow buffers."},
+    {"schema_batch", (PyCFunction)(void (*)(void))schema_batch, METH_FASTCALL,
+     "schema_batch(store, reads, ledgers_root, max_bytes, znodes_spec, schema_spec) -> (n, rest, znodes columns, "
+     "schema_index columns, schema_index rows, min mzxid, max mzxid, scope counts): the schema locators of a chunk."},
     {"ml_batch", (PyCFunction)(void (*)(void))ml_batch, METH_FASTCALL,
      "ml_batch(store, reads, max_bytes, specs, helpers) -> (n, rest, tables, row counts, min mzxid, max mzxid, "
      "scope counts): the managed-ledger and cursor znodes of a chunk as Arrow buffers."},

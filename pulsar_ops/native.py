@@ -32,7 +32,17 @@ def _load() -> tuple[dict[str, Any], str]:
         return {}, "not built (no C compiler at install time?): pure Python"
     if getattr(_native, "ABI", None) != ABI:
         return {}, "stale build ignored (reinstall: pip install -e .): pure Python"
-    names = ("bk_ledger", "ml_info", "cursor_info", "znode_row", "snap_nodes", "bk_batch", "ml_batch", "sha256_hex")
+    names = (
+        "bk_ledger",
+        "ml_info",
+        "cursor_info",
+        "znode_row",
+        "snap_nodes",
+        "bk_batch",
+        "ml_batch",
+        "schema_batch",
+        "sha256_hex",
+    )
     return {name: getattr(_native, name) for name in names}, "native"
 
 
@@ -54,5 +64,8 @@ bk_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("bk_batch")
 # znodes, managed_ledgers, ledger_list, cursors, ack_ranges and cursor_properties Arrow buffers, the rest left to
 # the per-znode path (scrape.native_batch; exactly SnapshotSink.node's rows)
 ml_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("ml_batch")
+# schema_batch(store, reads, ledgers_root, max_bytes, znodes_spec, schema_spec): the schema locators of a chunk of
+# reads as znodes and schema_index Arrow buffers, the rest left to the per-znode path (scrape.native_batch)
+schema_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("schema_batch")
 # sha256_hex(data): hashlib.sha256(data).hexdigest(), the data_sha256 both batches compute natively
 sha256_hex: Callable[[bytes], str] | None = _FNS.get("sha256_hex")

@@ -65,6 +65,7 @@ def usable(ledgers_root: str) -> bool:
     return (
         native.bk_batch is not None
         and native.ml_batch is not None
+        and native.schema_batch is not None
         and not (ledgers_root + "/").startswith(MANAGED_LEDGERS + "/")
     )
 
@@ -114,4 +115,20 @@ def ml_batch(store: str, reads: list[Any], max_bytes: int) -> MlBatch:
     return n, rest, arrays, lo, hi, scopes
 
 
-__all__ = ["bk_batch", "columns_to_arrays", "ml_batch", "spec", "usable"]
+SchemaBatch = tuple[int, list[int], list[pa.Array], list[pa.Array], int | None, int | None, dict[str, int]]
+
+
+def schema_batch(store: str, reads: list[Any], ledgers_root: str, max_bytes: int) -> SchemaBatch:
+    """(znodes taken, indexes of the reads left to the per-znode path, znodes arrays, schema_index arrays, the
+    taken rows' min and max mzxid, znodes taken per /schemas scope)."""
+    assert native.schema_batch is not None
+    n, rest, zcols, scols, rows, lo, hi, scopes = native.schema_batch(
+        store, reads, ledgers_root, max_bytes, spec("znodes"), spec("schema_index")
+    )
+    if not n:
+        return 0, rest, [], [], None, None, scopes
+    zarrays = columns_to_arrays("znodes", zcols, n)
+    return n, rest, zarrays, columns_to_arrays("schema_index", scols, rows) if rows else [], lo, hi, scopes
+
+
+__all__ = ["bk_batch", "columns_to_arrays", "ml_batch", "schema_batch", "spec", "usable"]
