@@ -1532,41 +1532,6 @@ static int put_i32(Buf *b, int64_t v) {
     return buf_put(b, (const char *)&x, 4);
 }
 
-/* Whether v fits the column (as pyarrow's conversion would accept it); for str values, caches their UTF-8. */
-static int col_fits(const Col *c, PyObject *v) {
-    if (v == Py_None) return c->nullable;
-    if (c->type == 'b') return PyBool_Check(v);
-    if (c->type == 'q' || c->type == 'i') {
-        if (!PyLong_CheckExact(v)) return 0;
-        int overflow = 0;
-        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow || (x == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
-            return 0;
-        }
-        return c->type == 'q' || (x >= INT32_MIN && x <= INT32_MAX);
-    }
-    if (c->type == 's') {
-        if (!PyUnicode_CheckExact(v)) return 0;
-        Py_ssize_t n;
-        if (!PyUnicode_AsUTF8AndSize(v, &n)) {
-            PyErr_Clear();
-            return 0;
-        }
-        return 1;
-    }
-    if (!PyList_CheckExact(v)) return 0;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
-        PyObject *s = PyList_GET_ITEM(v, k);
-        Py_ssize_t n;
-        if (!PyUnicode_CheckExact(s) || !PyUnicode_AsUTF8AndSize(s, &n)) {
-            PyErr_Clear();
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* The validity bit of the next value (and, for a bool column, its value bit: set with col_bit). */
 static int col_valid(Col *c, int isnull) {
     if ((c->n & 7) == 0) {
@@ -1615,7 +1580,7 @@ static int col_str3(Col *c, const char *a, size_t an, const char *b, size_t bn, 
 
 static int col_str(Col *c, const char *a, size_t an) { return col_str3(c, a, an, NULL, 0, NULL, 0); }
 
-/* Append a value col_fits accepted. */
+/* Append a value that fits the column (None only to a nullable one). */
 static int col_append(Col *c, PyObject *v) {
     int isnull = v == Py_None;
     if (c->type == 'b') {
@@ -1748,7 +1713,7 @@ static int col_opt_str(Col *c, const Slice *s) {
 }
 
 /* The 11 stat values (kazoo ZnodeStat order) as int64: 0 when one is not an int or is past its column's range
- * (int32: version, cversion, aversion, dataLength, numChildren), as col_fits would refuse it. */
+ * (int32: version, cversion, aversion, dataLength, numChildren): pyarrow would refuse such a row. */
 static int stat_ints(PyObject *stat, int64_t v[11]) {
     if (!PyTuple_Check(stat) || PyTuple_GET_SIZE(stat) != 11) return 0;
     for (int k = 0; k < 11; k++) {
@@ -1942,7 +1907,7 @@ static const int ML_WIDTHS[ML_TABLES] = {19, 22, 12, 20, 8, 7}; /* znodes, manag
 static const char ML_ROOT[] = "/managed-ledgers/";
 #define ML_ROOT_LEN (sizeof(ML_ROOT) - 1)
 #define PERSISTENT_PREFIX "persistent://"
-static PyObject *KIND_ML, *KIND_CURSOR, *FORMAT_BINARY, *FORMAT_TEXT, *FORMAT_EMPTY, *CODEC_NONE;
+static PyObject *FORMAT_BINARY, *FORMAT_TEXT, *FORMAT_EMPTY, *CODEC_NONE;
 
 static int has_escape(const char *p, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -2054,12 +2019,6 @@ static int is_system_name(const char *p, Py_ssize_t n, PyObject *names, PyObject
         if (s && m <= n && memcmp(s, p, (size_t)m) == 0) return 1;
     }
     return 0;
-}
-
-static PyObject *sha_hex(PyObject *data) {
-    char out[64];
-    sha256_hex((const uint8_t *)PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), out);
-    return PyUnicode_DecodeASCII(out, 64, NULL);
 }
 
 /* Count one znode in its scope (/managed-ledgers/<t>/<ns>, V1 .../<p>/<c>/<ns>): consecutive znodes mostly share
@@ -2188,7 +2147,6 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     PyObject *bucket = PyTuple_GET_ITEM(helpers, 4), *compacted = PyTuple_GET_ITEM(helpers, 5);
     int taken = 0;
     PyObject *plain = NULL, *codec = NULL, *rows = NULL, *props = NULL, *sprops = NULL, *pjson = NULL;
-    PyObject *sha = NULL, *zrow = NULL;
     PyObject *format = FORMAT_BINARY;
     Py_ssize_t dn = PyBytes_GET_SIZE(data);
     const char *d = PyBytes_AS_STRING(data);
@@ -2269,19 +2227,18 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
             if (!PyUnicode_Check(pjson)) goto leave;
         }
     }
-    sha = sha_hex(data);
-    if (!sha) goto error;
-    {
-        PyObject *zargs[6] = {store, path, stat, cursor ? KIND_CURSOR : KIND_ML, Py_None, sha};
-        zrow = znode_row(NULL, zargs, 6);
+    /* the znodes row's values must fit their columns: a str store and path, every stat an int in its
+       column's range; else the per-znode path decides */
+    int64_t sv[11];
+    Py_ssize_t stn = 0;
+    const char *stp = PyUnicode_CheckExact(store) && PyUnicode_CheckExact(path) ? PyUnicode_AsUTF8AndSize(store, &stn)
+                                                                                : NULL;
+    if (!stp || !stat_ints(stat, sv)) {
+        PyErr_Clear();
+        goto leave;
     }
-    if (!zrow) goto error;
-    for (int k = 0; k < ML_WIDTHS[0]; k++) {
-        if (!col_fits(&t[0][k], PyTuple_GET_ITEM(zrow, k))) {
-            PyErr_Clear();
-            goto leave; /* a stat past its column's range: the per-znode path decides */
-        }
-    }
+    char sha[64];
+    sha256_hex((const uint8_t *)d, (size_t)dn, sha);
     Py_ssize_t codec_n;
     const char *codec_s = PyUnicode_AsUTF8AndSize(codec, &codec_n);
     if (!codec_s) goto error;
@@ -2315,7 +2272,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     /* every check passed: append the rows (a failure from here on is out of memory) */
     taken = 1;
     int bad = 0;
-    for (int k = 0; k < ML_WIDTHS[0]; k++) bad |= col_append(&t[0][k], PyTuple_GET_ITEM(zrow, k));
+    bad |= znode_cols(t[0], stp, stn, p, n, sv, sha, cursor ? "cursor" : "managed-ledger") != 0;
     memcpy(topic, TP, tpn);
     memcpy(topic + tpn, nsp, (size_t)nsp_n);
     topic[tpn + (size_t)nsp_n] = '/';
@@ -2452,8 +2409,6 @@ leave_rows:
     Py_XDECREF(props);
     Py_XDECREF(sprops);
     Py_XDECREF(pjson);
-    Py_XDECREF(sha);
-    Py_XDECREF(zrow);
     if (taken == 0 && PyErr_Occurred()) taken = -1;
     return taken;
 }
@@ -2801,8 +2756,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     crc_init();
     const char *sha_impl = getenv("PULSAR_OPS_NATIVE_SHA");
     if (sha_ni_available() && !(sha_impl && strcmp(sha_impl, "c") == 0)) sha256_blocks = sha256_blocks_ni;
-    if (!(KIND_ML = PyUnicode_InternFromString("managed-ledger")) || !(KIND_CURSOR = PyUnicode_InternFromString("cursor")) ||
-        !(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_TEXT = PyUnicode_InternFromString("text")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
+    if (!(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_TEXT = PyUnicode_InternFromString("text")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
         !(CODEC_NONE = PyUnicode_InternFromString("NONE")))
         return NULL;
     if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;

@@ -67,5 +67,5 @@ ml_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("ml_batch")
 # schema_batch(store, reads, ledgers_root, max_bytes, znodes_spec, schema_spec): the schema locators of a chunk of
 # reads as znodes and schema_index Arrow buffers, the rest left to the per-znode path (scrape.native_batch)
 schema_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("schema_batch")
-# sha256_hex(data): hashlib.sha256(data).hexdigest(), the data_sha256 both batches compute natively
+# sha256_hex(data): hashlib.sha256(data).hexdigest(), the data_sha256 the batches compute natively
 sha256_hex: Callable[[bytes], str] | None = _FNS.get("sha256_hex")
