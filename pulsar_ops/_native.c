@@ -28,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 7
+#define NATIVE_ABI 8
 
 #define MAX_SEGMENTS 256
 #define MAX_MEMBERS 1024
@@ -547,7 +547,8 @@ static int buf_base64_str(Buf *b, Slice s) {
     return 0;
 }
 
-static PyObject *custom_json(Ledger *L) {
+/* custom_metadata_json into b (json.dumps(..., sort_keys=True) of the custom metadata) */
+static int custom_json_buf(Ledger *L, Buf *b) {
     int order[MAX_CUSTOM];
     for (int i = 0; i < L->ncustom; i++) order[i] = i;
     for (int i = 1; i < L->ncustom; i++) { /* insertion sort by key: at most MAX_CUSTOM entries */
@@ -558,49 +559,57 @@ static PyObject *custom_json(Ledger *L) {
         }
         order[j + 1] = x;
     }
-    Buf b = {NULL, 0, 0};
-    int bad = buf_put(&b, "{", 1);
+    int bad = buf_put(b, "{", 1);
     for (int i = 0; i < L->ncustom && !bad; i++) {
         Custom *c = &L->custom[order[i]];
-        if (i) bad |= buf_put(&b, ", ", 2);
-        bad |= buf_json_str(&b, c->key);
-        bad |= buf_put(&b, ": ", 2);
-        bad |= c->b64 ? buf_base64_str(&b, c->value) : buf_json_str(&b, c->value);
+        if (i) bad |= buf_put(b, ", ", 2);
+        bad |= buf_json_str(b, c->key);
+        bad |= buf_put(b, ": ", 2);
+        bad |= c->b64 ? buf_base64_str(b, c->value) : buf_json_str(b, c->value);
     }
-    bad |= buf_put(&b, "}", 1);
-    PyObject *out = bad ? PyErr_NoMemory() : PyUnicode_DecodeASCII(b.buf, (Py_ssize_t)b.len, NULL);
+    bad |= buf_put(b, "}", 1);
+    return bad ? -1 : 0;
+}
+
+/* ensembles_json into b: {"<first entry>": [members], ...} as scrape.extract._ensembles_json writes it */
+static int ensembles_json_buf(Ledger *L, Buf *b) {
+    char num[32];
+    int bad = buf_put(b, "{", 1);
+    for (int i = 0; i < L->nseg && !bad; i++) {
+        Segment *s = &L->seg[i];
+        if (i) bad |= buf_put(b, ", ", 2);
+        int n = snprintf(num, sizeof num, "\"%lld\": [", (long long)s->first);
+        bad |= buf_put(b, num, (size_t)n);
+        for (int k = 0; k < s->mcount && !bad; k++) {
+            if (k) bad |= buf_put(b, ", ", 2);
+            bad |= buf_json_str(b, L->members[s->mstart + k]);
+        }
+        bad |= buf_put(b, "]", 1);
+    }
+    bad |= buf_put(b, "}", 1);
+    return bad ? -1 : 0;
+}
+
+static PyObject *json_str(Ledger *L, int (*fill)(Ledger *, Buf *)) {
+    Buf b = {NULL, 0, 0};
+    PyObject *out = fill(L, &b) < 0 ? PyErr_NoMemory() : PyUnicode_DecodeASCII(b.buf, (Py_ssize_t)b.len, NULL);
     free(b.buf);
     return out;
 }
 
-static PyObject *ensembles_json(Ledger *L) {
-    Buf b = {NULL, 0, 0};
-    char num[32];
-    int bad = buf_put(&b, "{", 1);
-    for (int i = 0; i < L->nseg && !bad; i++) {
-        Segment *s = &L->seg[i];
-        if (i) bad |= buf_put(&b, ", ", 2);
-        int n = snprintf(num, sizeof num, "\"%lld\": [", (long long)s->first);
-        bad |= buf_put(&b, num, (size_t)n);
-        for (int k = 0; k < s->mcount && !bad; k++) {
-            if (k) bad |= buf_put(&b, ", ", 2);
-            bad |= buf_json_str(&b, L->members[s->mstart + k]);
-        }
-        bad |= buf_put(&b, "]", 1);
+/* Whether member i is the first of its value (bookies: the distinct ensemble members in order). */
+static int first_member(Ledger *L, int i) {
+    for (int j = 0; j < i; j++) {
+        if (slice_eq(L->members[i], L->members[j])) return 0;
     }
-    bad |= buf_put(&b, "}", 1);
-    PyObject *out = bad ? PyErr_NoMemory() : PyUnicode_DecodeASCII(b.buf, (Py_ssize_t)b.len, NULL);
-    free(b.buf);
-    return out;
+    return 1;
 }
 
 static PyObject *bookies_list(Ledger *L) {
     PyObject *out = PyList_New(0);
     if (!out) return NULL;
     for (int i = 0; i < L->nmembers; i++) {
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++) seen = slice_eq(L->members[i], L->members[j]);
-        if (seen) continue;
+        if (!first_member(L, i)) continue;
         PyObject *s = str_of(L->members[i]);
         if (!s || PyList_Append(out, s) < 0) {
             Py_XDECREF(s);
@@ -612,44 +621,53 @@ static PyObject *bookies_list(Ledger *L) {
     return out;
 }
 
-static PyObject *custom_value(Ledger *L, const char *name) {
+/* The custom-metadata entry under name, or NULL. */
+static const Custom *custom_find(Ledger *L, const char *name) {
     for (int i = 0; i < L->ncustom; i++) {
-        if (slice_eq_str(L->custom[i].key, name)) return str_of(L->custom[i].value);
+        if (slice_eq_str(L->custom[i].key, name)) return &L->custom[i];
     }
+    return NULL;
+}
+
+static PyObject *custom_value(Ledger *L, const char *name) {
+    const Custom *c = custom_find(L, name);
+    if (c) return str_of(c->value);
     Py_RETURN_NONE;
+}
+
+/* One static scratch record: the GIL is held while it is used and nothing that uses it calls back into Python
+   code that could re-enter. Only the counters and presence flags need resetting. */
+static Ledger SCRATCH;
+
+/* Parse a ledger metadata value (v3 binary or v2 text) into SCRATCH: its format version, or 0 when the
+   pure-Python path must decide. */
+static int ledger_of(const uint8_t *data, Py_ssize_t size, Ledger **out) {
+    Ledger *L = &SCRATCH;
+    memset(L, 0, offsetof(Ledger, seg));
+    L->nseg = L->nmembers = L->ncustom = 0;
+    *out = L;
+    if ((size_t)size >= V2_HEADER_LEN && memcmp(data, V2_HEADER, V2_HEADER_LEN) == 0)
+        return parse_v2_text(data + V2_HEADER_LEN, data + size, L) < 0 ? 0 : 2;
+    if ((size_t)size < V3_HEADER_LEN || memcmp(data, V3_HEADER, V3_HEADER_LEN) != 0) return 0;
+    const uint8_t *p = data + V3_HEADER_LEN, *end = data + size;
+    /* the length prefix: at most 5 bytes, below 2^32 (ledger_metadata._read_varint32) */
+    uint64_t n = 0;
+    for (int i = 0;; i++) {
+        if (i >= 5 || p >= end) return 0;
+        uint8_t b = *p++;
+        n |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) break;
+    }
+    if (n >= ((uint64_t)1 << 32) || n > (uint64_t)(end - p)) return 0;
+    return parse_ledger(p, p + n, L) < 0 ? 0 : 3;
 }
 
 static PyObject *bk_ledger(PyObject *self, PyObject *arg) {
     (void)self;
     if (!PyBytes_Check(arg)) Py_RETURN_NONE;
-    const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(arg);
-    Py_ssize_t size = PyBytes_GET_SIZE(arg);
-    /* One static scratch record: the GIL is held from here to the return and nothing below calls back into
-       Python code that could re-enter this function. Only the counters and presence flags need resetting. */
-    static Ledger scratch;
-    Ledger *L = &scratch;
-    memset(L, 0, offsetof(Ledger, seg));
-    L->nseg = L->nmembers = L->ncustom = 0;
-    long version = 3;
-    if ((size_t)size >= V2_HEADER_LEN && memcmp(data, V2_HEADER, V2_HEADER_LEN) == 0) {
-        if (parse_v2_text(data + V2_HEADER_LEN, data + size, L) < 0) Py_RETURN_NONE;
-        version = 2;
-        goto parsed;
-    }
-    if ((size_t)size < V3_HEADER_LEN || memcmp(data, V3_HEADER, V3_HEADER_LEN) != 0) Py_RETURN_NONE;
-    const uint8_t *p = data + V3_HEADER_LEN, *end = data + size;
-    /* the length prefix: at most 5 bytes, below 2^32 (ledger_metadata._read_varint32) */
-    uint64_t n = 0;
-    int i = 0;
-    for (;; i++) {
-        if (i >= 5 || p >= end) Py_RETURN_NONE;
-        uint8_t b = *p++;
-        n |= (uint64_t)(b & 0x7F) << (7 * i);
-        if (!(b & 0x80)) break;
-    }
-    if (n >= ((uint64_t)1 << 32) || n > (uint64_t)(end - p)) Py_RETURN_NONE;
-    if (parse_ledger(p, p + n, L) < 0) Py_RETURN_NONE;
-parsed:;
+    Ledger *L;
+    long version = ledger_of((const uint8_t *)PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg), &L);
+    if (!version) Py_RETURN_NONE;
     PyObject *digest = L->has_digest ? DIGEST_NAMES[L->digest] : Py_None;
     PyObject *ctime = (L->has_ctime && L->ctime != 0) ? PyLong_FromLongLong(L->ctime) : (Py_INCREF(Py_None), Py_None);
     Py_INCREF(digest);
@@ -670,9 +688,9 @@ parsed:;
         custom_value(L, CUSTOM_KEYS[3]),
         custom_value(L, CUSTOM_KEYS[4]),
         custom_value(L, CUSTOM_KEYS[5]),
-        custom_json(L),
+        json_str(L, custom_json_buf),
         bookies_list(L),
-        ensembles_json(L),
+        json_str(L, ensembles_json_buf),
     };
     int failed = out == NULL;
     for (int k = 0; k < 18; k++) {
@@ -1332,9 +1350,141 @@ static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t na
 }
 
 
+/* ---- SHA-256 (FIPS 180-4): the znodes' data_sha256, as hashlib.sha256(data).hexdigest() gives it --------------- */
+
+static const uint32_t SHA_K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROTR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_block(uint32_t h[8], const uint8_t *p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ROTR32(w[i - 15], 7) ^ ROTR32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ROTR32(w[i - 2], 17) ^ ROTR32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = k + (ROTR32(e, 6) ^ ROTR32(e, 11) ^ ROTR32(e, 25)) + ((e & f) ^ (~e & g)) + SHA_K[i] + w[i];
+        uint32_t t2 = (ROTR32(a, 2) ^ ROTR32(a, 13) ^ ROTR32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        k = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
+}
+
+static void sha256_blocks_c(uint32_t h[8], const uint8_t *p, size_t nblocks) {
+    for (size_t i = 0; i < nblocks; i++) sha256_block(h, p + 64 * i);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define SHA_NI_TARGET __attribute__((target("sha,sse4.1,ssse3")))
+
+/* The same blocks with the x86 SHA extensions (sha256rnds2 / sha256msg1 / sha256msg2): the state is kept as
+ * ABEF / CDGH, as those instructions take it; each 4-round group adds its message words and constants. */
+SHA_NI_TARGET static void sha256_blocks_ni(uint32_t h[8], const uint8_t *p, size_t nblocks) {
+    const __m128i swap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1); /* CDAB */
+    __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B);  /* EFGH */
+    __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);                                       /* ABEF */
+    s1 = _mm_blend_epi16(s1, tmp, 0xF0);                                            /* CDGH */
+    for (size_t b = 0; b < nblocks; b++, p += 64) {
+        __m128i abef = s0, cdgh = s1, w[4];
+        for (int i = 0; i < 16; i++) {
+            __m128i m;
+            if (i < 4) {
+                m = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), swap);
+            } else {
+                m = _mm_sha256msg1_epu32(w[i & 3], w[(i + 1) & 3]);
+                m = _mm_add_epi32(m, _mm_alignr_epi8(w[(i + 3) & 3], w[(i + 2) & 3], 4));
+                m = _mm_sha256msg2_epu32(m, w[(i + 3) & 3]);
+            }
+            w[i & 3] = m;
+            m = _mm_add_epi32(m, _mm_loadu_si128((const __m128i *)&SHA_K[4 * i]));
+            s1 = _mm_sha256rnds2_epu32(s1, s0, m);
+            s0 = _mm_sha256rnds2_epu32(s0, s1, _mm_shuffle_epi32(m, 0x0E));
+        }
+        s0 = _mm_add_epi32(s0, abef);
+        s1 = _mm_add_epi32(s1, cdgh);
+    }
+    tmp = _mm_shuffle_epi32(s0, 0x1B);                                   /* FEBA */
+    s1 = _mm_shuffle_epi32(s1, 0xB1);                                    /* DCHG */
+    _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(tmp, s1, 0xF0)); /* DCBA */
+    _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(s1, tmp, 8));    /* HGFE */
+}
+
+static int sha_ni_available(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19)) || !(c & (1u << 9))) return 0; /* SSE4.1, SSSE3 */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (b >> 29) & 1; /* SHA */
+}
+#else
+static int sha_ni_available(void) { return 0; }
+#define sha256_blocks_ni sha256_blocks_c
+#endif
+
+/* chosen once at import: the SHA extensions when the CPU has them (PULSAR_OPS_NATIVE_SHA=c forces the C rounds) */
+static void (*sha256_blocks)(uint32_t h[8], const uint8_t *p, size_t nblocks) = sha256_blocks_c;
+
+/* The 64 lower-case hex digits of SHA-256(p[0:n]) into out. */
+static void sha256_hex(const uint8_t *p, size_t n, char out[64]) {
+    static const char hex[] = "0123456789abcdef";
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    size_t i = n / 64 * 64;
+    if (i) sha256_blocks(h, p, n / 64);
+    uint8_t tail[128];
+    size_t r = n - i;
+    memcpy(tail, p + i, r);
+    tail[r] = 0x80;
+    size_t tn = r + 1 + 8 <= 64 ? 64 : 128;
+    memset(tail + r + 1, 0, tn - r - 1);
+    uint64_t bits = (uint64_t)n * 8;
+    for (int j = 0; j < 8; j++) tail[tn - 1 - j] = (uint8_t)(bits >> (8 * j));
+    sha256_blocks(h, tail, tn / 64);
+    for (int j = 0; j < 8; j++) {
+        for (int b = 0; b < 4; b++) {
+            uint8_t x = (uint8_t)(h[j] >> (24 - 8 * b));
+            out[8 * j + 2 * b] = hex[x >> 4];
+            out[8 * j + 2 * b + 1] = hex[x & 15];
+        }
+    }
+}
+
+/* sha256_hex(data: bytes) -> str: hashlib.sha256(data).hexdigest(), natively (what the batches write). */
+static PyObject *py_sha256_hex(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    char out[64];
+    sha256_hex((const uint8_t *)view.buf, (size_t)view.len, out);
+    PyBuffer_Release(&view);
+    return PyUnicode_DecodeASCII(out, 64, NULL);
+}
+
+
 /* ---- bk_batch: a chunk of reads -> Arrow column buffers of the znodes and bk_ledgers tables -------------------
  *
- * bk_batch(store, reads, ledgers_root, max_bytes, sha256, znodes_spec, bk_spec)
+ * bk_batch(store, reads, ledgers_root, max_bytes, znodes_spec, bk_spec)
  *   -> (n, rest, znodes_columns, bk_ledgers_columns, min_mzxid, max_mzxid)
  *
  * reads: a list of (path: str, data: bytes, stat: 11-tuple). The reads this function takes are the hierarchical
@@ -1380,41 +1530,6 @@ static void col_free(Col *c) {
 static int put_i32(Buf *b, int64_t v) {
     int32_t x = (int32_t)v;
     return buf_put(b, (const char *)&x, 4);
-}
-
-/* Whether v fits the column (as pyarrow's conversion would accept it); for str values, caches their UTF-8. */
-static int col_fits(const Col *c, PyObject *v) {
-    if (v == Py_None) return c->nullable;
-    if (c->type == 'b') return PyBool_Check(v);
-    if (c->type == 'q' || c->type == 'i') {
-        if (!PyLong_CheckExact(v)) return 0;
-        int overflow = 0;
-        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow || (x == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
-            return 0;
-        }
-        return c->type == 'q' || (x >= INT32_MIN && x <= INT32_MAX);
-    }
-    if (c->type == 's') {
-        if (!PyUnicode_CheckExact(v)) return 0;
-        Py_ssize_t n;
-        if (!PyUnicode_AsUTF8AndSize(v, &n)) {
-            PyErr_Clear();
-            return 0;
-        }
-        return 1;
-    }
-    if (!PyList_CheckExact(v)) return 0;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(v); k++) {
-        PyObject *s = PyList_GET_ITEM(v, k);
-        Py_ssize_t n;
-        if (!PyUnicode_CheckExact(s) || !PyUnicode_AsUTF8AndSize(s, &n)) {
-            PyErr_Clear();
-            return 0;
-        }
-    }
-    return 1;
 }
 
 /* The validity bit of the next value (and, for a bool column, its value bit: set with col_bit). */
@@ -1465,7 +1580,7 @@ static int col_str3(Col *c, const char *a, size_t an, const char *b, size_t bn, 
 
 static int col_str(Col *c, const char *a, size_t an) { return col_str3(c, a, an, NULL, 0, NULL, 0); }
 
-/* Append a value col_fits accepted. */
+/* Append a value that fits the column (None only to a nullable one). */
 static int col_append(Col *c, PyObject *v) {
     int isnull = v == Py_None;
     if (c->type == 'b') {
@@ -1530,7 +1645,6 @@ static PyObject *col_result(Col *c) {
 
 #define ZNODE_COLS 19
 #define BK_COLS 28
-static PyObject *KIND_BK_LEDGER;
 
 static int all_digits(const char *s, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1573,27 +1687,146 @@ static int hier_ledger(const char *p, Py_ssize_t n, const char *root, Py_ssize_t
     return layout;
 }
 
-static PyObject *LAYOUT_NAMES[3];
+
+/* A list<string> column's next item, then its end (a non-null list). */
+static int col_list_item(Col *c, const char *s, size_t n) {
+    if (buf_put(&c->child_data, s, n) < 0 || c->child_data.len > INT32_MAX) return -1;
+    c->child_n++;
+    return put_i32(&c->child_offsets, (int64_t)c->child_data.len);
+}
+
+static int col_list_end(Col *c) {
+    if (col_valid(c, 0) < 0) return -1;
+    return put_i32(&c->offsets, (int64_t)c->child_n);
+}
+
+/* A non-null string column value written by fill (a JSON column). */
+static int col_str_fill(Col *c, Ledger *L, int (*fill)(Ledger *, Buf *)) {
+    if (col_valid(c, 0) < 0 || fill(L, &c->values) < 0 || c->values.len > INT32_MAX) return -1;
+    return put_i32(&c->offsets, (int64_t)c->values.len);
+}
+
+/* A nullable string column value: the slice, or null. */
+static int col_opt_str(Col *c, const Slice *s) {
+    if (s) return col_str(c, (const char *)s->p, (size_t)s->n);
+    return col_append(c, Py_None);
+}
+
+/* The 11 stat values (kazoo ZnodeStat order) as int64: 0 when one is not an int or is past its column's range
+ * (int32: version, cversion, aversion, dataLength, numChildren): pyarrow would refuse such a row. */
+static int stat_ints(PyObject *stat, int64_t v[11]) {
+    if (!PyTuple_Check(stat) || PyTuple_GET_SIZE(stat) != 11) return 0;
+    for (int k = 0; k < 11; k++) {
+        PyObject *o = PyTuple_GET_ITEM(stat, k);
+        if (!PyLong_CheckExact(o)) return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        v[k] = x;
+        if ((k == 4 || k == 5 || k == 6 || k == 8 || k == 9) && (x < INT32_MIN || x > INT32_MAX)) return 0;
+    }
+    return 1;
+}
+
+static const char *STATE_STRS[4] = {NULL, "OPEN", "IN_RECOVERY", "CLOSED"};
+static const char *DIGEST_STRS[5] = {NULL, "CRC32", "HMAC", "CRC32C", "DUMMY"};
+static const char *LAYOUT_STRS[3] = {NULL, "legacy", "long"};
+
+/* The znodes row of a read this batch takes (kind k, no decode error), from its ASCII path, stat and hash:
+ * exactly znode_row's values (stat in kazoo ZnodeStat order). */
+static int znode_cols(Col *zc, const char *st, Py_ssize_t stn, const char *p, Py_ssize_t n, const int64_t *s,
+                      const char sha[64], const char *kind) {
+    Py_ssize_t cut = n - 1, depth = 0;
+    while (cut >= 0 && p[cut] != '/') cut--;
+    for (Py_ssize_t i = 0; i < n; i++) depth += p[i] == '/';
+    int bad = col_str(&zc[0], st, (size_t)stn) | col_str(&zc[1], p, (size_t)n);
+    bad |= cut > 0 ? col_str(&zc[2], p, (size_t)cut) : col_str(&zc[2], "/", 1);
+    bad |= col_str(&zc[3], p + cut + 1, (size_t)(n - cut - 1));
+    bad |= col_int(&zc[4], depth);
+    static const int from_stat[11] = {4, 5, 6, 0, 1, 10, 2, 3, 8, 9, 7};
+    for (int k = 0; k < 11; k++) bad |= col_int(&zc[5 + k], s[from_stat[k]]);
+    bad |= col_str(&zc[16], sha, 64) | col_str(&zc[17], kind, strlen(kind)) | col_append(&zc[18], Py_None);
+    return bad ? -1 : 0;
+}
+
+/* One read: 1 taken (its rows appended), 0 left to the per-znode path, -1 a Python error. */
+static int bk_take(PyObject *r, Col *zc, Col *bc, const char *st, Py_ssize_t stn, const char *root, Py_ssize_t rn,
+                   long long max_bytes, int64_t *mz) {
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) return 0;
+    PyObject *path = PyTuple_GET_ITEM(r, 0), *data = PyTuple_GET_ITEM(r, 1);
+    if (!PyUnicode_CheckExact(path) || !PyUnicode_IS_ASCII(path) || !PyBytes_Check(data)) return 0;
+    const char *p = (const char *)PyUnicode_DATA(path);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(path);
+    int64_t lid = 0, s[11];
+    int layout = hier_ledger(p, n, root, rn, &lid);
+    if (!layout || !stat_ints(PyTuple_GET_ITEM(r, 2), s)) return 0;
+    if (s[8] > max_bytes || PyBytes_GET_SIZE(data) > max_bytes) return 0;
+    Ledger *L;
+    const uint8_t *d = (const uint8_t *)PyBytes_AS_STRING(data);
+    int version = ledger_of(d, PyBytes_GET_SIZE(data), &L);
+    if (!version) return 0;
+    char sha[64];
+    sha256_hex(d, (size_t)PyBytes_GET_SIZE(data), sha);
+    int bad = znode_cols(zc, st, stn, p, n, s, sha, "bk-ledger");
+    /* _bk_ledger's row: path, ledger_id, layout, the metadata's fields, ctime or the znode's, ctime, version,
+       mzxid, znode ctime, znode mtime, data_length, sha, the custom metadata, bookies, ensembles */
+    int has_ctime = L->has_ctime && L->ctime != 0;
+    bad |= col_str(&bc[0], p, (size_t)n) | col_int(&bc[1], lid);
+    bad |= col_str(&bc[2], LAYOUT_STRS[layout], strlen(LAYOUT_STRS[layout])) | col_int(&bc[3], version);
+    bad |= col_str(&bc[4], STATE_STRS[L->state], strlen(STATE_STRS[L->state])) | col_int(&bc[5], L->length);
+    bad |= col_int(&bc[6], L->has_last ? L->last : -1) | col_int(&bc[7], L->ensemble) | col_int(&bc[8], L->quorum);
+    bad |= col_int(&bc[9], L->has_ack ? L->ack : L->quorum);
+    if (L->has_digest) {
+        bad |= col_str(&bc[10], DIGEST_STRS[L->digest], strlen(DIGEST_STRS[L->digest]));
+    } else {
+        bad |= col_append(&bc[10], Py_None);
+    }
+    bad |= col_int(&bc[11], has_ctime ? L->ctime : s[2]) | col_opt_int(&bc[12], has_ctime, L->ctime);
+    bad |= col_int(&bc[13], s[4]) | col_int(&bc[14], s[1]) | col_int(&bc[15], s[2]) | col_int(&bc[16], s[3]);
+    bad |= col_int(&bc[17], s[8]) | col_str(&bc[18], sha, 64);
+    for (int k = 0; k < 6; k++) {
+        const Custom *c = custom_find(L, CUSTOM_KEYS[k]);
+        bad |= col_opt_str(&bc[19 + k], c ? &c->value : NULL);
+    }
+    bad |= col_str_fill(&bc[25], L, custom_json_buf);
+    for (int i = 0; i < L->nmembers && !bad; i++) {
+        if (first_member(L, i)) bad |= col_list_item(&bc[26], (const char *)L->members[i].p, (size_t)L->members[i].n);
+    }
+    bad |= col_list_end(&bc[26]) | col_str_fill(&bc[27], L, ensembles_json_buf);
+    if (bad) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *mz = s[1];
+    return 1;
+}
 
 static PyObject *bk_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 7 || !PyList_Check(args[1]) || !PyUnicode_Check(args[2]) || !PyUnicode_Check(args[5]) ||
-        !PyUnicode_Check(args[6])) {
+    if (nargs != 6 || !PyList_Check(args[1]) || !PyUnicode_Check(args[2]) || !PyUnicode_Check(args[4]) ||
+        !PyUnicode_Check(args[5])) {
         PyErr_SetString(PyExc_TypeError,
-                        "bk_batch(store, reads: list, ledgers_root: str, max_bytes: int, sha256, znodes_spec, bk_spec)");
+                        "bk_batch(store, reads: list, ledgers_root: str, max_bytes: int, znodes_spec, bk_spec)");
         return NULL;
     }
-    PyObject *store = args[0], *reads = args[1], *sha256 = args[4];
-    Py_ssize_t rn, zn, bn;
+    PyObject *store = args[0], *reads = args[1];
+    Py_ssize_t rn, zn, bn, stn = 0;
     const char *root = PyUnicode_AsUTF8AndSize(args[2], &rn);
-    const char *zspec = PyUnicode_AsUTF8AndSize(args[5], &zn);
-    const char *bspec = PyUnicode_AsUTF8AndSize(args[6], &bn);
+    const char *zspec = PyUnicode_AsUTF8AndSize(args[4], &zn);
+    const char *bspec = PyUnicode_AsUTF8AndSize(args[5], &bn);
     long long max_bytes = PyLong_AsLongLong(args[3]);
     if (!root || !zspec || !bspec || (max_bytes == -1 && PyErr_Occurred())) return NULL;
-    if (zn != ZNODE_COLS || bn != BK_COLS) {
+    if (zn != ZNODE_COLS || bn != BK_COLS || strcmp(zspec, "ssssiiiiqqqqqiiqssS") != 0 ||
+        strcmp(bspec, "sqsisqqiiiSqQiqqqisSSSSSSsls") != 0) {
         PyErr_SetString(PyExc_ValueError, "bk_batch: the column specs do not match the tables");
         return NULL;
     }
+    /* a store that is not a str (or does not encode) fits no row: everything goes to the per-znode path */
+    const char *st = PyUnicode_CheckExact(store) ? PyUnicode_AsUTF8AndSize(store, &stn) : NULL;
+    if (!st) PyErr_Clear();
     Col zc[ZNODE_COLS], bc[BK_COLS];
     int ok = 1;
     for (int k = 0; k < ZNODE_COLS; k++) ok &= col_init(&zc[k], zspec[k]) == 0;
@@ -1602,104 +1835,25 @@ static PyObject *bk_batch(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_ssize_t handled = 0;
     int64_t lo = 0, hi = 0;
     if (!ok || !rest) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bk_batch: bad column spec");
+        if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
-        PyObject *r = PyList_GET_ITEM(reads, i);
-        PyObject *zrow = NULL, *parts = NULL, *sha = NULL;
-        int64_t lid = 0;
-        int layout = 0;
-        if (PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 3) {
-            PyObject *path = PyTuple_GET_ITEM(r, 0), *data = PyTuple_GET_ITEM(r, 1), *stat = PyTuple_GET_ITEM(r, 2);
-            if (PyUnicode_Check(path) && PyUnicode_IS_ASCII(path) && PyBytes_Check(data) && PyTuple_Check(stat) &&
-                PyTuple_GET_SIZE(stat) == 11 && PyLong_CheckExact(PyTuple_GET_ITEM(stat, 8))) {
-                layout = hier_ledger((const char *)PyUnicode_DATA(path), PyUnicode_GET_LENGTH(path), root, rn, &lid);
-                long long dlen = PyLong_AsLongLong(PyTuple_GET_ITEM(stat, 8));
-                if (dlen == -1 && PyErr_Occurred()) {
-                    PyErr_Clear();
-                    layout = 0;
-                }
-                if (layout && (dlen > max_bytes || PyBytes_GET_SIZE(data) > max_bytes)) layout = 0;
-            }
-            if (layout) {
-                parts = bk_ledger(NULL, data);
-                if (!parts) goto fail;
-                if (parts == Py_None) layout = 0;
-            }
-            if (layout) {
-                PyObject *h = PyObject_CallOneArg(sha256, data);
-                sha = h ? PyObject_CallMethod(h, "hexdigest", NULL) : NULL;
-                Py_XDECREF(h);
-                if (!sha) goto fail;
-                PyObject *zargs[6] = {store, path, stat, KIND_BK_LEDGER, Py_None, sha};
-                zrow = znode_row(NULL, zargs, 6);
-                if (!zrow) goto fail;
-                PyObject *lidobj = PyLong_FromLongLong(lid);
-                if (!lidobj) goto fail;
-                PyObject *ctime = PyTuple_GET_ITEM(parts, 8);
-                /* _bk_ledger's row: path, ledger_id, layout, parts[0:8], ctime or the znode's, ctime, version,
-                   mzxid, znode ctime, znode mtime, data_length, sha, parts[9:18] */
-                PyObject *row[BK_COLS];
-                row[0] = path;
-                row[1] = lidobj;
-                row[2] = LAYOUT_NAMES[layout];
-                for (int k = 0; k < 8; k++) row[3 + k] = PyTuple_GET_ITEM(parts, k);
-                row[11] = ctime != Py_None ? ctime : PyTuple_GET_ITEM(stat, 2);
-                row[12] = ctime;
-                row[13] = PyTuple_GET_ITEM(stat, 4);
-                row[14] = PyTuple_GET_ITEM(stat, 1);
-                row[15] = PyTuple_GET_ITEM(stat, 2);
-                row[16] = PyTuple_GET_ITEM(stat, 3);
-                row[17] = PyTuple_GET_ITEM(stat, 8);
-                row[18] = sha;
-                for (int k = 9; k < 18; k++) row[10 + k] = PyTuple_GET_ITEM(parts, k);
-                int fits = 1;
-                for (int k = 0; k < ZNODE_COLS && fits; k++) fits = col_fits(&zc[k], PyTuple_GET_ITEM(zrow, k));
-                for (int k = 0; k < BK_COLS && fits; k++) fits = col_fits(&bc[k], row[k]);
-                int64_t mz = 0;
-                if (fits) {
-                    mz = PyLong_AsLongLong(PyTuple_GET_ITEM(stat, 1));
-                    if (mz == -1 && PyErr_Occurred()) {
-                        PyErr_Clear();
-                        fits = 0;
-                    }
-                }
-                if (fits) {
-                    int bad = 0;
-                    for (int k = 0; k < ZNODE_COLS; k++) bad |= col_append(&zc[k], PyTuple_GET_ITEM(zrow, k));
-                    for (int k = 0; k < BK_COLS; k++) bad |= col_append(&bc[k], row[k]);
-                    Py_DECREF(lidobj);
-                    if (bad) {
-                        if (!PyErr_Occurred()) PyErr_NoMemory();
-                        goto fail;
-                    }
-                    if (handled == 0 || mz < lo) lo = handled == 0 ? mz : lo < mz ? lo : mz;
-                    if (handled == 0 || mz > hi) hi = mz;
-                    handled++;
-                } else {
-                    Py_DECREF(lidobj);
-                    layout = 0;
-                }
-            }
+        int64_t mz = 0;
+        int rc = st ? bk_take(PyList_GET_ITEM(reads, i), zc, bc, st, stn, root, rn, max_bytes, &mz) : 0;
+        if (rc < 0) goto done;
+        if (rc) {
+            if (handled == 0 || mz < lo) lo = mz;
+            if (handled == 0 || mz > hi) hi = mz;
+            handled++;
+            continue;
         }
-        Py_XDECREF(zrow);
-        Py_XDECREF(parts);
-        Py_XDECREF(sha);
-        if (!layout) {
-            PyObject *ix = PyLong_FromSsize_t(i);
-            if (!ix || PyList_Append(rest, ix) < 0) {
-                Py_XDECREF(ix);
-                goto done;
-            }
-            Py_DECREF(ix);
+        PyObject *ix = PyLong_FromSsize_t(i);
+        if (!ix || PyList_Append(rest, ix) < 0) {
+            Py_XDECREF(ix);
+            goto done;
         }
-        continue;
-    fail:
-        Py_XDECREF(zrow);
-        Py_XDECREF(parts);
-        Py_XDECREF(sha);
-        goto done;
+        Py_DECREF(ix);
     }
     {
         PyObject *zl = PyList_New(ZNODE_COLS), *bl = PyList_New(BK_COLS);
@@ -1730,7 +1884,7 @@ done:
 
 
 /* ---- ml_batch: the managed-ledger and cursor znodes of a chunk of reads as Arrow buffers ----------------------
- * ml_batch(store, reads, max_bytes, sha256, specs, helpers) -> (n, rest, tables, rows, min mzxid, max mzxid, scopes)
+ * ml_batch(store, reads, max_bytes, specs, helpers) -> (n, rest, tables, rows, min mzxid, max mzxid, scopes)
  *
  * specs: the column specs of znodes, managed_ledgers, ledger_list, cursors, ack_ranges, cursor_properties;
  * helpers: (unwrap, props_json, system cursor names, system cursor prefixes, bucket property prefix,
@@ -1753,7 +1907,7 @@ static const int ML_WIDTHS[ML_TABLES] = {19, 22, 12, 20, 8, 7}; /* znodes, manag
 static const char ML_ROOT[] = "/managed-ledgers/";
 #define ML_ROOT_LEN (sizeof(ML_ROOT) - 1)
 #define PERSISTENT_PREFIX "persistent://"
-static PyObject *KIND_ML, *KIND_CURSOR, *FORMAT_BINARY, *FORMAT_TEXT, *FORMAT_EMPTY, *CODEC_NONE;
+static PyObject *FORMAT_BINARY, *FORMAT_TEXT, *FORMAT_EMPTY, *CODEC_NONE;
 
 static int has_escape(const char *p, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1867,13 +2021,6 @@ static int is_system_name(const char *p, Py_ssize_t n, PyObject *names, PyObject
     return 0;
 }
 
-static PyObject *sha_hex(PyObject *sha256, PyObject *data) {
-    PyObject *h = PyObject_CallOneArg(sha256, data);
-    PyObject *out = h ? PyObject_CallMethod(h, "hexdigest", NULL) : NULL;
-    Py_XDECREF(h);
-    return out;
-}
-
 /* Count one znode in its scope (/managed-ledgers/<t>/<ns>, V1 .../<p>/<c>/<ns>): consecutive znodes mostly share
  * it, so the count is kept in C until the scope changes. */
 typedef struct {
@@ -1916,7 +2063,7 @@ static int scopes_add(Scopes *sc, const char *p, Py_ssize_t n) {
 }
 
 /* One read: 0 left to Python, 1 taken (its rows appended), -1 a Python error. */
-static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, PyObject *sha256, PyObject *helpers,
+static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, PyObject *helpers,
                    Scopes *sc, int64_t *mz_out) {
     if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) return 0;
     PyObject *path = PyTuple_GET_ITEM(r, 0), *data = PyTuple_GET_ITEM(r, 1), *stat = PyTuple_GET_ITEM(r, 2);
@@ -2000,7 +2147,6 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     PyObject *bucket = PyTuple_GET_ITEM(helpers, 4), *compacted = PyTuple_GET_ITEM(helpers, 5);
     int taken = 0;
     PyObject *plain = NULL, *codec = NULL, *rows = NULL, *props = NULL, *sprops = NULL, *pjson = NULL;
-    PyObject *sha = NULL, *zrow = NULL;
     PyObject *format = FORMAT_BINARY;
     Py_ssize_t dn = PyBytes_GET_SIZE(data);
     const char *d = PyBytes_AS_STRING(data);
@@ -2081,19 +2227,18 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
             if (!PyUnicode_Check(pjson)) goto leave;
         }
     }
-    sha = sha_hex(sha256, data);
-    if (!sha) goto error;
-    {
-        PyObject *zargs[6] = {store, path, stat, cursor ? KIND_CURSOR : KIND_ML, Py_None, sha};
-        zrow = znode_row(NULL, zargs, 6);
+    /* the znodes row's values must fit their columns: a str store and path, every stat an int in its
+       column's range; else the per-znode path decides */
+    int64_t sv[11];
+    Py_ssize_t stn = 0;
+    const char *stp = PyUnicode_CheckExact(store) && PyUnicode_CheckExact(path) ? PyUnicode_AsUTF8AndSize(store, &stn)
+                                                                                : NULL;
+    if (!stp || !stat_ints(stat, sv)) {
+        PyErr_Clear();
+        goto leave;
     }
-    if (!zrow) goto error;
-    for (int k = 0; k < ML_WIDTHS[0]; k++) {
-        if (!col_fits(&t[0][k], PyTuple_GET_ITEM(zrow, k))) {
-            PyErr_Clear();
-            goto leave; /* a stat past its column's range: the per-znode path decides */
-        }
-    }
+    char sha[64];
+    sha256_hex((const uint8_t *)d, (size_t)dn, sha);
     Py_ssize_t codec_n;
     const char *codec_s = PyUnicode_AsUTF8AndSize(codec, &codec_n);
     if (!codec_s) goto error;
@@ -2127,7 +2272,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     /* every check passed: append the rows (a failure from here on is out of memory) */
     taken = 1;
     int bad = 0;
-    for (int k = 0; k < ML_WIDTHS[0]; k++) bad |= col_append(&t[0][k], PyTuple_GET_ITEM(zrow, k));
+    bad |= znode_cols(t[0], stp, stn, p, n, sv, sha, cursor ? "cursor" : "managed-ledger") != 0;
     memcpy(topic, TP, tpn);
     memcpy(topic + tpn, nsp, (size_t)nsp_n);
     topic[tpn + (size_t)nsp_n] = '/';
@@ -2264,23 +2409,21 @@ leave_rows:
     Py_XDECREF(props);
     Py_XDECREF(sprops);
     Py_XDECREF(pjson);
-    Py_XDECREF(sha);
-    Py_XDECREF(zrow);
     if (taken == 0 && PyErr_Occurred()) taken = -1;
     return taken;
 }
 
 static PyObject *ml_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 6 || !PyList_Check(args[1]) || !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != ML_TABLES ||
-        !PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[5]) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(args[5], 2)) ||
-        !PyTuple_Check(PyTuple_GET_ITEM(args[5], 3)) || !PyUnicode_Check(PyTuple_GET_ITEM(args[5], 4)) ||
-        !PyUnicode_Check(PyTuple_GET_ITEM(args[5], 5))) {
-        PyErr_SetString(PyExc_TypeError, "ml_batch(store, reads: list, max_bytes: int, sha256, specs: 6-tuple, "
+    if (nargs != 5 || !PyList_Check(args[1]) || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != ML_TABLES ||
+        !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(args[4], 2)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(args[4], 3)) || !PyUnicode_Check(PyTuple_GET_ITEM(args[4], 4)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(args[4], 5))) {
+        PyErr_SetString(PyExc_TypeError, "ml_batch(store, reads: list, max_bytes: int, specs: 6-tuple, "
                                          "(unwrap, props_json, names, prefixes, bucket prefix, compacted name))");
         return NULL;
     }
-    PyObject *store = args[0], *reads = args[1], *sha256 = args[3], *specs = args[4], *helpers = args[5];
+    PyObject *store = args[0], *reads = args[1], *specs = args[3], *helpers = args[4];
     long long max_bytes = PyLong_AsLongLong(args[2]);
     if (max_bytes == -1 && PyErr_Occurred()) return NULL;
     Col cols[19 + 22 + 12 + 20 + 8 + 7];
@@ -2307,7 +2450,7 @@ static PyObject *ml_batch(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
         int64_t mz = 0;
-        int rc = ml_take(PyList_GET_ITEM(reads, i), t, store, max_bytes, sha256, helpers, &sc, &mz);
+        int rc = ml_take(PyList_GET_ITEM(reads, i), t, store, max_bytes, helpers, &sc, &mz);
         if (rc < 0) goto done;
         if (rc) {
             if (handled == 0 || mz < lo) lo = mz;
@@ -2358,6 +2501,218 @@ done:
     return result;
 }
 
+/* ---- schema_batch: the schema locators of a chunk of reads as Arrow buffers ------------------------------------
+ * schema_batch(store, reads, ledgers_root, max_bytes, znodes_spec, schema_index_spec)
+ *   -> (n, rest, znodes columns, schema_index columns, schema_index rows, min mzxid, max mzxid, scopes)
+ *
+ * Takes /schemas/<tenant>/<ns>/<name> znodes (scrape.classify: kind "schema", scope /schemas/<tenant>/<ns>) whose
+ * value is a plain well-formed binary SchemaLocator (pulsar SchemaStorageFormat.proto: info = 1 and repeated
+ * index = 2, each an IndexEntry {version = 1, position = 2 {ledgerId = 1, entryId = 2}, hash = 3}, every field
+ * present once) and whose name needs no URL-decoding: exactly scrape.extract._schema's rows (the index entries,
+ * then info when no entry has its version). Anything else -- an unknown or repeated field, a missing one, an
+ * escaped or empty name segment, a path that is also under the ledgers root -- is left to the per-znode path. */
+
+#define SCHEMA_COLS 10
+#define MAX_SCHEMA_ENTRIES 1024
+
+typedef struct {
+    int64_t version, ledger, entry;
+} SchemaEntry;
+
+/* PositionInfo: ledgerId and entryId, each exactly once. */
+static int schema_position(const uint8_t *p, const uint8_t *end, SchemaEntry *e) {
+    int has[3] = {0, 0, 0};
+    while (p < end) {
+        uint64_t key, v;
+        if (read_varint(&p, end, &key) < 0 || (key != ((1 << 3) | 0) && key != ((2 << 3) | 0))) return -1;
+        int f = (int)(key >> 3);
+        if (has[f] || read_varint(&p, end, &v) < 0) return -1;
+        has[f] = 1;
+        if (f == 1) e->ledger = (int64_t)v; else e->entry = (int64_t)v;
+    }
+    return has[1] && has[2] ? 0 : -1;
+}
+
+/* IndexEntry: version, position and hash, each exactly once. */
+static int schema_entry(const uint8_t *p, const uint8_t *end, SchemaEntry *e) {
+    int has[4] = {0, 0, 0, 0};
+    while (p < end) {
+        uint64_t key, v;
+        Slice s;
+        if (read_varint(&p, end, &key) < 0) return -1;
+        if (key == ((1 << 3) | 0)) {
+            if (has[1] || read_varint(&p, end, &v) < 0) return -1;
+            e->version = (int64_t)v;
+            has[1] = 1;
+        } else if (key == ((2 << 3) | 2)) {
+            if (has[2] || read_slice(&p, end, &s) < 0 || schema_position(s.p, s.p + s.n, e) < 0) return -1;
+            has[2] = 1;
+        } else if (key == ((3 << 3) | 2)) {
+            if (has[3] || read_slice(&p, end, &s) < 0) return -1;
+            has[3] = 1;
+        } else {
+            return -1;
+        }
+    }
+    return has[1] && has[2] && has[3] ? 0 : -1;
+}
+
+/* SchemaLocator: the rows' entries in order (index, then info when no index entry has its version) and info's
+ * version; the count, or -1. */
+static int schema_locator(const uint8_t *p, const uint8_t *end, SchemaEntry *out, int64_t *latest) {
+    SchemaEntry info;
+    int has_info = 0, n = 0;
+    while (p < end) {
+        uint64_t key;
+        Slice s;
+        if (read_varint(&p, end, &key) < 0 || read_slice(&p, end, &s) < 0) return -1;
+        if (key == ((1 << 3) | 2)) {
+            if (has_info || schema_entry(s.p, s.p + s.n, &info) < 0) return -1;
+            has_info = 1;
+        } else if (key == ((2 << 3) | 2)) {
+            if (n >= MAX_SCHEMA_ENTRIES - 1 || schema_entry(s.p, s.p + s.n, &out[n]) < 0) return -1;
+            n++;
+        } else {
+            return -1;
+        }
+    }
+    if (!has_info) return -1;
+    int seen = 0;
+    for (int i = 0; i < n && !seen; i++) seen = out[i].version == info.version;
+    if (!seen) out[n++] = info;
+    *latest = info.version;
+    return n;
+}
+
+/* One read: 1 taken, 0 left to the per-znode path, -1 a Python error. */
+static int schema_take(PyObject *r, Col *zc, Col *sc, const char *st, Py_ssize_t stn, const char *root, Py_ssize_t rn,
+                       long long max_bytes, Scopes *scopes, int64_t *mz) {
+    static const char SCHEMAS[] = "/schemas/";
+    static SchemaEntry entries[MAX_SCHEMA_ENTRIES];
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) return 0;
+    PyObject *path = PyTuple_GET_ITEM(r, 0), *data = PyTuple_GET_ITEM(r, 1);
+    if (!PyUnicode_CheckExact(path) || !PyUnicode_IS_ASCII(path) || !PyBytes_Check(data)) return 0;
+    const char *p = (const char *)PyUnicode_DATA(path);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(path), k = (Py_ssize_t)sizeof SCHEMAS - 1;
+    if (n <= k || memcmp(p, SCHEMAS, (size_t)k) != 0) return 0;
+    /* classify looks under /managed-ledgers and the ledgers root first */
+    if (n > rn && memcmp(p, root, (size_t)rn) == 0 && p[rn] == '/') return 0;
+    Py_ssize_t cut[2], nc = 0;
+    for (Py_ssize_t i = k; i < n; i++) {
+        if (p[i] != '/') continue;
+        if (nc == 2) return 0;
+        cut[nc++] = i;
+    }
+    if (nc != 2 || cut[0] == k || cut[1] == cut[0] + 1 || cut[1] == n - 1) return 0; /* an empty segment */
+    const char *enc = p + cut[1] + 1;
+    Py_ssize_t enc_n = n - cut[1] - 1;
+    if (has_escape(enc, enc_n) || cut[1] >= (Py_ssize_t)sizeof scopes->buf) return 0; /* names.decode: Python's */
+    int64_t s[11], latest = 0;
+    if (!stat_ints(PyTuple_GET_ITEM(r, 2), s)) return 0;
+    if (s[8] > max_bytes || PyBytes_GET_SIZE(data) > max_bytes) return 0;
+    const uint8_t *d = (const uint8_t *)PyBytes_AS_STRING(data);
+    int ne = schema_locator(d, d + PyBytes_GET_SIZE(data), entries, &latest);
+    if (ne < 0) return 0;
+    char sha[64];
+    sha256_hex(d, (size_t)PyBytes_GET_SIZE(data), sha);
+    int bad = znode_cols(zc, st, stn, p, n, s, sha, "schema");
+    const char *ns = p + k; /* <tenant>/<ns> */
+    size_t ns_n = (size_t)(cut[1] - k);
+    for (int i = 0; i < ne && !bad; i++) {
+        bad |= col_str(&sc[0], p, (size_t)n) | col_str(&sc[1], ns, (size_t)(n - k)) | col_str(&sc[2], ns, ns_n);
+        bad |= col_str3(&sc[3], "persistent://", 13, ns, ns_n + 1, enc, (size_t)enc_n);
+        bad |= col_int(&sc[4], s[4]) | col_int(&sc[5], s[1]) | col_int(&sc[6], latest);
+        bad |= col_int(&sc[7], entries[i].version) | col_int(&sc[8], entries[i].ledger);
+        bad |= col_int(&sc[9], entries[i].entry);
+    }
+    if (bad || scopes_add(scopes, p, cut[1]) < 0) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return -1;
+    }
+    *mz = s[1];
+    return 1;
+}
+
+static PyObject *schema_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 || !PyList_Check(args[1]) || !PyUnicode_Check(args[2]) || !PyUnicode_Check(args[4]) ||
+        !PyUnicode_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "schema_batch(store, reads: list, ledgers_root: str, max_bytes: int, znodes_spec, schema_spec)");
+        return NULL;
+    }
+    PyObject *store = args[0], *reads = args[1];
+    Py_ssize_t rn, zn, sn, stn = 0;
+    const char *root = PyUnicode_AsUTF8AndSize(args[2], &rn);
+    const char *zspec = PyUnicode_AsUTF8AndSize(args[4], &zn);
+    const char *sspec = PyUnicode_AsUTF8AndSize(args[5], &sn);
+    long long max_bytes = PyLong_AsLongLong(args[3]);
+    if (!root || !zspec || !sspec || (max_bytes == -1 && PyErr_Occurred())) return NULL;
+    if (strcmp(zspec, "ssssiiiiqqqqqiiqssS") != 0 || strcmp(sspec, "ssssiqqqqq") != 0) {
+        PyErr_SetString(PyExc_ValueError, "schema_batch: the column specs do not match the tables");
+        return NULL;
+    }
+    const char *st = PyUnicode_CheckExact(store) ? PyUnicode_AsUTF8AndSize(store, &stn) : NULL;
+    if (!st) PyErr_Clear();
+    Col zc[ZNODE_COLS], sc[SCHEMA_COLS];
+    int ok = 1;
+    for (int k = 0; k < ZNODE_COLS; k++) ok &= col_init(&zc[k], zspec[k]) == 0;
+    for (int k = 0; k < SCHEMA_COLS; k++) ok &= col_init(&sc[k], sspec[k]) == 0;
+    Scopes scopes = {PyDict_New(), NULL, 0, {0}, 0};
+    PyObject *rest = PyList_New(0), *result = NULL;
+    Py_ssize_t handled = 0;
+    int64_t lo = 0, hi = 0;
+    if (!ok || !rest || !scopes.dict) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
+        int64_t mz = 0;
+        int rc = st ? schema_take(PyList_GET_ITEM(reads, i), zc, sc, st, stn, root, rn, max_bytes, &scopes, &mz) : 0;
+        if (rc < 0) goto done;
+        if (rc) {
+            if (handled == 0 || mz < lo) lo = mz;
+            if (handled == 0 || mz > hi) hi = mz;
+            handled++;
+            continue;
+        }
+        PyObject *ix = PyLong_FromSsize_t(i);
+        if (!ix || PyList_Append(rest, ix) < 0) {
+            Py_XDECREF(ix);
+            goto done;
+        }
+        Py_DECREF(ix);
+    }
+    if (scopes_flush(&scopes) < 0) goto done;
+    {
+        PyObject *zl = PyList_New(ZNODE_COLS), *sl = PyList_New(SCHEMA_COLS);
+        int bad = !zl || !sl;
+        for (int k = 0; k < ZNODE_COLS && !bad; k++) {
+            PyObject *c = col_result(&zc[k]);
+            if (!c) bad = 1; else PyList_SET_ITEM(zl, k, c);
+        }
+        for (int k = 0; k < SCHEMA_COLS && !bad; k++) {
+            PyObject *c = col_result(&sc[k]);
+            if (!c) bad = 1; else PyList_SET_ITEM(sl, k, c);
+        }
+        if (bad) {
+            Py_XDECREF(zl);
+            Py_XDECREF(sl);
+        } else if (handled) {
+            result = Py_BuildValue("(nONNnLLO)", handled, rest, zl, sl, sc[0].n, (long long)lo, (long long)hi,
+                                   scopes.dict);
+        } else {
+            result = Py_BuildValue("(nONNnOOO)", handled, rest, zl, sl, sc[0].n, Py_None, Py_None, scopes.dict);
+        }
+    }
+done:
+    for (int k = 0; k < ZNODE_COLS; k++) col_free(&zc[k]);
+    for (int k = 0; k < SCHEMA_COLS; k++) col_free(&sc[k]);
+    Py_XDECREF(rest);
+    Py_XDECREF(scopes.dict);
+    return result;
+}
+
 static PyMethodDef METHODS[] = {
     {"bk_ledger", bk_ledger, METH_O,
      "bk_ledger(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 (binary) or v2 (text) ledger "
@@ -2373,11 +2728,16 @@ static PyMethodDef METHODS[] = {
     {"snap_nodes", (PyCFunction)(void (*)(void))snap_nodes, METH_FASTCALL,
      "snap_nodes(buf, pos, limit, digest) -> (nodes, pos, done, digest sum) | None: whole node records of a "
      "ZooKeeper snapshot stream."},
+    {"sha256_hex", py_sha256_hex, METH_O,
+     "sha256_hex(data: bytes) -> str: hashlib.sha256(data).hexdigest(), natively (the batches' data_sha256)."},
     {"bk_batch", (PyCFunction)(void (*)(void))bk_batch, METH_FASTCALL,
-     "bk_batch(store, reads, ledgers_root, max_bytes, sha256, znodes_spec, bk_spec) -> (n, rest, znodes columns, "
+     "bk_batch(store, reads, ledgers_root, max_bytes, znodes_spec, bk_spec) -> (n, rest, znodes columns, "
      "bk_ledgers columns, min mzxid, max mzxid): the hierarchical v3 ledger znodes of a chunk as Arrow buffers."},
+    {"schema_batch", (PyCFunction)(void (*)(void))schema_batch, METH_FASTCALL,
+     "schema_batch(store, reads, ledgers_root, max_bytes, znodes_spec, schema_spec) -> (n, rest, znodes columns, "
+     "schema_index columns, schema_index rows, min mzxid, max mzxid, scope counts): the schema locators of a chunk."},
     {"ml_batch", (PyCFunction)(void (*)(void))ml_batch, METH_FASTCALL,
-     "ml_batch(store, reads, max_bytes, sha256, specs, helpers) -> (n, rest, tables, row counts, min mzxid, max mzxid, "
+     "ml_batch(store, reads, max_bytes, specs, helpers) -> (n, rest, tables, row counts, min mzxid, max mzxid, "
      "scope counts): the managed-ledger and cursor znodes of a chunk as Arrow buffers."},
     {NULL, NULL, 0, NULL},
 };
@@ -2394,17 +2754,16 @@ PyMODINIT_FUNC PyInit__native(void) {
         if (!(DIGEST_NAMES[i] = PyUnicode_InternFromString(digests[i]))) return NULL;
     }
     crc_init();
-    if (!(KIND_BK_LEDGER = PyUnicode_InternFromString("bk-ledger"))) return NULL;
-    if (!(LAYOUT_NAMES[1] = PyUnicode_InternFromString("legacy")) || !(LAYOUT_NAMES[2] = PyUnicode_InternFromString("long")))
-        return NULL;
-    if (!(KIND_ML = PyUnicode_InternFromString("managed-ledger")) || !(KIND_CURSOR = PyUnicode_InternFromString("cursor")) ||
-        !(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_TEXT = PyUnicode_InternFromString("text")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
+    const char *sha_impl = getenv("PULSAR_OPS_NATIVE_SHA");
+    if (sha_ni_available() && !(sha_impl && strcmp(sha_impl, "c") == 0)) sha256_blocks = sha256_blocks_ni;
+    if (!(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_TEXT = PyUnicode_InternFromString("text")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
         !(CODEC_NONE = PyUnicode_InternFromString("NONE")))
         return NULL;
     if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;
-    if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0 ||
+        PyModule_AddStringConstant(m, "SHA256", sha256_blocks == sha256_blocks_c ? "c" : "x86-sha") < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 7  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 8  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
@@ -32,7 +32,17 @@ def _load() -> tuple[dict[str, Any], str]:
         return {}, "not built (no C compiler at install time?): pure Python"
     if getattr(_native, "ABI", None) != ABI:
         return {}, "stale build ignored (reinstall: pip install -e .): pure Python"
-    names = ("bk_ledger", "ml_info", "cursor_info", "znode_row", "snap_nodes", "bk_batch", "ml_batch")
+    names = (
+        "bk_ledger",
+        "ml_info",
+        "cursor_info",
+        "znode_row",
+        "snap_nodes",
+        "bk_batch",
+        "ml_batch",
+        "schema_batch",
+        "sha256_hex",
+    )
     return {name: getattr(_native, name) for name in names}, "native"
 
 
@@ -46,11 +56,16 @@ znode_row: Callable[..., tuple[Any, ...]] | None = _FNS.get("znode_row")
 # digests), exactly zkdata.stream.snap_nodes_py's
 SnapNodes = Callable[[bytes, int, int, bool], "tuple[list[tuple[str, bytes, bytes]], int, bool, int] | None"]
 snap_nodes: SnapNodes | None = _FNS.get("snap_nodes")
-# bk_batch(store, reads, ledgers_root, max_bytes, sha256, znodes_spec, bk_spec): the hierarchical v3 ledger znodes of
-# a chunk of reads as znodes and bk_ledgers Arrow buffers, the rest left to the per-znode path
-# (scrape.native_batch; exactly SnapshotSink.node's rows)
+# bk_batch(store, reads, ledgers_root, max_bytes, znodes_spec, bk_spec): the hierarchical ledger znodes of a chunk of
+# reads as znodes and bk_ledgers Arrow buffers written straight from the parsed metadata (no Python object per row),
+# the rest left to the per-znode path (scrape.native_batch; exactly SnapshotSink.node's rows)
 bk_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("bk_batch")
-# ml_batch(store, reads, max_bytes, sha256, specs, helpers): the managed-ledger and cursor znodes of a chunk of reads as
+# ml_batch(store, reads, max_bytes, specs, helpers): the managed-ledger and cursor znodes of a chunk of reads as
 # znodes, managed_ledgers, ledger_list, cursors, ack_ranges and cursor_properties Arrow buffers, the rest left to
 # the per-znode path (scrape.native_batch; exactly SnapshotSink.node's rows)
 ml_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("ml_batch")
+# schema_batch(store, reads, ledgers_root, max_bytes, znodes_spec, schema_spec): the schema locators of a chunk of
+# reads as znodes and schema_index Arrow buffers, the rest left to the per-znode path (scrape.native_batch)
+schema_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("schema_batch")
+# sha256_hex(data): hashlib.sha256(data).hexdigest(), the data_sha256 the batches compute natively
+sha256_hex: Callable[[bytes], str] | None = _FNS.get("sha256_hex")

@@ -14,7 +14,6 @@ property-tested (tests/unit/scrape/test_native_batch.py).
 from __future__ import annotations
 
 import functools
-import hashlib
 from typing import Any
 
 import pyarrow as pa
@@ -66,6 +65,7 @@ def usable(ledgers_root: str) -> bool:
     return (
         native.bk_batch is not None
         and native.ml_batch is not None
+        and native.schema_batch is not None
         and not (ledgers_root + "/").startswith(MANAGED_LEDGERS + "/")
     )
 
@@ -75,7 +75,7 @@ def bk_batch(store: str, reads: list[Any], ledgers_root: str, max_bytes: int) ->
     rows' min and max mzxid)."""
     assert native.bk_batch is not None
     n, rest, zcols, bcols, lo, hi = native.bk_batch(
-        store, reads, ledgers_root, max_bytes, hashlib.sha256, spec("znodes"), spec("bk_ledgers")
+        store, reads, ledgers_root, max_bytes, spec("znodes"), spec("bk_ledgers")
     )
     if not n:
         return 0, rest, [], [], None, None
@@ -108,11 +108,27 @@ def ml_batch(store: str, reads: list[Any], max_bytes: int) -> MlBatch:
     rows' min and max mzxid, znodes taken per /managed-ledgers scope)."""
     assert native.ml_batch is not None
     specs, helpers = _ml_args()
-    n, rest, tables, counts, lo, hi, scopes = native.ml_batch(store, reads, max_bytes, hashlib.sha256, specs, helpers)
+    n, rest, tables, counts, lo, hi, scopes = native.ml_batch(store, reads, max_bytes, specs, helpers)
     arrays = {
         t: columns_to_arrays(t, cols, rows) for t, cols, rows in zip(ML_TABLES, tables, counts, strict=True) if rows
     }
     return n, rest, arrays, lo, hi, scopes
 
 
-__all__ = ["bk_batch", "columns_to_arrays", "ml_batch", "spec", "usable"]
+SchemaBatch = tuple[int, list[int], list[pa.Array], list[pa.Array], int | None, int | None, dict[str, int]]
+
+
+def schema_batch(store: str, reads: list[Any], ledgers_root: str, max_bytes: int) -> SchemaBatch:
+    """(znodes taken, indexes of the reads left to the per-znode path, znodes arrays, schema_index arrays, the
+    taken rows' min and max mzxid, znodes taken per /schemas scope)."""
+    assert native.schema_batch is not None
+    n, rest, zcols, scols, rows, lo, hi, scopes = native.schema_batch(
+        store, reads, ledgers_root, max_bytes, spec("znodes"), spec("schema_index")
+    )
+    if not n:
+        return 0, rest, [], [], None, None, scopes
+    zarrays = columns_to_arrays("znodes", zcols, n)
+    return n, rest, zarrays, columns_to_arrays("schema_index", scols, rows) if rows else [], lo, hi, scopes
+
+
+__all__ = ["bk_batch", "columns_to_arrays", "ml_batch", "schema_batch", "spec", "usable"]

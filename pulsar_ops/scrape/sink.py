@@ -88,8 +88,8 @@ class SnapshotSink:
             self._record_error(path, info.scope, error.code, error.reason, listing=False)
 
     def nodes(self, reads: list[tuple[str, bytes, Stat]]) -> None:
-        """``node`` for each read, the hierarchical ledger znodes, then the topic and cursor znodes, in native
-        batches when they are built (the same rows, in another order within the tables)."""
+        """``node`` for each read, the hierarchical ledger znodes, then the topic and cursor znodes, then the schema
+        locators, in native batches when they are built (the same rows, in another order within the tables)."""
         cfg = self.cfg
         if len(reads) < NATIVE_MIN_BATCH or not native_batch.usable(cfg.ledgers_root):
             node = self.node
@@ -115,6 +115,22 @@ class SnapshotSink:
             for scope, count in scopes.items():
                 self.ensure_scope(store, scope).znodes += count
             if n:
+                self.counters.znodes += n
+                assert lo is not None and hi is not None
+                rng = self.zxid.get(store)
+                self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
+        if len(rest) >= NATIVE_MIN_BATCH:
+            left = [reads[i] for i in rest]
+            n, rest, zarrays, sarrays, lo, hi, scopes = native_batch.schema_batch(
+                store, left, cfg.ledgers_root, cfg.max_znode_bytes
+            )
+            reads = left
+            if n:
+                self.writer.add_arrays("znodes", zarrays)
+                if sarrays:
+                    self.writer.add_arrays("schema_index", sarrays)
+                for scope, count in scopes.items():
+                    self.ensure_scope(store, scope).znodes += count
                 self.counters.znodes += n
                 assert lo is not None and hi is not None
                 rng = self.zxid.get(store)

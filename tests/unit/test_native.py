@@ -314,6 +314,45 @@ def test_non_bytes_values_are_left_to_python() -> None:
     assert NATIVE(data) is not None
 
 
+# ---- the data hash the batches write (native.sha256_hex): the x86 SHA extensions where the CPU has them --------
+
+_SHA_LENGTHS = [*range(0, 200), 447, 448, 511, 512, 4096, 65535, 1 << 20]
+
+
+def _sha_mismatches() -> list[int]:
+    import hashlib
+
+    assert native.sha256_hex is not None
+    out = []
+    for n in _SHA_LENGTHS:
+        data = bytes((i * 131 + n) & 0xFF for i in range(n))
+        if native.sha256_hex(data) != hashlib.sha256(data).hexdigest():
+            out.append(n)
+    return out
+
+
+@needs_native
+@pytest.mark.parametrize("impl", ["default", "c"])
+def test_the_native_hash_is_hashlibs(impl: str) -> None:
+    """Every padding case (one block, two, 55/56/63/64-byte tails) and long values, in both implementations: the
+    one picked at import (the SHA instructions when the CPU has them) and the portable C rounds."""
+    if impl == "default":
+        assert _sha_mismatches() == []
+        return
+    code = (
+        "from pulsar_ops import _native; from tests.unit.test_native import _sha_mismatches; "
+        "print(_native.SHA256, _sha_mismatches())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PULSAR_OPS_NATIVE_SHA": "c"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == "c []"
+
+
 def test_the_switch_turns_the_native_path_off() -> None:
     code = "from pulsar_ops import native; print(native.bk_ledger is None, native.STATUS)"
     out = subprocess.run(

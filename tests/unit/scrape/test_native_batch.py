@@ -1,9 +1,10 @@
-"""The native batch (``SnapshotSink.nodes`` over ``native.bk_batch`` and ``native.ml_batch``) writes exactly the
-rows, scope counts, zxid ranges and counters the per-znode path (``SnapshotSink.node``) writes for the same reads:
-tables compared row by row (sorted: the batch puts its rows in their own Arrow batches), whatever mix of ledger
-znodes (legacy, long, flat, malformed, other formats, oversized, ids at the int64 edge), topic and cursor znodes
-(V1, V2, partitions, URL-encoded and system names, compressed, legacy text, empty, corrupt, properties) and other
-znodes a chunk holds. It must also really take the common case: a batch that left every read to Python would
+"""The native batch (``SnapshotSink.nodes`` over ``native.bk_batch``, ``ml_batch`` and ``schema_batch``) writes
+exactly the rows, scope counts, zxid ranges and counters the per-znode path (``SnapshotSink.node``) writes for the
+same reads: tables compared row by row (sorted: the batch puts its rows in their own Arrow batches), whatever mix of
+ledger znodes (legacy, long, flat, malformed, other formats, oversized, ids at the int64 edge), topic and cursor
+znodes (V1, V2, partitions, URL-encoded and system names, compressed, legacy text, empty, corrupt, properties),
+schema locators (info in the index or apart, int64 edges, unknown, repeated, missing and truncated fields) and
+other znodes a chunk holds. It must also really take the common case: a batch that left every read to Python would
 pass the equivalence checks."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pulsar_ops.formats.cursor import BUCKET_PROPERTY_PREFIX, COMPACTED_TOPIC_LE
 from pulsar_ops.formats.ledger_metadata import encode_ledger_metadata
 from pulsar_ops.formats.ledger_path import ledger_path
 from pulsar_ops.formats.managed_ledger import encode_managed_ledger_info
+from pulsar_ops.formats.schema_locator import SchemaIndexEntry, SchemaLocator, encode_schema_locator
 from pulsar_ops.scrape import native_batch
 from pulsar_ops.scrape import sink as sink_module
 from pulsar_ops.scrape.extract import ExtractConfig
@@ -330,3 +332,92 @@ def test_text_managed_ledgers_give_the_per_znode_rows(tmp_path: Path) -> None:
     assert n == 4 and rest == [*range(3, 17), 18, 19]  # the last: its total size past int64 (Python decides)
     assert _columns(arrays, "managed_ledgers")["format"] == ["text"] * 4
     assert _write(tmp_path / "fast", chunk, batch=True) == _write(tmp_path / "slow", chunk, batch=False)
+
+
+# ---- schema locators (native.schema_batch) -------------------------------------------------------------------------
+
+needs_schema_batch = pytest.mark.skipif(native.schema_batch is None, reason=f"native path not loaded: {native.STATUS}")
+i64s = st.integers(-(2**63), 2**63 - 1) | st.integers(-2, 40)
+schema_entries = st.builds(SchemaIndexEntry, i64s, i64s, i64s, st.binary(max_size=6))
+locators = st.builds(SchemaLocator, schema_entries, st.lists(schema_entries, max_size=4).map(tuple))
+# an info entry whose version one index entry has (the usual shape: info is not added again) and one it lacks
+usual_locators = st.builds(
+    lambda entries, i: SchemaLocator(entries[i % len(entries)], tuple(entries)),
+    st.lists(schema_entries, min_size=1, max_size=4),
+    st.integers(0, 3),
+)
+SCHEMA_TAILS = [
+    b"\x18\x01",  # an unknown field: protobuf keeps it, the per-znode path decides
+    b"\x0a\x00",  # info again (protobuf merges a repeated singular message)
+    b"\x12\x00",  # an index entry without its required fields
+    b"\x12\x02\x08\x01",  # one without position and hash
+    b"\x12",  # truncated
+]
+schema_values = st.one_of(
+    (locators | usual_locators).map(encode_schema_locator),
+    st.builds(lambda loc, tail: encode_schema_locator(loc) + tail, locators, st.sampled_from(SCHEMA_TAILS)),
+    st.builds(lambda v, cut: v[: len(v) - cut], locators.map(encode_schema_locator), st.integers(1, 4)),
+    st.sampled_from([b"", b"\x0a\x02\x08\x01"]) | st.binary(max_size=16),
+)
+odd_schema_paths = st.sampled_from(
+    [
+        "/schemas",
+        "/schemas/t",
+        "/schemas/t/ns",
+        "/schemas/t/ns/",
+        "/schemas/t//x",
+        "/schemas//ns/x",
+        "/schemas/t/ns/x/y",
+        "/schemas/t/ns/\u00e9",
+        "/schemasx/t/ns/x",
+    ]
+)
+
+
+@st.composite
+def schema_reads(draw: st.DrawFn) -> list[tuple[str, bytes, tuple[int, ...]]]:
+    out = []
+    for _ in range(draw(st.integers(1, 16))):
+        if draw(st.integers(0, 9)) < 8:
+            path = "/schemas/" + "/".join(draw(st.lists(segment, min_size=2, max_size=2))) + "/" + draw(topic_names)
+        else:
+            path = draw(odd_schema_paths)
+        data = draw(schema_values)
+        s = draw(stats)
+        dlen = len(data) if draw(st.integers(0, 9)) else MAX_BYTES + 1
+        out.append((path, data, (*s[:8], dlen, s[9], s[8])))
+    return out
+
+
+@needs_schema_batch
+@PROPS
+@given(st.tuples(schema_reads(), ml_reads(), reads()).flatmap(lambda t: st.permutations(t[0] + t[1] + t[2])))
+def test_the_schema_batch_writes_what_the_per_znode_path_writes(
+    tmp_path_factory: pytest.TempPathFactory, chunk: Any
+) -> None:
+    slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
+    fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
+    assert fast == slow
+
+
+@needs_schema_batch
+def test_the_schema_batch_takes_well_formed_locators_and_leaves_the_rest() -> None:
+    e = [SchemaIndexEntry(v, 100 + v, v, b"h") for v in (0, 1, 2)]
+    usual = encode_schema_locator(SchemaLocator(e[2], tuple(e)))
+    info_apart = encode_schema_locator(SchemaLocator(SchemaIndexEntry(5, 7, 8, b""), tuple(e[:1])))
+    st_ = (1, 2, 3, 4, 0, 0, 0, 0, 10, 0, 1)
+    good = [("/schemas/t/ns/a", usual, st_), ("/schemas/t/ns2/b-partition-1", info_apart, st_)]
+    left = [
+        ("/schemas/t/ns/a%2Fb", usual, st_),  # the name is URL-decoded by Python
+        ("/schemas/t/ns/c", usual + b"\x18\x01", st_),
+        ("/schemas/t/ns/d", b"", st_),
+        ("/schemas/t/ns/e", usual, (*st_[:8], 1 << 30, *st_[9:])),
+    ]
+    n, rest, _, sarrays, lo, hi, scopes = native_batch.schema_batch("local", good + left, ROOT, 1 << 20)
+    assert (n, rest, lo, hi, scopes) == (2, [2, 3, 4, 5], 2, 2, {"/schemas/t/ns": 1, "/schemas/t/ns2": 1})
+    rows = _columns({"schema_index": sarrays}, "schema_index")
+    assert rows["schema_version"] == [0, 1, 2, 0, 5]
+    assert rows["topic"][-1] == "persistent://t/ns2/b-partition-1"
+    assert rows["schema_id"][0] == "t/ns/a"
+    # under a ledgers root of /schemas they are ledger-root paths: left to the per-znode path
+    assert native_batch.schema_batch("local", good, "/schemas", 1 << 20)[:2] == (0, [0, 1])
