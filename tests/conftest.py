@@ -55,10 +55,10 @@ def zk(zk_hosts: str) -> Iterator[object]:
 
 # The test session is one long-lived JVM that runs every audit of its shard (about 70 in the spark shard), not
 # the one short audit a small snapshot's CLI run is: after its first audit C2's code pays, and the 1 GiB heap Spark
-# gives a driver by default collected 189 times (13 full) in three audits. Measured per audit of a small snapshot on one
-# session (JVM CPU-s, 2nd-3rd audit, load 8-16; CHANGELOG): C1 alone with 1 GiB 45-48, C2 with 2 GiB 26-30. Set as
-# an operator would (build_session's jvm_options and settings); the product's own defaults stay as they are, and
-# the tests of them (test_class_cache_cli.py, CLI subprocesses) run them unchanged.
+# gives a driver by default collected 189 times (13 full) in three audits. Measured per audit of a small snapshot
+# on one session (JVM CPU-s, 2nd-3rd audit, load 8-16; CHANGELOG): C1 alone with 1 GiB 45-48, C2 with 2 GiB
+# 26-30. Set as an operator would (build_session's jvm_options and settings); the product's own defaults stay as
+# they are, and the tests of them (test_class_cache_cli.py, CLI subprocesses) run them unchanged.
 C1_ONLY = "-XX:TieredStopAtLevel="
 TEST_SESSION_CONF = {"spark.driver.memory": "2g"}
 
