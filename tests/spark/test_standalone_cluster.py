@@ -54,6 +54,29 @@ def _wait_for(path: Path, pattern: str, proc: subprocess.Popen[bytes], seconds: 
     raise AssertionError(f"{pattern!r} not seen in {path}:\n{path.read_text(errors='replace')[-3000:]}")
 
 
+# What this module's applications are launched with, as an operator sets it: spark-defaults.conf in SPARK_CONF_DIR,
+# which Spark's launcher reads for the driver it starts and the master hands to each executor. Each application
+# audits one small snapshot in a fresh driver and executor JVM: C1 alone and no generated code (as the product's
+# own small-snapshot local audit runs, audit/session.py SMALL_INPUT_JVM_OPTIONS, audit/sizing.py NO_CODEGEN) spare
+# each JVM compiling what it runs a few times. Spark prepends `defaultJavaOptions` to an operator's
+# `extraJavaOptions` (docs/configuration.md; launcher SparkLauncher.DRIVER_DEFAULT_JAVA_OPTIONS,
+# EXECUTOR_DEFAULT_JAVA_OPTIONS), so what the tests pin of those stays as it was.
+SMALL_APP_DEFAULTS = (
+    "spark.driver.defaultJavaOptions -XX:TieredStopAtLevel=1\n"
+    "spark.executor.defaultJavaOptions -XX:TieredStopAtLevel=1\n"
+    "spark.sql.codegen.wholeStage false\n"
+    "spark.sql.codegen.factoryMode NO_CODEGEN\n"
+)
+
+
+def _conf_dir(tmp_path: Path, *lines: str) -> Path:
+    """A SPARK_CONF_DIR whose spark-defaults.conf holds :data:`SMALL_APP_DEFAULTS` and ``lines``."""
+    conf_dir = tmp_path / "spark-conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text(SMALL_APP_DEFAULTS + "".join(f"{line}\n" for line in lines))
+    return conf_dir
+
+
 @dataclass(frozen=True)
 class Standalone:
     """A running standalone cluster: its master URL and the workers' directory (one ``app-*`` per application)."""
@@ -192,6 +215,7 @@ def readme_run(standalone: Standalone, tmp_path_factory: pytest.TempPathFactory,
         **os.environ,
         "PATH": f"{_spark_home() / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         "SPARK_HOME": str(_spark_home()),
+        "SPARK_CONF_DIR": str(_conf_dir(tmp_path)),
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
     r = subprocess.run(
@@ -274,6 +298,7 @@ def test_spark_submit_keeps_the_operators_conf_on_the_executors_and_the_driver(
     env = {
         **os.environ,
         "SPARK_HOME": str(_spark_home()),
+        "SPARK_CONF_DIR": str(_conf_dir(tmp_path)),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PULSAR_OPS_SQL_DIR": str(repo_root / "sql"),
     }
@@ -338,11 +363,9 @@ def test_a_cluster_master_from_the_cli_keeps_spark_defaults_conf_on_the_executor
     b.namespace("t/ns")
     b.bk_ledger(3, owner="t/ns/persistent/a")  # unreferenced: an orphan, a warning
     snap = b.write(tmp_path / "shared" / "snap")
-    conf_dir = tmp_path / "spark-conf"
-    conf_dir.mkdir()
     executor_opts = "-Dpulsar.ops.probe=fromfile"
-    (conf_dir / "spark-defaults.conf").write_text(
-        f"spark.executor.extraJavaOptions {executor_opts}\nspark.sql.codegen.cache.maxEntries 321\n"
+    conf_dir = _conf_dir(
+        tmp_path, f"spark.executor.extraJavaOptions {executor_opts}", "spark.sql.codegen.cache.maxEntries 321"
     )
     env = {
         **os.environ,
