@@ -1804,85 +1804,6 @@ static int bk_take(PyObject *r, Col *zc, Col *bc, const char *st, Py_ssize_t stn
     return 1;
 }
 
-static PyObject *bk_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 6 || !PyList_Check(args[1]) || !PyUnicode_Check(args[2]) || !PyUnicode_Check(args[4]) ||
-        !PyUnicode_Check(args[5])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "bk_batch(store, reads: list, ledgers_root: str, max_bytes: int, znodes_spec, bk_spec)");
-        return NULL;
-    }
-    PyObject *store = args[0], *reads = args[1];
-    Py_ssize_t rn, zn, bn, stn = 0;
-    const char *root = PyUnicode_AsUTF8AndSize(args[2], &rn);
-    const char *zspec = PyUnicode_AsUTF8AndSize(args[4], &zn);
-    const char *bspec = PyUnicode_AsUTF8AndSize(args[5], &bn);
-    long long max_bytes = PyLong_AsLongLong(args[3]);
-    if (!root || !zspec || !bspec || (max_bytes == -1 && PyErr_Occurred())) return NULL;
-    if (zn != ZNODE_COLS || bn != BK_COLS || strcmp(zspec, "ssssiiiiqqqqqiiqssS") != 0 ||
-        strcmp(bspec, "sqsisqqiiiSqQiqqqisSSSSSSsls") != 0) {
-        PyErr_SetString(PyExc_ValueError, "bk_batch: the column specs do not match the tables");
-        return NULL;
-    }
-    /* a store that is not a str (or does not encode) fits no row: everything goes to the per-znode path */
-    const char *st = PyUnicode_CheckExact(store) ? PyUnicode_AsUTF8AndSize(store, &stn) : NULL;
-    if (!st) PyErr_Clear();
-    Col zc[ZNODE_COLS], bc[BK_COLS];
-    int ok = 1;
-    for (int k = 0; k < ZNODE_COLS; k++) ok &= col_init(&zc[k], zspec[k]) == 0;
-    for (int k = 0; k < BK_COLS; k++) ok &= col_init(&bc[k], bspec[k]) == 0;
-    PyObject *rest = PyList_New(0), *result = NULL;
-    Py_ssize_t handled = 0;
-    int64_t lo = 0, hi = 0;
-    if (!ok || !rest) {
-        if (!PyErr_Occurred()) PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
-        int64_t mz = 0;
-        int rc = st ? bk_take(PyList_GET_ITEM(reads, i), zc, bc, st, stn, root, rn, max_bytes, &mz) : 0;
-        if (rc < 0) goto done;
-        if (rc) {
-            if (handled == 0 || mz < lo) lo = mz;
-            if (handled == 0 || mz > hi) hi = mz;
-            handled++;
-            continue;
-        }
-        PyObject *ix = PyLong_FromSsize_t(i);
-        if (!ix || PyList_Append(rest, ix) < 0) {
-            Py_XDECREF(ix);
-            goto done;
-        }
-        Py_DECREF(ix);
-    }
-    {
-        PyObject *zl = PyList_New(ZNODE_COLS), *bl = PyList_New(BK_COLS);
-        int bad = !zl || !bl;
-        for (int k = 0; k < ZNODE_COLS && !bad; k++) {
-            PyObject *c = col_result(&zc[k]);
-            if (!c) bad = 1; else PyList_SET_ITEM(zl, k, c);
-        }
-        for (int k = 0; k < BK_COLS && !bad; k++) {
-            PyObject *c = col_result(&bc[k]);
-            if (!c) bad = 1; else PyList_SET_ITEM(bl, k, c);
-        }
-        if (bad) {
-            Py_XDECREF(zl);
-            Py_XDECREF(bl);
-        } else if (handled) {
-            result = Py_BuildValue("(nONNLL)", handled, rest, zl, bl, (long long)lo, (long long)hi);
-        } else {
-            result = Py_BuildValue("(nONNOO)", handled, rest, zl, bl, Py_None, Py_None);
-        }
-    }
-done:
-    for (int k = 0; k < ZNODE_COLS; k++) col_free(&zc[k]);
-    for (int k = 0; k < BK_COLS; k++) col_free(&bc[k]);
-    Py_XDECREF(rest);
-    return result;
-}
-
-
 /* ---- ml_batch: the managed-ledger and cursor znodes of a chunk of reads as Arrow buffers ----------------------
  * ml_batch(store, reads, max_bytes, specs, helpers) -> (n, rest, tables, rows, min mzxid, max mzxid, scopes)
  *
@@ -2633,42 +2554,58 @@ static int schema_take(PyObject *r, Col *zc, Col *sc, const char *st, Py_ssize_t
     return 1;
 }
 
-static PyObject *schema_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
+typedef int (*TakeFn)(PyObject *r, Col *zc, Col *xc, const char *st, Py_ssize_t stn, const char *root,
+                      Py_ssize_t rn, long long max_bytes, Scopes *scopes, int64_t *mz);
+
+static int bk_take_scoped(PyObject *r, Col *zc, Col *bc, const char *st, Py_ssize_t stn, const char *root,
+                          Py_ssize_t rn, long long max_bytes, Scopes *scopes, int64_t *mz) {
+    (void)scopes;
+    return bk_take(r, zc, bc, st, stn, root, rn, max_bytes, mz);
+}
+
+#define MAX_X_COLS (BK_COLS > SCHEMA_COLS ? BK_COLS : SCHEMA_COLS)
+
+/* bk_batch and schema_batch: (store, reads, ledgers_root, max_bytes, znodes_spec, table_spec); each read `take`
+ * accepts gives a znodes row and a row of its table, the others are returned by index for the per-znode path.
+ * -> (n, rest, znodes columns, table columns, min mzxid, max mzxid), and with `scoped` (schema_batch) the table's
+ * row count before the zxids and the scope counts after them. */
+static PyObject *two_table_batch(PyObject *const *args, Py_ssize_t nargs, const char *name, const char *xwant,
+                                 int xcols, TakeFn take, int scoped) {
     if (nargs != 6 || !PyList_Check(args[1]) || !PyUnicode_Check(args[2]) || !PyUnicode_Check(args[4]) ||
         !PyUnicode_Check(args[5])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "schema_batch(store, reads: list, ledgers_root: str, max_bytes: int, znodes_spec, schema_spec)");
+        PyErr_Format(PyExc_TypeError,
+                     "%s(store, reads: list, ledgers_root: str, max_bytes: int, znodes_spec, table_spec)", name);
         return NULL;
     }
     PyObject *store = args[0], *reads = args[1];
-    Py_ssize_t rn, zn, sn, stn = 0;
+    Py_ssize_t rn, zn, xn, stn = 0;
     const char *root = PyUnicode_AsUTF8AndSize(args[2], &rn);
     const char *zspec = PyUnicode_AsUTF8AndSize(args[4], &zn);
-    const char *sspec = PyUnicode_AsUTF8AndSize(args[5], &sn);
+    const char *xspec = PyUnicode_AsUTF8AndSize(args[5], &xn);
     long long max_bytes = PyLong_AsLongLong(args[3]);
-    if (!root || !zspec || !sspec || (max_bytes == -1 && PyErr_Occurred())) return NULL;
-    if (strcmp(zspec, "ssssiiiiqqqqqiiqssS") != 0 || strcmp(sspec, "ssssiqqqqq") != 0) {
-        PyErr_SetString(PyExc_ValueError, "schema_batch: the column specs do not match the tables");
+    if (!root || !zspec || !xspec || (max_bytes == -1 && PyErr_Occurred())) return NULL;
+    if (zn != ZNODE_COLS || xn != xcols || strcmp(zspec, "ssssiiiiqqqqqiiqssS") != 0 || strcmp(xspec, xwant) != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: the column specs do not match the tables", name);
         return NULL;
     }
+    /* a store that is not a str (or does not encode) fits no row: everything goes to the per-znode path */
     const char *st = PyUnicode_CheckExact(store) ? PyUnicode_AsUTF8AndSize(store, &stn) : NULL;
     if (!st) PyErr_Clear();
-    Col zc[ZNODE_COLS], sc[SCHEMA_COLS];
+    Col zc[ZNODE_COLS], xc[MAX_X_COLS];
     int ok = 1;
     for (int k = 0; k < ZNODE_COLS; k++) ok &= col_init(&zc[k], zspec[k]) == 0;
-    for (int k = 0; k < SCHEMA_COLS; k++) ok &= col_init(&sc[k], sspec[k]) == 0;
-    Scopes scopes = {PyDict_New(), NULL, 0, {0}, 0};
+    for (int k = 0; k < xcols; k++) ok &= col_init(&xc[k], xspec[k]) == 0;
+    Scopes scopes = {scoped ? PyDict_New() : NULL, NULL, 0, {0}, 0};
     PyObject *rest = PyList_New(0), *result = NULL;
     Py_ssize_t handled = 0;
     int64_t lo = 0, hi = 0;
-    if (!ok || !rest || !scopes.dict) {
+    if (!ok || !rest || (scoped && !scopes.dict)) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
         int64_t mz = 0;
-        int rc = st ? schema_take(PyList_GET_ITEM(reads, i), zc, sc, st, stn, root, rn, max_bytes, &scopes, &mz) : 0;
+        int rc = st ? take(PyList_GET_ITEM(reads, i), zc, xc, st, stn, root, rn, max_bytes, &scopes, &mz) : 0;
         if (rc < 0) goto done;
         if (rc) {
             if (handled == 0 || mz < lo) lo = mz;
@@ -2683,34 +2620,48 @@ static PyObject *schema_batch(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
         Py_DECREF(ix);
     }
-    if (scopes_flush(&scopes) < 0) goto done;
+    if (scoped && scopes_flush(&scopes) < 0) goto done;
     {
-        PyObject *zl = PyList_New(ZNODE_COLS), *sl = PyList_New(SCHEMA_COLS);
-        int bad = !zl || !sl;
+        PyObject *zl = PyList_New(ZNODE_COLS), *xl = PyList_New(xcols);
+        int bad = !zl || !xl;
         for (int k = 0; k < ZNODE_COLS && !bad; k++) {
             PyObject *c = col_result(&zc[k]);
             if (!c) bad = 1; else PyList_SET_ITEM(zl, k, c);
         }
-        for (int k = 0; k < SCHEMA_COLS && !bad; k++) {
-            PyObject *c = col_result(&sc[k]);
-            if (!c) bad = 1; else PyList_SET_ITEM(sl, k, c);
+        for (int k = 0; k < xcols && !bad; k++) {
+            PyObject *c = col_result(&xc[k]);
+            if (!c) bad = 1; else PyList_SET_ITEM(xl, k, c);
         }
         if (bad) {
             Py_XDECREF(zl);
-            Py_XDECREF(sl);
-        } else if (handled) {
-            result = Py_BuildValue("(nONNnLLO)", handled, rest, zl, sl, sc[0].n, (long long)lo, (long long)hi,
+            Py_XDECREF(xl);
+        } else if (scoped && handled) {
+            result = Py_BuildValue("(nONNnLLO)", handled, rest, zl, xl, xc[0].n, (long long)lo, (long long)hi,
                                    scopes.dict);
+        } else if (scoped) {
+            result = Py_BuildValue("(nONNnOOO)", handled, rest, zl, xl, xc[0].n, Py_None, Py_None, scopes.dict);
+        } else if (handled) {
+            result = Py_BuildValue("(nONNLL)", handled, rest, zl, xl, (long long)lo, (long long)hi);
         } else {
-            result = Py_BuildValue("(nONNnOOO)", handled, rest, zl, sl, sc[0].n, Py_None, Py_None, scopes.dict);
+            result = Py_BuildValue("(nONNOO)", handled, rest, zl, xl, Py_None, Py_None);
         }
     }
 done:
     for (int k = 0; k < ZNODE_COLS; k++) col_free(&zc[k]);
-    for (int k = 0; k < SCHEMA_COLS; k++) col_free(&sc[k]);
+    for (int k = 0; k < xcols; k++) col_free(&xc[k]);
     Py_XDECREF(rest);
     Py_XDECREF(scopes.dict);
     return result;
+}
+
+static PyObject *bk_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return two_table_batch(args, nargs, "bk_batch", "sqsisqqiiiSqQiqqqisSSSSSSsls", BK_COLS, bk_take_scoped, 0);
+}
+
+static PyObject *schema_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return two_table_batch(args, nargs, "schema_batch", "ssssiqqqqq", SCHEMA_COLS, schema_take, 1);
 }
 
 static PyMethodDef METHODS[] = {
