@@ -1804,6 +1804,22 @@ static int bk_take(PyObject *r, Col *zc, Col *bc, const char *st, Py_ssize_t stn
     return 1;
 }
 
+/* One read's outcome in a batch: taken (its mzxid widens [lo, hi]) or left to the per-znode path (its index
+ * appended to `rest`). -1 on a Python error. */
+static int batch_note(int taken, Py_ssize_t i, int64_t mz, PyObject *rest, Py_ssize_t *handled, int64_t *lo,
+                      int64_t *hi) {
+    if (taken) {
+        if (*handled == 0 || mz < *lo) *lo = mz;
+        if (*handled == 0 || mz > *hi) *hi = mz;
+        (*handled)++;
+        return 0;
+    }
+    PyObject *ix = PyLong_FromSsize_t(i);
+    int err = !ix || PyList_Append(rest, ix) < 0;
+    Py_XDECREF(ix);
+    return err ? -1 : 0;
+}
+
 /* ---- ml_batch: the managed-ledger and cursor znodes of a chunk of reads as Arrow buffers ----------------------
  * ml_batch(store, reads, max_bytes, specs, helpers) -> (n, rest, tables, rows, min mzxid, max mzxid, scopes)
  *
@@ -2372,19 +2388,7 @@ static PyObject *ml_batch(PyObject *self, PyObject *const *args, Py_ssize_t narg
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
         int64_t mz = 0;
         int rc = ml_take(PyList_GET_ITEM(reads, i), t, store, max_bytes, helpers, &sc, &mz);
-        if (rc < 0) goto done;
-        if (rc) {
-            if (handled == 0 || mz < lo) lo = mz;
-            if (handled == 0 || mz > hi) hi = mz;
-            handled++;
-            continue;
-        }
-        PyObject *ix = PyLong_FromSsize_t(i);
-        if (!ix || PyList_Append(rest, ix) < 0) {
-            Py_XDECREF(ix);
-            goto done;
-        }
-        Py_DECREF(ix);
+        if (rc < 0 || batch_note(rc, i, mz, rest, &handled, &lo, &hi) < 0) goto done;
     }
     if (scopes_flush(&sc) < 0) goto done;
     {
@@ -2606,19 +2610,7 @@ static PyObject *two_table_batch(PyObject *const *args, Py_ssize_t nargs, const 
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reads); i++) {
         int64_t mz = 0;
         int rc = st ? take(PyList_GET_ITEM(reads, i), zc, xc, st, stn, root, rn, max_bytes, &scopes, &mz) : 0;
-        if (rc < 0) goto done;
-        if (rc) {
-            if (handled == 0 || mz < lo) lo = mz;
-            if (handled == 0 || mz > hi) hi = mz;
-            handled++;
-            continue;
-        }
-        PyObject *ix = PyLong_FromSsize_t(i);
-        if (!ix || PyList_Append(rest, ix) < 0) {
-            Py_XDECREF(ix);
-            goto done;
-        }
-        Py_DECREF(ix);
+        if (rc < 0 || batch_note(rc, i, mz, rest, &handled, &lo, &hi) < 0) goto done;
     }
     if (scoped && scopes_flush(&scopes) < 0) goto done;
     {
