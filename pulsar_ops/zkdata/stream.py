@@ -556,12 +556,10 @@ def _load_partial(
                 continue
             cut = path.rfind("/")
             parent = stack[-1]
-            if len(parent[0]) != cut or not path.startswith(parent[0]):
-                parent_path = path[:cut]
-                while stack and stack[-1][0] != parent_path:
-                    close(stack.pop())
+            while len(parent[0]) != cut or not path.startswith(parent[0]):  # not the parent: its subtree is read
+                close(stack.pop())
                 if not stack:
-                    raise S.SnapshotCorrupt(f"Invalid Datatree, unable to find parent {parent_path} of path {path}")
+                    raise S.SnapshotCorrupt(f"Invalid Datatree, unable to find parent {path[:cut]} of path {path}")
                 parent = stack[-1]
             parent[3] += 1
             store = parent[5]
