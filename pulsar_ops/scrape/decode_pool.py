@@ -126,7 +126,7 @@ def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
 class PoolSink:
     """A WalkSink that ships reads to decode worker processes; read errors go to the parent's sink.
 
-    Workers are plain ``python -m pulsar_ops.scrape.decode_pool`` subprocesses fed marshalled chunks on stdin
+    Workers are plain ``python -m pulsar_ops.scrape.decode_worker`` subprocesses fed marshalled chunks on stdin
     (no multiprocessing: nothing re-imports the caller's main module, nothing forks kazoo's threads). A full
     pipe blocks the walk: memory stays bounded (pipes are enlarged to 1 MiB where Linux allows, about two chunks
     per worker, and each chunk goes to a worker with room). A worker that dies fails the scrape.
@@ -152,7 +152,7 @@ class PoolSink:
         try:
             for i in range(self.workers):
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "pulsar_ops.scrape.decode_pool"],
+                    [sys.executable, "-m", "pulsar_ops.scrape.decode_worker"],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=None,
@@ -290,24 +290,3 @@ def merge_summaries(parent: SnapshotSink, summaries: list[WorkerSummary]) -> Non
         parent.clusters.extend(s.clusters)
         parent.counters.znodes += s.znodes
         parent.counters.errors += s.errors
-
-
-class _NoPandas:
-    """A meta-path finder refusing ``pandas`` in a decode worker. pyarrow imports pandas, when it can, the first
-    time it converts Python objects (``pa.array``: is this a pandas object?); a worker never has one, and the
-    import cost each worker ~0.1-0.4 CPU-s and ~50 MB of peak RSS (measured on this project's 2-core machine).
-    Refused, pyarrow takes pandas as absent."""
-
-    @staticmethod
-    def find_spec(name: str, path: object = None, target: object = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError("a decode worker does not use pandas", name=name)
-        return None
-
-
-if __name__ == "__main__":
-    sys.meta_path.insert(0, _NoPandas)  # only in the worker process, never in-process
-    # Run the imported module's function so pickled classes resolve to pulsar_ops.scrape.decode_pool.*
-    from pulsar_ops.scrape import decode_pool as _self
-
-    raise SystemExit(_self.worker_main(sys.stdin.buffer, sys.stdout.buffer))

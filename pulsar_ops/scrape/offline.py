@@ -12,6 +12,7 @@ dataLength). So the tables equal a live scrape of the same tree, and the manifes
 from __future__ import annotations
 
 import gc
+import operator
 import shutil
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from pulsar_ops.zkdata.stream import PartlyEmitted, SnapshotFile, emit_final
 from pulsar_ops.zkdata.tree import DataTree
 
 PROGRESS_EVERY = 50_000
+_STAT, _MTIME = operator.itemgetter(2), operator.itemgetter(3)  # a read's client stat, a stat's mtime
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ def _read(
     if emitting is not None:
         em, local_roots, config_roots = emitting
         em.cut, em.store = len(chroot), ""
-        one = OnePass(local_roots if separate else {**config_roots, **local_roots}, em.emit)
+        one = OnePass(local_roots if separate else {**config_roots, **local_roots}, em.emit, em.emit_many, em.chunk)
     if cfg.zk_data_dir is not None:
         local = stream_data_dir(cfg.zk_data_dir, keep, children, cfg.zk_data_log_dir, one)
     else:
@@ -143,7 +145,7 @@ def _read(
         if emitting is not None:
             em.flush()
             em.cut, em.store = len(config_chroot), ""
-            one = OnePass(emitting[2], em.emit)
+            one = OnePass(emitting[2], em.emit, em.emit_many, em.chunk)
         k, c = _keep(config_chroot, ledgers_root, local=False, config=True)
         config = stream_data_dir(cfg.config_zk_data_dir, k, c, None, one)
     return local, config
@@ -200,7 +202,7 @@ class _Emitter:
         if not reads:
             return
         self.buf = []
-        mtime = max(r[2][3] for r in reads)
+        mtime = max(map(_MTIME, map(_STAT, reads)))
         if mtime > self.max_mtime:
             self.max_mtime = mtime
         before = self.walked
@@ -214,6 +216,15 @@ class _Emitter:
             self.progress(
                 ScrapeProgress(self.store, self.walked, self.sink.counters.errors, time.monotonic() - self.t0)
             )
+
+    def emit_many(self, store: str, reads: list[tuple[str, bytes, Any]]) -> None:
+        """A list of one store's nodes (``load_partial``'s batches): handed over as one chunk."""
+        self.flush()
+        if store != self.store:
+            self.walk_sink.store = self.store = store
+        cut = self.cut
+        self.buf = [(p[cut:], d, s) for p, d, s in reads] if cut else reads
+        self.flush()
 
     def emit(self, store: str, path: str, data: bytes, stat: tuple[int, ...]) -> None:
         if store != self.store:

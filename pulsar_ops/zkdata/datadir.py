@@ -33,7 +33,9 @@ from pulsar_ops.errors import ZkDataDirError
 from pulsar_ops.zkdata import snapshot as S
 from pulsar_ops.zkdata import txnlog as T
 from pulsar_ops.zkdata.stream import (
+    EMIT_BATCH,
     Emit,
+    EmitMany,
     Partial,
     PartlyEmitted,
     SnapshotFile,
@@ -311,6 +313,8 @@ class OnePass:
 
     roots: dict[str, str]
     emit: Emit
+    emit_many: EmitMany | None = None  # pass 1's nodes a list at a time (``load_partial``); None: by ``emit``
+    batch: int = EMIT_BATCH  # at most this many per ``emit_many`` call
 
 
 def _load_streamed(
@@ -319,12 +323,17 @@ def _load_streamed(
     txns = tail.txns if tail is not None else []
     paths, sessions = touched(txns)
     with SnapshotFile(p) as snap:
-        if one is None:
-            part, header, trailer = load_partial(snap, paths | keep, keep_children, sessions)
-        else:
-            part, header, trailer = load_partial(
-                snap, paths | keep, keep_children, sessions, roots=one.roots, emit=one.emit, doomed_paths=doomed(txns)
-            )
+        part, header, trailer = load_partial(
+            snap,
+            paths | keep,
+            keep_children,
+            sessions,
+            roots=None if one is None else one.roots,
+            emit=None if one is None else one.emit,
+            doomed_paths=None if one is None else doomed(txns),
+            emit_many=None if one is None else one.emit_many,
+            emit_batch=EMIT_BATCH if one is None else one.batch,
+        )
     _point_tree(part.tree, trailer, S.zxid_from_name(p.name, SNAP_PREFIX))
     return part, header
 

@@ -57,6 +57,9 @@ _STAT_UNPACK = struct.Struct(">qqqqiiiqq").unpack
 _EXCLUDED = "/zookeeper/"
 
 Emit = Callable[[str, str, bytes, tuple[int, ...]], None]  # (store, path, data, client stat)
+Read = tuple[str, bytes, tuple[int, ...]]  # (path, data, client stat)
+EmitMany = Callable[[str, list[Read]], None]  # (store, reads of that store)
+EMIT_BATCH = 2000  # nodes handed to ``emit_many`` at a time (the decode pool's chunk)
 
 
 class _Snappy:
@@ -260,20 +263,28 @@ class SnapshotFile:
         anything a batch cannot take (a negative length, a record cut by the end of the stream) goes to the
         record-by-record reader, which raises the precise SnapshotCorrupt. With ``with_digest`` set, ``digest``
         sums the nodes' ``tree.node_digest`` (unmasked)."""
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[tuple[str, bytes, bytes]]]:
+        """:meth:`nodes` a parsed batch at a time (a list; the record-by-record reader's nodes one per list)."""
         batch_fn = native.snap_nodes or snap_nodes_py
         with_digest = self.with_digest
         while True:
             r = batch_fn(self.buf, self.pos, NODE_BATCH, with_digest)
             if r is None:
-                yield from self._nodes_one_by_one()
+                for one in self._nodes_one_by_one():
+                    yield [one]
                 return
             batch, self.pos, done, digest = r
             self.digest += digest
-            yield from batch
+            if batch:
+                yield batch
             if done:
                 return
             if not batch and not self._fill(len(self.buf) - self.pos + 1):
-                yield from self._nodes_one_by_one()  # cut short: says where and why
+                for one in self._nodes_one_by_one():  # cut short: says where and why
+                    yield [one]
                 return
 
     def _nodes_one_by_one(self) -> Iterator[tuple[str, bytes, bytes]]:
@@ -433,19 +444,34 @@ def load_partial(
     roots: dict[str, str] | None = None,
     emit: Emit | None = None,
     doomed_paths: set[str] | None = None,
+    emit_many: EmitMany | None = None,
+    emit_batch: int = EMIT_BATCH,
 ) -> tuple[Partial, S.SnapshotHeader, S.SnapshotTrailer]:
     """Pass 1 over a snapshot file: verify it (seals, digest computed over every node) and keep the nodes whose
     path is in ``keep``, whose parent is in ``keep_children`` or whose ephemeral owner is in ``sessions``, with
-    their ancestors, in a partial tree (``DataTree`` node layout). With ``roots`` and ``emit`` (one-pass mode,
-    ``doomed_paths`` from :func:`doomed`): also emit every node under ``roots`` the replay cannot change (see the
-    module's docstring); finish with :func:`emit_replayed` after the replay."""
+    their ancestors, in a partial tree (``DataTree`` node layout). With ``roots`` and ``emit`` or ``emit_many``
+    (one-pass mode, ``doomed_paths`` from :func:`doomed`): also emit every node under ``roots`` the replay cannot
+    change (see the module's docstring); finish with :func:`emit_replayed` after the replay. ``emit_many`` takes
+    them a list at a time (at most ``emit_batch``, one store each: no call per node); ``emit`` one by one."""
+    if emit_many is None and emit is not None:
+        emit_many = _one_by_one(emit)
     part = Partial(DataTree())
     try:
-        return _load_partial(snap, part, keep, keep_children, sessions, with_digest, roots, emit, doomed_paths)
+        return _load_partial(
+            snap, part, keep, keep_children, sessions, with_digest, roots, emit_many, doomed_paths, emit_batch
+        )
     except S.SnapshotCorrupt as e:
         if part.emitted:
             raise PartlyEmitted(str(e)) from e
         raise
+
+
+def _one_by_one(emit: Emit) -> EmitMany:
+    def many(store: str, reads: list[Read]) -> None:
+        for path, data, stat in reads:
+            emit(store, path, data, stat)
+
+    return many
 
 
 def _load_partial(
@@ -456,8 +482,9 @@ def _load_partial(
     sessions: set[int],
     with_digest: bool,
     roots: dict[str, str] | None,
-    emit: Emit | None,
+    emit_many: EmitMany | None,
     doomed_paths: set[str] | None,
+    emit_batch: int,
 ) -> tuple[Partial, S.SnapshotHeader, S.SnapshotTrailer]:
     header = snap.header()
     snap.with_digest, snap.digest = with_digest, 0
@@ -465,77 +492,106 @@ def _load_partial(
     unloaded, originals, deferred = part.unloaded, part.originals, part.deferred
     ephem = tree.ephemerals
     unpack_owner = _Q.unpack_from
-    roots_get = (roots if emit is not None and roots else {}).get  # no store: nothing emitted
+    unpack_stat = _STAT_UNPACK
+    roots_get = (roots if emit_many is not None and roots else {}).get  # no store: nothing emitted
     dead = doomed_paths or set()
-    client = _client
-    # frame: [path, data, stat, children seen, kept node or None, store or None, under a doomed node]
+    batch_size = max(1, emit_batch)
+    # frame: [path, data, stat, children seen, kept node or None, store or None, under a doomed node,
+    #         its children kept]
     stack: list[list[Any]] = []
     count = 0
     emitted = 0
+    out: list[Read] = []  # emitted nodes not handed over yet, all of ``out_store``
+    out_store = ""
+
+    def hand_over() -> None:
+        nonlocal out, emitted
+        reads, out = out, []
+        emitted += len(reads)
+        part.emitted = emitted  # from here on a corrupt snapshot is PartlyEmitted
+        assert emit_many is not None
+        emit_many(out_store, reads)
 
     def close(frame: list[Any]) -> None:
-        nonlocal emitted
+        nonlocal out_store
         node = frame[4]
         if node is not None:
             unloaded[id(node)] = frame[3] - (len(node[2]) if node[2] else 0)
-        elif frame[5] is not None:
-            if frame[6]:
-                deferred.append((frame[5], frame[0], frame[1], frame[2], frame[3]))
-            else:
-                assert emit is not None
-                emit(frame[5], frame[0], frame[1], client(frame[1], frame[2], frame[3]))
-                emitted += 1
-                if emitted == 1:
-                    part.emitted = 1  # from here on a corrupt snapshot is PartlyEmitted
-
-    for path, data, stat in snap.nodes():
-        count += 1
-        if not stack:
-            if path != "":
-                raise S.SnapshotCorrupt(f"the first node is {path!r}, not the root")
-            node: Node = [data, stat, None]
-            tree.root = node
-            originals[""] = node
-            stack.append(["", data, stat, 0, node, roots_get(""), False])
-            continue
-        cut = path.rfind("/")
-        parent_path = path[:cut]
-        while stack and stack[-1][0] != parent_path:
-            close(stack.pop())
-        if not stack:
-            raise S.SnapshotCorrupt(f"Invalid Datatree, unable to find parent {parent_path} of path {path}")
-        parent = stack[-1]
-        parent[3] += 1
-        store = parent[5]
+            return
+        store = frame[5]
         if store is None:
-            store = roots_get(path)
-        frame = [path, data, stat, 0, None, store, parent[6]]
-        stack.append(frame)
-        owner_kept = False
-        if stat[44:52] != _NO_OWNER:
-            owner = unpack_owner(stat, 44)[0]
-            if owner in sessions:
-                ephem.setdefault(owner, set()).add(path)
-                owner_kept = True
-                frame[6] = True  # the replay deletes it when it closes the session
-        if path in dead:
-            frame[6] = True
-        if owner_kept or path in keep or parent_path in keep_children:
-            # materialise the chain of ancestors not kept yet, then this node
-            i = len(stack) - 1
-            while stack[i - 1][4] is None:
-                i -= 1
-            for j in range(i, len(stack)):
-                f = stack[j]
-                pnode = stack[j - 1][4]
-                n: Node = [f[1], f[2], None]
-                f[4] = n
-                originals[f[0]] = n
-                if pnode[2] is None:
-                    pnode[2] = {}
-                pnode[2][f[0][f[0].rfind("/") + 1 :]] = n
+            return
+        if frame[6]:
+            deferred.append((store, frame[0], frame[1], frame[2], frame[3]))
+            return
+        if store != out_store:
+            if out:
+                hand_over()
+            out_store = store
+        # the client stat, as _client builds it (inlined: once per emitted node)
+        data, n = frame[1], frame[3]
+        czxid, mzxid, ctime, mtime, version, cversion, aversion, owner, pzxid = unpack_stat(frame[2])
+        if owner:
+            owner = client_owner(owner)
+        out.append(
+            (
+                frame[0],
+                data,
+                (czxid, mzxid, ctime, mtime, version, cversion * 2 - n, aversion, owner, len(data), n, pzxid),
+            )
+        )
+        if len(out) >= batch_size:
+            hand_over()
+
+    for batch in snap.batches():
+        count += len(batch)
+        for path, data, stat in batch:
+            if not stack:
+                if path != "":
+                    raise S.SnapshotCorrupt(f"the first node is {path!r}, not the root")
+                node: Node = [data, stat, None]
+                tree.root = node
+                originals[""] = node
+                stack.append(["", data, stat, 0, node, roots_get(""), False, "" in keep_children])
+                continue
+            cut = path.rfind("/")
+            parent = stack[-1]
+            while len(parent[0]) != cut or not path.startswith(parent[0]):  # not the parent: its subtree is read
+                close(stack.pop())
+                if not stack:
+                    raise S.SnapshotCorrupt(f"Invalid Datatree, unable to find parent {path[:cut]} of path {path}")
+                parent = stack[-1]
+            parent[3] += 1
+            store = parent[5]
+            if store is None:
+                store = roots_get(path)
+            frame = [path, data, stat, 0, None, store, parent[6] or path in dead, path in keep_children]
+            stack.append(frame)
+            owner_kept = False
+            if not stat.startswith(_NO_OWNER, 44):
+                owner = unpack_owner(stat, 44)[0]
+                if owner in sessions:
+                    ephem.setdefault(owner, set()).add(path)
+                    owner_kept = True
+                    frame[6] = True  # the replay deletes it when it closes the session
+            if owner_kept or parent[7] or path in keep:
+                # materialise the chain of ancestors not kept yet, then this node
+                i = len(stack) - 1
+                while stack[i - 1][4] is None:
+                    i -= 1
+                for j in range(i, len(stack)):
+                    f = stack[j]
+                    pnode = stack[j - 1][4]
+                    n: Node = [f[1], f[2], None]
+                    f[4] = n
+                    originals[f[0]] = n
+                    if pnode[2] is None:
+                        pnode[2] = {}
+                    pnode[2][f[0][f[0].rfind("/") + 1 :]] = n
     while stack:
         close(stack.pop())
+    if out:
+        hand_over()
     if count == 0:
         raise S.SnapshotCorrupt("the snapshot holds no nodes (not even the root)")
     trailer = snap.trailer()

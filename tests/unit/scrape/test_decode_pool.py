@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,26 @@ def select_readable(fd: int) -> bool:
     import select
 
     return bool(select.select([fd], [], [], 0)[0])
+
+
+def test_a_worker_decodes_and_writes_without_numpy_or_pandas(tmp_path: Path) -> None:
+    """The worker's entry point refuses numpy and pandas before pyarrow comes in (each cost a worker CPU and
+    RSS for nothing): a chunk is still decoded and written, and neither package is loaded."""
+    script = f"""
+import io, sys
+from pulsar_ops.scrape import decode_worker
+sys.meta_path.insert(0, decode_worker.Refused)
+from pulsar_ops.scrape import decode_pool as d
+from pulsar_ops.scrape.extract import ExtractConfig
+inp, out = io.BytesIO(), io.BytesIO()
+d._write_msg(inp, (0, {str(tmp_path)!r}, ExtractConfig(), 100))
+d._write_chunk(inp, ("local", {_reads(25)!r}))
+d._write_chunk(inp, None)
+inp.seek(0)
+rc = d.worker_main(inp, out)
+out.seek(0)
+status, summary = d._read_msg(out)
+print(rc, status, summary.znodes, sorted({{m.split(".")[0] for m in sys.modules}} & {{"numpy", "pandas"}}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0", "ok", "25", "[]"], done.stderr

@@ -16,6 +16,7 @@ from pulsar_ops.zkdata import snapshot as S
 from pulsar_ops.zkdata import txnlog as T
 from pulsar_ops.zkdata.jute import STAT_PERSISTED
 from pulsar_ops.zkdata.stream import (
+    Partial,
     PartlyEmitted,
     SnapshotFile,
     doomed,
@@ -91,18 +92,24 @@ def _reference(raw: bytes, txns: list[T.Txn], roots: dict[str, str]) -> tuple[se
     return got, tree
 
 
-def _streamed(
-    f: Path, txns: list[T.Txn], roots: dict[str, str], block: int
-) -> tuple[set[tuple[object, ...]], DataTree, int]:
-    paths, sessions = touched(txns)
-    with SnapshotFile(f, block=block) as snap:
-        part, _h, trailer = load_partial(snap, paths | {"", "/a", "/b"}, set(), sessions)
+def _replay(part: Partial, trailer: S.SnapshotTrailer, txns: list[T.Txn]) -> DataTree:
+    """The partial tree ``load_partial`` kept, with the snapshot's digest expected, after the replay of ``txns``."""
     tree = part.tree
     tree.zxid = 2
     if trailer.digest is not None:
         tree.expect_digest(trailer.digest.zxid, trailer.digest.digest)
     for txn in txns:
         tree.apply(txn)
+    return tree
+
+
+def _streamed(
+    f: Path, txns: list[T.Txn], roots: dict[str, str], block: int
+) -> tuple[set[tuple[object, ...]], DataTree, int]:
+    paths, sessions = touched(txns)
+    with SnapshotFile(f, block=block) as snap:
+        part, _h, trailer = load_partial(snap, paths | {"", "/a", "/b"}, set(), sessions)
+    tree = _replay(part, trailer, txns)
     got: set[tuple[object, ...]] = set()
     out: list[tuple[object, ...]] = []
     with SnapshotFile(f, block=block) as snap:
@@ -113,29 +120,45 @@ def _streamed(
 
 
 def _one_pass(
-    f: Path, txns: list[T.Txn], roots: dict[str, str], block: int
+    f: Path, txns: list[T.Txn], roots: dict[str, str], block: int, batch: int | None = None
 ) -> tuple[set[tuple[object, ...]], DataTree, int]:
-    """One-pass mode: nodes emitted while the snapshot is verified, the rest after the replay."""
+    """One-pass mode: nodes emitted while the snapshot is verified, the rest after the replay. With ``batch``,
+    pass 1's nodes come through ``emit_many`` (lists of at most ``batch``, each of one store)."""
     paths, sessions = touched(txns)
     out: list[tuple[object, ...]] = []
 
     def emit(s: str, p: str, d: bytes, c: tuple[int, ...]) -> None:
         out.append((s, p, bytes(d), c))
 
+    def emit_many(s: str, reads: list[tuple[str, bytes, tuple[int, ...]]]) -> None:
+        assert batch is not None and 0 < len(reads) <= batch
+        for p, d, c in reads:
+            assert roots[p[: p.find("/", 1) if "/" in p[1:] else len(p)]] == s  # the store of the node's root
+            emit(s, p, d, c)
+
     with SnapshotFile(f, block=block) as snap:
         part, _h, trailer = load_partial(
-            snap, paths | {"", "/a", "/b"}, set(), sessions, roots=roots, emit=emit, doomed_paths=doomed(txns)
+            snap,
+            paths | {"", "/a", "/b"},
+            set(),
+            sessions,
+            roots=roots,
+            emit=emit,
+            doomed_paths=doomed(txns),
+            emit_many=None if batch is None else emit_many,
+            emit_batch=batch or 1,
         )
-    tree = part.tree
-    tree.zxid = 2
-    if trailer.digest is not None:
-        tree.expect_digest(trailer.digest.zxid, trailer.digest.digest)
-    for txn in txns:
-        tree.apply(txn)
+    tree = _replay(part, trailer, txns)
     n = emit_replayed(part, roots, emit)
     got = set(out)
     assert len(got) == len(out) == n  # each node once
     return got, tree, part.nodes
+
+
+def _one_pass_in_lists(
+    f: Path, txns: list[T.Txn], roots: dict[str, str], block: int
+) -> tuple[set[tuple[object, ...]], DataTree, int]:
+    return _one_pass(f, txns, roots, block, batch=3)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -144,7 +167,7 @@ def _one_pass(
     txn_lists(),
     st.sampled_from(["", "gz", "snappy"]),
     st.sampled_from([7, 64, 1 << 20]),
-    st.sampled_from([_streamed, _one_pass]),
+    st.sampled_from([_streamed, _one_pass, _one_pass_in_lists]),
 )
 def test_streaming_equals_the_in_memory_replay(
     tmp_path: Path,
@@ -236,3 +259,33 @@ def test_the_subtree_of_a_node_the_replay_deletes_is_not_emitted(tmp_path: Path)
     got, _tree, _n = _one_pass(f, txns, roots, 1 << 20)
     assert got == want
     assert {p for _s, p, _d, _c in got} == {"/a", "/b"}
+
+
+def test_pass_one_hands_nodes_over_in_lists_of_one_store(tmp_path: Path) -> None:
+    """``emit_many``: pass 1's nodes (post-order) in lists of at most ``emit_batch``, a list handed over early when
+    the next node belongs to the other store; each node with the same client stat the per-node ``emit`` gives."""
+    nodes = [
+        ("", b"", _stat(0, cversion=3)),
+        ("/a", b"A", _stat(1, cversion=2)),
+        ("/a/x", b"x", _stat(2)),
+        ("/a/y", b"", _stat(3)),
+        ("/b", b"", _stat(4, cversion=1)),
+        ("/b/z", b"zz", _stat(5)),
+        ("/c", b"", _stat(6)),
+    ]
+    f = tmp_path / "snapshot.2"
+    f.write_bytes(encode_snapshot(nodes))
+    roots = {"/a": "config", "/b": "local"}
+    lists: list[tuple[str, list[tuple[str, bytes, tuple[int, ...]]]]] = []
+    one: list[tuple[str, str, bytes, tuple[int, ...]]] = []
+    with SnapshotFile(f) as snap:
+        load_partial(snap, set(), set(), set(), roots=roots, emit_many=lambda s, r: lists.append((s, r)), emit_batch=2)
+    with SnapshotFile(f) as snap:
+        load_partial(snap, set(), set(), set(), roots=roots, emit=lambda s, p, d, c: one.append((s, p, d, c)))
+    assert [(s, [p for p, _d, _c in r]) for s, r in lists] == [
+        ("config", ["/a/x", "/a/y"]),
+        ("config", ["/a"]),
+        ("local", ["/b/z", "/b"]),
+    ]
+    assert [(s, p, d, c) for s, r in lists for p, d, c in r] == one
+    assert dict((p, c) for _s, p, _d, c in one)["/a"][5] == 2 * 2 - 2  # the client cversion: 2 * stored - children
