@@ -138,7 +138,9 @@ def _one_pass(
     return got, tree, part.nodes
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     trees(),
     txn_lists(),
