@@ -8,8 +8,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
+
+# No test outcome may depend on timing: hypothesis's defaults fail a property test whose example ran past 200 ms
+# (`deadline`: DeadlineExceeded, or "Unreliable test timings!" when the replay was quicker) or whose input
+# generation took over a second (HealthCheck.too_slow): on a loaded 2-core CI machine either is a matter of
+# scheduling, not of the code. Turned off for every property test; a test's own @settings may still narrow it.
+settings.register_profile("pulsar-ops-tests", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("pulsar-ops-tests")
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
 # no JVM the suite starts maps or builds a class-data archive in the user's cache (audit/class_cache.py); the

@@ -73,6 +73,9 @@ def java_executable() -> str:
     return found
 
 
+BIND_ATTEMPTS = 3  # starts on newly picked ports when another process took a picked one first
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -194,15 +197,34 @@ class EmbeddedZooKeeper:
     def start(self) -> EmbeddedZooKeeper:
         if self._proc is not None and self._proc.poll() is None:
             return self
-        java = java_executable()
-        jars = self.jars_dir if self.jars_dir is not None else pyspark_jars_dir()
         if self.data_dir is None:
             self.data_dir = Path(tempfile.mkdtemp(prefix="pulsar-ops-zk-"))
             self._owns_dir = True
-        if not self.port:
-            self.port = free_port()
-        if self.tls is not None and not self.secure_port:
-            self.secure_port = free_port()
+        # A port free_port() picked is free only until it is bound: another process may bind it in between. When
+        # the server then cannot bind it, a start on newly picked ports is tried (a port the caller gave is kept).
+        picked = not self.port, self.tls is not None and not self.secure_port
+        for attempt in range(BIND_ATTEMPTS):
+            if picked[0]:
+                self.port = free_port()
+            if picked[1]:
+                self.secure_port = free_port()
+            log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+            try:
+                return self._start_once()
+            except ZooKeeperStartError:
+                if not any(picked) or attempt == BIND_ATTEMPTS - 1 or not self._bind_failed(log_start):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _bind_failed(self, log_start: int) -> bool:
+        """Whether the log written since ``log_start`` says a port could not be bound."""
+        with open(self.log_path, "rb") as f:
+            f.seek(log_start)
+            return b"Address already in use" in f.read()
+
+    def _start_once(self) -> EmbeddedZooKeeper:
+        java = java_executable()
+        jars = self.jars_dir if self.jars_dir is not None else pyspark_jars_dir()
         cfg = self._write_config()
         cmd = [
             java,

@@ -106,7 +106,6 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
         "SPARK_LOG_DIR": str(tmp_path / "logs"),
     }
     port = _free_port()
-    url = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
@@ -127,7 +126,12 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
             "--webui-port",
             str(_free_port()),
         )
-        _wait_for(mlog, r"I have been elected leader|Starting Spark master", master)
+        _wait_for(mlog, r"Starting Spark master at spark://", master)
+        # the port the master bound: when another process bound the picked one first, Spark takes the next
+        # (Utils.startServiceOnPort, spark.port.maxRetries) and says so in this line (Master: its RPC address)
+        found = re.search(r"Starting Spark master at (spark://127\.0\.0\.1:\d+)", mlog.read_text(errors="replace"))
+        assert found, mlog.read_text(errors="replace")[-3000:]
+        url = found.group(1)
         worker, wlog = start(
             "worker",
             "org.apache.spark.deploy.worker.Worker",

@@ -278,7 +278,9 @@ entry_st = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     entries=st.lists(entry_st, min_size=1, max_size=60),
     logger=st.sampled_from(["default", "direct"]),
@@ -321,7 +323,9 @@ def test_oversized_batch_length_is_not_read_into_memory(tmp_path: Path) -> None:
     check(r, truth)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     body=st.binary(max_size=6000),
     version=st.integers(min_value=-2, max_value=3),

@@ -459,7 +459,9 @@ _piece = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(pieces=st.lists(_piece, max_size=25))
 def test_damaged_regions_are_searched_as_upstream_steps_them(tmp_path: Path, pieces: list[bytes]) -> None:
     """Zero runs, bytes reading as negative lengths and random damage between records: the numpy search finds

@@ -161,7 +161,9 @@ def _one_pass_in_lists(
     return _one_pass(f, txns, roots, block, batch=3)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     trees(),
     txn_lists(),
