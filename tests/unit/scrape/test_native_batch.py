@@ -136,6 +136,33 @@ def test_the_batch_takes_well_formed_ledgers_and_leaves_the_rest(tmp_path: Path)
     assert barrays[3].to_pylist() == [3, 3, 2, 1]  # format_version
 
 
+@needs_native
+def test_large_columns_are_handed_over_without_a_copy(tmp_path: Path) -> None:
+    """A column of 4 KiB or more leaves the native call as a read-only buffer that owns its memory (no copy into
+    bytes); the Arrow arrays built on it stay valid after the native result is gone, and the rows are the
+    per-znode path's."""
+    import gc
+
+    from hypothesis import find
+
+    md = find(ascii_ledgers(), lambda _m: True)
+    v3 = encode_ledger_metadata(md, 3)
+    chunk = [(ledger_path(i, ROOT), v3, (1, i, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)) for i in range(1, 400)]
+    assert native.bk_batch is not None
+    raw = native.bk_batch("local", chunk, ROOT, 1 << 20, native_batch.spec("znodes"), native_batch.spec("bk_ledgers"))
+    paths = raw[2][1]  # the znodes path column: (nulls, validity, offsets, values)
+    assert not isinstance(paths[3], bytes) and memoryview(paths[3]).readonly
+    assert bytes(memoryview(paths[3])) == "".join(p for p, _, _ in chunk).encode()
+    assert isinstance(raw[2][0][3], bytes)  # the store column ("local" x 399) is below 4 KiB: copied
+    arrays = native_batch.columns_to_arrays("znodes", raw[2], raw[0])
+    del raw, paths
+    gc.collect()
+    assert arrays[1].to_pylist() == [p for p, _, _ in chunk]
+    slow = _write(tmp_path / "slow", chunk, batch=False)
+    fast = _write(tmp_path / "fast", chunk, batch=True)
+    assert fast == slow
+
+
 def test_the_specs_follow_the_schema() -> None:
     assert native_batch.spec("znodes") == "ssssiiiiqqqqqiiqssS"
     assert native_batch.spec("bk_ledgers") == "sqsisqqiiiSqQiqqqisSSSSSSsls"
@@ -182,8 +209,9 @@ ml_values = st.one_of(
     ascii_ml_infos().map(lambda i: encode_managed_ledger_info(i, text=True)),
     st.sampled_from([b"", b"\x47\x78\x00\x00\x00\x02\x08\x09junk", b"\xff\xff"]),
 )
-# delayed-delivery bucket values: int(value.strip()) decides; the batch takes the plain decimal ones
-BUCKET_VALUES = ["12", " 7 ", "x", "-3", "-0", "007", "1_0", "+4", "", "9" * 18, "9" * 19, "-" + "9" * 18, "\u0663"]
+# delayed-delivery bucket values: int(value.strip()) decides; the batch takes the plain decimal ones. (Not here:
+# a value past int64, which the per-znode path's writer cannot store -- a known defect of that path, not the batch's.)
+BUCKET_VALUES = ["12", " 7 ", "x", "-3", "-0", "007", "1_0", "+4", "", "9" * 18, "-" + "9" * 18, "\u0663"]
 bucket_values = st.sampled_from(BUCKET_VALUES)
 bucket_names = st.sampled_from([BUCKET_PROPERTY_PREFIX + "9", BUCKET_PROPERTY_PREFIX + "8", "s"])
 cursor_values = st.one_of(
@@ -298,7 +326,7 @@ def test_the_ml_batch_takes_cursors_with_plain_bucket_properties() -> None:
     left = [
         (base + "s3", cur((b1, " 7 ")), st_),  # int() strips: Python's
         (base + "s4", cur((b1, "1"), (b1, "2")), st_),  # a repeated name: the dict keeps the last, Python's
-        (base + "s5", cur((b1, "9" * 19)), st_),  # past the plain range: Python's
+        (base + "s5", cur((b1, "9" * 19)), st_),  # past the plain range (and int64): Python's
         (base + "s6", cur((b1, "x")), st_),  # not a number: no bucket id, Python's
     ]
     n, rest, arrays, _lo, _hi, _scopes = native_batch.ml_batch("local", good + left, 1 << 20)
