@@ -2700,7 +2700,15 @@ static int schema_take(PyObject *r, Col *zc, Col *sc, const char *st, Py_ssize_t
     if (nc != 2 || cut[0] == k || cut[1] == cut[0] + 1 || cut[1] == n - 1) return 0; /* an empty segment */
     const char *enc = p + cut[1] + 1;
     Py_ssize_t enc_n = n - cut[1] - 1;
-    if (has_escape(enc, enc_n) || cut[1] >= (Py_ssize_t)sizeof scopes->buf) return 0; /* names.decode: Python's */
+    if (cut[1] >= (Py_ssize_t)sizeof scopes->buf) return 0;
+    /* the topic's local name: names.decode, as the topic batch decodes its names (to valid UTF-8 only) */
+    char base_buf[512];
+    const char *base = enc;
+    Py_ssize_t base_n = enc_n;
+    if (has_escape(enc, enc_n)) {
+        if (!url_decode(enc, enc_n, base_buf, (Py_ssize_t)sizeof base_buf, &base_n)) return 0; /* Python's */
+        base = base_buf;
+    }
     int64_t s[11], latest = 0;
     if (!stat_ints(PyTuple_GET_ITEM(r, 2), s)) return 0;
     if (s[8] > max_bytes || PyBytes_GET_SIZE(data) > max_bytes) return 0;
@@ -2714,7 +2722,7 @@ static int schema_take(PyObject *r, Col *zc, Col *sc, const char *st, Py_ssize_t
     size_t ns_n = (size_t)(cut[1] - k);
     for (int i = 0; i < ne && !bad; i++) {
         bad |= col_str(&sc[0], p, (size_t)n) | col_str(&sc[1], ns, (size_t)(n - k)) | col_str(&sc[2], ns, ns_n);
-        bad |= col_str3(&sc[3], "persistent://", 13, ns, ns_n + 1, enc, (size_t)enc_n);
+        bad |= col_str3(&sc[3], "persistent://", 13, ns, ns_n + 1, base, (size_t)base_n);
         bad |= col_int(&sc[4], s[4]) | col_int(&sc[5], s[1]) | col_int(&sc[6], latest);
         bad |= col_int(&sc[7], entries[i].version) | col_int(&sc[8], entries[i].ledger);
         bad |= col_int(&sc[9], entries[i].entry);

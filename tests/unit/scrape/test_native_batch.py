@@ -468,17 +468,19 @@ def test_the_schema_batch_takes_well_formed_locators_and_leaves_the_rest() -> No
     info_apart = encode_schema_locator(SchemaLocator(SchemaIndexEntry(5, 7, 8, b""), tuple(e[:1])))
     st_ = (1, 2, 3, 4, 0, 0, 0, 0, 10, 0, 1)
     good = [("/schemas/t/ns/a", usual, st_), ("/schemas/t/ns2/b-partition-1", info_apart, st_)]
+    good.append(("/schemas/t/ns/caf%C3%A9+a%2Fb", info_apart, st_))  # URL-decoded as names.decode does
     left = [
-        ("/schemas/t/ns/a%2Fb", usual, st_),  # the name is URL-decoded by Python
+        ("/schemas/t/ns/a%zz", usual, st_),  # a malformed escape: Python's DecodeError
         ("/schemas/t/ns/c", usual + b"\x18\x01", st_),
         ("/schemas/t/ns/d", b"", st_),
         ("/schemas/t/ns/e", usual, (*st_[:8], 1 << 30, *st_[9:])),
     ]
     n, rest, _, sarrays, lo, hi, scopes = native_batch.schema_batch("local", good + left, ROOT, 1 << 20)
-    assert (n, rest, lo, hi, scopes) == (2, [2, 3, 4, 5], 2, 2, {"/schemas/t/ns": 1, "/schemas/t/ns2": 1})
+    assert (n, rest, lo, hi, scopes) == (3, [3, 4, 5, 6], 2, 2, {"/schemas/t/ns": 2, "/schemas/t/ns2": 1})
     rows = _columns({"schema_index": sarrays}, "schema_index")
-    assert rows["schema_version"] == [0, 1, 2, 0, 5]
-    assert rows["topic"][-1] == "persistent://t/ns2/b-partition-1"
-    assert rows["schema_id"][0] == "t/ns/a"
+    assert rows["schema_version"] == [0, 1, 2, 0, 5, 0, 5]
+    assert rows["topic"][4] == "persistent://t/ns2/b-partition-1"
+    assert rows["topic"][-1] == "persistent://t/ns/caf\u00e9 a/b"
+    assert rows["schema_id"][0] == "t/ns/a" and rows["schema_id"][-1] == "t/ns/caf%C3%A9+a%2Fb"
     # under a ledgers root of /schemas they are ledger-root paths: left to the per-znode path
-    assert native_batch.schema_batch("local", good, "/schemas", 1 << 20)[:2] == (0, [0, 1])
+    assert native_batch.schema_batch("local", good, "/schemas", 1 << 20)[:2] == (0, [0, 1, 2])
