@@ -209,9 +209,10 @@ ml_values = st.one_of(
     ascii_ml_infos().map(lambda i: encode_managed_ledger_info(i, text=True)),
     st.sampled_from([b"", b"\x47\x78\x00\x00\x00\x02\x08\x09junk", b"\xff\xff"]),
 )
-# delayed-delivery bucket values: int(value.strip()) decides; the batch takes the plain decimal ones. (Not here:
-# a value past int64, which the per-znode path's writer cannot store -- a known defect of that path, not the batch's.)
-BUCKET_VALUES = ["12", " 7 ", "x", "-3", "-0", "007", "1_0", "+4", "", "9" * 18, "-" + "9" * 18, "\u0663"]
+# delayed-delivery bucket values: int(value.strip()) within int64 decides (formats.cursor.bucket_ledger_id); the
+# batch takes the plain decimal ones
+BUCKET_VALUES = ["12", " 7 ", "x", "-3", "-0", "007", "1_0", "+4", "", "9" * 18, "9" * 19, "-" + "9" * 18, "\u0663"]
+BUCKET_VALUES += [str(2**63 - 1), str(2**63), str(-(2**63)), str(-(2**63) - 1)]
 bucket_values = st.sampled_from(BUCKET_VALUES)
 bucket_names = st.sampled_from([BUCKET_PROPERTY_PREFIX + "9", BUCKET_PROPERTY_PREFIX + "8", "s"])
 cursor_values = st.one_of(
