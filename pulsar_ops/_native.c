@@ -38,6 +38,9 @@ static const char V3_HEADER[] = "BookieMetadataFormatVersion\t3\n";
 #define V3_HEADER_LEN (sizeof(V3_HEADER) - 1)
 static const char V2_HEADER[] = "BookieMetadataFormatVersion\t2\n";
 #define V2_HEADER_LEN (sizeof(V2_HEADER) - 1)
+static const char V1_HEADER[] = "BookieMetadataFormatVersion\t1\n";
+#define V1_HEADER_LEN (sizeof(V1_HEADER) - 1)
+#define V1_IN_RECOVERY (-102) /* LedgerMetadataSerDe.IN_RECOVERY: a CLOSED line with it reads as IN_RECOVERY */
 
 typedef struct {
     const uint8_t *p;
@@ -156,6 +159,26 @@ static int buf_json_str(Buf *b, Slice s) {
                 if (c < 0x20 || c == 0x7F) {
                     *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
                     *o++ = hex[c >> 4]; *o++ = hex[c & 0xF];
+                } else if (c >= 0x80) {
+                    /* valid UTF-8 (the callers check it): the code point as json's ensure_ascii writes it,
+                       \\uxxxx, a surrogate pair above U+FFFF (encode_basestring_ascii) */
+                    int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+                    if (i + len > s.n) return -1;
+                    uint32_t cp = c & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
+                    for (int k = 1; k < len; k++) cp = (cp << 6) | (s.p[i + k] & 0x3F);
+                    i += len - 1;
+                    uint32_t units[2] = {cp, 0};
+                    int nu = 1;
+                    if (cp >= 0x10000) {
+                        units[0] = 0xD800 | ((cp - 0x10000) >> 10);
+                        units[1] = 0xDC00 | ((cp - 0x10000) & 0x3FF);
+                        nu = 2;
+                    }
+                    for (int u = 0; u < nu; u++) {
+                        *o++ = '\\'; *o++ = 'u';
+                        *o++ = hex[(units[u] >> 12) & 0xF]; *o++ = hex[(units[u] >> 8) & 0xF];
+                        *o++ = hex[(units[u] >> 4) & 0xF]; *o++ = hex[units[u] & 0xF];
+                    }
                 } else {
                     *o++ = (char)c;
                 }
@@ -227,13 +250,13 @@ static int parse_custom(const uint8_t *p, const uint8_t *end, Ledger *L) {
     if (!is_ascii(c->key)) return -1;
     c->b64 = 0;
     if (!is_ascii(c->value)) {
-        /* Not UTF-8, under a key the row does not extract: only custom_metadata_json shows it, as
-           "base64:<value>" (scrape.extract._custom_json). Anything else non-ASCII is Python's. */
-        if (utf8_valid(c->value.p, c->value.n)) return -1;
+        /* Non-ASCII, under a key the row does not extract: only custom_metadata_json shows it, as json.dumps
+           writes the decoded value (\\u escapes, buf_json_str) or, not UTF-8, as "base64:<value>"
+           (scrape.extract._custom_json). Under an extracted key it is Python's. */
         for (int i = 0; i < 6; i++) {
             if (slice_eq_str(c->key, CUSTOM_KEYS[i])) return -1;
         }
-        c->b64 = 1;
+        c->b64 = !utf8_valid(c->value.p, c->value.n);
     }
     for (int i = 0; i < L->ncustom; i++) {
         if (slice_eq(L->custom[i].key, c->key)) return -1; /* duplicate key: the Python path decides */
@@ -503,6 +526,70 @@ static int parse_v2_text(const uint8_t *p, const uint8_t *end, Ledger *L) {
     return check_ledger(L);
 }
 
+/* ---- v1: BookKeeper's oldest text format (bookkeeper-server LedgerMetadataSerDe.parseVersion1Config) ----------
+ * The twin of formats.ledger_metadata._decode_v1, stricter: printable ASCII and tabs only, '\n' line ends (no
+ * '\r': Java's readLine splits there too, Python decides), numbers without a '+' or leading zeros (v2_int), no
+ * empty line. Three number lines (quorumSize, ensembleSize, length), then "firstEntryId\tmember\t..." lines until
+ * a "lastEntryId\tCLOSED" line (what follows it is not read) or the end. Anything else gives -1. */
+static int parse_v1_text(const uint8_t *p, const uint8_t *end, Ledger *L) {
+    for (const uint8_t *q = p; q < end; q++) {
+        uint8_t c = *q;
+        if (c != '\n' && c != '\t' && (c < 0x20 || c > 0x7E)) return -1;
+    }
+    int line = 0;
+    L->state = 1; /* OPEN */
+    L->has_state = 1;
+    L->has_last = 1;
+    L->last = -1;
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        const uint8_t *ls = p, *le = nl ? nl : end;
+        p = nl ? nl + 1 : end; /* a '\n' at the very end does not start another line */
+        if (ls == le) return -1; /* an empty line: Python's "malformed line" (or, in the header, not a number) */
+        int64_t iv;
+        if (line < 3) {
+            if (memchr(ls, '\t', (size_t)(le - ls))) return -1;
+            if (v2_int(ls, le, 0, line == 2 ? INT64_MAX : INT32_MAX, &iv) < 0) return -1;
+            if (line == 0) L->quorum = (int32_t)iv, L->has_quorum = 1;
+            else if (line == 1) L->ensemble = (int32_t)iv, L->has_ensemble = 1;
+            else L->length = iv, L->has_length = 1;
+            line++;
+            continue;
+        }
+        while (le > ls && le[-1] == '\t') le--; /* Java's String.split drops trailing empty strings */
+        const uint8_t *tab = memchr(ls, '\t', (size_t)(le - ls));
+        if (!tab || tab == ls) return -1; /* fewer than two parts, or an empty first one */
+        if (v2_int(ls, tab, INT64_MIN, INT64_MAX, &iv) < 0) return -1;
+        const uint8_t *ms = tab + 1;
+        const uint8_t *t2 = memchr(ms, '\t', (size_t)(le - ms));
+        if (v2_is(ms, t2 ? t2 : le, "CLOSED")) {
+            if (iv == V1_IN_RECOVERY) {
+                L->state = 2;
+            } else {
+                L->state = 3;
+                L->last = iv;
+            }
+            return check_ledger(L);
+        }
+        if (L->nseg >= MAX_SEGMENTS) return -1;
+        Segment *seg = &L->seg[L->nseg++];
+        seg->first = iv;
+        seg->mstart = L->nmembers;
+        seg->mcount = 0;
+        while (ms <= le) {
+            const uint8_t *me = memchr(ms, '\t', (size_t)(le - ms));
+            if (!me) me = le;
+            if (me == ms || L->nmembers >= MAX_MEMBERS) return -1; /* an empty member: check_built refuses it */
+            L->members[L->nmembers].p = ms;
+            L->members[L->nmembers++].n = me - ms;
+            seg->mcount++;
+            ms = me + 1;
+        }
+    }
+    if (line < 3) return -1; /* fewer than three lines: TruncatedInputError */
+    return check_ledger(L);
+}
+
 /* ---- building the Python values ---------------------------------------------------------------------------- */
 
 static PyObject *str_of(Slice s) { return PyUnicode_DecodeASCII((const char *)s.p, s.n, NULL); }
@@ -639,7 +726,7 @@ static PyObject *custom_value(Ledger *L, const char *name) {
    code that could re-enter. Only the counters and presence flags need resetting. */
 static Ledger SCRATCH;
 
-/* Parse a ledger metadata value (v3 binary or v2 text) into SCRATCH: its format version, or 0 when the
+/* Parse a ledger metadata value (v3 binary, v2 or v1 text) into SCRATCH: its format version, or 0 when the
    pure-Python path must decide. */
 static int ledger_of(const uint8_t *data, Py_ssize_t size, Ledger **out) {
     Ledger *L = &SCRATCH;
@@ -648,6 +735,8 @@ static int ledger_of(const uint8_t *data, Py_ssize_t size, Ledger **out) {
     *out = L;
     if ((size_t)size >= V2_HEADER_LEN && memcmp(data, V2_HEADER, V2_HEADER_LEN) == 0)
         return parse_v2_text(data + V2_HEADER_LEN, data + size, L) < 0 ? 0 : 2;
+    if ((size_t)size >= V1_HEADER_LEN && memcmp(data, V1_HEADER, V1_HEADER_LEN) == 0)
+        return parse_v1_text(data + V1_HEADER_LEN, data + size, L) < 0 ? 0 : 1;
     if ((size_t)size < V3_HEADER_LEN || memcmp(data, V3_HEADER, V3_HEADER_LEN) != 0) return 0;
     const uint8_t *p = data + V3_HEADER_LEN, *end = data + size;
     /* the length prefix: at most 5 bytes, below 2^32 (ledger_metadata._read_varint32) */
@@ -1619,7 +1708,50 @@ static int col_append(Col *c, PyObject *v) {
     }
 }
 
-static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->buf ? b->buf : "", (Py_ssize_t)b->len); }
+/* A column buffer handed to Python without a copy: a read-only buffer-protocol object that owns the malloc'd
+ * memory (pa.py_buffer wraps it, zero-copy; the Arrow array keeps it alive) and frees it when the last reference
+ * goes. Before it, each column was copied once more into a bytes object: a memmove of every byte of every chunk,
+ * and as many fresh pages. */
+typedef struct {
+    PyObject_HEAD
+    char *buf;
+    Py_ssize_t len;
+} Mem;
+
+static int mem_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Mem *m = (Mem *)self;
+    return PyBuffer_FillInfo(view, self, m->buf, m->len, 1, flags);
+}
+
+static void mem_dealloc(PyObject *self) {
+    free(((Mem *)self)->buf);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs MEM_AS_BUFFER = {mem_getbuffer, NULL};
+
+static PyTypeObject MEM_TYPE = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pulsar_ops._native.Mem",
+    .tp_basicsize = sizeof(Mem),
+    .tp_dealloc = mem_dealloc,
+    .tp_as_buffer = &MEM_AS_BUFFER,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a native column buffer (read-only, buffer protocol)",
+};
+
+#define MEM_MIN 4096 /* below this a copy into bytes is as cheap */
+
+static PyObject *bytes_of(Buf *b) {
+    if (!b->buf || b->len < MEM_MIN) return PyBytes_FromStringAndSize(b->buf ? b->buf : "", (Py_ssize_t)b->len);
+    Mem *m = PyObject_New(Mem, &MEM_TYPE);
+    if (!m) return NULL;
+    char *shrunk = b->cap - b->len > b->len / 4 ? (char *)realloc(b->buf, b->len) : NULL; /* in place, no copy */
+    m->buf = shrunk ? shrunk : b->buf;
+    m->len = (Py_ssize_t)b->len;
+    b->buf = NULL; /* the Mem owns it now: col_free frees NULL */
+    b->len = b->cap = 0;
+    return (PyObject *)m;
+}
 
 static PyObject *col_result(Col *c) {
     PyObject *valid;
@@ -2000,6 +2132,24 @@ static int scopes_add(Scopes *sc, const char *p, Py_ssize_t n) {
 }
 
 /* One read: 0 left to Python, 1 taken (its rows appended), -1 a Python error. */
+#define MAX_BUCKET_PROPS 256
+
+/* int(value) of a delayed-delivery bucket property as extract_fast._buckets reads it, only for the plain form:
+ * an optional '-', then 1 to 18 ASCII digits (within int64). -1 leaves everything else (spaces, '+', '_',
+ * other digits, big values, not a number) to the per-znode path. */
+static int bucket_int(const uint8_t *p, Py_ssize_t n, int64_t *out) {
+    int neg = n > 0 && p[0] == '-';
+    if (neg) p++, n--;
+    if (n < 1 || n > 18) return -1;
+    int64_t v = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = neg ? -v : v;
+    return 0;
+}
+
 static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, PyObject *helpers,
                    Scopes *sc, int64_t *mz_out) {
     if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) return 0;
@@ -2120,6 +2270,9 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     int has[7] = {0, 0, 0, 0, 0, 0, 0};
     long batched = 0;
     int terminated = 0;
+    Py_ssize_t nsp_props = 0;
+    int has_bucket[MAX_BUCKET_PROPS];
+    int64_t bucket_v[MAX_BUCKET_PROPS];
     rows = PyList_New(0);
     props = PyList_New(0);
     sprops = PyList_New(0);
@@ -2131,11 +2284,27 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
         Py_ssize_t bn;
         const char *b = PyUnicode_AsUTF8AndSize(bucket, &bn);
         if (!b) goto error;
-        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(sprops); k++) {
-            Py_ssize_t kn;
-            const char *kp = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(PyList_GET_ITEM(sprops, k), 0), &kn);
+        nsp_props = PyList_GET_SIZE(sprops);
+        if (nsp_props > MAX_BUCKET_PROPS) goto leave;
+        for (Py_ssize_t k = 0; k < nsp_props; k++) {
+            Py_ssize_t kn, vn;
+            PyObject *kv = PyList_GET_ITEM(sprops, k);
+            const char *kp = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(kv, 0), &kn);
             if (!kp) goto error;
-            if (kn >= bn && memcmp(kp, b, (size_t)bn) == 0) goto leave; /* a bucket: int() decides its value */
+            has_bucket[k] = 0;
+            if (kn < bn || memcmp(kp, b, (size_t)bn) != 0) continue;
+            /* a bucket: extract_fast._buckets reads int(value.strip()); taken only as plain decimal digits (an
+               optional '-') within int64, under a name no other property repeats (the dict keeps the last) */
+            const char *vp = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(kv, 1), &vn);
+            if (!vp) goto error;
+            if (bucket_int((const uint8_t *)vp, vn, &bucket_v[k]) < 0) goto leave;
+            for (Py_ssize_t j = 0; j < nsp_props; j++) {
+                Py_ssize_t jn;
+                const char *jp = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(PyList_GET_ITEM(sprops, j), 0), &jn);
+                if (!jp) goto error;
+                if (j != k && jn == kn && memcmp(jp, kp, (size_t)kn) == 0) goto leave;
+            }
+            has_bucket[k] = 1;
         }
     } else if (format == FORMAT_BINARY) {
         int rc = ml_info_parse(pp, pend, rows, props, &terminated);
@@ -2322,7 +2491,7 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
                 bad |= pass ? col_str(&q[3], "string", 6) : col_str(&q[3], "long", 4);
                 bad |= col_str(&q[4], kp, (size_t)kn);
                 bad |= col_str(&q[5], vp, (size_t)vn);
-                bad |= col_opt_int(&q[6], 0, 0);
+                bad |= pass ? col_opt_int(&q[6], has_bucket[k], bucket_v[k]) : col_opt_int(&q[6], 0, 0);
             }
         }
     }
@@ -2531,7 +2700,15 @@ static int schema_take(PyObject *r, Col *zc, Col *sc, const char *st, Py_ssize_t
     if (nc != 2 || cut[0] == k || cut[1] == cut[0] + 1 || cut[1] == n - 1) return 0; /* an empty segment */
     const char *enc = p + cut[1] + 1;
     Py_ssize_t enc_n = n - cut[1] - 1;
-    if (has_escape(enc, enc_n) || cut[1] >= (Py_ssize_t)sizeof scopes->buf) return 0; /* names.decode: Python's */
+    if (cut[1] >= (Py_ssize_t)sizeof scopes->buf) return 0;
+    /* the topic's local name: names.decode, as the topic batch decodes its names (to valid UTF-8 only) */
+    char base_buf[512];
+    const char *base = enc;
+    Py_ssize_t base_n = enc_n;
+    if (has_escape(enc, enc_n)) {
+        if (!url_decode(enc, enc_n, base_buf, (Py_ssize_t)sizeof base_buf, &base_n)) return 0; /* Python's */
+        base = base_buf;
+    }
     int64_t s[11], latest = 0;
     if (!stat_ints(PyTuple_GET_ITEM(r, 2), s)) return 0;
     if (s[8] > max_bytes || PyBytes_GET_SIZE(data) > max_bytes) return 0;
@@ -2545,7 +2722,7 @@ static int schema_take(PyObject *r, Col *zc, Col *sc, const char *st, Py_ssize_t
     size_t ns_n = (size_t)(cut[1] - k);
     for (int i = 0; i < ne && !bad; i++) {
         bad |= col_str(&sc[0], p, (size_t)n) | col_str(&sc[1], ns, (size_t)(n - k)) | col_str(&sc[2], ns, ns_n);
-        bad |= col_str3(&sc[3], "persistent://", 13, ns, ns_n + 1, enc, (size_t)enc_n);
+        bad |= col_str3(&sc[3], "persistent://", 13, ns, ns_n + 1, base, (size_t)base_n);
         bad |= col_int(&sc[4], s[4]) | col_int(&sc[5], s[1]) | col_int(&sc[6], latest);
         bad |= col_int(&sc[7], entries[i].version) | col_int(&sc[8], entries[i].ledger);
         bad |= col_int(&sc[9], entries[i].entry);
@@ -2703,6 +2880,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         !(CODEC_NONE = PyUnicode_InternFromString("NONE")))
         return NULL;
     if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;
+    if (PyType_Ready(&MEM_TYPE) < 0) return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0 ||

@@ -1,6 +1,6 @@
 """The optional native hot paths (``pulsar_ops/_native.c``, compiled at install time by ``hatch_build.py``).
 
-Each decoder takes a znode value (``bk_ledger``: v3 binary or v2 text ledger metadata) or a plain protobuf
+Each decoder takes a znode value (``bk_ledger``: v3 binary, v2 or v1 text ledger metadata) or a plain protobuf
 message (``ml_info``, ``cursor_info``: the compression header already stripped) and returns exactly what the
 pure-Python path computes, or None when the pure-Python path must decide: another format, anything malformed,
 unusual or past a fixed limit. So the native code never decides an error; it only makes the common case fast.

@@ -22,6 +22,18 @@ COMPACTED_TOPIC_LEDGER = "CompactedTopicLedger"
 BUCKET_PROPERTY_PREFIX = "#pulsar.internal.delayed.bucket_"
 
 
+def bucket_ledger_id(value: str) -> int | None:
+    """The snapshot ledger id a delayed-delivery bucket property holds: ``int(value.strip())`` within int64, else
+    None. The broker reads it with ``Long.parseLong`` (pulsar-broker ``BucketDelayedDeliveryTracker``, deleting a
+    cursor's bucket snapshots), which refuses a value past int64; so does this (a ledger id the tables cannot store
+    either)."""
+    try:
+        lid = int(value.strip())
+    except ValueError:
+        return None
+    return lid if -(2**63) <= lid < 2**63 else None
+
+
 @dataclass(frozen=True, slots=True)
 class MessageRange:
     """An acknowledged range ``(lower .. upper]``: lower exclusive, upper inclusive."""
@@ -59,10 +71,9 @@ class ManagedCursorInfo:
         out = []
         for name, value in self.cursor_properties:
             if name.startswith(BUCKET_PROPERTY_PREFIX):
-                try:
-                    out.append((name, int(value.strip())))
-                except ValueError:
-                    continue
+                lid = bucket_ledger_id(value)
+                if lid is not None:
+                    out.append((name, lid))
         return tuple(out)
 
     @property
@@ -70,11 +81,8 @@ class ManagedCursorInfo:
         """Bucket cursor properties whose value is not a ledger id."""
         bad = []
         for name, value in self.cursor_properties:
-            if name.startswith(BUCKET_PROPERTY_PREFIX):
-                try:
-                    int(value.strip())
-                except ValueError:
-                    bad.append((name, value))
+            if name.startswith(BUCKET_PROPERTY_PREFIX) and bucket_ledger_id(value) is None:
+                bad.append((name, value))
         return tuple(bad)
 
 

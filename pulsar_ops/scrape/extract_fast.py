@@ -21,7 +21,7 @@ from typing import Any
 from pulsar_ops import native, pulsar_names
 from pulsar_ops.errors import DecodeError
 from pulsar_ops.formats import names
-from pulsar_ops.formats.cursor import BUCKET_PROPERTY_PREFIX, COMPACTED_TOPIC_LEDGER, cursor_fields
+from pulsar_ops.formats.cursor import BUCKET_PROPERTY_PREFIX, COMPACTED_TOPIC_LEDGER, bucket_ledger_id, cursor_fields
 from pulsar_ops.formats.ledger_metadata import ledger_metadata_fields
 from pulsar_ops.formats.ledger_path import ledger_id_from_parts
 from pulsar_ops.formats.managed_ledger import managed_ledger_fields
@@ -142,10 +142,9 @@ def _buckets(cprops: tuple[tuple[str, str], ...]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, value in cprops:
         if name.startswith(BUCKET_PROPERTY_PREFIX):
-            try:
-                out[name] = int(value.strip())
-            except ValueError:
-                continue
+            lid = bucket_ledger_id(value)
+            if lid is not None:
+                out[name] = lid
     return out
 
 

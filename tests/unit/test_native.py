@@ -150,11 +150,73 @@ def test_garbage_after_the_v3_header_is_equal_or_left_to_python(body: bytes) -> 
     check(b"BookieMetadataFormatVersion\t3\n" + body)
 
 
+# v1 (LedgerMetadataSerDe.parseVersion1Config): taken natively in the plain shape BookKeeper writes (ASCII,
+# '\n' line ends, numbers without '+' or leading zeros, no empty line); the rest is Python's.
+V1 = b"BookieMetadataFormatVersion\t1\n"
+
+
 @needs_native
-def test_v1_is_left_to_python() -> None:
-    data = encode_ledger_metadata(LedgerMetadata(**_plain(format_version=1)), 1)
-    assert not isinstance(python_parts(data), DecodeError)
-    assert NATIVE is not None and NATIVE(data) is None
+@PROPS
+@given(ascii_ledgers(), st.sampled_from(["OPEN", "CLOSED", "IN_RECOVERY"]), st.integers(-1, 2**63 - 1))
+def test_well_formed_v1_text_is_taken_natively_with_python_values(md: LedgerMetadata, state: str, last: int) -> None:
+    md = replace(md, format_version=1, state=state, last_entry_id=last if state == "CLOSED" else -1)  # type: ignore[arg-type]
+    got = check(encode_ledger_metadata(md, 1))
+    assert got is not None, "the native path refused a well-formed v1 ledger"
+    assert got[:2] == (1, state)
+
+
+@needs_native
+@PROPS
+@given(ascii_ledgers(), st.data())
+def test_corrupted_v1_text_is_equal_or_left_to_python(md: LedgerMetadata, data: st.DataObject) -> None:
+    check(_mutate(bytearray(encode_ledger_metadata(replace(md, format_version=1), 1)), data))
+
+
+_V1_LINES = st.sampled_from(
+    [
+        "2", "3", "02", "+2", "-2", "0", "2147483648", "10", "9223372036854775807", "9223372036854775808", "",
+        " 2", "2 ", "0\tb1:3181\tb2:3181", "5\tb1:3181\tb3:3181", "5\tb1:3181\tb3:3181\t", "5\tb1:3181\t\tb3:3181",
+        "0\tb1:3181", "-1\tb1:3181\tb2:3181", "0\treadonly\tb2:3181", "0\tb 1\tb2:3181", "x\tb1:3181\tb2:3181",
+        "4\tCLOSED", "-1\tCLOSED", "-102\tCLOSED", "4\tCLOSED\tx", "4\tclosed", "04\tCLOSED", "\tCLOSED", "4\t\tCLOSED",
+        "9223372036854775808\tCLOSED", "0\tb1:3181\u00e9\tb2:3181", "1\r", "0\tb1:3181\tb2:3181\r",
+    ]
+)  # fmt: skip
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_V1_LINES, max_size=10), st.sampled_from(["\n", "\r\n", "\r"]), st.booleans())
+@example(["2", "2", "10", "0\tb1:3181\tb2:3181", "4\tCLOSED", "", "junk"], "\n", False)  # nothing read after CLOSED
+@example(["2", "2", "10", "0\tb1:3181\tb2:3181", "5\tb1:3181\tb3:3181\t"], "\n", True)  # trailing tab dropped
+@example(["2", "2", "10", "0\tb1:3181\tb2:3181", ""], "\n", True)  # an empty last line: Python refuses
+def test_v1_line_soup_is_equal_or_left_to_python(lines: list[str], end: str, trailing: bool) -> None:
+    check(V1 + (end.join(lines) + (end if trailing else "")).encode())
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("body", "taken"),
+    [
+        ("2\n2\n10\n0\tb1:3181\tb2:3181\n4\tCLOSED", True),
+        ("2\n2\n10\n0\tb1:3181\tb2:3181\n", True),  # OPEN, BookKeeper >= 4.9's final newline
+        ("2\n2\n10\n0\tb1:3181\tb2:3181", True),  # OPEN, 4.0-4.8's
+        ("2\n2\n10\n0\tb1:3181\tb2:3181\n-102\tCLOSED", True),  # IN_RECOVERY
+        ("2\n2\n10\n0\tb1:3181\tb2:3181\n-1\tCLOSED", True),  # closed empty
+        ("2\n2\n10\n0\tb1:3181\tb2:3181\n5\tb1:3181\tb2:3181\n9\tCLOSED\n\n\xff", False),  # not UTF-8: refused
+        ("2\n2\n10\n0\tb1:3181\tb2:3181\n9\tCLOSED\n\njunk", True),  # what follows CLOSED is not read
+        ("2\n2\n10\n0\tb1:3181\tb2:3181\n\n", False),  # an empty line
+        ("2\n2\n10\n0\tb1:3181\tb2:3181\r\n", False),  # '\r': Python's
+        ("2\n2\n10\n", False),  # no ensemble: the builder refuses
+        ("2\n2\n", False),  # two lines: truncated
+        ("2\n3\n10\n0\tb1:3181\tb2:3181\n", False),  # 2 members, ensembleSize 3
+        ("3\n2\n10\n0\tb1:3181\tb2:3181\n", False),  # quorum above the ensemble
+        ("2\n2\n10\n5\tb1:3181\tb2:3181\n5\tb1:3181\tb2:3181\n", False),  # first entries not increasing
+        ("02\n2\n10\n0\tb1:3181\tb2:3181\n", False),  # leading zero: Python's int() decides
+    ],
+)
+def test_v1_edges(body: str, taken: bool) -> None:
+    got = check(V1 + body.encode("latin-1"))
+    assert (got is not None) is taken
 
 
 # v2 (protobuf text): taken natively only in the exact shape TextFormat prints, printable ASCII without escapes,
@@ -293,8 +355,12 @@ def _plain(**over: Any) -> dict[str, Any]:
         ({"custom_metadata": (("k", b"\xff\xfe\xfd\xfc\xfb"),)}, True),
         ({"custom_metadata": (("application", b"\xff"),)}, False),  # an extracted column: Python's replacement
         ({"custom_metadata": (("pulsar/compactedTopic", b"\xff"),)}, False),
-        ({"custom_metadata": (("k", b"\xff"), ("a", "\u00e9".encode()))}, False),  # UTF-8 beside: Python's escapes
-        ({"custom_metadata": (("k", "\u00e9".encode()),)}, False),  # valid UTF-8, not ASCII: Python's escapes
+        ({"custom_metadata": (("k", b"\xff"), ("a", "\u00e9".encode()))}, True),  # base64 beside \\u00e9
+        ({"custom_metadata": (("k", "\u00e9".encode()),)}, True),  # valid UTF-8, not ASCII: json's \\u escapes
+        ({"custom_metadata": (("k", "\u20ac\U0001f680\uffff\x7f\u0800".encode()),)}, True),  # surrogate pair
+        ({"custom_metadata": (("k", b"\xed\xa0\x80"),)}, True),  # an encoded surrogate is not UTF-8: base64
+        ({"custom_metadata": (("k", b"\xc0\x80"),)}, True),  # overlong: base64
+        ({"custom_metadata": (("component", "\u00e9".encode()),)}, False),  # an extracted column: Python's
         ({"custom_metadata": tuple((f"k{i}", b"v") for i in range(65))}, False),  # past the fixed limit
         ({"ensembles": tuple((i, ("b1:1", "b2:1")) for i in range(257))}, False),
     ],

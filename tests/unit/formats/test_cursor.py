@@ -73,6 +73,16 @@ def test_cursor_helpers() -> None:
     assert plain.bucket_ledgers == ()
 
 
+def test_bucket_values_past_int64_are_not_ledger_ids() -> None:
+    """The broker reads a bucket property with Long.parseLong: past int64 it is no ledger id (and the tables could
+    not store it: the scrape's writer failed on it before)."""
+    b = "#pulsar.internal.delayed.bucket_"
+    props = ((b + "1", str(2**63 - 1)), (b + "2", str(2**63)), (b + "3", str(-(2**63))), (b + "4", str(-(2**63) - 1)))
+    info = ManagedCursorInfo(12, (3, 4), cursor_properties=props)
+    assert info.bucket_ledgers == ((b + "1", 2**63 - 1), (b + "3", -(2**63)))
+    assert info.bucket_property_errors == (props[1], props[3])
+
+
 @pytest.mark.parametrize("codec", CODECS)
 def test_golden_behind_every_codec(codec: str) -> None:
     decoded = decode_cursor_info(wrap(GOLDEN, codec, always_header=True), PATH)

@@ -60,8 +60,8 @@ odd_ledger_paths = st.sampled_from(
     ]
 )
 stats = st.tuples(*[st.integers(0, 2**40)] * 4, *[st.integers(0, 2**20)] * 4, st.integers(0, 1000), st.integers(0, 3))
-# what the batch takes: v3 (binary) and v2 (text) ledger metadata; the rest is the per-znode path's
-v3_values = ascii_ledgers().flatmap(lambda md: st.sampled_from([encode_ledger_metadata(md, v) for v in (3, 2)]))
+# what the batch takes: v3 (binary), v2 and v1 (text) ledger metadata; the rest is the per-znode path's
+v3_values = ascii_ledgers().flatmap(lambda md: st.sampled_from([encode_ledger_metadata(md, v) for v in (3, 2, 1)]))
 other_values = ledger_metadatas().map(lambda md: encode_ledger_metadata(md, 2)) | st.binary(max_size=40)
 other_values |= ledger_metadatas().map(lambda md: encode_ledger_metadata(md, 1))
 
@@ -122,17 +122,45 @@ def test_the_batch_takes_well_formed_ledgers_and_leaves_the_rest(tmp_path: Path)
     v2 = encode_ledger_metadata(md, 2)
     good = [(ledger_path(i, ROOT), v3, (1, i // 2 + 1, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)) for i in (1, 2**31)]
     good.append((ledger_path(2**63 - 1, ROOT), v2, (1, 2**62, 3, 4, 0, 0, 0, 0, len(v2), 0, 1)))
+    good.append((ledger_path(8, ROOT), encode_ledger_metadata(md, 1), (1, 2, 3, 4, 0, 0, 0, 0, 9, 0, 1)))
     left = [
         (ledger_path(7, ROOT, flat=True), v3, (1, 2, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)),
-        (ledger_path(8, ROOT), encode_ledger_metadata(md, 1), (1, 2, 3, 4, 0, 0, 0, 0, 9, 0, 1)),
+        (ledger_path(9, ROOT), b"BookieMetadataFormatVersion\t1\n2\n", (1, 2, 3, 4, 0, 0, 0, 0, 9, 0, 1)),
         ("/ledgers/00/0000", b"", (1, 2, 3, 4, 0, 0, 0, 0, 0, 1, 1)),
     ]
     n, rest, zarrays, barrays, lo, hi = native_batch.bk_batch("local", good + left, ROOT, 1 << 20)
-    assert (n, rest, lo, hi) == (3, [3, 4, 5], 1, 2**62)
+    assert (n, rest, lo, hi) == (4, [4, 5, 6], 1, 2**62)
     assert zarrays[1].to_pylist() == [p for p, _, _ in good]
-    assert barrays[1].to_pylist() == [1, 2**31, 2**63 - 1]
-    assert barrays[2].to_pylist() == ["legacy", "long", "long"]
-    assert barrays[3].to_pylist() == [3, 3, 2]  # format_version
+    assert barrays[1].to_pylist() == [1, 2**31, 2**63 - 1, 8]
+    assert barrays[2].to_pylist() == ["legacy", "long", "long", "legacy"]
+    assert barrays[3].to_pylist() == [3, 3, 2, 1]  # format_version
+
+
+@needs_native
+def test_large_columns_are_handed_over_without_a_copy(tmp_path: Path) -> None:
+    """A column of 4 KiB or more leaves the native call as a read-only buffer that owns its memory (no copy into
+    bytes); the Arrow arrays built on it stay valid after the native result is gone, and the rows are the
+    per-znode path's."""
+    import gc
+
+    from hypothesis import find
+
+    md = find(ascii_ledgers(), lambda _m: True)
+    v3 = encode_ledger_metadata(md, 3)
+    chunk = [(ledger_path(i, ROOT), v3, (1, i, 3, 4, 0, 0, 0, 0, len(v3), 0, 1)) for i in range(1, 400)]
+    assert native.bk_batch is not None
+    raw = native.bk_batch("local", chunk, ROOT, 1 << 20, native_batch.spec("znodes"), native_batch.spec("bk_ledgers"))
+    paths = raw[2][1]  # the znodes path column: (nulls, validity, offsets, values)
+    assert not isinstance(paths[3], bytes) and memoryview(paths[3]).readonly
+    assert bytes(memoryview(paths[3])) == "".join(p for p, _, _ in chunk).encode()
+    assert isinstance(raw[2][0][3], bytes)  # the store column ("local" x 399) is below 4 KiB: copied
+    arrays = native_batch.columns_to_arrays("znodes", raw[2], raw[0])
+    del raw, paths
+    gc.collect()
+    assert arrays[1].to_pylist() == [p for p, _, _ in chunk]
+    slow = _write(tmp_path / "slow", chunk, batch=False)
+    fast = _write(tmp_path / "fast", chunk, batch=True)
+    assert fast == slow
 
 
 def test_the_specs_follow_the_schema() -> None:
@@ -181,6 +209,12 @@ ml_values = st.one_of(
     ascii_ml_infos().map(lambda i: encode_managed_ledger_info(i, text=True)),
     st.sampled_from([b"", b"\x47\x78\x00\x00\x00\x02\x08\x09junk", b"\xff\xff"]),
 )
+# delayed-delivery bucket values: int(value.strip()) within int64 decides (formats.cursor.bucket_ledger_id); the
+# batch takes the plain decimal ones
+BUCKET_VALUES = ["12", " 7 ", "x", "-3", "-0", "007", "1_0", "+4", "", "9" * 18, "9" * 19, "-" + "9" * 18, "\u0663"]
+BUCKET_VALUES += [str(2**63 - 1), str(2**63), str(-(2**63)), str(-(2**63) - 1)]
+bucket_values = st.sampled_from(BUCKET_VALUES)
+bucket_names = st.sampled_from([BUCKET_PROPERTY_PREFIX + "9", BUCKET_PROPERTY_PREFIX + "8", "s"])
 cursor_values = st.one_of(
     st.builds(
         lambda i, props, sprops, c: encode_cursor_info(
@@ -189,7 +223,7 @@ cursor_values = st.one_of(
         ),
         ascii_cursor_infos(),
         special_props,
-        st.lists(st.tuples(st.sampled_from([BUCKET_PROPERTY_PREFIX + "9", "s"]), st.sampled_from(["12", " 7 ", "x"]))),
+        st.lists(st.tuples(bucket_names, bucket_values)),
         codecs,
     ),
     st.sampled_from([b"", b"\x08"]),
@@ -273,6 +307,34 @@ def test_the_ml_batch_takes_well_formed_topics_and_cursors_and_leaves_the_rest()
     assert curs["is_system"] == [False, True, True] and curs["compacted_topic_ledger"] == [11, 11, 11]
     assert curs["subscription"][2] == "pulsar.repl.c2" and curs["topic"][2] == "persistent://t/ns/a/b \u00e9"
     assert [a.to_pylist() for a in arrays["ledger_list"]][8] == [False, True, True, True]  # is_last
+
+
+@needs_ml_batch
+def test_the_ml_batch_takes_cursors_with_plain_bucket_properties() -> None:
+    from pulsar_ops.formats.cursor import ManagedCursorInfo
+
+    b1, b2 = BUCKET_PROPERTY_PREFIX + "1_2", BUCKET_PROPERTY_PREFIX + "3_4"
+
+    def cur(*sprops: tuple[str, str]) -> bytes:
+        return encode_cursor_info(ManagedCursorInfo(9, (5, 3), cursor_properties=sprops))
+
+    st_ = (1, 2, 3, 4, 0, 0, 0, 0, 10, 0, 1)
+    base = "/managed-ledgers/t/ns/persistent/a/"
+    good = [
+        (base + "s1", cur((b1, "17"), ("other", "x"), (b2, "-0")), st_),
+        (base + "s2", cur((b1, "9" * 18)), st_),
+    ]
+    left = [
+        (base + "s3", cur((b1, " 7 ")), st_),  # int() strips: Python's
+        (base + "s4", cur((b1, "1"), (b1, "2")), st_),  # a repeated name: the dict keeps the last, Python's
+        (base + "s5", cur((b1, "9" * 19)), st_),  # past the plain range (and int64): Python's
+        (base + "s6", cur((b1, "x")), st_),  # not a number: no bucket id, Python's
+    ]
+    n, rest, arrays, _lo, _hi, _scopes = native_batch.ml_batch("local", good + left, 1 << 20)
+    assert (n, rest) == (2, [2, 3, 4, 5])
+    props = _columns(arrays, "cursor_properties")
+    assert props["name"] == [b1, "other", b2, b1]
+    assert props["bucket_ledger_id"] == [17, None, 0, 10**18 - 1]
 
 
 @needs_ml_batch
@@ -407,17 +469,19 @@ def test_the_schema_batch_takes_well_formed_locators_and_leaves_the_rest() -> No
     info_apart = encode_schema_locator(SchemaLocator(SchemaIndexEntry(5, 7, 8, b""), tuple(e[:1])))
     st_ = (1, 2, 3, 4, 0, 0, 0, 0, 10, 0, 1)
     good = [("/schemas/t/ns/a", usual, st_), ("/schemas/t/ns2/b-partition-1", info_apart, st_)]
+    good.append(("/schemas/t/ns/caf%C3%A9+a%2Fb", info_apart, st_))  # URL-decoded as names.decode does
     left = [
-        ("/schemas/t/ns/a%2Fb", usual, st_),  # the name is URL-decoded by Python
+        ("/schemas/t/ns/a%zz", usual, st_),  # a malformed escape: Python's DecodeError
         ("/schemas/t/ns/c", usual + b"\x18\x01", st_),
         ("/schemas/t/ns/d", b"", st_),
         ("/schemas/t/ns/e", usual, (*st_[:8], 1 << 30, *st_[9:])),
     ]
     n, rest, _, sarrays, lo, hi, scopes = native_batch.schema_batch("local", good + left, ROOT, 1 << 20)
-    assert (n, rest, lo, hi, scopes) == (2, [2, 3, 4, 5], 2, 2, {"/schemas/t/ns": 1, "/schemas/t/ns2": 1})
+    assert (n, rest, lo, hi, scopes) == (3, [3, 4, 5, 6], 2, 2, {"/schemas/t/ns": 2, "/schemas/t/ns2": 1})
     rows = _columns({"schema_index": sarrays}, "schema_index")
-    assert rows["schema_version"] == [0, 1, 2, 0, 5]
-    assert rows["topic"][-1] == "persistent://t/ns2/b-partition-1"
-    assert rows["schema_id"][0] == "t/ns/a"
+    assert rows["schema_version"] == [0, 1, 2, 0, 5, 0, 5]
+    assert rows["topic"][4] == "persistent://t/ns2/b-partition-1"
+    assert rows["topic"][-1] == "persistent://t/ns/caf\u00e9 a/b"
+    assert rows["schema_id"][0] == "t/ns/a" and rows["schema_id"][-1] == "t/ns/caf%C3%A9+a%2Fb"
     # under a ledgers root of /schemas they are ledger-root paths: left to the per-znode path
-    assert native_batch.schema_batch("local", good, "/schemas", 1 << 20)[:2] == (0, [0, 1])
+    assert native_batch.schema_batch("local", good, "/schemas", 1 << 20)[:2] == (0, [0, 1, 2])
