@@ -22,19 +22,21 @@ members AS (
     FROM stg_bk_ledgers b
     WHERE b.state = 'CLOSED' AND b.last_entry_id >= 0
 ),
+held AS (
+    -- what each bookie holds of a ledger: bytes (storage_ledgers: a row per (bookie, ledger) of the (ledger, log)
+    -- pairs, written once before the storage detections by sql/storage/1_storage_ledgers.sql, narrower than the
+    -- pairs) or a row in its local index. One anti-join against both: the members are shuffled once, not once
+    -- per NOT EXISTS
+    SELECT bookie_id, ledger_id FROM storage_ledgers
+    UNION ALL
+    SELECT bookie_id, ledger_id FROM stg_scan_local_index
+),
 absent_here AS (
     -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie
     SELECT /*+ BROADCAST(s) */ m.ledger_id, s.bookie_id, s.started_at_ms
     FROM members m
     JOIN scanned s ON s.bookie_id = m.member
-    WHERE NOT EXISTS (
-        -- storage_ledgers: a row per (bookie, ledger) of the (ledger, log) pairs, written once before the storage
-        -- detections (sql/storage/1_storage_ledgers.sql), narrower than the pairs
-        SELECT 1 FROM storage_ledgers l WHERE l.bookie_id = s.bookie_id AND l.ledger_id = m.ledger_id
-    )
-        AND NOT EXISTS (
-            SELECT 1 FROM stg_scan_local_index i WHERE i.bookie_id = s.bookie_id AND i.ledger_id = m.ledger_id
-        )
+    WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.bookie_id = s.bookie_id AND h.ledger_id = m.ledger_id)
 ),
 closed AS (
     SELECT /*+ BROADCAST(sp) */
@@ -116,19 +118,21 @@ expected AS (
     WHERE holds
     GROUP BY ledger_id, bookie_id
 ),
-missing AS (
-    SELECT x.*
-    FROM expected x
-    WHERE NOT EXISTS (
-            SELECT 1 FROM stg_ledger_list o
-            WHERE o.ledger_id = x.ledger_id AND o.offloaded AND o.bookkeeper_deleted
-        )
-),
-owner AS (
-    SELECT ledger_id, min(topic) AS topic, min(namespace) AS namespace
-    FROM stg_ledger_list l
-    WHERE EXISTS (SELECT 1 FROM missing m WHERE m.ledger_id = l.ledger_id)
+listed AS (
+    -- per ledger, what the ledger lists say of it in one pass: the topic naming it and whether one of them says
+    -- it was offloaded with its BookKeeper copy deleted. A semi-join of the ledger lists with the missing pairs
+    -- planned the whole chain above (the members' anti-join, BookKeeper's metadata) a second time
+    SELECT
+        ledger_id, min(topic) AS topic, min(namespace) AS namespace,
+        coalesce(bool_or(offloaded AND bookkeeper_deleted), false) AS bookkeeper_deleted
+    FROM stg_ledger_list
     GROUP BY ledger_id
+),
+missing AS (
+    SELECT x.*, o.topic AS listed_topic, o.namespace AS listed_namespace
+    FROM expected x
+    LEFT JOIN listed o ON o.ledger_id = x.ledger_id
+    WHERE NOT coalesce(o.bookkeeper_deleted, false)
 ),
 ml AS (
     SELECT ml_name, min(topic) AS topic, min(namespace) AS namespace FROM stg_managed_ledgers GROUP BY ml_name
@@ -137,10 +141,10 @@ SELECT
     'ledger-data-missing' AS detection,
     'critical' AS severity,
     m.ledger_id AS ledger_id,
-    coalesce(o.topic, ml.topic) AS topic,
+    coalesce(m.listed_topic, ml.topic) AS topic,
     CAST(NULL AS STRING) AS subscription,
     m.bookie_id AS path,
-    coalesce(o.namespace, ml.namespace) AS namespace,
+    coalesce(m.listed_namespace, ml.namespace) AS namespace,
     false AS plannable,
     m.length AS bytes,
     concat(
@@ -162,5 +166,4 @@ SELECT
         'scan_started_at_ms', m.scan_started_at_ms
     )) AS evidence
 FROM missing m
-LEFT JOIN owner o ON o.ledger_id = m.ledger_id
 LEFT JOIN ml ON ml.ml_name = m.ml_name
