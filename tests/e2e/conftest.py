@@ -1,5 +1,6 @@
 """The demo-sized seeded cluster with bookie directories, scraped, every bookie scanned and audited once per session:
-read by tests/e2e/test_bookie_storage.py (plan impact) and tests/e2e/test_bookie_reclaim.py (the reclaim loop)."""
+read by tests/e2e/test_bookie_storage.py (ground truth, capacity, plan impact) and tests/e2e/test_bookie_reclaim.py
+(the reclaim loop)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.runner import run_audit
+from pulsar_ops.audit.runner import AuditResult, run_audit
 from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.model_spec import SeedOptions
 from pulsar_ops.testing.seeder import SeedResult, seed_cluster
@@ -25,9 +26,10 @@ AHEAD_MS = 25 * 3_600_000
 
 @dataclass(frozen=True)
 class DemoCluster:
-    """What the tests read: the seed's result (its model kept), the snapshot, the scans and the audit, all files
-    written before any test ran. ``zk_hosts`` and ``bookie_dirs`` are the live cluster: only the reclaim loop (which
-    deletes ledgers and collects garbage) uses them, and no test reads them after it."""
+    """What the tests read: the seed's result (its model kept), the snapshot, the scans and the audit (its directory
+    and its result), all files written before any test ran. ``zk_hosts`` and ``bookie_dirs`` are the live cluster:
+    only the reclaim loop (which deletes ledgers and collects garbage) uses them, and no test reads them after it
+    but the bookies' layout file (which the garbage collection leaves as it is)."""
 
     now_ms: int
     zk_hosts: str
@@ -36,6 +38,7 @@ class DemoCluster:
     snap: Path
     scans: list[Path]
     audit: Path
+    result: AuditResult
 
 
 @pytest.fixture(scope="package")
@@ -43,10 +46,12 @@ def demo_cluster(
     spark: Any, zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DemoCluster]:
     """``seed --topics 30 --seed 1 --bookie-dirs`` (the demo's cluster) -> scrape -> scan-bookie per bookie -> audit
-    --bookie-scan (every bookie). The seeding client stays open while tests/e2e runs: the bookie and broker
-    registrations are ephemeral, as on a live cluster. Package scope, not session: an open kazoo client's
-    connection thread calls the global ``random`` module on every loop (kazoo protocol/connection.py), which
-    hypothesis's check for ``random`` inside strategies reports in whatever property test runs beside it."""
+    --bookie-scan (every bookie), the capacity view keeping every owner (``storage_top_n`` changes ``audit.storage``
+    only, never a finding: the capacity test compares every topic's bytes). The seeding client stays open while
+    tests/e2e runs: the bookie and broker registrations are ephemeral, as on a live cluster. Package scope, not
+    session: an open kazoo client's connection thread calls the global ``random`` module on every loop (kazoo
+    protocol/connection.py), which hypothesis's check for ``random`` inside strategies reports in whatever property
+    test runs beside it."""
     from tests.e2e.test_bookie_storage import scan_all
 
     tmp = tmp_path_factory.mktemp("demo-cluster")
@@ -63,7 +68,8 @@ def demo_cluster(
         snap, audit = tmp / "snap", tmp / "audit"
         scrape(ScrapeConfig(zookeeper=hosts, out=snap))
         scans = scan_all(bookie_dirs, tmp / "scans")
-        run_audit(snap, audit, AuditParams(now_ms=now), spark=spark, bookie_scans=scans)
-        yield DemoCluster(now, hosts, bookie_dirs, seeded, snap, scans, audit)
+        params = AuditParams(now_ms=now)
+        result = run_audit(snap, audit, params, spark=spark, bookie_scans=scans, storage_top_n=100_000)
+        yield DemoCluster(now, hosts, bookie_dirs, seeded, snap, scans, audit, result)
     finally:
         close(zk)

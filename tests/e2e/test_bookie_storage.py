@@ -1,16 +1,13 @@
 """seed --bookie-dirs -> scrape -> scan-bookie per bookie -> audit --bookie-scan ...: the storage detections report
 exactly the injected storage defects (and every other detection still its ground truth), against a real ZooKeeper.
 
-The ground-truth and capacity checks read one seeded, scanned and audited cluster (module fixture: one audit for
-both); the plan-impact check seeds the demo's 30-topic cluster of its own.
+The ground-truth, capacity and plan-impact checks read one seeded, scanned and audited cluster: the demo's 30-topic
+one (tests/e2e/conftest.py's demo_cluster), which the reclaim loop reads too: one audit for the three.
 """
 
 from __future__ import annotations
 
 import json
-import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,22 +15,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.runner import AuditResult, run_audit
+from pulsar_ops.audit.runner import AuditResult
 from pulsar_ops.cli.main import app
 from pulsar_ops.findings import STORAGE_DETECTIONS
-from pulsar_ops.scrape.run import ScrapeConfig, scrape
 from pulsar_ops.testing.bookie_dirs import LAYOUT_FILE, PAYLOAD
-from pulsar_ops.testing.model_spec import SeedOptions
-from pulsar_ops.testing.seeder import seed_cluster
 from pulsar_ops.testing.truth import compare, summary_lines
-from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
-from pulsar_ops.zkconn import close, connect, connected
 from tests.e2e.conftest import DemoCluster
 
 pytestmark = [pytest.mark.zk, pytest.mark.spark, pytest.mark.slow]
-
-AHEAD_MS = 25 * 3_600_000
 
 
 def scan_all(bookie_dirs: Path, out: Path) -> list[Path]:
@@ -61,29 +50,14 @@ class Audited:
 
 
 @pytest.fixture(scope="module")
-def audited(spark: Any, zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Audited]:
-    """60 topics with every storage defect injected, scraped, every bookie scanned, audited once (the capacity view
-    keeps every owner: ``storage_top_n`` changes ``audit.storage`` only, never a finding). The seeding client stays
-    open for the module: the registrations it wrote are ephemeral."""
-    tmp = tmp_path_factory.mktemp("storage")
-    chroot = f"/storage-{uuid.uuid4().hex[:8]}"
-    with connected(zk_server.hosts) as c:
-        c.ensure_path(chroot)
-    hosts = zk_server.hosts + chroot
-    now = int(time.time() * 1000) + AHEAD_MS
-    bookie_dirs = tmp / "bookies"
-    zk = connect(hosts)
-    try:
-        res = seed_cluster(zk, None, SeedOptions(topics=60, seed=1, now_ms=now, bookie_dirs=str(bookie_dirs)))
-        snap = tmp / "snap"
-        scrape(ScrapeConfig(zookeeper=hosts, out=snap))
-        scans = scan_all(bookie_dirs, tmp / "scans")
-        result = run_audit(
-            snap, tmp / "audit", AuditParams(now_ms=now), spark=spark, bookie_scans=scans, storage_top_n=100_000
-        )
-        yield Audited(res.ground_truth, bookie_dirs, snap, scans, result)
-    finally:
-        close(zk)
+def audited(demo_cluster: DemoCluster) -> Audited:
+    """The demo's 30-topic cluster (tests/e2e/conftest.py: seed 1, every storage defect injected), scraped, every
+    bookie scanned, audited once with the capacity view keeping every owner; the plan-impact check and the reclaim
+    loop read the same audit. The bookie directories' layout file is only read (the reclaim loop's GC rewrites
+    entry logs, never it)."""
+    seeded = demo_cluster.seeded
+    return Audited(seeded.ground_truth, demo_cluster.bookie_dirs, demo_cluster.snap, demo_cluster.scans,
+                   demo_cluster.result)  # fmt: skip
 
 
 def test_storage_findings_match_the_ground_truth(audited: Audited) -> None:
