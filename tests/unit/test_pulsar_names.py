@@ -3,6 +3,8 @@ SQL rendered from it run in DuckDB gives the same reasons for generated names)."
 
 from __future__ import annotations
 
+import functools
+
 import duckdb
 import pytest
 from hypothesis import given, settings
@@ -141,9 +143,14 @@ def test_python_and_sql_agree_on_the_edges() -> None:
     _agree(CURATED)
 
 
+@functools.cache
+def _shared_connection() -> duckdb.DuckDBPyConnection:
+    return duckdb.connect()
+
+
 def _agree(rows: list[tuple[str, str, str]]) -> None:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE n (i INTEGER, ns VARCHAR, local_name VARCHAR, sub VARCHAR)")
+    con = _shared_connection()  # a fresh table per call; a connection per example cost ~35 ms of its ~40
+    con.execute("CREATE OR REPLACE TABLE n (i INTEGER, ns VARCHAR, local_name VARCHAR, sub VARCHAR)")
     con.executemany("INSERT INTO n VALUES (?, ?, ?, ?)", [(i, *r) for i, r in enumerate(rows)])
     sql = expand_macros(
         "SELECT i, ${system_namespace_reason:n.ns}, ${system_topic_reason:n.ns:n.local_name},"

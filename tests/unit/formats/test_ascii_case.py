@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import duckdb
@@ -17,11 +18,16 @@ def test_only_a_to_z_fold() -> None:
     assert ascii_lower("\u212a\u0130\u00c4") == "\u212a\u0130\u00c4"  # KELVIN SIGN, dotted I, A umlaut: unchanged
 
 
+@functools.cache
+def _shared_connection() -> duckdb.DuckDBPyConnection:
+    return duckdb.connect()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(max_size=12), min_size=1, max_size=10))
 def test_python_and_sql_agree(values: list[str]) -> None:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE t (i INTEGER, s VARCHAR)")
+    con = _shared_connection()  # a fresh table per example; a connection per example cost ~35 ms of its ~40
+    con.execute("CREATE OR REPLACE TABLE t (i INTEGER, s VARCHAR)")
     con.executemany("INSERT INTO t VALUES (?, ?)", list(enumerate(values)))
     got = dict(con.execute(f"SELECT i, {ascii_lower_sql('t.s')} FROM t").fetchall())
     assert got == {i: ascii_lower(v) for i, v in enumerate(values)}
