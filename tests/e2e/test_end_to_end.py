@@ -1,7 +1,9 @@
 """seed -> scrape -> Spark audit -> plan -> apply -> re-audit -> restore, against a real ZooKeeper.
 
 The audit must report exactly the seeder's ground truth (every detection, every attribute the ground truth
-pins), on clusters with separate configuration stores, corrupt znodes and unreadable subtrees.
+pins), on clusters with separate configuration stores, corrupt znodes and unreadable subtrees. The ground-truth
+check with the partitioned plan and the separate-configuration-store check read one seeded and audited cluster
+(module fixture).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,21 +80,24 @@ def _assert_ground_truth(spark: Any, result: AuditResult, truth: dict[str, Any],
     assert any(f.severity == "info" and f.evidence.get("kind") == "unowned" for f in orphans.values())
 
 
-def test_audit_reports_exactly_the_ground_truth(spark: Any, zk: KazooClient, zk_hosts: str, tmp_path: Path) -> None:
-    """With the partitioned plan a large snapshot gets (the one-partition plan every small snapshot gets is
-    checked the same way on test_repair_round_trip_through_the_audit's first audit: one seeded cluster fewer).
-    Seed 7: every managed-ledger and cursor info as a broker configured with LZ4 writes them (values over 64 bytes
-    compressed, the rest plain), some with a field this reader does not know."""
-    now = int(time.time() * 1000) + AHEAD_MS
-    lz4 = SeedOptions(topics=60, seed=7, now_ms=now, metadata_compression="LZ4", compression_threshold=64)
-    res = seed_cluster(zk, None, lz4)
-    scrape(ScrapeConfig(zookeeper=zk_hosts, out=tmp_path / "snap"))
-    params = AuditParams(now_ms=now)
-    result = run_audit(tmp_path / "snap", tmp_path / "audit", params, spark=spark, one_partition=False)
-    _assert_ground_truth(spark, result, res.ground_truth, one_partition=False)
+@dataclass(frozen=True)
+class ConfigStoreAudit:
+    truth: dict[str, Any]
+    manifest: Any
+    result: AuditResult
 
 
-def test_separate_config_store_and_corrupt_znodes(spark: Any, zk_server: EmbeddedZooKeeper, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def config_store_audit(
+    spark: Any, zk_server: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
+) -> ConfigStoreAudit:
+    """One seeded cluster, scraped and audited once, for the two tests below: 60 topics, seed 7, a separate
+    configuration store, the corrupt defect (an undecodable znode) on top of the default ones, and every
+    managed-ledger and cursor info as a broker configured with LZ4 writes them (values over 64 bytes compressed, the
+    rest plain), some with a field this reader does not know; audited with the partitioned plan a large snapshot
+    gets (the one-partition plan every small snapshot gets is checked the same way on
+    test_repair_round_trip_through_the_audit's first audit)."""
+    tmp = tmp_path_factory.mktemp("config-store")
     local_root, config_root = f"/local-{uuid.uuid4().hex[:8]}", f"/config-{uuid.uuid4().hex[:8]}"
     clients = []
     for root in (local_root, config_root):
@@ -106,23 +112,38 @@ def test_separate_config_store_and_corrupt_znodes(spark: Any, zk_server: Embedde
     try:
         now = int(time.time() * 1000) + AHEAD_MS
         defects = frozenset(DEFAULT_DEFECTS | {"corrupt"})
-        res = seed_cluster(clients[0], clients[1], SeedOptions(topics=40, seed=5, now_ms=now, defects=defects))
-        assert res.ground_truth["expected"]["undecodable-znode"], "the corrupt defect plants an undecodable znode"
-        assert not res.ground_truth["expected"]["scrape-incomplete"]
+        opts = SeedOptions(
+            topics=60, seed=7, now_ms=now, defects=defects, metadata_compression="LZ4", compression_threshold=64
+        )
+        res = seed_cluster(clients[0], clients[1], opts)
         manifest = scrape(
             ScrapeConfig(
                 zookeeper=zk_server.hosts + local_root,
                 config_zookeeper=zk_server.hosts + config_root,
-                out=tmp_path / "snap",
+                out=tmp / "snap",
             )
         )
-        assert not manifest.incomplete_scopes and manifest.errors_count
-        findings = _audit(spark, tmp_path / "snap", tmp_path / "audit", now)
-        _assert_matches(findings, res.ground_truth)
-    finally:
+    finally:  # the registrations are ephemeral: the clients stay open until the snapshot is taken
         for c in clients:
             c.stop()
             c.close()
+    params = AuditParams(now_ms=now)
+    result = run_audit(tmp / "snap", tmp / "audit", params, spark=spark, one_partition=False)
+    return ConfigStoreAudit(res.ground_truth, manifest, result)
+
+
+def test_audit_reports_exactly_the_ground_truth(spark: Any, config_store_audit: ConfigStoreAudit) -> None:
+    """With the partitioned plan a large snapshot gets, every detection exactly the ground truth, with the cases
+    the issues name."""
+    _assert_ground_truth(spark, config_store_audit.result, config_store_audit.truth, one_partition=False)
+
+
+def test_separate_config_store_and_corrupt_znodes(config_store_audit: ConfigStoreAudit) -> None:
+    truth, manifest = config_store_audit.truth, config_store_audit.manifest
+    assert truth["expected"]["undecodable-znode"], "the corrupt defect plants an undecodable znode"
+    assert not truth["expected"]["scrape-incomplete"]
+    assert not manifest.incomplete_scopes and manifest.errors_count
+    _assert_matches(list(config_store_audit.result.findings), truth)
 
 
 def test_unreadable_namespace_blocks_planning_of_its_orphans_and_says_why(
