@@ -1971,6 +1971,38 @@ static int batch_note(int taken, Py_ssize_t i, int64_t mz, PyObject *rest, Py_ss
  * Field numbers: MLDataFormats.proto (apache/pulsar managed-ledger), as ml_info and cursor_info read them. */
 
 #define ML_TABLES 6
+#define ML_CODECS 5 /* MLDataFormats.proto CompressionType: NONE LZ4 ZLIB ZSTD SNAPPY */
+#define ML_MAX_UNCOMPRESSED (64 * 1024 * 1024) /* formats.compression.MAX_UNCOMPRESSED_SIZE */
+
+/* The compression header of a ManagedLedgerInfo / ManagedCursorInfo value (formats/compression.py: magic 0x4778,
+ * int32 N, N bytes of MLDataFormats.proto ManagedLedgerInfoMetadata {required CompressionType compressionType = 1;
+ * required int32 uncompressedSize = 2}, the payload). Only its canonical form is read here: each field once, a
+ * varint, a known codec, a size in [0, 64 MiB]. Returns the codec number and sets the size and the payload's
+ * offset; -1 for anything else (formats.compression.unwrap decides: a plain value, a DecodeError, ...). */
+static int ml_header(const uint8_t *d, Py_ssize_t dn, int64_t *size, Py_ssize_t *off) {
+    if (dn < 6 || d[0] != 0x47 || d[1] != 0x78) return -1;
+    int32_t n = be32(d + 2);
+    if (n < 0 || (Py_ssize_t)n > dn - 6) return -1;
+    const uint8_t *p = d + 6, *end = d + 6 + n;
+    int codec = -1;
+    int64_t sz = -1;
+    while (p < end) {
+        uint8_t tag = *p++;
+        uint64_t v;
+        if ((tag != 0x08 && tag != 0x10) || read_varint(&p, end, &v) < 0) return -1;
+        if (tag == 0x08) {
+            if (codec >= 0 || v >= ML_CODECS) return -1;
+            codec = (int)v;
+        } else {
+            if (sz >= 0 || v > ML_MAX_UNCOMPRESSED) return -1;
+            sz = (int64_t)v;
+        }
+    }
+    if (codec < 0 || sz < 0) return -1;
+    *size = sz;
+    *off = 6 + (Py_ssize_t)n;
+    return codec;
+}
 static const int ML_WIDTHS[ML_TABLES] = {19, 22, 12, 20, 8, 7}; /* znodes, managed_ledgers, ledger_list, cursors,
                                                                   ack_ranges, cursor_properties */
 static const char ML_ROOT[] = "/managed-ledgers/";
@@ -2232,6 +2264,10 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     PyObject *unwrap = PyTuple_GET_ITEM(helpers, 0), *props_json = PyTuple_GET_ITEM(helpers, 1);
     PyObject *names = PyTuple_GET_ITEM(helpers, 2), *prefixes = PyTuple_GET_ITEM(helpers, 3);
     PyObject *bucket = PyTuple_GET_ITEM(helpers, 4), *compacted = PyTuple_GET_ITEM(helpers, 5);
+    PyObject *decompress = PyTuple_GET_ITEM(helpers, 6), *codec_names = PyTuple_GET_ITEM(helpers, 7);
+    int hc;
+    int64_t hsize = 0;
+    Py_ssize_t hoff = 0;
     int taken = 0;
     PyObject *plain = NULL, *codec = NULL, *rows = NULL, *props = NULL, *sprops = NULL, *pjson = NULL;
     PyObject *format = FORMAT_BINARY;
@@ -2244,6 +2280,26 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
         Py_INCREF(codec);
         plain = data;
         Py_INCREF(plain);
+    } else if (dn >= 2 && (uint8_t)d[0] == 0x47 && (uint8_t)d[1] == 0x78 &&
+               (hc = ml_header((const uint8_t *)d, dn, &hsize, &hoff)) >= 0) {
+        /* a canonical header: the payload as unwrap gives it (formats.compression._DECOMPRESS's own functions) */
+        if (hc == 0) {
+            plain = PyBytes_FromStringAndSize(d + hoff, dn - hoff);
+            if (!plain) return -1;
+        } else {
+            PyObject *payload = PyBytes_FromStringAndSize(d + hoff, dn - hoff);
+            PyObject *sz = payload ? PyLong_FromLongLong(hsize) : NULL;
+            plain = sz ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(decompress, hc), payload, sz, NULL) : NULL;
+            Py_XDECREF(payload);
+            Py_XDECREF(sz);
+            if (!plain || !PyBytes_Check(plain) || PyBytes_GET_SIZE(plain) != hsize) {
+                Py_XDECREF(plain);
+                PyErr_Clear(); /* the per-znode path gives the error */
+                return 0;
+            }
+        }
+        codec = PyTuple_GET_ITEM(codec_names, hc);
+        Py_INCREF(codec);
     } else if (dn >= 2 && (uint8_t)d[0] == 0x47 && (uint8_t)d[1] == 0x78) {
         PyObject *u = PyObject_CallFunctionObjArgs(unwrap, data, path, NULL);
         if (!u || !PyTuple_Check(u) || PyTuple_GET_SIZE(u) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(u, 0)) ||
@@ -2522,11 +2578,14 @@ leave_rows:
 static PyObject *ml_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 5 || !PyList_Check(args[1]) || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != ML_TABLES ||
-        !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(args[4], 2)) ||
+        !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 8 || !PyTuple_Check(PyTuple_GET_ITEM(args[4], 2)) ||
         !PyTuple_Check(PyTuple_GET_ITEM(args[4], 3)) || !PyUnicode_Check(PyTuple_GET_ITEM(args[4], 4)) ||
-        !PyUnicode_Check(PyTuple_GET_ITEM(args[4], 5))) {
+        !PyUnicode_Check(PyTuple_GET_ITEM(args[4], 5)) || !PyTuple_Check(PyTuple_GET_ITEM(args[4], 6)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(args[4], 6)) != ML_CODECS || !PyTuple_Check(PyTuple_GET_ITEM(args[4], 7)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(args[4], 7)) != ML_CODECS) {
         PyErr_SetString(PyExc_TypeError, "ml_batch(store, reads: list, max_bytes: int, specs: 6-tuple, "
-                                         "(unwrap, props_json, names, prefixes, bucket prefix, compacted name))");
+                                         "(unwrap, props_json, names, prefixes, bucket prefix, compacted name, "
+                                         "decompressors by codec number, codec names))");
         return NULL;
     }
     PyObject *store = args[0], *reads = args[1], *specs = args[3], *helpers = args[4];
