@@ -28,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 8
+#define NATIVE_ABI 9
 
 #define MAX_SEGMENTS 256
 #define MAX_MEMBERS 1024
@@ -1971,6 +1971,38 @@ static int batch_note(int taken, Py_ssize_t i, int64_t mz, PyObject *rest, Py_ss
  * Field numbers: MLDataFormats.proto (apache/pulsar managed-ledger), as ml_info and cursor_info read them. */
 
 #define ML_TABLES 6
+#define ML_CODECS 5 /* MLDataFormats.proto CompressionType: NONE LZ4 ZLIB ZSTD SNAPPY */
+#define ML_MAX_UNCOMPRESSED (64 * 1024 * 1024) /* formats.compression.MAX_UNCOMPRESSED_SIZE */
+
+/* The compression header of a ManagedLedgerInfo / ManagedCursorInfo value (formats/compression.py: magic 0x4778,
+ * int32 N, N bytes of MLDataFormats.proto ManagedLedgerInfoMetadata {required CompressionType compressionType = 1;
+ * required int32 uncompressedSize = 2}, the payload). Only its canonical form is read here: each field once, a
+ * varint, a known codec, a size in [0, 64 MiB]. Returns the codec number and sets the size and the payload's
+ * offset; -1 for anything else (formats.compression.unwrap decides: a plain value, a DecodeError, ...). */
+static int ml_header(const uint8_t *d, Py_ssize_t dn, int64_t *size, Py_ssize_t *off) {
+    if (dn < 6 || d[0] != 0x47 || d[1] != 0x78) return -1;
+    int32_t n = be32(d + 2);
+    if (n < 0 || (Py_ssize_t)n > dn - 6) return -1;
+    const uint8_t *p = d + 6, *end = d + 6 + n;
+    int codec = -1;
+    int64_t sz = -1;
+    while (p < end) {
+        uint8_t tag = *p++;
+        uint64_t v;
+        if ((tag != 0x08 && tag != 0x10) || read_varint(&p, end, &v) < 0) return -1;
+        if (tag == 0x08) {
+            if (codec >= 0 || v >= ML_CODECS) return -1;
+            codec = (int)v;
+        } else {
+            if (sz >= 0 || v > ML_MAX_UNCOMPRESSED) return -1;
+            sz = (int64_t)v;
+        }
+    }
+    if (codec < 0 || sz < 0) return -1;
+    *size = sz;
+    *off = 6 + (Py_ssize_t)n;
+    return codec;
+}
 static const int ML_WIDTHS[ML_TABLES] = {19, 22, 12, 20, 8, 7}; /* znodes, managed_ledgers, ledger_list, cursors,
                                                                   ack_ranges, cursor_properties */
 static const char ML_ROOT[] = "/managed-ledgers/";
@@ -2232,6 +2264,10 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
     PyObject *unwrap = PyTuple_GET_ITEM(helpers, 0), *props_json = PyTuple_GET_ITEM(helpers, 1);
     PyObject *names = PyTuple_GET_ITEM(helpers, 2), *prefixes = PyTuple_GET_ITEM(helpers, 3);
     PyObject *bucket = PyTuple_GET_ITEM(helpers, 4), *compacted = PyTuple_GET_ITEM(helpers, 5);
+    PyObject *decompress = PyTuple_GET_ITEM(helpers, 6), *codec_names = PyTuple_GET_ITEM(helpers, 7);
+    int hc;
+    int64_t hsize = 0;
+    Py_ssize_t hoff = 0;
     int taken = 0;
     PyObject *plain = NULL, *codec = NULL, *rows = NULL, *props = NULL, *sprops = NULL, *pjson = NULL;
     PyObject *format = FORMAT_BINARY;
@@ -2244,6 +2280,26 @@ static int ml_take(PyObject *r, Col **t, PyObject *store, long long max_bytes, P
         Py_INCREF(codec);
         plain = data;
         Py_INCREF(plain);
+    } else if (dn >= 2 && (uint8_t)d[0] == 0x47 && (uint8_t)d[1] == 0x78 &&
+               (hc = ml_header((const uint8_t *)d, dn, &hsize, &hoff)) >= 0) {
+        /* a canonical header: the payload as unwrap gives it (formats.compression._DECOMPRESS's own functions) */
+        if (hc == 0) {
+            plain = PyBytes_FromStringAndSize(d + hoff, dn - hoff);
+            if (!plain) return -1;
+        } else {
+            PyObject *payload = PyBytes_FromStringAndSize(d + hoff, dn - hoff);
+            PyObject *sz = payload ? PyLong_FromLongLong(hsize) : NULL;
+            plain = sz ? PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(decompress, hc), payload, sz, NULL) : NULL;
+            Py_XDECREF(payload);
+            Py_XDECREF(sz);
+            if (!plain || !PyBytes_Check(plain) || PyBytes_GET_SIZE(plain) != hsize) {
+                Py_XDECREF(plain);
+                PyErr_Clear(); /* the per-znode path gives the error */
+                return 0;
+            }
+        }
+        codec = PyTuple_GET_ITEM(codec_names, hc);
+        Py_INCREF(codec);
     } else if (dn >= 2 && (uint8_t)d[0] == 0x47 && (uint8_t)d[1] == 0x78) {
         PyObject *u = PyObject_CallFunctionObjArgs(unwrap, data, path, NULL);
         if (!u || !PyTuple_Check(u) || PyTuple_GET_SIZE(u) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(u, 0)) ||
@@ -2522,11 +2578,14 @@ leave_rows:
 static PyObject *ml_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 5 || !PyList_Check(args[1]) || !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != ML_TABLES ||
-        !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(args[4], 2)) ||
+        !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 8 || !PyTuple_Check(PyTuple_GET_ITEM(args[4], 2)) ||
         !PyTuple_Check(PyTuple_GET_ITEM(args[4], 3)) || !PyUnicode_Check(PyTuple_GET_ITEM(args[4], 4)) ||
-        !PyUnicode_Check(PyTuple_GET_ITEM(args[4], 5))) {
+        !PyUnicode_Check(PyTuple_GET_ITEM(args[4], 5)) || !PyTuple_Check(PyTuple_GET_ITEM(args[4], 6)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(args[4], 6)) != ML_CODECS || !PyTuple_Check(PyTuple_GET_ITEM(args[4], 7)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(args[4], 7)) != ML_CODECS) {
         PyErr_SetString(PyExc_TypeError, "ml_batch(store, reads: list, max_bytes: int, specs: 6-tuple, "
-                                         "(unwrap, props_json, names, prefixes, bucket prefix, compacted name))");
+                                         "(unwrap, props_json, names, prefixes, bucket prefix, compacted name, "
+                                         "decompressors by codec number, codec names))");
         return NULL;
     }
     PyObject *store = args[0], *reads = args[1], *specs = args[3], *helpers = args[4];
@@ -2833,6 +2892,218 @@ static PyObject *schema_batch(PyObject *self, PyObject *const *args, Py_ssize_t 
     return two_table_batch(args, nargs, "schema_batch", "ssssiqqqqq", SCHEMA_COLS, schema_take, 1);
 }
 
+/* snap_walk(batch, start, ctx): zkdata.stream's pass-1 walk (load_partial) over batch[start:], the (path, data,
+ * stat) node records snap_nodes parsed, on the same state the Python loop keeps (ctx, a list: the frame stack,
+ * keep, keep_children, sessions, the doomed paths, the walked roots, unloaded, deferred, the list of reads not
+ * handed over, its store, the hand-over size and the hand-over callable). It does exactly what the Python loop
+ * body does for the common node and returns the index of the first node it did not take: the root, a node whose
+ * parent is not on the stack (the Python body raises SnapshotCorrupt), a node to keep in the partial tree (its
+ * path kept, its parent's children kept, or its ephemeral owner a closed session), and anything unexpected. The
+ * Python body takes that one node and calls again, so every error and every kept node is decided in Python
+ * (tests/unit/zkdata/test_stream_native.py pins the two equal). */
+enum {
+    W_STACK, W_KEEP, W_KEEP_CHILDREN, W_SESSIONS, W_DEAD, W_ROOTS, W_UNLOADED, W_DEFERRED, W_OUT, W_OUT_STORE,
+    W_BATCH, W_HAND_OVER, W_SIZE
+};
+/* frame: [path, data, stat, children seen, kept node or None, store or None, under a doomed node, children kept] */
+enum { F_PATH, F_DATA, F_STAT, F_SEEN, F_NODE, F_STORE, F_DOOMED, F_KEEP_CHILDREN, F_SIZE };
+
+static inline int64_t be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+
+/* tree.client_owner: DataNode.getClientEphemeralOwner (containers and TTL owners read as 0) */
+static inline int64_t client_owner_of(int64_t owner) {
+    if (owner == INT64_MIN || (owner < 0 && ((uint64_t)owner >> 56) == 0xFF)) return 0;
+    return owner;
+}
+
+/* the client stat tuple, as stream._client / the inlined close build it */
+static PyObject *client_stat_tuple(PyObject *data, PyObject *stat, Py_ssize_t n) {
+    const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(stat);
+    int64_t cversion = (int64_t)be32(s + 36);
+    return Py_BuildValue("(LLLLiLiLnnL)", (long long)be64(s), (long long)be64(s + 8), (long long)be64(s + 16),
+                         (long long)be64(s + 24), (int)be32(s + 32), (long long)(cversion * 2 - (int64_t)n),
+                         (int)be32(s + 40), (long long)client_owner_of(be64(s + 44)), PyBytes_GET_SIZE(data), n,
+                         (long long)be64(s + 52));
+}
+
+static int walk_hand_over(PyObject *ctx) {
+    PyObject *r = PyObject_CallNoArgs(PyList_GET_ITEM(ctx, W_HAND_OVER));
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* close(frame) of stream._load_partial (the frame already popped; the caller holds its reference) */
+static int walk_close(PyObject *ctx, PyObject *frame) {
+    PyObject *node = PyList_GET_ITEM(frame, F_NODE);
+    Py_ssize_t seen = PyLong_AsSsize_t(PyList_GET_ITEM(frame, F_SEEN));
+    if (seen == -1 && PyErr_Occurred()) return -1;
+    if (node != Py_None) {
+        if (!PyList_CheckExact(node) || PyList_GET_SIZE(node) != 3) {
+            PyErr_SetString(PyExc_TypeError, "snap_walk: a kept node is not [data, stat, children]");
+            return -1;
+        }
+        PyObject *kids = PyList_GET_ITEM(node, 2);
+        Py_ssize_t k = 0;
+        if (kids != Py_None) {
+            k = PyObject_Length(kids);
+            if (k < 0) return -1;
+        }
+        PyObject *key = PyLong_FromVoidPtr(node); /* id(node) */
+        PyObject *val = key ? PyLong_FromSsize_t(seen - k) : NULL;
+        int rc = val ? PyDict_SetItem(PyList_GET_ITEM(ctx, W_UNLOADED), key, val) : -1;
+        Py_XDECREF(key);
+        Py_XDECREF(val);
+        return rc;
+    }
+    PyObject *store = PyList_GET_ITEM(frame, F_STORE);
+    if (store == Py_None) return 0;
+    PyObject *path = PyList_GET_ITEM(frame, F_PATH), *data = PyList_GET_ITEM(frame, F_DATA);
+    PyObject *stat = PyList_GET_ITEM(frame, F_STAT);
+    int doomed = PyObject_IsTrue(PyList_GET_ITEM(frame, F_DOOMED));
+    if (doomed < 0) return -1;
+    if (doomed) {
+        PyObject *t = Py_BuildValue("(OOOOn)", store, path, data, stat, seen);
+        int rc = t ? PyList_Append(PyList_GET_ITEM(ctx, W_DEFERRED), t) : -1;
+        Py_XDECREF(t);
+        return rc;
+    }
+    PyObject *out_store = PyList_GET_ITEM(ctx, W_OUT_STORE);
+    if (store != out_store) {
+        int same = PyObject_RichCompareBool(store, out_store, Py_EQ);
+        if (same < 0) return -1;
+        if (!same) {
+            if (PyList_GET_SIZE(PyList_GET_ITEM(ctx, W_OUT)) > 0 && walk_hand_over(ctx) < 0) return -1;
+            Py_INCREF(store);
+            if (PyList_SetItem(ctx, W_OUT_STORE, store) < 0) return -1;
+        }
+    }
+    if (!PyBytes_Check(data) || !PyBytes_Check(stat) || PyBytes_GET_SIZE(stat) != 60) {
+        PyErr_SetString(PyExc_TypeError, "snap_walk: a node's data or stat is not bytes");
+        return -1;
+    }
+    PyObject *cs = client_stat_tuple(data, stat, seen);
+    PyObject *t = cs ? PyTuple_Pack(3, path, data, cs) : NULL;
+    Py_XDECREF(cs);
+    PyObject *out = PyList_GET_ITEM(ctx, W_OUT);
+    int rc = t ? PyList_Append(out, t) : -1;
+    Py_XDECREF(t);
+    if (rc < 0) return -1;
+    Py_ssize_t batch = PyLong_AsSsize_t(PyList_GET_ITEM(ctx, W_BATCH));
+    if (batch == -1 && PyErr_Occurred()) return -1;
+    if (PyList_GET_SIZE(out) >= batch) return walk_hand_over(ctx);
+    return 0;
+}
+
+static PyObject *snap_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[2]) || PyList_GET_SIZE(args[2]) != W_SIZE) {
+        PyErr_SetString(PyExc_TypeError, "snap_walk(batch: list, start: int, ctx: list)");
+        return NULL;
+    }
+    PyObject *batch = args[0], *ctx = args[2];
+    Py_ssize_t i = PyLong_AsSsize_t(args[1]);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    PyObject *stack = PyList_GET_ITEM(ctx, W_STACK), *keep = PyList_GET_ITEM(ctx, W_KEEP);
+    PyObject *keep_children = PyList_GET_ITEM(ctx, W_KEEP_CHILDREN), *sessions = PyList_GET_ITEM(ctx, W_SESSIONS);
+    PyObject *dead = PyList_GET_ITEM(ctx, W_DEAD), *roots = PyList_GET_ITEM(ctx, W_ROOTS);
+    if (!PyList_CheckExact(stack) || !PyAnySet_Check(keep) || !PyAnySet_Check(keep_children) ||
+        !PyAnySet_Check(sessions) || !PyAnySet_Check(dead) || !PyDict_Check(roots) ||
+        !PyDict_Check(PyList_GET_ITEM(ctx, W_UNLOADED)) || !PyList_CheckExact(PyList_GET_ITEM(ctx, W_DEFERRED)) ||
+        !PyList_CheckExact(PyList_GET_ITEM(ctx, W_OUT))) {
+        PyErr_SetString(PyExc_TypeError, "snap_walk: ctx holds the wrong types");
+        return NULL;
+    }
+    int any_sessions = PySet_GET_SIZE(sessions) > 0;
+    for (; i < PyList_GET_SIZE(batch); i++) {
+        PyObject *rec = PyList_GET_ITEM(batch, i);
+        if (!PyTuple_CheckExact(rec) || PyTuple_GET_SIZE(rec) != 3) break;
+        PyObject *path = PyTuple_GET_ITEM(rec, 0), *data = PyTuple_GET_ITEM(rec, 1), *stat = PyTuple_GET_ITEM(rec, 2);
+        if (!PyUnicode_CheckExact(path) || !PyBytes_CheckExact(data) || !PyBytes_CheckExact(stat) ||
+            PyBytes_GET_SIZE(stat) != 60)
+            break;
+        Py_ssize_t depth = PyList_GET_SIZE(stack);
+        if (depth == 0) break; /* the root: Python */
+        Py_ssize_t plen = PyUnicode_GET_LENGTH(path);
+        Py_ssize_t cut = PyUnicode_FindChar(path, '/', 0, plen, -1);
+        if (cut == -2) return NULL;
+        /* the parent: the nearest frame whose path is path[:cut] (the frames above it are read: closed) */
+        Py_ssize_t j = depth - 1;
+        for (; j >= 0; j--) {
+            PyObject *pp = PyList_GET_ITEM(PyList_GET_ITEM(stack, j), F_PATH);
+            if (PyUnicode_GET_LENGTH(pp) != cut) continue;
+            Py_ssize_t m = PyUnicode_Tailmatch(path, pp, 0, cut, -1);
+            if (m < 0) return NULL;
+            if (m) break;
+        }
+        if (j < 0) break; /* no parent: Python raises SnapshotCorrupt */
+        PyObject *parent = PyList_GET_ITEM(stack, j);
+        const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(stat);
+        if (any_sessions && be64(s + 44) != 0) {
+            PyObject *owner = PyLong_FromLongLong((long long)be64(s + 44));
+            int in = owner ? PySet_Contains(sessions, owner) : -1;
+            Py_XDECREF(owner);
+            if (in < 0) return NULL;
+            if (in) break; /* a closed session's ephemeral: kept, in Python */
+        }
+        int pk = PyObject_IsTrue(PyList_GET_ITEM(parent, F_KEEP_CHILDREN));
+        if (pk < 0) return NULL;
+        if (pk) break;
+        int k = PySet_Contains(keep, path);
+        if (k < 0) return NULL;
+        if (k) break;
+        /* the common node: close the frames above its parent, then push its frame */
+        while (PyList_GET_SIZE(stack) > j + 1) {
+            Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
+            PyObject *f = PyList_GET_ITEM(stack, top);
+            Py_INCREF(f);
+            if (PyList_SetSlice(stack, top, top + 1, NULL) < 0) {
+                Py_DECREF(f);
+                return NULL;
+            }
+            int rc = walk_close(ctx, f);
+            Py_DECREF(f);
+            if (rc < 0) return NULL;
+        }
+        Py_ssize_t seen = PyLong_AsSsize_t(PyList_GET_ITEM(parent, F_SEEN));
+        if (seen == -1 && PyErr_Occurred()) return NULL;
+        PyObject *seen1 = PyLong_FromSsize_t(seen + 1);
+        if (!seen1 || PyList_SetItem(parent, F_SEEN, seen1) < 0) return NULL;
+        PyObject *store = PyList_GET_ITEM(parent, F_STORE);
+        if (store == Py_None) {
+            store = PyDict_GetItemWithError(roots, path);
+            if (!store) {
+                if (PyErr_Occurred()) return NULL;
+                store = Py_None;
+            }
+        }
+        int doomed = PyObject_IsTrue(PyList_GET_ITEM(parent, F_DOOMED));
+        if (doomed < 0) return NULL;
+        if (!doomed) {
+            doomed = PySet_Contains(dead, path);
+            if (doomed < 0) return NULL;
+        }
+        int kc = PySet_Contains(keep_children, path);
+        if (kc < 0) return NULL;
+        PyObject *frame = PyList_New(F_SIZE);
+        if (!frame) return NULL;
+        PyObject *items[F_SIZE] = {path, data, stat, PyLong_FromLong(0), Py_None, store,
+                                   doomed ? Py_True : Py_False, kc ? Py_True : Py_False};
+        for (int t = 0; t < F_SIZE; t++) {
+            if (t != F_SEEN) Py_INCREF(items[t]);
+            PyList_SET_ITEM(frame, t, items[t]);
+        }
+        int rc = PyList_Append(stack, frame);
+        Py_DECREF(frame);
+        if (rc < 0) return NULL;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 static PyMethodDef METHODS[] = {
     {"bk_ledger", bk_ledger, METH_O,
      "bk_ledger(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 (binary) or v2 (text) ledger "
@@ -2848,6 +3119,9 @@ static PyMethodDef METHODS[] = {
     {"snap_nodes", (PyCFunction)(void (*)(void))snap_nodes, METH_FASTCALL,
      "snap_nodes(buf, pos, limit, digest) -> (nodes, pos, done, digest sum) | None: whole node records of a "
      "ZooKeeper snapshot stream."},
+    {"snap_walk", (PyCFunction)(void (*)(void))snap_walk, METH_FASTCALL,
+     "snap_walk(batch, start, ctx) -> int: zkdata.stream's pass-1 walk over batch[start:] for the common node; "
+     "the index of the first node left to the Python loop."},
     {"sha256_hex", py_sha256_hex, METH_O,
      "sha256_hex(data: bytes) -> str: hashlib.sha256(data).hexdigest(), natively (the batches' data_sha256)."},
     {"bk_batch", (PyCFunction)(void (*)(void))bk_batch, METH_FASTCALL,

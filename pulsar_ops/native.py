@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 8  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 9  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
@@ -38,6 +38,7 @@ def _load() -> tuple[dict[str, Any], str]:
         "cursor_info",
         "znode_row",
         "snap_nodes",
+        "snap_walk",
         "bk_batch",
         "ml_batch",
         "schema_batch",
@@ -56,6 +57,10 @@ znode_row: Callable[..., tuple[Any, ...]] | None = _FNS.get("znode_row")
 # digests), exactly zkdata.stream.snap_nodes_py's
 SnapNodes = Callable[[bytes, int, int, bool], "tuple[list[tuple[str, bytes, bytes]], int, bool, int] | None"]
 snap_nodes: SnapNodes | None = _FNS.get("snap_nodes")
+# snap_walk(batch, start, ctx): zkdata.stream's pass-1 walk (load_partial) over batch[start:] for the common node,
+# on the Python loop's own state (ctx); the index of the first node it left to the Python loop body, which decides
+# every kept node and every error (exactly the pure loop's result: tests/unit/zkdata/test_stream_native.py)
+snap_walk: Callable[[list[tuple[str, bytes, bytes]], int, list[Any]], int] | None = _FNS.get("snap_walk")
 # bk_batch(store, reads, ledgers_root, max_bytes, znodes_spec, bk_spec): the hierarchical ledger znodes of a chunk of
 # reads as znodes and bk_ledgers Arrow buffers written straight from the parsed metadata (no Python object per row),
 # the rest left to the per-znode path (scrape.native_batch; exactly SnapshotSink.node's rows)

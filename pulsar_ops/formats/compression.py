@@ -60,6 +60,8 @@ _DECOMPRESS: dict[str, Callable[[bytes, int], bytes]] = {
     "SNAPPY": _snappy_decompress,
 }
 
+DECOMPRESS = _DECOMPRESS  # (payload, uncompressedSize) -> bytes per codec; scrape.native_batch hands them to C
+
 _COMPRESS: dict[str, Callable[[bytes], bytes]] = {
     "NONE": lambda payload: payload,
     "LZ4": lambda payload: lz4.block.compress(payload, store_size=False),

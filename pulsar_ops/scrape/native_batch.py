@@ -19,8 +19,10 @@ from typing import Any
 import pyarrow as pa
 
 from pulsar_ops import native, pulsar_names
+from pulsar_ops.formats import compression
 from pulsar_ops.formats.compression import unwrap
 from pulsar_ops.formats.cursor import BUCKET_PROPERTY_PREFIX, COMPACTED_TOPIC_LEDGER
+from pulsar_ops.formats.proto import COMPRESSION_TYPES
 from pulsar_ops.scrape.classify import MANAGED_LEDGERS
 from pulsar_ops.snapshot.arrow_schema import arrow_schema
 
@@ -96,6 +98,9 @@ def _ml_args() -> tuple[tuple[str, ...], tuple[Any, ...]]:
         tuple(pulsar_names.SYSTEM_CURSOR_PREFIXES),
         BUCKET_PROPERTY_PREFIX,
         COMPACTED_TOPIC_LEDGER,
+        # a canonical compression header is read natively; its payload goes through unwrap's own decompressors
+        tuple(compression.DECOMPRESS[COMPRESSION_TYPES[i]] if i else None for i in range(len(COMPRESSION_TYPES))),
+        tuple(COMPRESSION_TYPES[i] for i in range(len(COMPRESSION_TYPES))),
     )
     return tuple(spec(t) for t in ML_TABLES), helpers
 

@@ -60,6 +60,10 @@ Emit = Callable[[str, str, bytes, tuple[int, ...]], None]  # (store, path, data,
 Read = tuple[str, bytes, tuple[int, ...]]  # (path, data, client stat)
 EmitMany = Callable[[str, list[Read]], None]  # (store, reads of that store)
 EMIT_BATCH = 2000  # nodes handed to ``emit_many`` at a time (the decode pool's chunk)
+# native.snap_walk's state slots (ctx: see ``_load_partial``); _WALK[0]: the native walk, None for the pure loop
+_W_OUT, _W_OUT_STORE, _W_HAND_OVER = 8, 9, 11
+_WALK: list[Callable[[list[tuple[str, bytes, bytes]], int, list[Any]], int] | None] = [native.snap_walk]
+_NO_ROOTS: dict[str, str] = {}
 
 
 class _Snappy:
@@ -493,7 +497,8 @@ def _load_partial(
     ephem = tree.ephemerals
     unpack_owner = _Q.unpack_from
     unpack_stat = _STAT_UNPACK
-    roots_get = (roots if emit_many is not None and roots else {}).get  # no store: nothing emitted
+    roots_map = roots if emit_many is not None and roots else _NO_ROOTS  # no store: nothing emitted
+    roots_get = roots_map.get
     dead = doomed_paths or set()
     batch_size = max(1, emit_batch)
     # frame: [path, data, stat, children seen, kept node or None, store or None, under a doomed node,
@@ -501,19 +506,35 @@ def _load_partial(
     stack: list[list[Any]] = []
     count = 0
     emitted = 0
-    out: list[Read] = []  # emitted nodes not handed over yet, all of ``out_store``
-    out_store = ""
+    # the walk's state, shared with native.snap_walk (its _W_* slots): the stack, the sets it tests, the emitted
+    # nodes not handed over yet (all of one store) and that store
+    ctx: list[Any] = [
+        stack,
+        keep,
+        keep_children,
+        sessions,
+        dead,
+        roots_map,
+        unloaded,
+        deferred,
+        [],
+        "",
+        batch_size,
+        None,
+    ]
 
     def hand_over() -> None:
-        nonlocal out, emitted
-        reads, out = out, []
+        nonlocal emitted
+        reads = ctx[_W_OUT]
+        ctx[_W_OUT] = []
         emitted += len(reads)
         part.emitted = emitted  # from here on a corrupt snapshot is PartlyEmitted
         assert emit_many is not None
-        emit_many(out_store, reads)
+        emit_many(ctx[_W_OUT_STORE], reads)
+
+    ctx[_W_HAND_OVER] = hand_over
 
     def close(frame: list[Any]) -> None:
-        nonlocal out_store
         node = frame[4]
         if node is not None:
             unloaded[id(node)] = frame[3] - (len(node[2]) if node[2] else 0)
@@ -524,15 +545,16 @@ def _load_partial(
         if frame[6]:
             deferred.append((store, frame[0], frame[1], frame[2], frame[3]))
             return
-        if store != out_store:
-            if out:
+        if store != ctx[_W_OUT_STORE]:
+            if ctx[_W_OUT]:
                 hand_over()
-            out_store = store
+            ctx[_W_OUT_STORE] = store
         # the client stat, as _client builds it (inlined: once per emitted node)
         data, n = frame[1], frame[3]
         czxid, mzxid, ctime, mtime, version, cversion, aversion, owner, pzxid = unpack_stat(frame[2])
         if owner:
             owner = client_owner(owner)
+        out = ctx[_W_OUT]
         out.append(
             (
                 frame[0],
@@ -543,54 +565,70 @@ def _load_partial(
         if len(out) >= batch_size:
             hand_over()
 
+    def step(path: str, data: bytes, stat: bytes) -> None:
+        """One node record (the definition; ``native.snap_walk`` takes the common ones the same way)."""
+        if not stack:
+            if path != "":
+                raise S.SnapshotCorrupt(f"the first node is {path!r}, not the root")
+            node: Node = [data, stat, None]
+            tree.root = node
+            originals[""] = node
+            stack.append(["", data, stat, 0, node, roots_get(""), False, "" in keep_children])
+            return
+        cut = path.rfind("/")
+        parent = stack[-1]
+        while len(parent[0]) != cut or not path.startswith(parent[0]):  # not the parent: its subtree is read
+            close(stack.pop())
+            if not stack:
+                raise S.SnapshotCorrupt(f"Invalid Datatree, unable to find parent {path[:cut]} of path {path}")
+            parent = stack[-1]
+        parent[3] += 1
+        store = parent[5]
+        if store is None:
+            store = roots_get(path)
+        frame = [path, data, stat, 0, None, store, parent[6] or path in dead, path in keep_children]
+        stack.append(frame)
+        owner_kept = False
+        if not stat.startswith(_NO_OWNER, 44):
+            owner = unpack_owner(stat, 44)[0]
+            if owner in sessions:
+                ephem.setdefault(owner, set()).add(path)
+                owner_kept = True
+                frame[6] = True  # the replay deletes it when it closes the session
+        if owner_kept or parent[7] or path in keep:
+            # materialise the chain of ancestors not kept yet, then this node
+            i = len(stack) - 1
+            while stack[i - 1][4] is None:
+                i -= 1
+            for j in range(i, len(stack)):
+                f = stack[j]
+                pnode = stack[j - 1][4]
+                n: Node = [f[1], f[2], None]
+                f[4] = n
+                originals[f[0]] = n
+                if pnode[2] is None:
+                    pnode[2] = {}
+                pnode[2][f[0][f[0].rfind("/") + 1 :]] = n
+
+    walk = _WALK[0]
+    if not all(isinstance(x, (set, frozenset)) for x in (keep, keep_children, sessions, dead)):
+        walk = None  # the native walk takes sets only
     for batch in snap.batches():
         count += len(batch)
-        for path, data, stat in batch:
-            if not stack:
-                if path != "":
-                    raise S.SnapshotCorrupt(f"the first node is {path!r}, not the root")
-                node: Node = [data, stat, None]
-                tree.root = node
-                originals[""] = node
-                stack.append(["", data, stat, 0, node, roots_get(""), False, "" in keep_children])
-                continue
-            cut = path.rfind("/")
-            parent = stack[-1]
-            while len(parent[0]) != cut or not path.startswith(parent[0]):  # not the parent: its subtree is read
-                close(stack.pop())
-                if not stack:
-                    raise S.SnapshotCorrupt(f"Invalid Datatree, unable to find parent {path[:cut]} of path {path}")
-                parent = stack[-1]
-            parent[3] += 1
-            store = parent[5]
-            if store is None:
-                store = roots_get(path)
-            frame = [path, data, stat, 0, None, store, parent[6] or path in dead, path in keep_children]
-            stack.append(frame)
-            owner_kept = False
-            if not stat.startswith(_NO_OWNER, 44):
-                owner = unpack_owner(stat, 44)[0]
-                if owner in sessions:
-                    ephem.setdefault(owner, set()).add(path)
-                    owner_kept = True
-                    frame[6] = True  # the replay deletes it when it closes the session
-            if owner_kept or parent[7] or path in keep:
-                # materialise the chain of ancestors not kept yet, then this node
-                i = len(stack) - 1
-                while stack[i - 1][4] is None:
-                    i -= 1
-                for j in range(i, len(stack)):
-                    f = stack[j]
-                    pnode = stack[j - 1][4]
-                    n: Node = [f[1], f[2], None]
-                    f[4] = n
-                    originals[f[0]] = n
-                    if pnode[2] is None:
-                        pnode[2] = {}
-                    pnode[2][f[0][f[0].rfind("/") + 1 :]] = n
+        if walk is None:
+            for path, data, stat in batch:
+                step(path, data, stat)
+            continue
+        i, end = 0, len(batch)
+        while True:
+            i = walk(batch, i, ctx)  # the common nodes natively; the first other one here
+            if i >= end:
+                break
+            step(*batch[i])
+            i += 1
     while stack:
         close(stack.pop())
-    if out:
+    if ctx[_W_OUT]:
         hand_over()
     if count == 0:
         raise S.SnapshotCorrupt("the snapshot holds no nodes (not even the root)")

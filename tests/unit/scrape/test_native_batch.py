@@ -204,8 +204,41 @@ special_props = st.lists(
     st.tuples(st.sampled_from([COMPACTED_TOPIC_LEDGER, "k", BUCKET_PROPERTY_PREFIX + "1"]), st.integers(-5, 2**40)),
     max_size=2,
 )
+
+
+def _header(meta: bytes, payload: bytes) -> bytes:
+    return b"\x47\x78" + len(meta).to_bytes(4, "big", signed=True) + meta + payload
+
+
+# compression headers the batch reads natively only in their canonical form (the rest: formats.compression.unwrap)
+ODD_HEADERS = [
+    lambda p: _header(b"\x10" + _varint(len(p)) + b"\x08\x00", p),  # the fields the other way round
+    lambda p: _header(b"\x08\x00\x08\x00\x10" + _varint(len(p)), p),  # a field twice
+    lambda p: _header(b"\x08\x00\x10" + _varint(len(p)) + b"\x18\x01", p),  # an unknown field
+    lambda p: _header(b"\x08\x07\x10" + _varint(len(p)), p),  # an unknown codec: plain
+    lambda p: _header(b"\x08\x00", p),  # no size: plain
+    lambda p: _header(b"\x08\x01\x10" + b"\xff" * 9 + b"\x01", p),  # a negative size: DecodeError
+    lambda p: _header(b"\x08\x02\x10" + _varint(len(p) + 1), p),  # zlib, not a zlib stream: DecodeError
+    lambda p: _header(b"\x08\x00\x10" + _varint((64 << 20) + 1), p),  # oversized
+    lambda p: _header(b"\x08\x00\x10" + _varint(len(p)), p)[:5],  # cut in the length
+    lambda p: b"\x47\x78\x00\x00\x01\x00\x08\x00" + p,  # a length past the end: plain
+    lambda p: _header(b"\x08\x00\x10" + _varint(len(p) + 3), p),  # NONE: the size is not checked
+    lambda p: _header(b"\x08\x01\x10" + _varint(len(p) + 9), p),  # LZ4, a size the payload does not give
+]
+
+
+def _varint(v: int) -> bytes:
+    out = b""
+    while True:
+        b, v = v & 0x7F, v >> 7
+        if not v:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
 ml_values = st.one_of(
     st.builds(lambda i, c: encode_managed_ledger_info(i, compression=c), ascii_ml_infos(), codecs),
+    st.builds(lambda i, h: h(encode_managed_ledger_info(i)), ascii_ml_infos(), st.sampled_from(ODD_HEADERS)),
     ascii_ml_infos().map(lambda i: encode_managed_ledger_info(i, text=True)),
     st.sampled_from([b"", b"\x47\x78\x00\x00\x00\x02\x08\x09junk", b"\xff\xff"]),
 )
