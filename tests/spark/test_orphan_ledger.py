@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,18 +168,24 @@ def test_incomplete_owner_scope_blocks_planning(orphans: dict[int, Any]) -> None
     assert orphans[1].evidence["blocked_scopes"] == []
 
 
-def test_reason_order_kind_before_age(spark: Any, tmp_path: Path) -> None:
-    """An unowned AND young orphan reports the kind (rule 1 before rule 2); a young orphan of an
-    incomplete /ledgers reports its age first; every orphan is blocked by an incomplete /ledgers."""
-    b = SnapshotBuilder()
-    b.namespace("t/ns")
+def reason_order_case(b: SnapshotBuilder) -> None:
+    """An unowned young orphan (1), a young one (2) and an old one (3) of t/ns/a, whose ledger 100 is live. The
+    snapshot's /ledgers walk must be incomplete: it is audited with test_dangling_ledger's incomplete-listing case
+    (tests/spark/conftest.py), which adds that scope."""
+    if not any(r["namespace"] == "t/ns" for r in b.rows.get("namespaces", [])):
+        b.namespace("t/ns")
     b.topic("t/ns", "a", ledgers=[(100, None, None, None)])
     b.bk_ledger(100, owner="t/ns/persistent/a")
     b.bk_ledger(1, kind="unowned", ctime_ms=NOW - HOUR)
     b.bk_ledger(2, owner="t/ns/persistent/a", ctime_ms=NOW - HOUR)
     b.bk_ledger(3, owner="t/ns/persistent/a")
-    b.scope("/ledgers", complete=False, error="truncated ledger metadata")
-    orphans = by_ledger(audit(spark, b, tmp_path), "orphan-ledger")
+
+
+def test_reason_order_kind_before_age(ledgers_listing_incomplete: AuditResult) -> None:
+    """An unowned AND young orphan reports the kind (rule 1 before rule 2); a young orphan of an
+    incomplete /ledgers reports its age first; every orphan is blocked by an incomplete /ledgers."""
+    orphans = by_ledger(ledgers_listing_incomplete, "orphan-ledger")
+    assert sorted(orphans) == [1, 2, 3]
     assert "unowned" in orphans[1].reason
     assert "min-age" in orphans[2].reason
     assert not orphans[3].plannable

@@ -58,12 +58,14 @@ def _wait_for(path: Path, pattern: str, proc: subprocess.Popen[bytes], seconds: 
 # which Spark's launcher reads for the driver it starts and the master hands to each executor. Each application
 # audits one small snapshot in a fresh driver and executor JVM: C1 alone and no generated code (as the product's
 # own small-snapshot local audit runs, audit/session.py SMALL_INPUT_JVM_OPTIONS, audit/sizing.py NO_CODEGEN) spare
-# each JVM compiling what it runs a few times. Spark prepends `defaultJavaOptions` to an operator's
-# `extraJavaOptions` (docs/configuration.md; launcher SparkLauncher.DRIVER_DEFAULT_JAVA_OPTIONS,
-# EXECUTOR_DEFAULT_JAVA_OPTIONS), so what the tests pin of those stays as it was.
+# each JVM compiling what it runs a few times; the throughput collector, as that local audit's JVM has it
+# (audit/session.py LOCAL_JVM_OPTIONS), spares each short-lived JVM G1's concurrent threads. Spark prepends
+# `defaultJavaOptions` to an operator's `extraJavaOptions` (docs/configuration.md; launcher
+# SparkLauncher.DRIVER_DEFAULT_JAVA_OPTIONS, EXECUTOR_DEFAULT_JAVA_OPTIONS), so what the tests pin of those stays
+# as it was.
 SMALL_APP_DEFAULTS = (
-    "spark.driver.defaultJavaOptions -XX:TieredStopAtLevel=1\n"
-    "spark.executor.defaultJavaOptions -XX:TieredStopAtLevel=1\n"
+    "spark.driver.defaultJavaOptions -XX:TieredStopAtLevel=1 -XX:+UseParallelGC\n"
+    "spark.executor.defaultJavaOptions -XX:TieredStopAtLevel=1 -XX:+UseParallelGC\n"
     "spark.sql.codegen.wholeStage false\n"
     "spark.sql.codegen.factoryMode NO_CODEGEN\n"
 )
@@ -104,6 +106,12 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_WORKER_DIR": str(tmp_path / "work"),
         "SPARK_LOG_DIR": str(tmp_path / "logs"),
+        # the master and the worker are this test's machinery, not what it pins (the applications' JVMs take
+        # their options from spark-defaults.conf and --conf; the worker builds each executor's command from the
+        # application's settings, never from this variable: launcher SparkClassCommandBuilder reads it for
+        # Master and Worker only, WorkerCommandBuilder for executors): C1 alone and the serial collector spare
+        # the two long-idle daemons their C2 compiles and GC threads on a 2-core runner
+        "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     }
     port = _free_port()
     procs: list[subprocess.Popen[bytes]] = []
