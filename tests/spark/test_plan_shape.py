@@ -433,7 +433,7 @@ def test_scans_counts_each_directory_a_plan_reads() -> None:
 # leak-prone trees under the roots found); the ledger lists by int_references and twice by int_ledgers (its last
 # ledgers are joined with BookKeeper's metadata, the rest skip that join's shuffle); the cursors by
 # int_references (their ledgers, and the few that hold a bucket), int_user_cursors, int_transaction_openers (the
-# subscription naming each pending-ack store, once: int_transaction_stores reads its rows at each of its three
+# subscription naming each pending-ack store, once: int_transaction_stores reads its rows at each of its two
 # uses, where the CTE it was had read the cursors at each) and expired-retention's check for a live cursor;
 # BookKeeper's ledgers by int_ledgers, int_unmatched_ledgers (ids only) and orphan-ledger (for the unreferenced
 # ones); the ledger lists and the cursors (twice: their ledgers, and the namespace of a
