@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.sql_files import detect_files
+from pulsar_ops.audit.sql_files import detect_files, storage_files
 from pulsar_ops.bench.duckdb_sql import connect, register_scans, rewrite_storage
 from tests.spark.scan_builder import ScanBuilder
 from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
@@ -39,8 +39,6 @@ def test_missing_members_across_mask_words(tmp_path: Path) -> None:
     con = connect(snap, params, admin_scraped=False)
     register_scans(con, dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
     con.execute("CREATE OR REPLACE TABLE storage_params AS SELECT CAST(10 AS INT) AS top_n")
-    from pulsar_ops.audit.sql_files import storage_files
-
     for f in storage_files():
         if f.path.stem != f.name:  # the shared views, written before the detections
             con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
