@@ -46,7 +46,7 @@ bits AS (
 ),
 per_ledger AS (
     -- per ledger, the members holding nothing of it: one aggregate by ledger id over 64-bit masks. An anti-join
-    -- of the (ledger, bookie) members with the held pairs shuffled and sorted both (9 M + 18 M rows keyed by a
+    -- of the (ledger, bookie) members with the held pairs shuffled and sorted both (5.7 M + 18.2 M rows keyed by a
     -- bookie id string at 600,000 topics); an aggregate's map side merges a ledger's rows of one file first
     -- (storage_ledgers is written grouped by ledger)
     SELECT ledger_id, word, bit_or(expected) & ~bit_or(held) AS missing
