@@ -28,7 +28,10 @@ absent_ids AS (
     SELECT DISTINCT ledger_id FROM storage_ledgers WHERE NOT metadata AND NOT undecodable AND ledger_id >= 0
 ),
 absent AS (
-    SELECT /*+ BROADCAST(x, g) */
+    -- the per-log detail of those ledgers: log_ledgers (sql/storage/2_log_ledgers.sql, written once before the
+    -- storage detections) holds each dead (bookie, ledger)'s pairs as rows of their own, so this reads those few
+    -- rows, not the scans' (ledger, log) pairs; `logs` is a row per entry log (few, broadcast)
+    SELECT /*+ BROADCAST(g) */
         l.bookie_id,
         l.ledger_id,
         sum(l.bytes) AS bytes,
@@ -37,9 +40,9 @@ absent AS (
             'ledger_dir', l.ledger_dir, 'entry_log_id', l.log_id, 'file', g.file, 'bytes', l.bytes,
             'mtime_ms', g.mtime_ms
         ))) AS logs
-    FROM stg_scan_entry_log_ledgers l
-    JOIN absent_ids x ON x.ledger_id = l.ledger_id
+    FROM log_ledgers l
     JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
+    WHERE l.ledger_id >= 0
     GROUP BY l.bookie_id, l.ledger_id
 ),
 referenced AS (

@@ -35,7 +35,7 @@ pairs AS (
     LEFT JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
 ),
 on_disk AS (
-    SELECT p.bookie_id, p.ledger_id, sum(p.bytes) AS bytes, count(*) AS logs, min(p.mtime_ms) AS oldest_mtime_ms
+    SELECT p.bookie_id, p.ledger_id, sum(p.bytes) AS bytes, min(p.mtime_ms) AS oldest_mtime_ms
     FROM pairs p
     GROUP BY p.bookie_id, p.ledger_id
 ),
@@ -73,8 +73,6 @@ joined AS (
         d.bookie_id,
         d.ledger_id,
         d.bytes,
-        d.logs,
-        d.oldest_mtime_ms,
         CASE
             WHEN b.ledger_id IS NOT NULL AND o.ledger_id IS NOT NULL THEN 'live'
             WHEN b.ledger_id IS NOT NULL AND b.kind NOT IN ('unowned', 'pulsar-unknown')
@@ -119,12 +117,11 @@ joined AS (
     LEFT JOIN undecodable u ON u.ledger_id = d.ledger_id
 ),
 classified AS (
+    -- the columns the storage SQL reads (each is written for 9 M rows at 600,000 topics)
     SELECT
         j.bookie_id,
         j.ledger_id,
         j.bytes,
-        j.logs,
-        j.oldest_mtime_ms,
         j.class,
         j.kind,
         j.metadata,
@@ -138,5 +135,7 @@ classified AS (
 )
 SELECT
     c.*,
-    nullif(regexp_extract(c.namespace, '^([^/]+)/', 1), '') AS tenant
+    -- the namespace's first segment when it is not empty (what '^([^/]+)/' extracts), without a regular
+    -- expression: this runs on every row (9 M at 600,000 topics)
+    CASE WHEN instr(c.namespace, '/') > 1 THEN substring(c.namespace, 1, instr(c.namespace, '/') - 1) END AS tenant
 FROM classified c

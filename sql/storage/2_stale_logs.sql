@@ -2,7 +2,7 @@
 -- thresholds, intervals, gcWaitTime, causes), one row per log with its measure and likely causes. Written once to
 -- Parquet (etl.storage_shared) before the storage detections: stale-entry-log reads it twice (the logs, and the
 -- live pairs of those logs), and as a view Spark planned the per-log aggregate over the scans' 9 M (ledger, log)
--- pairs once per reference.
+-- pairs once per reference. Each log's live and dead pairs come from log_ledgers (sql/storage/2_log_ledgers.sql).
 WITH logs AS (
     SELECT bookie_id, ledger_dir, log_id, min(file) AS file, min(mtime_ms) AS mtime_ms,
         max(data_bytes) AS data_bytes, max(file_bytes) AS file_bytes, min(read_via) AS read_via
@@ -13,35 +13,23 @@ WITH logs AS (
 ),
 dead AS (
     -- the (bookie, ledger) on the scanned disks whose metadata is absent and whose znode is not an undecodable one,
-    -- from storage_ledgers (the pairs aggregated and joined with the metadata once, before the storage detections:
-    -- sql/storage/1_storage_ledgers.sql): few where GC runs, so broadcast, and the (ledger, log) pairs are never
-    -- shuffled by ledger to judge each one
+    -- from storage_ledgers (sql/storage/1_storage_ledgers.sql): few where GC runs, so broadcast
     SELECT bookie_id, ledger_id FROM storage_ledgers WHERE NOT metadata AND NOT undecodable
 ),
-held AS (
-    -- a pair is live when its ledger's metadata exists (or its znode is an undecodable one); the wide columns (the
-    -- managed ledger names) are read back below only for the few logs found stale
-    SELECT /*+ BROADCAST(d) */
-        l.bookie_id, l.ledger_dir, l.log_id, l.ledger_id, l.bytes,
-        d.ledger_id IS NULL AS live
-    FROM stg_scan_entry_log_ledgers l
-    LEFT JOIN dead d ON d.bookie_id = l.bookie_id AND d.ledger_id = l.ledger_id
-),
 per_log AS (
-    SELECT
-        h.bookie_id, h.ledger_dir, h.log_id,
-        coalesce(sum(CASE WHEN h.live THEN h.bytes END), 0) AS live_bytes,
-        count_if(h.live) AS live_ledger_count
-    FROM held h
-    GROUP BY h.bookie_id, h.ledger_dir, h.log_id
+    -- a pair is live when its ledger's metadata exists (or its znode is an undecodable one): log_ledgers
+    -- (sql/storage/2_log_ledgers.sql) holds each log's live pairs summed, and its dead pairs one by one
+    SELECT bookie_id, ledger_dir, log_id, bytes AS live_bytes, pairs AS live_ledger_count
+    FROM log_ledgers
+    WHERE ledger_id IS NULL
 ),
 in_index AS (
     -- the pairs of deleted ledgers (few) still in the bookie's local index
     SELECT
         h.bookie_id, h.ledger_dir, h.log_id,
-        count(*) AS deleted_in_index,
+        sum(h.pairs) AS deleted_in_index,
         array_sort(collect_list(h.ledger_id)) AS deleted_in_index_ids
-    FROM held h
+    FROM log_ledgers h
     JOIN (
         SELECT /*+ BROADCAST(d) */ i.bookie_id, i.ledger_id
         FROM stg_scan_local_index i
@@ -49,7 +37,6 @@ in_index AS (
         WHERE coalesce(i.exists, true)
         GROUP BY i.bookie_id, i.ledger_id
     ) x ON x.bookie_id = h.bookie_id AND x.ledger_id = h.ledger_id
-    WHERE NOT h.live
     GROUP BY h.bookie_id, h.ledger_dir, h.log_id
 ),
 measured AS (
