@@ -28,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 9
+#define NATIVE_ABI 10
 
 #define MAX_SEGMENTS 256
 #define MAX_MEMBERS 1024
@@ -3104,7 +3104,195 @@ static PyObject *snap_walk(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromSsize_t(i);
 }
 
+/* ---- pack_reads / unpack_reads: a chunk of reads over the decode workers' pipes ------------------------------
+ *
+ * pack_reads(store, reads) -> bytes | None; unpack_reads(raw) -> (store, reads)
+ *
+ * The walk hands reads (path: str, data: bytes, stat: 11 ints) to the decode worker processes a chunk at a time
+ * (scrape.decode_pool). marshal spends most of its time on the stat's ints (a zxid or a time in ms is a
+ * multi-digit long to marshal) and on its reference table; this layout is a few memcpys each way:
+ *
+ *   u8 PACK_MAGIC, u32 count, u32 store length, store (UTF-8), then per read:
+ *   u32 path length, path (UTF-8), u32 data length, data, 11 x i64 stat
+ *
+ * in the machine's own byte order (both ends are the same interpreter on the same machine: the worker is
+ * sys.executable). pack_reads returns None for anything else (a read that is not such a tuple, a path that does
+ * not encode to UTF-8, an int past int64, a length past u32): the caller sends marshal instead. The pure twins are
+ * scrape.decode_pool.pack_reads_py / unpack_reads_py (the same bytes; tests/unit/scrape/test_decode_pool.py). */
+
+#define PACK_MAGIC 0x01 /* never the first byte of a marshal stream (a type code, possibly | 0x80) */
+
+static PyObject *pack_reads(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "pack_reads(store: str, reads: list)");
+        return NULL;
+    }
+    PyObject *reads = args[1];
+    Py_ssize_t count = PyList_GET_SIZE(reads), sn;
+    const char *sp = PyUnicode_AsUTF8AndSize(args[0], &sn);
+    if (!sp) return NULL;
+    if (count > (Py_ssize_t)UINT32_MAX || sn > (Py_ssize_t)UINT32_MAX) Py_RETURN_NONE;
+    /* first pass: check every read and size the buffer */
+    size_t total = 1 + 4 + 4 + (size_t)sn;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *r = PyList_GET_ITEM(reads, i);
+        if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 3) Py_RETURN_NONE;
+        PyObject *path = PyTuple_GET_ITEM(r, 0), *data = PyTuple_GET_ITEM(r, 1), *stat = PyTuple_GET_ITEM(r, 2);
+        if (!PyUnicode_CheckExact(path) || !PyBytes_CheckExact(data) || !PyTuple_CheckExact(stat) ||
+            PyTuple_GET_SIZE(stat) != 11)
+            Py_RETURN_NONE;
+        Py_ssize_t pn;
+        if (PyUnicode_IS_ASCII(path)) {
+            pn = PyUnicode_GET_LENGTH(path);
+        } else if (!PyUnicode_AsUTF8AndSize(path, &pn)) { /* a lone surrogate (surrogateescape): marshal's */
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        Py_ssize_t dn = PyBytes_GET_SIZE(data);
+        if (pn > (Py_ssize_t)UINT32_MAX || dn > (Py_ssize_t)UINT32_MAX) Py_RETURN_NONE;
+        for (int k = 0; k < 11; k++) {
+            if (!PyLong_CheckExact(PyTuple_GET_ITEM(stat, k))) Py_RETURN_NONE;
+        }
+        total += 4 + (size_t)pn + 4 + (size_t)dn + 11 * 8;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (!out) return NULL;
+    char *w = PyBytes_AS_STRING(out);
+    uint32_t u;
+    *w++ = (char)PACK_MAGIC;
+    u = (uint32_t)count;
+    memcpy(w, &u, 4);
+    w += 4;
+    u = (uint32_t)sn;
+    memcpy(w, &u, 4);
+    w += 4;
+    memcpy(w, sp, (size_t)sn);
+    w += sn;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *r = PyList_GET_ITEM(reads, i);
+        PyObject *path = PyTuple_GET_ITEM(r, 0), *data = PyTuple_GET_ITEM(r, 1), *stat = PyTuple_GET_ITEM(r, 2);
+        Py_ssize_t pn;
+        const char *pp = PyUnicode_IS_ASCII(path) ? (const char *)PyUnicode_DATA(path) : NULL;
+        if (pp) {
+            pn = PyUnicode_GET_LENGTH(path);
+        } else {
+            pp = PyUnicode_AsUTF8AndSize(path, &pn); /* cached by the first pass */
+            if (!pp) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        u = (uint32_t)pn;
+        memcpy(w, &u, 4);
+        memcpy(w + 4, pp, (size_t)pn);
+        w += 4 + pn;
+        Py_ssize_t dn = PyBytes_GET_SIZE(data);
+        u = (uint32_t)dn;
+        memcpy(w, &u, 4);
+        memcpy(w + 4, PyBytes_AS_STRING(data), (size_t)dn);
+        w += 4 + dn;
+        for (int k = 0; k < 11; k++) {
+            int overflow = 0;
+            long long x = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(stat, k), &overflow);
+            if (overflow) {
+                Py_DECREF(out);
+                Py_RETURN_NONE;
+            }
+            int64_t v = (int64_t)x;
+            memcpy(w, &v, 8);
+            w += 8;
+        }
+    }
+    return out;
+}
+
+static int unpack_fail(void) {
+    PyErr_SetString(PyExc_ValueError, "unpack_reads: a truncated or malformed chunk");
+    return -1;
+}
+
+static PyObject *unpack_reads(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *p = (const char *)view.buf, *end = p + view.len;
+    PyObject *store = NULL, *reads = NULL, *result = NULL;
+    uint32_t count, n;
+    if (end - p < 9 || (uint8_t)p[0] != PACK_MAGIC) {
+        unpack_fail();
+        goto done;
+    }
+    memcpy(&count, p + 1, 4);
+    memcpy(&n, p + 5, 4);
+    p += 9;
+    if ((size_t)(end - p) < n) {
+        unpack_fail();
+        goto done;
+    }
+    if (!(store = PyUnicode_DecodeUTF8(p, (Py_ssize_t)n, NULL))) goto done;
+    p += n;
+    if ((size_t)(end - p) / (4 + 4 + 88) < count) { /* each read takes at least 96 bytes */
+        unpack_fail();
+        goto done;
+    }
+    if (!(reads = PyList_New((Py_ssize_t)count))) goto done;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t pn, dn;
+        if (end - p < 4) goto bad;
+        memcpy(&pn, p, 4);
+        p += 4;
+        if ((size_t)(end - p) < (size_t)pn + 4) goto bad;
+        PyObject *path = PyUnicode_DecodeUTF8(p, (Py_ssize_t)pn, NULL);
+        if (!path) goto done;
+        p += pn;
+        memcpy(&dn, p, 4);
+        p += 4;
+        if ((size_t)(end - p) < (size_t)dn + 88) {
+            Py_DECREF(path);
+            goto bad;
+        }
+        PyObject *data = PyBytes_FromStringAndSize(p, (Py_ssize_t)dn);
+        p += dn;
+        PyObject *stat = PyTuple_New(11);
+        PyObject *t = PyTuple_New(3);
+        if (!data || !stat || !t) {
+            Py_DECREF(path);
+            Py_XDECREF(data);
+            Py_XDECREF(stat);
+            Py_XDECREF(t);
+            goto done;
+        }
+        PyTuple_SET_ITEM(t, 0, path);
+        PyTuple_SET_ITEM(t, 1, data);
+        PyTuple_SET_ITEM(t, 2, stat);
+        PyList_SET_ITEM(reads, i, t);
+        for (int k = 0; k < 11; k++) {
+            int64_t v;
+            memcpy(&v, p, 8);
+            p += 8;
+            PyObject *o = PyLong_FromLongLong((long long)v);
+            if (!o) goto done;
+            PyTuple_SET_ITEM(stat, k, o);
+        }
+    }
+    if (p != end) goto bad;
+    result = PyTuple_Pack(2, store, reads);
+    goto done;
+bad:
+    unpack_fail();
+done:
+    Py_XDECREF(store);
+    Py_XDECREF(reads);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef METHODS[] = {
+    {"pack_reads", (PyCFunction)(void (*)(void))pack_reads, METH_FASTCALL,
+     "pack_reads(store, reads) -> bytes | None: a chunk of reads for a decode worker's pipe (None: send marshal)."},
+    {"unpack_reads", unpack_reads, METH_O,
+     "unpack_reads(raw) -> (store, reads): pack_reads' chunk read back (ValueError when malformed)."},
     {"bk_ledger", bk_ledger, METH_O,
      "bk_ledger(data: bytes) -> tuple | None: the bk_ledgers row parts of a v3 (binary) or v2 (text) ledger "
      "metadata znode, or None when the pure-Python path must decide."},
