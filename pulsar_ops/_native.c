@@ -28,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 10
+#define NATIVE_ABI 11
 
 #define MAX_SEGMENTS 256
 #define MAX_MEMBERS 1024
@@ -1589,6 +1589,99 @@ static void sha256_hex(const uint8_t *p, size_t n, char out[64]) {
             out[8 * j + 2 * b + 1] = hex[x & 15];
         }
     }
+}
+
+/* ---- adler32: zlib.adler32, vectorised ------------------------------------------------------------------------
+ *
+ * adler32(data, value=1) -> int: exactly zlib.adler32 (RFC 1950: a = 1 + the bytes, b = the sum of the a's, both mod
+ * 65521; the result b << 16 | a). The offline scrape checksums every byte of the snapshot (its seals) and of each
+ * transaction log it reads (each record's checksum, ZooKeeper's FileTxnIterator): 2.3 GB at 600,000 topics, where
+ * zlib's scalar loop runs ~2 GB/s. With AVX2 a 32-byte block takes one SAD (the a part) and one multiply-add by the
+ * weights 32..1 (the b part), reduced mod 65521 every NMAX bytes as zlib does. Equal to zlib.adler32 for every input
+ * (tests/unit/test_native.py). */
+
+#define ADLER_BASE 65521u
+#define ADLER_NMAX 5552 /* the largest n with 255 n (n+1) / 2 + (n+1) (BASE-1) <= 2^32 - 1 (zlib) */
+
+static uint32_t adler32_c(uint32_t adler, const uint8_t *p, size_t n) {
+    uint32_t a = adler & 0xFFFF, b = adler >> 16;
+    while (n) {
+        size_t k = n < ADLER_NMAX ? n : ADLER_NMAX;
+        n -= k;
+        while (k--) {
+            a += *p++;
+            b += a;
+        }
+        a %= ADLER_BASE;
+        b %= ADLER_BASE;
+    }
+    return b << 16 | a;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2"))) static uint32_t adler32_avx2(uint32_t adler, const uint8_t *p, size_t n) {
+    uint32_t a = adler & 0xFFFF, b = adler >> 16;
+    const __m256i weights = _mm256_setr_epi8(32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
+                                             14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i zero = _mm256_setzero_si256();
+    while (n >= 32) {
+        size_t k = n < ADLER_NMAX ? n : ADLER_NMAX;
+        k -= k % 32;
+        n -= k;
+        const uint64_t run = k;
+        /* per block of 32 bytes: b += 32 a + sum (32 - i) d[i], a += sum d[i]; the lanes hold the sums of this run
+           with a counted from 0 (vprev: the a before each block), the run's first a added as run * a below */
+        __m256i va = zero, vb = zero, vprev = zero;
+        for (; k; k -= 32, p += 32) {
+            __m256i d = _mm256_loadu_si256((const __m256i *)p);
+            vprev = _mm256_add_epi32(vprev, va);
+            va = _mm256_add_epi32(va, _mm256_sad_epu8(d, zero));
+            vb = _mm256_add_epi32(vb, _mm256_madd_epi16(_mm256_maddubs_epi16(d, weights), ones));
+        }
+        uint32_t la[8], lb[8], lp[8];
+        _mm256_storeu_si256((__m256i *)la, va);
+        _mm256_storeu_si256((__m256i *)lb, vb);
+        _mm256_storeu_si256((__m256i *)lp, vprev);
+        uint64_t sa = 0, sb = 0, sp = 0;
+        for (int i = 0; i < 8; i++) {
+            sa += la[i];
+            sb += lb[i];
+            sp += lp[i];
+        }
+        b = (uint32_t)((b + run * a + 32 * sp + sb) % ADLER_BASE);
+        a = (uint32_t)((a + sa) % ADLER_BASE);
+    }
+    return adler32_c(b << 16 | a, p, n);
+}
+#endif
+
+static uint32_t (*adler32_impl)(uint32_t, const uint8_t *, size_t) = adler32_c;
+
+static PyObject *py_adler32(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "adler32(data, value=1)");
+        return NULL;
+    }
+    uint32_t value = 1;
+    if (nargs == 2) {
+        unsigned long v = PyLong_AsUnsignedLongMask(args[1]); /* zlib.adler32 takes the value mod 2^32 too */
+        if (v == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+        value = (uint32_t)v;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t r;
+    if (view.len > 65536) {
+        Py_BEGIN_ALLOW_THREADS
+        r = adler32_impl(value, (const uint8_t *)view.buf, (size_t)view.len);
+        Py_END_ALLOW_THREADS
+    } else {
+        r = adler32_impl(value, (const uint8_t *)view.buf, (size_t)view.len);
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(r);
 }
 
 /* sha256_hex(data: bytes) -> str: hashlib.sha256(data).hexdigest(), natively (what the batches write). */
@@ -3332,6 +3425,8 @@ done:
 }
 
 static PyMethodDef METHODS[] = {
+    {"adler32", (PyCFunction)(void (*)(void))py_adler32, METH_FASTCALL,
+     "adler32(data, value=1) -> int: zlib.adler32, vectorised where the CPU has AVX2."},
     {"pack_reads", (PyCFunction)(void (*)(void))pack_reads, METH_FASTCALL,
      "pack_reads(store, reads) -> bytes | None: a chunk of reads for a decode worker's pipe (None: send marshal)."},
     {"unpack_reads", unpack_reads, METH_O,
@@ -3382,6 +3477,11 @@ PyMODINIT_FUNC PyInit__native(void) {
     json_plain_init();
     const char *sha_impl = getenv("PULSAR_OPS_NATIVE_SHA");
     if (sha_ni_available() && !(sha_impl && strcmp(sha_impl, "c") == 0)) sha256_blocks = sha256_blocks_ni;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    const char *adler_impl = getenv("PULSAR_OPS_NATIVE_ADLER");
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && !(adler_impl && strcmp(adler_impl, "c") == 0)) adler32_impl = adler32_avx2;
+#endif
     if (!(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_TEXT = PyUnicode_InternFromString("text")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
         !(CODEC_NONE = PyUnicode_InternFromString("NONE")))
         return NULL;
@@ -3390,7 +3490,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0 ||
-        PyModule_AddStringConstant(m, "SHA256", sha256_blocks == sha256_blocks_c ? "c" : "x86-sha") < 0) {
+        PyModule_AddStringConstant(m, "SHA256", sha256_blocks == sha256_blocks_c ? "c" : "x86-sha") < 0 ||
+        PyModule_AddStringConstant(m, "ADLER32", adler32_impl == adler32_c ? "c" : "avx2") < 0) {
         Py_DECREF(m);
         return NULL;
     }

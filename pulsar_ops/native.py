@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 10  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 11  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
@@ -45,6 +45,7 @@ def _load() -> tuple[dict[str, Any], str]:
         "sha256_hex",
         "pack_reads",
         "unpack_reads",
+        "adler32",
     )
     return {name: getattr(_native, name) for name in names}, "native"
 
@@ -80,3 +81,5 @@ sha256_hex: Callable[[bytes], str] | None = _FNS.get("sha256_hex")
 # (store, reads) back; exactly scrape.decode_pool's pack_reads_py / unpack_reads_py
 pack_reads: Callable[[str, list[Any]], bytes | None] | None = _FNS.get("pack_reads")
 unpack_reads: Callable[[bytes], tuple[str, list[Any]]] | None = _FNS.get("unpack_reads")
+# adler32(data, value=1): zlib.adler32 (vectorised with AVX2): the snapshot's seals and the transaction logs' records
+adler32: Callable[..., int] | None = _FNS.get("adler32")
