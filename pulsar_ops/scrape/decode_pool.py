@@ -116,8 +116,9 @@ def pack_reads_py(store: str, reads: list[Read]) -> bytes | None:
     return b"".join(parts)
 
 
-def unpack_reads_py(raw: bytes) -> tuple[str, list[Read]]:
-    """``native.unpack_reads``' pure twin (ValueError when the chunk is malformed)."""
+def unpack_reads_py(raw: bytes, idx: list[int] | None = None) -> tuple[str, list[Read]]:
+    """``native.unpack_reads``' pure twin: the store and the reads (those at ``idx``, in that order; ValueError when
+    the chunk is malformed)."""
     try:
         magic, count, n = _PACK_HEAD.unpack_from(raw, 0)
         if magic != PACKED:
@@ -148,6 +149,10 @@ def unpack_reads_py(raw: bytes) -> tuple[str, list[Read]]:
         raise ValueError(f"unpack_reads: a truncated or malformed chunk ({e})") from None
     if pos != len(raw):
         raise ValueError("unpack_reads: a truncated or malformed chunk (bytes after the last read)")
+    if idx is not None:
+        if any(not 0 <= i < len(reads) for i in idx):
+            raise IndexError("a read index past the chunk")
+        reads = [reads[i] for i in idx]
     return store, reads
 
 
@@ -155,9 +160,14 @@ _pack = native.pack_reads or pack_reads_py
 _unpack = native.unpack_reads or unpack_reads_py
 
 
-def _read_chunk(stream: IO[bytes]) -> Any:
+def _read_chunk(stream: IO[bytes], *, packed: bool = False) -> Any:
+    """The next chunk, (store, reads), or None at the end; with ``packed``, a packed chunk's reads stay the packed
+    bytes (``SnapshotSink.nodes`` reads them in place: no Python object per read the native batches take)."""
     raw = _read_frame(stream)
     if raw[:1] == _PACKED_BYTE:
+        if packed:
+            (n,) = _LEN.unpack_from(raw, 5)
+            return raw[9 : 9 + n].decode("utf-8"), raw
         return _unpack(raw)
     return marshal.loads(raw)
 
@@ -177,7 +187,7 @@ def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
         )
         sink = SnapshotSink(writer, cfg)
         while True:
-            item = _read_chunk(stdin)
+            item = _read_chunk(stdin, packed=True)
             if item is None:
                 break
             store, reads = item
