@@ -1717,6 +1717,7 @@ static PyObject *py_sha256_hex(PyObject *self, PyObject *arg) {
 typedef struct {
     char type;     /* q i s l */
     int nullable;
+    int has_valid; /* the validity bitmap is built (from the first null on: Arrow takes none without nulls) */
     Py_ssize_t n, nulls, child_n;
     Buf valid, values, offsets, child_offsets, child_data;
 } Col;
@@ -1747,12 +1748,29 @@ static inline __attribute__((always_inline)) int put_i32(Buf *b, int64_t v) {
     return buf_put(b, (const char *)&x, 4);
 }
 
-/* The validity bit of the next value (and, for a bool column, its value bit: set with col_bit). */
+/* The first null of a column: its validity bitmap so far (every earlier value valid), ceil(n / 8) bytes. */
+static int col_valid_start(Col *c) {
+    size_t full = (size_t)c->n >> 3, rem = (size_t)c->n & 7;
+    if (buf_reserve(&c->valid, full + 1) < 0) return -1;
+    memset(c->valid.buf, 0xFF, full);
+    c->valid.len = full;
+    if (rem) c->valid.buf[c->valid.len++] = (char)((1 << rem) - 1);
+    c->has_valid = 1;
+    return 0;
+}
+
+/* The validity bit of the next value (and, for a bool column, its value bit: set with col_bit). The bitmap is
+ * only built from a column's first null on (most columns have none: Arrow then takes no bitmap). */
 static inline __attribute__((always_inline)) int col_valid(Col *c, int isnull) {
-    if ((c->n & 7) == 0) {
-        if (buf_put(&c->valid, "\0", 1) < 0) return -1;
-        if (c->type == 'b' && buf_put(&c->values, "\0", 1) < 0) return -1;
+    if ((c->n & 7) == 0 && c->type == 'b' && buf_put(&c->values, "\0", 1) < 0) return -1;
+    if (!c->has_valid) {
+        if (!isnull) {
+            c->n++;
+            return 0;
+        }
+        if (col_valid_start(c) < 0) return -1;
     }
+    if ((c->n & 7) == 0 && buf_put(&c->valid, "\0", 1) < 0) return -1;
     if (isnull) {
         c->nulls++;
     } else {
