@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 9  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 12  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
@@ -43,6 +43,9 @@ def _load() -> tuple[dict[str, Any], str]:
         "ml_batch",
         "schema_batch",
         "sha256_hex",
+        "pack_reads",
+        "unpack_reads",
+        "adler32",
     )
     return {name: getattr(_native, name) for name in names}, "native"
 
@@ -74,3 +77,10 @@ ml_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("ml_batch")
 schema_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("schema_batch")
 # sha256_hex(data): hashlib.sha256(data).hexdigest(), the data_sha256 the batches compute natively
 sha256_hex: Callable[[bytes], str] | None = _FNS.get("sha256_hex")
+# pack_reads(store, reads): a chunk of reads for a decode worker's pipe, or None (then marshal goes); unpack_reads(raw,
+# idx=None): (store, reads) back (only those at idx); exactly scrape.decode_pool's pack_reads_py / unpack_reads_py. The
+# batches (bk_batch, ml_batch, schema_batch) read such a chunk in place too.
+pack_reads: Callable[[str, list[Any]], bytes | None] | None = _FNS.get("pack_reads")
+unpack_reads: Callable[..., tuple[str, list[Any]]] | None = _FNS.get("unpack_reads")
+# adler32(data, value=1): zlib.adler32 (vectorised with AVX2): the snapshot's seals and the transaction logs' records
+adler32: Callable[..., int] | None = _FNS.get("adler32")

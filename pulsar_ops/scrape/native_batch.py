@@ -72,12 +72,16 @@ def usable(ledgers_root: str) -> bool:
     )
 
 
-def bk_batch(store: str, reads: list[Any], ledgers_root: str, max_bytes: int) -> BkBatch:
+def bk_batch(
+    store: str, reads: list[Any] | bytes, ledgers_root: str, max_bytes: int, idx: list[int] | None = None
+) -> BkBatch:
     """(rows taken, indexes of the reads left to the per-znode path, znodes arrays, bk_ledgers arrays, the taken
-    rows' min and max mzxid)."""
+    rows' min and max mzxid). ``reads``: a list of (path, data, stat) or a packed chunk (``decode_pool``'s, no
+    Python object per read); ``idx``: the indexes of the reads to look at (default: all); the indexes returned are
+    into ``reads`` either way."""
     assert native.bk_batch is not None
     n, rest, zcols, bcols, lo, hi = native.bk_batch(
-        store, reads, ledgers_root, max_bytes, spec("znodes"), spec("bk_ledgers")
+        store, reads, ledgers_root, max_bytes, spec("znodes"), spec("bk_ledgers"), idx
     )
     if not n:
         return 0, rest, [], [], None, None
@@ -108,12 +112,12 @@ def _ml_args() -> tuple[tuple[str, ...], tuple[Any, ...]]:
 MlBatch = tuple[int, list[int], dict[str, list[pa.Array]], int | None, int | None, dict[str, int]]
 
 
-def ml_batch(store: str, reads: list[Any], max_bytes: int) -> MlBatch:
+def ml_batch(store: str, reads: list[Any] | bytes, max_bytes: int, idx: list[int] | None = None) -> MlBatch:
     """(znodes taken, indexes of the reads left to the per-znode path, arrays per table with rows, the taken
-    rows' min and max mzxid, znodes taken per /managed-ledgers scope)."""
+    rows' min and max mzxid, znodes taken per /managed-ledgers scope); ``reads`` and ``idx`` as for bk_batch."""
     assert native.ml_batch is not None
     specs, helpers = _ml_args()
-    n, rest, tables, counts, lo, hi, scopes = native.ml_batch(store, reads, max_bytes, specs, helpers)
+    n, rest, tables, counts, lo, hi, scopes = native.ml_batch(store, reads, max_bytes, specs, helpers, idx)
     arrays = {
         t: columns_to_arrays(t, cols, rows) for t, cols, rows in zip(ML_TABLES, tables, counts, strict=True) if rows
     }
@@ -123,12 +127,14 @@ def ml_batch(store: str, reads: list[Any], max_bytes: int) -> MlBatch:
 SchemaBatch = tuple[int, list[int], list[pa.Array], list[pa.Array], int | None, int | None, dict[str, int]]
 
 
-def schema_batch(store: str, reads: list[Any], ledgers_root: str, max_bytes: int) -> SchemaBatch:
+def schema_batch(
+    store: str, reads: list[Any] | bytes, ledgers_root: str, max_bytes: int, idx: list[int] | None = None
+) -> SchemaBatch:
     """(znodes taken, indexes of the reads left to the per-znode path, znodes arrays, schema_index arrays, the
-    taken rows' min and max mzxid, znodes taken per /schemas scope)."""
+    taken rows' min and max mzxid, znodes taken per /schemas scope); ``reads`` and ``idx`` as for bk_batch."""
     assert native.schema_batch is not None
     n, rest, zcols, scols, rows, lo, hi, scopes = native.schema_batch(
-        store, reads, ledgers_root, max_bytes, spec("znodes"), spec("schema_index")
+        store, reads, ledgers_root, max_bytes, spec("znodes"), spec("schema_index"), idx
     )
     if not n:
         return 0, rest, [], [], None, None, scopes

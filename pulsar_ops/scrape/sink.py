@@ -5,10 +5,12 @@ Pure bookkeeping over ``extract`` and the streaming ``SnapshotWriter``; no kazoo
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pulsar_ops import native
 from pulsar_ops.scrape import native_batch
 from pulsar_ops.scrape.classify import CLUSTERS, classify
 from pulsar_ops.scrape.extract import ExtractConfig, Row
@@ -18,7 +20,24 @@ from pulsar_ops.snapshot import schema
 from pulsar_ops.snapshot.writer import SnapshotWriter
 
 _BOOKIE_COLUMNS = schema.table("bookies").column_names
+_PACKED_COUNT = struct.Struct("=I")
 NATIVE_MIN_BATCH = 64  # below this, the per-znode path (building the arrays costs more than it saves)
+
+
+def packed_count(raw: bytes) -> int:
+    """The reads in a packed chunk (its header: u8 magic, u32 count)."""
+    count: int = _PACKED_COUNT.unpack_from(raw, 1)[0]
+    return count
+
+
+def unpack_packed(raw: bytes, idx: list[int] | None = None) -> list[tuple[str, bytes, Stat]]:
+    """A packed chunk's reads (those at ``idx``, in that order), natively or by the pure twin."""
+    if native.unpack_reads is not None:
+        return native.unpack_reads(raw, idx)[1]
+    from pulsar_ops.scrape.decode_pool import unpack_reads_py  # the pure twin (decode_pool imports this module)
+
+    reads = unpack_reads_py(raw)[1]
+    return reads if idx is None else [reads[i] for i in idx]
 
 
 @dataclass
@@ -87,13 +106,16 @@ class SnapshotSink:
             # complete (the listing is whole); the audit blocks only what depends on this znode.
             self._record_error(path, info.scope, error.code, error.reason, listing=False)
 
-    def nodes(self, reads: list[tuple[str, bytes, Stat]]) -> None:
+    def nodes(self, reads: list[tuple[str, bytes, Stat]] | bytes) -> None:
         """``node`` for each read, the hierarchical ledger znodes, then the topic and cursor znodes, then the schema
-        locators, in native batches when they are built (the same rows, in another order within the tables)."""
+        locators, in native batches when they are built (the same rows, in another order within the tables).
+        ``reads``: a list of (path, data, stat), or a packed chunk (``decode_pool.pack_reads_py``'s layout, what a
+        decode worker receives): the batches read it in place and only the reads they leave become tuples."""
         cfg = self.cfg
-        if len(reads) < NATIVE_MIN_BATCH or not native_batch.usable(cfg.ledgers_root):
+        count = packed_count(reads) if isinstance(reads, bytes) else len(reads)
+        if count < NATIVE_MIN_BATCH or not native_batch.usable(cfg.ledgers_root):
             node = self.node
-            for path, data, stat in reads:
+            for path, data, stat in unpack_packed(reads) if isinstance(reads, bytes) else reads:
                 node(path, data, stat)
             return
         store = self.store
@@ -107,9 +129,7 @@ class SnapshotSink:
             rng = self.zxid.get(store)
             self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
         if len(rest) >= NATIVE_MIN_BATCH:
-            left = [reads[i] for i in rest]
-            n, rest, arrays, lo, hi, scopes = native_batch.ml_batch(store, left, cfg.max_znode_bytes)
-            reads = left
+            n, rest, arrays, lo, hi, scopes = native_batch.ml_batch(store, reads, cfg.max_znode_bytes, rest)
             for table, cols in arrays.items():
                 self.writer.add_arrays(table, cols)
             for scope, count in scopes.items():
@@ -120,11 +140,9 @@ class SnapshotSink:
                 rng = self.zxid.get(store)
                 self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
         if len(rest) >= NATIVE_MIN_BATCH:
-            left = [reads[i] for i in rest]
             n, rest, zarrays, sarrays, lo, hi, scopes = native_batch.schema_batch(
-                store, left, cfg.ledgers_root, cfg.max_znode_bytes
+                store, reads, cfg.ledgers_root, cfg.max_znode_bytes, rest
             )
-            reads = left
             if n:
                 self.writer.add_arrays("znodes", zarrays)
                 if sarrays:
@@ -136,8 +154,8 @@ class SnapshotSink:
                 rng = self.zxid.get(store)
                 self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
         node = self.node
-        for i in rest:
-            path, data, stat = reads[i]
+        left = unpack_packed(reads, rest) if isinstance(reads, bytes) else [reads[i] for i in rest]
+        for path, data, stat in left:
             node(path, data, stat)
 
     def error(self, path: str, code: str, reason: str) -> None:

@@ -34,7 +34,10 @@ from dataclasses import dataclass, field
 
 import cramjam
 
+from pulsar_ops import native
 from pulsar_ops.zkdata.jute import STAT_PERSISTED, Acl, JuteError, JuteReader
+
+_adler32 = native.adler32 or zlib.adler32  # the seals' and records' checksum (zlib's, vectorised)
 
 SNAP_MAGIC = 0x5A4B534E  # "ZKSN" (FileSnap.SNAP_MAGIC)
 SNAP_VERSION = 2  # FileSnap.VERSION
@@ -202,7 +205,7 @@ class SnapshotStream:
 
     def _seal(self, what: str) -> None:
         r = JuteReader(self.buf, self.pos)
-        expected = zlib.adler32(memoryview(self.buf)[: self.pos]) & 0xFFFFFFFF
+        expected = _adler32(memoryview(self.buf)[: self.pos]) & 0xFFFFFFFF
         try:
             val = r.i64()
             r.string()

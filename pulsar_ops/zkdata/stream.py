@@ -47,6 +47,8 @@ from pulsar_ops.zkdata import snapshot as S
 from pulsar_ops.zkdata import txnlog as T
 from pulsar_ops.zkdata.tree import DataTree, Node, _s64, client_owner, node_digest
 
+_adler32 = native.adler32 or zlib.adler32  # the seals' and records' checksum (zlib's, vectorised)
+
 BLOCK = 8 << 20  # uncompressed bytes read at a time
 NODE_BATCH = 4096  # node records parsed per call
 _I = struct.Struct(">i")
@@ -220,7 +222,7 @@ class SnapshotFile:
             if not chunk:
                 self.eof = True
                 break
-            self.adler = zlib.adler32(memoryview(self.buf)[: self.pos], self.adler)
+            self.adler = _adler32(memoryview(self.buf)[: self.pos], self.adler)
             self.buf = self.buf[self.pos :] + chunk
             self.pos = 0
         return len(self.buf) - self.pos >= need
@@ -336,7 +338,7 @@ class SnapshotFile:
             yield path, data, stat
 
     def _seal(self, what: str) -> None:
-        expected = zlib.adler32(memoryview(self.buf)[: self.pos], self.adler) & 0xFFFFFFFF
+        expected = _adler32(memoryview(self.buf)[: self.pos], self.adler) & 0xFFFFFFFF
         try:
             val = self._i64(what)
             n = self._i32(what)

@@ -22,7 +22,10 @@ import zlib
 from dataclasses import dataclass
 from typing import IO
 
+from pulsar_ops import native
 from pulsar_ops.zkdata.jute import TXN_HEADER, Acl, JuteError, JuteReader
+
+_adler32 = native.adler32 or zlib.adler32  # the seals' and records' checksum (zlib's, vectorised)
 
 LOG_MAGIC = 0x5A4B4C47  # "ZKLG" (FileTxnLog.TXNLOG_MAGIC)
 LOG_VERSION = 2
@@ -233,7 +236,7 @@ def read_log(buf: bytes, *, start_zxid: int = 0) -> tuple[list[LogRecord], LogEn
         entry = buf[pos + 12 : pos + 12 + n]
         if buf[pos + 12 + n] != _EOR:
             return out, LogEnd("partial", pos, "no end-of-record marker ('B'): the last transaction was partial")
-        if zlib.adler32(entry) & 0xFFFFFFFF != crc & 0xFFFFFFFF or crc < 0:
+        if _adler32(entry) & 0xFFFFFFFF != crc & 0xFFFFFFFF or crc < 0:
             return out, LogEnd("crc", pos, "CRC check failed")
         try:
             txn = decode_entry(entry)
@@ -271,7 +274,7 @@ def read_log_file(f: IO[bytes], size: int, *, start_zxid: int = 0) -> tuple[list
         if body[n] != _EOR:
             return out, LogEnd("partial", pos, "no end-of-record marker ('B'): the last transaction was partial")
         entry = body[:n]
-        if zlib.adler32(entry) & 0xFFFFFFFF != crc & 0xFFFFFFFF or crc < 0:
+        if _adler32(entry) & 0xFFFFFFFF != crc & 0xFFFFFFFF or crc < 0:
             return out, LogEnd("crc", pos, "CRC check failed")
         if n >= TXN_HEADER.size and zxid_at(entry, 12)[0] < start_zxid:
             pos += 12 + n + 1

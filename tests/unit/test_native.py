@@ -419,6 +419,50 @@ def test_the_native_hash_is_hashlibs(impl: str) -> None:
     assert out.strip() == "c []"
 
 
+# ---- the seals' and log records' checksum (native.adler32): AVX2 where the CPU has it ------------------------------
+
+# around zlib's NMAX (5552: where both reduce mod 65521) and the 32-byte vector blocks; all 0xFF is the largest sum
+_ADLER_LENGTHS = [*range(0, 100), 5535, 5536, 5551, 5552, 5553, 5584, 11104, 11105, 65536, (1 << 20) + 7]
+
+
+def _adler_mismatches() -> list[tuple[int, int, int]]:
+    import zlib
+
+    assert native.adler32 is not None
+    out = []
+    for n in _ADLER_LENGTHS:
+        for fill in (None, 0xFF):
+            data = bytes((i * 131 + n) & 0xFF for i in range(n)) if fill is None else bytes([fill]) * n
+            for start in (1, 0xFFF0FFF0, 0x12345678):
+                if native.adler32(data, start) != zlib.adler32(data, start):
+                    out.append((n, fill or 0, start))
+        if native.adler32(memoryview(data)[1:]) != zlib.adler32(memoryview(data)[1:]):
+            out.append((n, -1, 1))
+    return out
+
+
+@needs_native
+@pytest.mark.parametrize("impl", ["default", "c"])
+def test_the_native_checksum_is_zlibs(impl: str) -> None:
+    """Both implementations (the one picked at import: AVX2 when the CPU has it; the portable loop) give
+    zlib.adler32 for short, block-sized and NMAX-straddling inputs, the largest sums and any running value."""
+    if impl == "default":
+        assert _adler_mismatches() == []
+        return
+    code = (
+        "from pulsar_ops import _native; from tests.unit.test_native import _adler_mismatches; "
+        "print(_native.ADLER32, _adler_mismatches())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PULSAR_OPS_NATIVE_ADLER": "c"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == "c []"
+
+
 def test_the_switch_turns_the_native_path_off() -> None:
     code = "from pulsar_ops import native; print(native.bk_ledger is None, native.STATUS)"
     out = subprocess.run(

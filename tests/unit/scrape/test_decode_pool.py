@@ -5,10 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from pulsar_ops import native
 from pulsar_ops.errors import DecodeWorkerError
+from pulsar_ops.scrape import decode_pool as d
 from pulsar_ops.scrape.decode_pool import PoolSink, merge_summaries
 from pulsar_ops.scrape.extract import ExtractConfig
 from pulsar_ops.scrape.sink import SnapshotSink
@@ -126,3 +131,62 @@ print(rc, status, summary.znodes, sorted({{m.split(".")[0] for m in sys.modules}
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["0", "ok", "25", "[]"], done.stderr
+
+
+_stat = st.tuples(*[st.integers(-(2**63), 2**63 - 1)] * 11)
+_read = st.tuples(st.text(max_size=40), st.binary(max_size=64), _stat)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=8), st.lists(_read, max_size=12))
+def test_packed_chunks_round_trip_and_the_native_twin_writes_the_same_bytes(
+    store: str, reads: list[tuple[str, bytes, tuple[int, ...]]]
+) -> None:
+    """A chunk of reads crosses the pipe packed: the pure and the native packer give the same bytes (or both None:
+    a lone surrogate from surrogateescape goes as marshal), and both unpackers give the chunk back."""
+    raw = d.pack_reads_py(store, reads)
+    try:
+        (store + "".join(p for p, _, _ in reads)).encode("utf-8")
+        assert raw is not None and raw[0] == d.PACKED
+    except UnicodeEncodeError:
+        assert raw is None
+    if native.pack_reads is not None:
+        assert native.pack_reads(store, reads) == raw
+    if raw is None:
+        return
+    assert d.unpack_reads_py(raw) == (store, reads)
+    if native.unpack_reads is not None:
+        assert native.unpack_reads(raw) == (store, reads)
+        for cut in (len(raw) - 1, len(raw) // 2):
+            with pytest.raises(ValueError):
+                native.unpack_reads(raw[:cut])
+    for cut in (len(raw) - 1, len(raw) // 2):
+        with pytest.raises(ValueError):
+            d.unpack_reads_py(raw[:cut])
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        [("/a", b"x", (1,) * 10)],  # a stat of 10
+        [("/a", b"x", (2**63,) + (0,) * 10)],  # past int64
+        [("/a", bytearray(b"x"), (0,) * 11)],  # not bytes
+        [("/a", b"x", (True,) + (0,) * 10)],  # not an int
+        [("/a\udcff", b"x", (0,) * 11)],  # a lone surrogate (a path that is not UTF-8, surrogateescape'd)
+        [["/a", b"x", (0,) * 11]],  # not a tuple
+    ],
+)
+def test_a_chunk_that_does_not_pack_goes_as_marshal(reads: list[Any]) -> None:
+    import io
+
+    assert d.pack_reads_py("local", reads) is None
+    if native.pack_reads is not None:
+        assert native.pack_reads("local", reads) is None
+    buf = io.BytesIO()
+    d._write_chunk(buf, ("local", reads))
+    d._write_chunk(buf, ("local", _reads(3)))
+    d._write_chunk(buf, None)
+    buf.seek(0)
+    assert d._read_chunk(buf) == ("local", reads)
+    assert d._read_chunk(buf) == ("local", _reads(3))  # packed
+    assert d._read_chunk(buf) is None

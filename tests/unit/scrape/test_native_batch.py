@@ -27,6 +27,7 @@ from pulsar_ops.formats.managed_ledger import encode_managed_ledger_info
 from pulsar_ops.formats.schema_locator import SchemaIndexEntry, SchemaLocator, encode_schema_locator
 from pulsar_ops.scrape import native_batch
 from pulsar_ops.scrape import sink as sink_module
+from pulsar_ops.scrape.decode_pool import pack_reads_py
 from pulsar_ops.scrape.extract import ExtractConfig
 from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.snapshot.writer import SnapshotWriter
@@ -86,13 +87,16 @@ def reads(draw: st.DrawFn) -> list[tuple[str, bytes, tuple[int, ...]]]:
     return out
 
 
-def _write(tmp: Path, chunk: list[Any], batch: bool) -> tuple[dict[str, list[Any]], Any]:
+def _write(tmp: Path, chunk: list[Any], batch: bool, *, packed: bool = False) -> tuple[dict[str, list[Any]], Any]:
+    """The tables and the sink's bookkeeping after the per-znode path, the native batches over the list of reads,
+    or (``packed``) over the packed chunk a decode worker receives."""
     writer = SnapshotWriter(tmp, batch_rows=50)
     sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ROOT, max_znode_bytes=MAX_BYTES))
     sink.store = "local"
     if batch:
+        raw = pack_reads_py("local", chunk) if packed else None
         with mock.patch.object(sink_module, "NATIVE_MIN_BATCH", 1):
-            sink.nodes(chunk)
+            sink.nodes(raw if raw is not None else chunk)
     else:
         for path, data, stat in chunk:
             sink.node(path, data, stat)
@@ -111,6 +115,7 @@ def test_the_batch_writes_what_the_per_znode_path_writes(tmp_path_factory: pytes
     slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
     fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
     assert fast == slow
+    assert _write(tmp_path_factory.mktemp("packed"), chunk, batch=True, packed=True) == slow
 
 
 @needs_native
@@ -291,6 +296,7 @@ def test_the_ml_batch_writes_what_the_per_znode_path_writes(
     slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
     fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
     assert fast == slow
+    assert _write(tmp_path_factory.mktemp("packed"), chunk, batch=True, packed=True) == slow
 
 
 def _columns(arrays: dict[str, Any], table: str) -> dict[str, list[Any]]:
@@ -493,6 +499,7 @@ def test_the_schema_batch_writes_what_the_per_znode_path_writes(
     slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
     fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
     assert fast == slow
+    assert _write(tmp_path_factory.mktemp("packed"), chunk, batch=True, packed=True) == slow
 
 
 @needs_schema_batch
