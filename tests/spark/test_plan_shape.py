@@ -162,8 +162,9 @@ STEP_BROADCASTS = {
 
 # What a broadcast may also read once the SQL is rendered with the intermediate views counted small when written
 # (``${broadcast_if_small:...}``, etl.broadcastable: at most BROADCAST_MAX_ROWS rows): the ledger ids on one side
-# only of BookKeeper and the references, few in a healthy cluster but not by construction.
-MEASURED_SMALL = SMALL_BY_CONSTRUCTION | {"int_unmatched_ledgers"}
+# only of BookKeeper and the references, and the ledger lists of the topics whose cursors hold acknowledged
+# ranges in their znode (int_range_ledgers, ack-holes), few in a healthy cluster but not by construction.
+MEASURED_SMALL = SMALL_BY_CONSTRUCTION | {"int_unmatched_ledgers", "int_range_ledgers"}
 
 
 def plan_text(spark: Any, df: Any) -> str:
