@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -472,12 +472,20 @@ def scanned_dirs(df: DataFrame) -> tuple[str, ...]:
     return tuple(sorted({re.sub(r"^file:(//)?", "", f).rsplit("/", 1)[0] for f in df.inputFiles()}))
 
 
-def _write_view(spark: SparkSession, f: SqlFile, target: Path, one_partition: bool, label: str) -> DataFrame:
-    """Run ``f``'s SQL once, write it to Parquet at ``target`` and register ``f.name`` as a read of what was
-    written (``label``: the Spark UI's job description, each query's stages apart); its analysed frame."""
+def _write_view(
+    spark: SparkSession,
+    f: SqlFile,
+    target: Path,
+    one_partition: bool,
+    label: str,
+    small_views: Collection[str] = (),
+) -> DataFrame:
+    """Run ``f``'s SQL once (rendered with ``small_views``: :func:`broadcastable`, :func:`small_tables`), write it to
+    Parquet at ``target`` and register ``f.name`` as a read of what was written (``label``: the Spark UI's job
+    description, each query's stages apart); its analysed frame."""
     try:
         spark.sparkContext.setJobDescription(label)
-        view = spark.sql(f.text)
+        view = spark.sql(f.render(small_views))
         view.write.mode("overwrite").parquet(str(target))
         read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
     except PySparkException as e:
@@ -486,7 +494,11 @@ def _write_view(spark: SparkSession, f: SqlFile, target: Path, one_partition: bo
 
 
 def materialise(
-    spark: SparkSession, work_dir: Path, sql_root: Path | None = None, one_partition: bool = False
+    spark: SparkSession,
+    work_dir: Path,
+    sql_root: Path | None = None,
+    one_partition: bool = False,
+    small_tables: Collection[str] = (),
 ) -> list[Materialised]:
     """Write every intermediate view once and register it again as a read of what was written. A detection then
     scans the result instead of re-computing the view's joins and windows in its own plan, and the planner sees
@@ -494,12 +506,14 @@ def materialise(
 
     In file order, each view's SQL is analysed right before its write, so it reads the Parquet of the views
     written before it (a view registered earlier from a DataFrame keeps the plan it was analysed with, and would
-    re-compute every earlier intermediate it names)."""
+    re-compute every earlier intermediate it names). Each is rendered with ``small_tables`` (:func:`small_tables`)
+    and the views written before it that counted few rows (:func:`broadcastable`)."""
     out: list[Materialised] = []
     for f in intermediate_files(sql_root):
         target = work_dir / f.name
         started, before = time.monotonic(), jvm_metrics.read(spark)
-        view = _write_view(spark, f, target, one_partition, f"{STEP_PREFIX}materialise {f.name}")
+        small = frozenset(small_tables) | broadcastable(out)
+        view = _write_view(spark, f, target, one_partition, f"{STEP_PREFIX}materialise {f.name}", small)
         rows, size = parquet_size(target)
         spent = jvm_metrics.delta(before, jvm_metrics.read(spark))
         jit, classes = spent["jit_s"], spent["codegen_classes"]
@@ -532,6 +546,20 @@ def broadcastable(materialised: Iterable[Materialised]) -> frozenset[str]:
     exchange of their own (dangling-ledger's plan on the demo's snapshot: 7 hash exchanges without the hints, 1
     with them)."""
     return frozenset(m.name for m in materialised if m.rows <= BROADCAST_MAX_ROWS)
+
+
+def small_tables(row_counts: Mapping[str, Any]) -> frozenset[str]:
+    """The staging views (``stg_<table>``) of the snapshot tables its manifest counts at most
+    :data:`BROADCAST_MAX_ROWS` rows (``row_counts``), for ``${broadcast_if_small:ALIAS:stg_<table>}``: a table
+    small in many clusters but not by construction (the brokers' loaded-topic listings, the topic policies) is
+    broadcast where it was counted small, instead of shuffling the big side of its join (at 600,000 topics
+    expired-retention-unloaded shuffled the 615,104 managed ledgers for two empty tables). A staging view only
+    renames and casts, so it has the table's rows; a table the manifest does not count is not in the set."""
+    return frozenset(
+        f"stg_{t}"
+        for t, n in row_counts.items()
+        if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= BROADCAST_MAX_ROWS
+    )
 
 
 def column_contract(df: DataFrame) -> list[tuple[str, str]]:

@@ -245,11 +245,12 @@ def run_audit(
         )
         timings["register"], mark = time.monotonic() - mark, time.monotonic()
         jvm_step("register")
-        materialised = etl.materialise(session, work_dir, sql_root, one_partition=small)
+        small_tables = etl.small_tables(row_counts(manifest))  # the tables the manifest counts small
+        materialised = etl.materialise(session, work_dir, sql_root, one_partition=small, small_tables=small_tables)
         timings["intermediate"], mark = time.monotonic() - mark, time.monotonic()
         jvm_step("intermediate")
         session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}detections")  # one job writes them all
-        small_views = etl.broadcastable(materialised)
+        small_views = etl.broadcastable(materialised) | small_tables
         # with scans, the storage detections are the storage step's (below); without, they find nothing and stay
         # in the one union
         frame, detections = etl.transform(session, sql_root, small_views, only=_not_storage if scans else None)

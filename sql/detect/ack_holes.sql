@@ -7,15 +7,10 @@
 WITH known AS (
     SELECT * FROM int_user_cursors WHERE cursors_ledger_id = -1 AND range_count > 0
 ),
--- the ledger lists of those cursors' topics: every int_ledgers row a join below can match (each joins on the
--- cursor's own ml_path), cut once from the whole list instead of shuffling all of it per join
-known_ledgers AS (
-    SELECT l.ml_path, l.ledger_id, l.is_last, l.size, l.entries_before, l.timestamp_ms
-    FROM int_ledgers l
-    WHERE l.ml_path IN (SELECT ml_path FROM known)
-),
+-- the ledger lists of those cursors' topics (int_range_ledgers: every int_ledgers row a join below can match,
+-- each joining on the cursor's own ml_path) are written once and broadcast when they counted few rows
 ranges AS (
-    SELECT
+    SELECT ${broadcast_if_small:ll:int_range_ledgers} ${broadcast_if_small:lu:int_range_ledgers}
         r.cursor_path,
         max_by(r.upper_ledger_id, r.idx) AS last_upper_ledger,
         max_by(r.upper_entry_id, r.idx) AS last_upper_entry,
@@ -23,15 +18,15 @@ ranges AS (
         count(*) AS ranges_read
     FROM stg_ack_ranges r
     JOIN known k ON k.path = r.cursor_path
-    LEFT JOIN known_ledgers ll ON ll.ml_path = k.ml_path AND ll.ledger_id = r.lower_ledger_id
-    LEFT JOIN known_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = r.upper_ledger_id
+    LEFT JOIN int_range_ledgers ll ON ll.ml_path = k.ml_path AND ll.ledger_id = r.lower_ledger_id
+    LEFT JOIN int_range_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = r.upper_ledger_id
     GROUP BY r.cursor_path
 ),
 -- each cursor's window, naming `ranges` once (named twice, Spark planned its scan, joins and aggregate twice),
 -- then the bytes of the ledgers it pins: the closed ledgers from the mark-delete ledger to the last acknowledged
 -- range's, summed per cursor
 windowed AS (
-    SELECT
+    SELECT ${broadcast_if_small:lm:int_range_ledgers} ${broadcast_if_small:lu:int_range_ledgers}
         k.*,
         g.last_upper_ledger,
         g.last_upper_entry,
@@ -40,11 +35,11 @@ windowed AS (
         lm.timestamp_ms AS md_ledger_ts
     FROM known k
     LEFT JOIN ranges g ON g.cursor_path = k.path
-    LEFT JOIN known_ledgers lm ON lm.ml_path = k.ml_path AND lm.ledger_id = k.mark_delete_ledger_id
-    LEFT JOIN known_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = g.last_upper_ledger
+    LEFT JOIN int_range_ledgers lm ON lm.ml_path = k.ml_path AND lm.ledger_id = k.mark_delete_ledger_id
+    LEFT JOIN int_range_ledgers lu ON lu.ml_path = k.ml_path AND lu.ledger_id = g.last_upper_ledger
 ),
 measured AS (
-    SELECT
+    SELECT ${broadcast_if_small:x:int_range_ledgers}
         w.path,
         any_value(w.topic) AS topic,
         any_value(w.subscription) AS subscription,
@@ -56,7 +51,7 @@ measured AS (
         any_value(w.md_ledger_ts) AS md_ledger_ts,
         sum(x.size) AS pinned_bytes
     FROM windowed w
-    LEFT JOIN known_ledgers x
+    LEFT JOIN int_range_ledgers x
         ON x.ml_path = w.ml_path AND NOT x.is_last
         AND x.ledger_id >= w.mark_delete_ledger_id AND x.ledger_id <= w.last_upper_ledger
     GROUP BY w.path

@@ -49,7 +49,7 @@ admin AS (
                 SELECT count(*)
                 FROM stg_loaded_topics lt
                 WHERE lt.bundle IS NOT NULL AND NOT EXISTS (
-                    SELECT 1 FROM stg_bundle_owners bo
+                    SELECT /*+ BROADCAST(bo) */ 1 FROM stg_bundle_owners bo
                     WHERE bo.bundle_range = lt.bundle
                         AND bo.namespace = regexp_extract(lt.topic, '^persistent://(.+)/[^/]+$', 1)
                 )
@@ -155,7 +155,9 @@ unloaded AS (
     LEFT JOIN owners o ON o.namespace = t.namespace AND o.lower = t.lower AND o.upper = t.upper
     -- a topic a broker lists is loaded, with or without a bundle: one existence join serves both branches (a NOT
     -- EXISTS of its own would be an anti-join pushed below the one-partition read, with two shuffles)
-    WHERE CASE WHEN EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic) THEN false ELSE (
+    WHERE CASE WHEN EXISTS (
+            SELECT ${broadcast_if_small:lt:stg_loaded_topics} 1 FROM stg_loaded_topics lt WHERE lt.topic = t.topic
+        ) THEN false ELSE (
             -- unowned: no ownership znode (/namespace the truth), or no Owned value in /service_unit_state (the
             -- metadata-store table view the truth: no value, Free or Deleted)
             (o.namespace IS NULL AND (a.ownership_known OR a.sus_known))
@@ -174,9 +176,9 @@ unloaded AS (
                 AND (crc32(t.topic) < cv.upper OR (cv.upper = 4294967295 AND crc32(t.topic) = cv.upper))
                 AND (cv.in_flight OR cv.lower IS DISTINCT FROM t.lower OR cv.upper IS DISTINCT FROM t.upper)
         )
-        AND NOT EXISTS (SELECT 1 FROM unknown_ns un WHERE un.namespace = t.namespace)
-        AND NOT EXISTS (SELECT 1 FROM unknown_topic ut WHERE ut.topic = t.topic)
-        AND NOT EXISTS (SELECT 1 FROM unknown_topic ub WHERE ub.topic = t.base_topic)
+        AND NOT EXISTS (SELECT /*+ BROADCAST(un) */ 1 FROM unknown_ns un WHERE un.namespace = t.namespace)
+        AND NOT EXISTS (SELECT /*+ BROADCAST(ut) */ 1 FROM unknown_topic ut WHERE ut.topic = t.topic)
+        AND NOT EXISTS (SELECT /*+ BROADCAST(ub) */ 1 FROM unknown_topic ub WHERE ub.topic = t.base_topic)
 ),
 topic_retention AS (
     SELECT
@@ -194,7 +196,8 @@ topic_retention AS (
     GROUP BY topic
 ),
 retention AS (
-    SELECT /*+ BROADCAST(p, n) */
+    SELECT /*+ BROADCAST(p, n, pe) */ ${broadcast_if_small:tp:stg_topic_policies}
+        ${broadcast_if_small:tb:stg_topic_policies}
         u.*,
         CASE
             WHEN pe.namespace IS NOT NULL THEN 'topic-unknown'

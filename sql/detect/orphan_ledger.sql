@@ -96,7 +96,7 @@ undecodable_schema AS (
     SELECT schema_id, min(path) AS znode FROM int_undecodable WHERE schema_id IS NOT NULL GROUP BY schema_id
 ),
 judged AS (
-    SELECT /*+ BROADCAST(p, w, blk) */
+    SELECT /*+ BROADCAST(p, w, blk, uml, ut, us) */
         r.*,
         coalesce(uml.znode, ut.znode, us.znode) AS undecodable_dependency,
         p.now_ms - ${orphan_created:r} AS age_ms,

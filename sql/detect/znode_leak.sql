@@ -4,7 +4,10 @@
 -- min_age_ms, the relevant scopes are complete and (managed-ledgers leaks) no managed ledger in it still has a
 -- ledger list. A subtree holding an undecodable znode is never planned (what it holds is unknown).
 WITH schema_ledgers AS (
-    SELECT path, array_sort(collect_set(ledger_id)) AS ledgers FROM stg_schema_index GROUP BY path
+    -- only the schema leak roots' locators (a broadcast semi-join with the few roots), not every schema's
+    SELECT path, array_sort(collect_set(ledger_id)) AS ledgers FROM stg_schema_index
+    WHERE path IN (SELECT /*+ BROADCAST(z) */ z.path FROM int_znode_leaks z WHERE z.leak = 'schema')
+    GROUP BY path
 ),
 undecodable_ancestors AS (
     -- every ancestor-or-self prefix of an undecodable znode (an equi-join key for "the subtree holds it")
@@ -16,7 +19,7 @@ undecodable_ancestors AS (
     GROUP BY prefix
 ),
 measured AS (
-    SELECT /*+ BROADCAST(p, blk, st) */
+    SELECT /*+ BROADCAST(p, blk, st, ua) */
         l.*,
         coalesce(st.znodes, CAST(1 AS BIGINT)) AS znodes,
         coalesce(st.bytes, CAST(0 AS BIGINT)) AS bytes,

@@ -104,7 +104,7 @@ FROM stg_partitioned_topics pt
 -- a non-persistent partitioned topic has no managed ledger by design: never a leak candidate
 WHERE pt.topic LIKE 'persistent://%'
     AND NOT EXISTS (SELECT 1 FROM ml_topics m WHERE m.topic = pt.topic)
-    AND NOT EXISTS (SELECT 1 FROM undecodable_ml_topics m WHERE m.topic = pt.topic)
+    AND NOT EXISTS (SELECT /*+ BROADCAST(m) */ 1 FROM undecodable_ml_topics m WHERE m.topic = pt.topic)
 UNION ALL
 -- 3. schema locators whose topic has neither a managed ledger nor a partitioned node
 SELECT
@@ -115,7 +115,7 @@ SELECT
     min(${system_topic_reason:s.namespace:sl}) AS system_reason
 FROM (SELECT *, regexp_extract(topic, '[^/]+$', 0) AS sl FROM stg_schema_index) s
 WHERE NOT EXISTS (SELECT 1 FROM ml_topics m WHERE m.topic = s.topic)
-    AND NOT EXISTS (SELECT 1 FROM undecodable_ml_topics m WHERE m.topic = s.topic)
+    AND NOT EXISTS (SELECT /*+ BROADCAST(m) */ 1 FROM undecodable_ml_topics m WHERE m.topic = s.topic)
     AND NOT EXISTS (SELECT 1 FROM partitioned_known pt WHERE pt.topic = s.topic)
 GROUP BY s.path
 UNION ALL
@@ -137,7 +137,8 @@ FROM (
     -- the namespace's bundles are known only from its decoded policies and local policies
     WHERE EXISTS (SELECT /*+ BROADCAST(n) */ 1 FROM stg_namespaces n WHERE n.namespace = x.namespace)
         AND NOT EXISTS (
-            SELECT 1 FROM int_undecodable u WHERE u.kind = 'local-policies' AND u.namespace = x.namespace
+            SELECT /*+ BROADCAST(u) */ 1 FROM int_undecodable u
+            WHERE u.kind = 'local-policies' AND u.namespace = x.namespace
         )
         AND NOT EXISTS (
             SELECT /*+ BROADCAST(b) */ 1 FROM int_bundles b

@@ -56,7 +56,10 @@ openers AS (
             WHEN s.kind = 'pending-ack' AND (
                 array_contains(sc.incomplete, '/managed-ledgers')
                 OR array_contains(sc.incomplete, concat('/managed-ledgers/', s.namespace))
-                OR EXISTS (SELECT 1 FROM int_undecodable u WHERE u.namespace = s.namespace AND u.ml_name IS NOT NULL)
+                OR EXISTS (
+                    SELECT /*+ BROADCAST(u) */ 1 FROM int_undecodable u
+                    WHERE u.namespace = s.namespace AND u.ml_name IS NOT NULL
+                )
             ) THEN 'unknown'
             WHEN s.kind = 'pending-ack' AND pe.topic_origin IS NOT NULL THEN 'subscription-gone'
             WHEN s.kind = 'pending-ack' THEN 'topic-gone'
@@ -71,7 +74,7 @@ openers AS (
 ),
 located AS (
     -- the opener's bundle (CRC32 of the full name in its namespace's boundaries, as expired-retention-unloaded)
-    SELECT /*+ BROADCAST(o) */
+    SELECT /*+ BROADCAST(b) */
         o.*,
         regexp_extract(o.opener, '^persistent://(.+)/[^/]+$', 1) AS opener_ns,
         b.lower, b.upper

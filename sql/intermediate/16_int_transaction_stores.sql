@@ -31,7 +31,7 @@ owners_of AS (
     -- count tested > 0, so the rows the second join multiplies change none of them. One aggregate for the
     -- /namespace owners and another for /service_unit_state's read int_transaction_openers once more and
     -- joined it once more: at 50,000 topics 17 -> 15 stages, 58 -> 47 generated classes
-    SELECT /*+ BROADCAST(l) */
+    SELECT /*+ BROADCAST(bo, su) */
         l.path,
         max(regexp_extract(coalesce(bo.http_url, ''), '^[A-Za-z][A-Za-z0-9+.-]*://([^/]+)', 1)) AS znode_owner,
         count(bo.namespace) > 0 AS znode_owned,
@@ -46,7 +46,9 @@ owners_of AS (
 judged AS (
     SELECT /*+ BROADCAST(p, f) */
         l.path, l.namespace, l.topic, l.kind, l.opener, l.opener_state,
-        EXISTS (SELECT 1 FROM stg_loaded_topics lt WHERE lt.topic = l.opener) AS opener_loaded,
+        EXISTS (
+            SELECT ${broadcast_if_small:lt:stg_loaded_topics} 1 FROM stg_loaded_topics lt WHERE lt.topic = l.opener
+        ) AS opener_loaded,
         l.lower IS NOT NULL AS bundle_known,
         o.znode_owned OR (f.sus_known AND o.sus_owned) AS owned,
         CASE WHEN o.znode_owned THEN nullif(o.znode_owner, '') WHEN f.sus_known THEN o.sus_owner END AS owner_broker,

@@ -1,10 +1,12 @@
-"""``${broadcast_if_small:ALIAS:VIEW}``: a broadcast hint only for an intermediate view counted small."""
+"""``${broadcast_if_small:ALIAS:VIEW}``: a broadcast hint only for an intermediate view or a table counted small."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from pulsar_ops.audit.sql_files import SqlFile, detect_files, expand_macros
+from pulsar_ops.audit.etl import BROADCAST_MAX_ROWS, small_tables
+from pulsar_ops.audit.sql_files import SqlFile, detect_files, expand_macros, intermediate_files, strip_comments
 
 SQL = "SELECT ${broadcast_if_small:u:int_unmatched_ledgers} 1 FROM int_unmatched_ledgers u"
 
@@ -26,12 +28,24 @@ def test_render_expands_and_text_is_the_unmeasured_rendering(tmp_path: Path) -> 
 
 
 def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
-    for f in detect_files():
-        raw = f.path.read_text()
-        rendered = f.render({"int_unmatched_ledgers"})
+    named: set[str] = set()
+    for f in [*intermediate_files(), *detect_files()]:
+        raw = strip_comments(f.path.read_text())  # a macro named in a comment is no macro
+        views = set(re.findall(r"\$\{broadcast_if_small:[A-Za-z_0-9]+:([A-Za-z_0-9]+)\}", raw))
+        named |= views
+        rendered = f.render(views)
         assert "${" not in rendered and "${" not in f.text, f.name
         macros = raw.count("${broadcast_if_small:")
         assert rendered.count("/*+ BROADCAST(") - f.text.count("/*+ BROADCAST(") == macros, f.name
+    # what the audit measures (etl.broadcastable, etl.small_tables): two intermediate views and two tables
+    assert named == {"int_unmatched_ledgers", "int_range_ledgers", "stg_loaded_topics", "stg_topic_policies"}
+
+
+def test_the_tables_the_manifest_counts_small_are_their_staging_views() -> None:
+    counts = {"loaded_topics": 0, "topic_policies": BROADCAST_MAX_ROWS, "managed_ledgers": BROADCAST_MAX_ROWS + 1}
+    assert small_tables(counts) == {"stg_loaded_topics", "stg_topic_policies"}
+    assert small_tables({"loaded_topics": None, "scopes": True, "tenants": -1}) == frozenset()  # not counts
+    assert small_tables({}) == frozenset()  # a manifest without row counts: nothing is known small
 
 
 def test_the_first_trim_rule_s_predicates_are_rendered_from_the_repair_rules() -> None:
