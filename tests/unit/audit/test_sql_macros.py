@@ -37,8 +37,14 @@ def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
         assert "${" not in rendered and "${" not in f.text, f.name
         macros = raw.count("${broadcast_if_small:")
         assert rendered.count("/*+ BROADCAST(") - f.text.count("/*+ BROADCAST(") == macros, f.name
-    # what the audit measures (etl.broadcastable, etl.small_tables): two intermediate views and two tables
-    assert named == {"int_unmatched_ledgers", "int_range_ledgers", "stg_loaded_topics", "stg_topic_policies"}
+    # what the audit measures (etl.broadcastable, etl.small_tables): three intermediate views and two tables
+    assert named == {
+        "int_unmatched_ledgers",
+        "int_range_ledgers",
+        "int_unloaded_retention",
+        "stg_loaded_topics",
+        "stg_topic_policies",
+    }
 
 
 def test_the_tables_the_manifest_counts_small_are_their_staging_views() -> None:
