@@ -35,6 +35,7 @@ from pulsar_ops.audit.sql_files import (
     intermediate_files,
     staging_files,
     storage_files,
+    storage_sql,
 )
 from pulsar_ops.audit.stage_metrics import STEP_PREFIX
 from pulsar_ops.errors import AuditError
@@ -613,13 +614,19 @@ def storage_views(spark: SparkSession, sql_root: Path | None = None) -> None:
 
 def storage_shared(
     spark: SparkSession, work_dir: Path, sql_root: Path | None = None, one_partition: bool = False
-) -> None:
+) -> frozenset[str]:
     """Write every shared storage view once to Parquet under ``work_dir`` and register it as a read of it, before
     the storage detections: they and the capacity view read the scans' (ledger, log) pairs (9 M at 600,000
     topics) aggregated and joined with the metadata once, not once per query. ``one_partition``: as
-    :func:`materialise`."""
+    :func:`materialise`. Returns the views written with at most :data:`BROADCAST_MAX_ROWS` rows (as
+    :func:`broadcastable`: ``${broadcast_if_small:ALIAS:VIEW}`` broadcasts them in the storage detections)."""
+    small = set()
     for f in shared_storage_files(sql_root):
-        _write_view(spark, f, work_dir / f"storage_{f.name}", one_partition, f"{STEP_PREFIX}storage {f.name}")
+        target = work_dir / f"storage_{f.name}"
+        _write_view(spark, f, target, one_partition, f"{STEP_PREFIX}storage {f.name}")
+        if parquet_size(target)[0] <= BROADCAST_MAX_ROWS:
+            small.add(f.name)
+    return frozenset(small)
 
 
 def storage(
@@ -637,7 +644,7 @@ def storage(
             continue
         spark.sparkContext.setJobDescription(f"{STEP_PREFIX}storage {f.name}")  # each query's stages apart
         try:
-            rows = spark.sql(f.text).collect()
+            rows = spark.sql(storage_sql(f, top_n)).collect()
         except PySparkException as e:
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
         out[f.name] = [r.asDict(recursive=True) for r in rows]
