@@ -473,12 +473,20 @@ def scanned_dirs(df: DataFrame) -> tuple[str, ...]:
     return tuple(sorted({re.sub(r"^file:(//)?", "", f).rsplit("/", 1)[0] for f in df.inputFiles()}))
 
 
-def _write_view(spark: SparkSession, f: SqlFile, target: Path, one_partition: bool, label: str) -> DataFrame:
-    """Run ``f``'s SQL once, write it to Parquet at ``target`` and register ``f.name`` as a read of what was
-    written (``label``: the Spark UI's job description, each query's stages apart); its analysed frame."""
+def _write_view(
+    spark: SparkSession,
+    f: SqlFile,
+    target: Path,
+    one_partition: bool,
+    label: str,
+    small_views: Collection[str] = (),
+) -> DataFrame:
+    """Run ``f``'s SQL once (rendered with ``small_views``: :meth:`SqlFile.render`), write it to Parquet at
+    ``target`` and register ``f.name`` as a read of what was written (``label``: the Spark UI's job description,
+    each query's stages apart); its analysed frame."""
     try:
         spark.sparkContext.setJobDescription(label)
-        view = spark.sql(f.text)
+        view = spark.sql(f.render(small_views))
         view.write.mode("overwrite").parquet(str(target))
         read_parquet(spark.read.schema(view.schema), target, one_partition).createOrReplaceTempView(f.name)
     except PySparkException as e:
@@ -619,11 +627,12 @@ def storage_shared(
     the storage detections: they and the capacity view read the scans' (ledger, log) pairs (9 M at 600,000
     topics) aggregated and joined with the metadata once, not once per query. ``one_partition``: as
     :func:`materialise`. Returns the views written with at most :data:`BROADCAST_MAX_ROWS` rows (as
-    :func:`broadcastable`: ``${broadcast_if_small:ALIAS:VIEW}`` broadcasts them in the storage detections)."""
-    small = set()
-    for f in shared_storage_files(sql_root):
+    :func:`broadcastable`: ``${broadcast_if_small:ALIAS:VIEW}`` broadcasts them in the shared views after them and
+    in the storage detections)."""
+    small: set[str] = set()
+    for f in shared_storage_files(sql_root):  # each rendered with the views written small before it
         target = work_dir / f"storage_{f.name}"
-        _write_view(spark, f, target, one_partition, f"{STEP_PREFIX}storage {f.name}")
+        _write_view(spark, f, target, one_partition, f"{STEP_PREFIX}storage {f.name}", small)
         if parquet_size(target)[0] <= BROADCAST_MAX_ROWS:
             small.add(f.name)
     return frozenset(small)

@@ -15,7 +15,7 @@
 -- predates the ledger it describes, so the fallback can only withhold a claim, never make one early.
 WITH absent_here AS (
     -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie: ledger_gaps
-    -- (sql/storage/2_ledger_gaps.sql, written once before the storage detections), broadcast below when its write
+    -- (sql/storage/3_ledger_gaps.sql, written once before the storage detections), broadcast below when its write
     -- counted few rows
     SELECT ledger_id, bookie_id, started_at_ms FROM ledger_gaps
 ),

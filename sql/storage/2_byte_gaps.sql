@@ -1,11 +1,9 @@
--- ledger_gaps: per closed ledger with entries, each scanned bookie of its ensembles that holds nothing of it (no bytes
--- in storage_ledgers, no row in its local ledger index): the candidates of ledger-data-missing
--- (sql/detect/ledger_data_missing.sql holds the rule: striping, flushInterval, offloaded ledgers), a row per
--- (ledger, bookie). Written once to Parquet (etl.storage_shared) before the storage detections and its rows
--- counted: few where bookies hold what their ensembles say, so the detection reads BookKeeper's wide metadata and
--- the ledger lists back for these rows alone by broadcast (the broadcast_if_small macro), not by shuffling the 2-3 M
--- ledgers of 600,000 topics to join a handful. Only bookies whose scan is complete (no log skipped) and whose local
--- index was read are judged: an incomplete scan or an unread index is never evidence of absence.
+-- byte_gaps: per closed ledger with entries, each judged bookie of its ensembles that has no bytes of it
+-- (storage_ledgers): the candidates of ledger_gaps (sql/storage/3_ledger_gaps.sql), which then drops those the
+-- bookie's local ledger index lists. A row per (ledger, bookie); written once to Parquet (etl.storage_shared) and
+-- its rows counted, so ledger_gaps looks the few up in the local index by broadcast instead of shuffling the index
+-- (9 M rows at 600,000 topics) into this aggregate. Only bookies whose scan is complete (no log skipped) and whose
+-- local index was read are judged: an incomplete scan or an unread index is never evidence of absence.
 WITH scanned AS (
     -- each bookie judged gets a number n: bit (n % 62) of word (n DIV 62) in the masks below
     SELECT bookie_id, started_at_ms, row_number() OVER (ORDER BY bookie_id) - 1 AS n
@@ -18,12 +16,9 @@ members AS (
     WHERE b.state = 'CLOSED' AND b.last_entry_id >= 0
 ),
 held AS (
-    -- what each bookie holds of a ledger: bytes (storage_ledgers: a row per (bookie, ledger) of the (ledger, log)
-    -- pairs, written once before the storage detections by sql/storage/1_storage_ledgers.sql, narrower than the
-    -- pairs) or a row in its local index
+    -- the bookies holding bytes of a ledger (storage_ledgers: a row per (bookie, ledger) of the (ledger, log) pairs,
+    -- written once before by sql/storage/1_storage_ledgers.sql, narrower than the pairs)
     SELECT ledger_id, bookie_id FROM storage_ledgers
-    UNION ALL
-    SELECT ledger_id, bookie_id FROM stg_scan_local_index
 ),
 bits AS (
     -- a ledger's judged members and the judged bookies holding it, as bits (scanned is a few rows: broadcast)
@@ -38,15 +33,14 @@ bits AS (
     JOIN scanned s ON s.bookie_id = h.bookie_id
 ),
 per_ledger AS (
-    -- per ledger, the members holding nothing of it: one aggregate by ledger id over 64-bit masks. An anti-join
+    -- per ledger, the members holding no bytes of it: one aggregate by ledger id over 64-bit masks. An anti-join
     -- of the (ledger, bookie) members with the held pairs shuffled and sorted both (5.7 M + 18.2 M rows keyed by a
-    -- bookie id string at 600,000 topics); an aggregate's map side merges a ledger's rows of one file first
-    -- (storage_ledgers is written grouped by ledger)
+    -- bookie id string at 600,000 topics, with the local index's)
     SELECT ledger_id, word, bit_or(expected) & ~bit_or(held) AS missing
     FROM bits
     GROUP BY ledger_id, word
 )
--- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie
+-- (ledger, judged bookie of its ensembles) with no bytes of it on that bookie
 SELECT /*+ BROADCAST(s) */ p.ledger_id, s.bookie_id, s.started_at_ms
 FROM per_ledger p
 JOIN scanned s ON s.n DIV 62 = p.word AND (p.missing & CAST(pow(2, s.n % 62) AS BIGINT)) <> 0
