@@ -35,6 +35,7 @@ from pulsar_ops.audit.sql_files import (
     intermediate_files,
     staging_files,
     storage_files,
+    storage_sql,
 )
 from pulsar_ops.audit.stage_metrics import STEP_PREFIX
 from pulsar_ops.errors import AuditError
@@ -480,9 +481,9 @@ def _write_view(
     label: str,
     small_views: Collection[str] = (),
 ) -> DataFrame:
-    """Run ``f``'s SQL once (rendered with ``small_views``: :func:`broadcastable`, :func:`small_tables`), write it to
-    Parquet at ``target`` and register ``f.name`` as a read of what was written (``label``: the Spark UI's job
-    description, each query's stages apart); its analysed frame."""
+    """Run ``f``'s SQL once (rendered with ``small_views``: :meth:`SqlFile.render`, :func:`broadcastable`,
+    :func:`small_tables`), write it to Parquet at ``target`` and register ``f.name`` as a read of what was written
+    (``label``: the Spark UI's job description, each query's stages apart); its analysed frame."""
     try:
         spark.sparkContext.setJobDescription(label)
         view = spark.sql(f.render(small_views))
@@ -641,13 +642,20 @@ def storage_views(spark: SparkSession, sql_root: Path | None = None) -> None:
 
 def storage_shared(
     spark: SparkSession, work_dir: Path, sql_root: Path | None = None, one_partition: bool = False
-) -> None:
+) -> frozenset[str]:
     """Write every shared storage view once to Parquet under ``work_dir`` and register it as a read of it, before
     the storage detections: they and the capacity view read the scans' (ledger, log) pairs (9 M at 600,000
     topics) aggregated and joined with the metadata once, not once per query. ``one_partition``: as
-    :func:`materialise`."""
-    for f in shared_storage_files(sql_root):
-        _write_view(spark, f, work_dir / f"storage_{f.name}", one_partition, f"{STEP_PREFIX}storage {f.name}")
+    :func:`materialise`. Returns the views written with at most :data:`BROADCAST_MAX_ROWS` rows (as
+    :func:`broadcastable`: ``${broadcast_if_small:ALIAS:VIEW}`` broadcasts them in the shared views after them and
+    in the storage detections)."""
+    small: set[str] = set()
+    for f in shared_storage_files(sql_root):  # each rendered with the views written small before it
+        target = work_dir / f"storage_{f.name}"
+        _write_view(spark, f, target, one_partition, f"{STEP_PREFIX}storage {f.name}", small)
+        if parquet_size(target)[0] <= BROADCAST_MAX_ROWS:
+            small.add(f.name)
+    return frozenset(small)
 
 
 def storage(
@@ -665,7 +673,7 @@ def storage(
             continue
         spark.sparkContext.setJobDescription(f"{STEP_PREFIX}storage {f.name}")  # each query's stages apart
         try:
-            rows = spark.sql(f.text).collect()
+            rows = spark.sql(storage_sql(f, top_n)).collect()
         except PySparkException as e:
             raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
         out[f.name] = [r.asDict(recursive=True) for r in rows]

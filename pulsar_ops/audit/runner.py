@@ -273,9 +273,12 @@ def run_audit(
             storage_one = etl.storage_one_partition(scans, small)
             if storage_one != small:  # small scans of a large snapshot: every input read again as one partition
                 etl.repartition_inputs(session, snapshot_dir, scans, materialised, sql_root, storage_one)
-            etl.storage_shared(session, work_dir, sql_root, one_partition=storage_one)  # read by the detections
+            # read by the detections; the shared views written small are broadcast where their SQL asks
+            small_shared = etl.storage_shared(session, work_dir, sql_root, one_partition=storage_one)
             session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}storage")
-            storage_frame, storage_detections = etl.transform(session, sql_root, small_views, only=_storage)
+            storage_frame, storage_detections = etl.transform(
+                session, sql_root, small_views | small_shared, only=_storage
+            )
             storage_frame = etl.write_findings(storage_frame, work_dir / "findings_storage")
             stored = etl.storage(session, sql_root, storage_top_n)
             if storage_one != small:

@@ -72,6 +72,7 @@ _NAMES = re.compile(
 )
 _PLANNABLE_KINDS = re.compile(r"\$\{plannable_ledger_kinds\}")
 _ML_OWNED_KINDS = re.compile(r"\$\{ml_owned_kinds\}")
+_STORAGE_TOP_N = re.compile(r"\$\{storage_top_n\}")
 _BROADCAST_IF_SMALL = re.compile(r"\$\{broadcast_if_small:([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -255,6 +256,21 @@ def storage_files(root: Path | None = None) -> list[SqlFile]:
     rest are collected, in file order."""
     r = root or sql_root()
     return [SqlFile("storage", _PREFIX.sub("", p.stem), p) for p in _files(r, "storage")]
+
+
+STORAGE_TOP_N_MAX = 100_000  # the largest N Spark's min_by(x, key, N) takes
+
+
+def storage_sql(f: SqlFile, top_n: int) -> str:
+    """A ``storage/*.sql`` file's SQL with ``${storage_top_n}`` -> ``top_n`` as an integer literal (Spark and the
+    DuckDB bench render it alike): owners.sql keeps each group's top N with ``min_by(x, key, N)``, whose N Spark
+    takes only as a constant from 1 to :data:`STORAGE_TOP_N_MAX`."""
+    if isinstance(top_n, bool) or not isinstance(top_n, int) or not 1 <= top_n <= STORAGE_TOP_N_MAX:
+        raise AuditError(
+            f"storage top N must be an integer from 1 to {STORAGE_TOP_N_MAX:,}, got {top_n!r}",
+            code="config-invalid",
+        )
+    return _STORAGE_TOP_N.sub(str(top_n), f.text)
 
 
 def detect_files(root: Path | None = None) -> list[SqlFile]:

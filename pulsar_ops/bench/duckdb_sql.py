@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.sql_files import detect_files, intermediate_files, staging_files, storage_files
+from pulsar_ops.audit.sql_files import detect_files, intermediate_files, staging_files, storage_files, storage_sql
 from pulsar_ops.findings import STORAGE_DETECTIONS
 from pulsar_ops.snapshot import schema
 
@@ -271,5 +271,5 @@ def run_storage(con: Any, top_n: int = 10) -> tuple[dict[str, int], dict[str, in
             found[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
     for f in storage_files():
         if f.path.stem == f.name:
-            rows[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
+            rows[f.name] = len(con.execute(rewrite_storage(storage_sql(f, top_n))).fetchall())
     return found, rows

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer  # noqa: TID251 - typer/rich live in cli/
 
+from pulsar_ops.audit.sql_files import STORAGE_TOP_N_MAX
 from pulsar_ops.audit.storage_view import DEFAULT_TOP_N
 from pulsar_ops.cli.common import emit_json, err_console, guarded, info
 from pulsar_ops.errors import ConfigError
@@ -48,6 +49,7 @@ def audit(
         DEFAULT_TOP_N,
         "--storage-top",
         min=1,
+        max=STORAGE_TOP_N_MAX,
         help="With --bookie-scan: how many owners (tenants, namespaces, topics) and oldest entry logs per bookie "
         "the capacity view (findings.json audit.storage) keeps.",
     ),

@@ -13,55 +13,16 @@
 -- The ledger's age is its metadata ctime, else (v1/v2 metadata, v3 written with storeCtime off) its znode's ctime:
 -- `ctime_ms` of the snapshot is that fallback, and `evidence.ctime_source` says which one judged it. A znode never
 -- predates the ledger it describes, so the fallback can only withhold a claim, never make one early.
-WITH scanned AS (
-    -- each bookie judged gets a number n: bit (n % 62) of word (n DIV 62) in the masks below
-    SELECT bookie_id, started_at_ms, row_number() OVER (ORDER BY bookie_id) - 1 AS n
-    FROM stg_scan_bookies WHERE complete AND index_status = 'read'
-),
-members AS (
-    -- ids and bookies only: the wide metadata is read back for the few (ledger, bookie) pairs left below
-    SELECT b.ledger_id, explode(array_distinct(b.bookies)) AS member
-    FROM stg_bk_ledgers b
-    WHERE b.state = 'CLOSED' AND b.last_entry_id >= 0
-),
-held AS (
-    -- what each bookie holds of a ledger: bytes (storage_ledgers: a row per (bookie, ledger) of the (ledger, log)
-    -- pairs, written once before the storage detections by sql/storage/1_storage_ledgers.sql, narrower than the
-    -- pairs) or a row in its local index
-    SELECT ledger_id, bookie_id FROM storage_ledgers
-    UNION ALL
-    SELECT ledger_id, bookie_id FROM stg_scan_local_index
-),
-bits AS (
-    -- a ledger's judged members and the judged bookies holding it, as bits (scanned is a few rows: broadcast)
-    SELECT /*+ BROADCAST(s) */
-        m.ledger_id, s.n DIV 62 AS word, CAST(pow(2, s.n % 62) AS BIGINT) AS expected, CAST(0 AS BIGINT) AS held
-    FROM members m
-    JOIN scanned s ON s.bookie_id = m.member
-    UNION ALL
-    SELECT /*+ BROADCAST(s) */
-        h.ledger_id, s.n DIV 62 AS word, CAST(0 AS BIGINT) AS expected, CAST(pow(2, s.n % 62) AS BIGINT) AS held
-    FROM held h
-    JOIN scanned s ON s.bookie_id = h.bookie_id
-),
-per_ledger AS (
-    -- per ledger, the members holding nothing of it: one aggregate by ledger id over 64-bit masks. An anti-join
-    -- of the (ledger, bookie) members with the held pairs shuffled and sorted both (5.7 M + 18.2 M rows keyed by a
-    -- bookie id string at 600,000 topics); an aggregate's map side merges a ledger's rows of one file first
-    -- (storage_ledgers is written grouped by ledger)
-    SELECT ledger_id, word, bit_or(expected) & ~bit_or(held) AS missing
-    FROM bits
-    GROUP BY ledger_id, word
-),
-absent_here AS (
-    -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie
-    SELECT /*+ BROADCAST(s) */ p.ledger_id, s.bookie_id, s.started_at_ms
-    FROM per_ledger p
-    JOIN scanned s ON s.n DIV 62 = p.word AND (p.missing & CAST(pow(2, s.n % 62) AS BIGINT)) <> 0
-    WHERE p.missing <> 0
+WITH absent_here AS (
+    -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie: ledger_gaps
+    -- (sql/storage/3_ledger_gaps.sql, written once before the storage detections), broadcast below when its write
+    -- counted few rows
+    SELECT ledger_id, bookie_id, started_at_ms FROM ledger_gaps
 ),
 closed AS (
-    SELECT /*+ BROADCAST(sp) */
+    -- the wide metadata of the gaps' ledgers alone: the gaps broadcast when few (BookKeeper's 2-3 M ledgers at
+    -- 600,000 topics are then read, not shuffled)
+    SELECT /*+ BROADCAST(sp) */ ${broadcast_if_small:a:ledger_gaps}
         b.ledger_id,
         b.path AS ledger_path,
         b.ml_name,
@@ -141,13 +102,14 @@ expected AS (
     GROUP BY ledger_id, bookie_id
 ),
 listed AS (
-    -- per ledger, what the ledger lists say of it in one pass: the topic naming it and whether one of them says
-    -- it was offloaded with its BookKeeper copy deleted. A semi-join of the ledger lists with the missing pairs
-    -- planned the whole chain above (the members' anti-join, BookKeeper's metadata) a second time
+    -- per ledger of the gaps, what the ledger lists say of it in one pass: the topic naming it and whether one of
+    -- them says it was offloaded with its BookKeeper copy deleted (a semi-join with the gaps' ids, written before:
+    -- a semi-join with the missing pairs planned the whole chain above a second time)
     SELECT
         ledger_id, min(topic) AS topic, min(namespace) AS namespace,
         coalesce(bool_or(offloaded AND bookkeeper_deleted), false) AS bookkeeper_deleted
     FROM stg_ledger_list
+    WHERE ledger_id IN (SELECT ${broadcast_if_small:g:ledger_gaps} g.ledger_id FROM ledger_gaps g)
     GROUP BY ledger_id
 ),
 missing AS (

@@ -1,12 +1,22 @@
-"""``${broadcast_if_small:ALIAS:VIEW}``: a broadcast hint only for an intermediate view or a table counted small."""
+"""``${broadcast_if_small:ALIAS:VIEW}``: a broadcast hint only for an intermediate view, a shared storage view or a
+table counted small."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import pytest
+
 from pulsar_ops.audit.etl import BROADCAST_MAX_ROWS, small_tables
-from pulsar_ops.audit.sql_files import SqlFile, detect_files, expand_macros, intermediate_files, strip_comments
+from pulsar_ops.audit.sql_files import (
+    SqlFile,
+    detect_files,
+    expand_macros,
+    intermediate_files,
+    storage_files,
+    strip_comments,
+)
 
 SQL = "SELECT ${broadcast_if_small:u:int_unmatched_ledgers} 1 FROM int_unmatched_ledgers u"
 
@@ -29,7 +39,9 @@ def test_render_expands_and_text_is_the_unmeasured_rendering(tmp_path: Path) -> 
 
 def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
     named: set[str] = set()
-    for f in [*intermediate_files(), *detect_files()]:
+    for f in [*intermediate_files(), *detect_files(), *storage_files()]:
+        if f.name == "owners":  # its top N is rendered by storage_sql (below)
+            continue
         raw = strip_comments(f.path.read_text())  # a macro named in a comment is no macro
         views = set(re.findall(r"\$\{broadcast_if_small:[A-Za-z_0-9]+:([A-Za-z_0-9]+)\}", raw))
         named |= views
@@ -37,11 +49,14 @@ def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
         assert "${" not in rendered and "${" not in f.text, f.name
         macros = raw.count("${broadcast_if_small:")
         assert rendered.count("/*+ BROADCAST(") - f.text.count("/*+ BROADCAST(") == macros, f.name
-    # what the audit measures (etl.broadcastable, etl.small_tables): three intermediate views and two tables
+    # what the audit measures (etl.broadcastable, etl.storage_shared, etl.small_tables): three intermediate views,
+    # two shared storage views and two tables
     assert named == {
         "int_unmatched_ledgers",
         "int_range_ledgers",
         "int_unloaded_retention",
+        "byte_gaps",
+        "ledger_gaps",
         "stg_loaded_topics",
         "stg_topic_policies",
     }
@@ -69,3 +84,21 @@ def test_the_first_trim_rule_s_predicates_are_rendered_from_the_repair_rules() -
     assert rules.trim_candidate_sql("l", "s") in text
     assert rules.retention_expired_sql("s", "p") in text
     assert rules.at_first_trim_sql("s") in text
+
+
+def test_the_storage_top_n_is_rendered_as_a_literal_bound() -> None:
+    """owners.sql keeps each group's top N with ``min_by(x, key, ${storage_top_n})``: rendered as an integer literal
+    (Spark takes only a constant N, from 1 to 100,000), never left in the SQL, and nothing else is taken."""
+    from pulsar_ops.audit.sql_files import STORAGE_TOP_N_MAX, storage_files, storage_sql
+    from pulsar_ops.errors import AuditError
+
+    owners = next(f for f in storage_files() if f.name == "owners")
+    assert "${storage_top_n}" in owners.path.read_text()
+    assert re.search(r",\s+7\s+\) AS top\b", storage_sql(owners, 7))
+    for f in storage_files():
+        assert "${" not in storage_sql(f, 3), f.name
+    assert storage_sql(owners, STORAGE_TOP_N_MAX)
+    for bad in (0, -1, True, 2.5, STORAGE_TOP_N_MAX + 1):
+        with pytest.raises(AuditError) as e:
+            storage_sql(owners, bad)  # type: ignore[arg-type]
+        assert e.value.code == "config-invalid"

@@ -1,0 +1,47 @@
+-- byte_gaps: per closed ledger with entries, each judged bookie of its ensembles that has no bytes of it
+-- (storage_ledgers): the candidates of ledger_gaps (sql/storage/3_ledger_gaps.sql), which then drops those the
+-- bookie's local ledger index lists. A row per (ledger, bookie); written once to Parquet (etl.storage_shared) and
+-- its rows counted, so ledger_gaps looks the few up in the local index by broadcast instead of shuffling the index
+-- (9 M rows at 600,000 topics) into this aggregate. Only bookies whose scan is complete (no log skipped) and whose
+-- local index was read are judged: an incomplete scan or an unread index is never evidence of absence.
+WITH scanned AS (
+    -- each bookie judged gets a number n: bit (n % 62) of word (n DIV 62) in the masks below
+    SELECT bookie_id, started_at_ms, row_number() OVER (ORDER BY bookie_id) - 1 AS n
+    FROM stg_scan_bookies WHERE complete AND index_status = 'read'
+),
+members AS (
+    -- ids and bookies only: ledger-data-missing reads the wide metadata back for the few (ledger, bookie) pairs left
+    SELECT b.ledger_id, explode(array_distinct(b.bookies)) AS member
+    FROM stg_bk_ledgers b
+    WHERE b.state = 'CLOSED' AND b.last_entry_id >= 0
+),
+held AS (
+    -- the bookies holding bytes of a ledger (storage_ledgers: a row per (bookie, ledger) of the (ledger, log) pairs,
+    -- written once before by sql/storage/1_storage_ledgers.sql, narrower than the pairs)
+    SELECT ledger_id, bookie_id FROM storage_ledgers
+),
+bits AS (
+    -- a ledger's judged members and the judged bookies holding it, as bits (scanned is a few rows: broadcast)
+    SELECT /*+ BROADCAST(s) */
+        m.ledger_id, s.n DIV 62 AS word, CAST(pow(2, s.n % 62) AS BIGINT) AS expected, CAST(0 AS BIGINT) AS held
+    FROM members m
+    JOIN scanned s ON s.bookie_id = m.member
+    UNION ALL
+    SELECT /*+ BROADCAST(s) */
+        h.ledger_id, s.n DIV 62 AS word, CAST(0 AS BIGINT) AS expected, CAST(pow(2, s.n % 62) AS BIGINT) AS held
+    FROM held h
+    JOIN scanned s ON s.bookie_id = h.bookie_id
+),
+per_ledger AS (
+    -- per ledger, the members holding no bytes of it: one aggregate by ledger id over 64-bit masks. An anti-join
+    -- of the (ledger, bookie) members with the held pairs shuffled and sorted both (5.7 M + 18.2 M rows keyed by a
+    -- bookie id string at 600,000 topics, with the local index's)
+    SELECT ledger_id, word, bit_or(expected) & ~bit_or(held) AS missing
+    FROM bits
+    GROUP BY ledger_id, word
+)
+-- (ledger, judged bookie of its ensembles) with no bytes of it on that bookie
+SELECT /*+ BROADCAST(s) */ p.ledger_id, s.bookie_id, s.started_at_ms
+FROM per_ledger p
+JOIN scanned s ON s.n DIV 62 = p.word AND (p.missing & CAST(pow(2, s.n % 62) AS BIGINT)) <> 0
+WHERE p.missing <> 0
