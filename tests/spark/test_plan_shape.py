@@ -155,7 +155,7 @@ STEP_BROADCASTS = {
     "int_transaction_openers": {"managed_ledgers", "partitioned_topics"},
     # the namespaces with a __change_events topic (policy_topics_ns: managed ledgers and partitioned topics
     # filtered by that name, the undecodable ones, the incomplete scopes), at most a row per namespace
-    "expired-retention-unloaded": {"managed_ledgers", "partitioned_topics"},
+    "int_unloaded_retention": {"managed_ledgers", "partitioned_topics"},
     "int_transaction_stores": {"int_transaction_openers"},
 }
 
@@ -163,8 +163,9 @@ STEP_BROADCASTS = {
 # What a broadcast may also read once the SQL is rendered with the intermediate views counted small when written
 # (``${broadcast_if_small:...}``, etl.broadcastable: at most BROADCAST_MAX_ROWS rows): the ledger ids on one side
 # only of BookKeeper and the references, and the ledger lists of the topics whose cursors hold acknowledged
-# ranges in their znode (int_range_ledgers, ack-holes), few in a healthy cluster but not by construction.
-MEASURED_SMALL = SMALL_BY_CONSTRUCTION | {"int_unmatched_ledgers", "int_range_ledgers"}
+# ranges in their znode (int_range_ledgers, ack-holes), and the unloaded topics with their retention
+# (int_unloaded_retention, expired-retention-unloaded), few in a healthy cluster but not by construction.
+MEASURED_SMALL = SMALL_BY_CONSTRUCTION | {"int_unmatched_ledgers", "int_range_ledgers", "int_unloaded_retention"}
 
 
 def plan_text(spark: Any, df: Any) -> str:
@@ -251,11 +252,18 @@ def test_the_hinted_small_relations_are_broadcast(materialised: Any) -> None:
     # the tables the manifest counts small (etl.small_tables) are broadcast where the SQL asks: the managed
     # ledgers are not shuffled for the loaded-topic listings and the topic policies; not counted, they are joined
     # by a shuffle
-    f = next(f for f in detect_files() if f.name == "expired-retention-unloaded")
+    f = next(f for f in intermediate_files() if f.name == "int_unloaded_retention")
     counted = etl.small_tables({"loaded_topics": 0, "topic_policies": 0})
     reads = set().union(*broadcast_reads(plan_text(spark, spark.sql(f.render(counted)))))
     assert {"loaded_topics", "topic_policies"} <= reads
     assert "topic_policies" not in set().union(*broadcast_reads(plan_text(spark, spark.sql(f.text))))
+    # expired-retention-unloaded joins the ledger lists and the cursors to the unloaded topics measured few: a
+    # broadcast, neither int_ledgers nor the cursors shuffled whole
+    f = next(f for f in detect_files() if f.name == "expired-retention-unloaded")
+    plan = plan_text(spark, spark.sql(f.render({"int_unloaded_retention"})))
+    assert {"int_unloaded_retention"} in broadcast_reads(plan)
+    assert not {"int_ledgers", "cursors"} & set(shuffled_scans(plan))
+    assert {"int_ledgers", "cursors"} <= set(shuffled_scans(plan_text(spark, spark.sql(f.text))))
     # int_subtrees aggregates only the leak roots: a broadcast semi-join, not a shuffle of every znode prefix
     subtrees = next(f for f in intermediate_files() if f.name == "int_subtrees")
     plan = plan_text(spark, spark.sql(subtrees.text))

@@ -49,11 +49,12 @@ def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
         assert "${" not in rendered and "${" not in f.text, f.name
         macros = raw.count("${broadcast_if_small:")
         assert rendered.count("/*+ BROADCAST(") - f.text.count("/*+ BROADCAST(") == macros, f.name
-    # what the audit measures (etl.broadcastable, etl.storage_shared, etl.small_tables): two intermediate views, two
-    # shared storage views and two tables
+    # what the audit measures (etl.broadcastable, etl.storage_shared, etl.small_tables): three intermediate views,
+    # two shared storage views and two tables
     assert named == {
         "int_unmatched_ledgers",
         "int_range_ledgers",
+        "int_unloaded_retention",
         "byte_gaps",
         "ledger_gaps",
         "stg_loaded_topics",
