@@ -397,6 +397,19 @@ def _sha_mismatches() -> list[int]:
     return out
 
 
+def _portable_run(impl_attr: str, mismatches: str, env_key: str) -> str:
+    """In a fresh interpreter with ``env_key=c`` (the portable C loop forced at import): the implementation the module
+    reports (``_native.<impl_attr>``) and what ``<mismatches>()`` of this file finds there."""
+    code = (
+        f"from pulsar_ops import _native; from tests.unit.test_native import {mismatches}; "
+        f"print(_native.{impl_attr}, {mismatches}())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, env_key: "c"}, capture_output=True, text=True, check=True
+    ).stdout
+    return out.strip()
+
+
 @needs_native
 @pytest.mark.parametrize("impl", ["default", "c"])
 def test_the_native_hash_is_hashlibs(impl: str) -> None:
@@ -405,18 +418,7 @@ def test_the_native_hash_is_hashlibs(impl: str) -> None:
     if impl == "default":
         assert _sha_mismatches() == []
         return
-    code = (
-        "from pulsar_ops import _native; from tests.unit.test_native import _sha_mismatches; "
-        "print(_native.SHA256, _sha_mismatches())"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PULSAR_OPS_NATIVE_SHA": "c"},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert out.strip() == "c []"
+    assert _portable_run("SHA256", "_sha_mismatches", "PULSAR_OPS_NATIVE_SHA") == "c []"
 
 
 # ---- the seals' and log records' checksum (native.adler32): AVX2 where the CPU has it ------------------------------
@@ -449,18 +451,7 @@ def test_the_native_checksum_is_zlibs(impl: str) -> None:
     if impl == "default":
         assert _adler_mismatches() == []
         return
-    code = (
-        "from pulsar_ops import _native; from tests.unit.test_native import _adler_mismatches; "
-        "print(_native.ADLER32, _adler_mismatches())"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PULSAR_OPS_NATIVE_ADLER": "c"},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert out.strip() == "c []"
+    assert _portable_run("ADLER32", "_adler_mismatches", "PULSAR_OPS_NATIVE_ADLER") == "c []"
 
 
 def test_the_switch_turns_the_native_path_off() -> None:
