@@ -78,7 +78,7 @@ schema_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("schema_batch")
 # sha256_hex(data): hashlib.sha256(data).hexdigest(), the data_sha256 the batches compute natively
 sha256_hex: Callable[[bytes], str] | None = _FNS.get("sha256_hex")
 # pack_reads(store, reads): a chunk of reads for a decode worker's pipe, or None (then marshal goes); unpack_reads(raw,
-# idx=None): (store, reads) back (only those at idx); exactly scrape.decode_pool's pack_reads_py / unpack_reads_py. The
+# idx=None): (store, reads) back (only those at idx); exactly scrape.packed's pack_reads_py / unpack_reads_py. The
 # batches (bk_batch, ml_batch, schema_batch) read such a chunk in place too.
 pack_reads: Callable[[str, list[Any]], bytes | None] | None = _FNS.get("pack_reads")
 unpack_reads: Callable[..., tuple[str, list[Any]]] | None = _FNS.get("unpack_reads")

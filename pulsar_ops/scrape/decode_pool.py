@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pulsar_ops import native
 from pulsar_ops.errors import DecodeWorkerError
+from pulsar_ops.scrape import packed as packed_chunk
 from pulsar_ops.scrape.multiread import Stat
 from pulsar_ops.scrape.sink import ScopeState, SnapshotSink
 from pulsar_ops.snapshot.writer import SnapshotWriter
@@ -81,101 +81,24 @@ def _write_msg(stream: IO[bytes], obj: Any) -> None:
     _write_frame(stream, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-# A chunk of reads goes packed (``pack_reads``: lengths, bytes and the stat as 11 int64, a few memcpys each way)
+# A chunk of reads goes packed (``scrape.packed``: lengths, bytes and the stat as 11 int64, a few memcpys each way)
 # when every read is a plain (str, bytes, 11 ints) tuple; anything else goes as marshal (same interpreter on both
 # ends, the worker being ``sys.executable``); the first byte tells them apart. A worker hands the packed chunk to the
-# native batches as it is (``SnapshotSink.nodes``): only the reads they leave become tuples. Measured on a 50K-topic
-# tree (340K znodes): marshal.dumps 0.32 + loads 0.41 us per znode, pack 0.20 + unpack 0.18. Header and summary
+# native batches as it is (``SnapshotSink.nodes``): only the reads they leave become tuples. Header and summary
 # stay pickled.
-PACKED = 0x01  # the first byte of a packed chunk: never the first byte of a marshal stream (a type code)
-_PACK_HEAD = struct.Struct("=BII")
-_LEN = struct.Struct("=I")
-_STAT = struct.Struct("=11q")
-_U32 = 0xFFFFFFFF
-_PACKED_BYTE = bytes((PACKED,))
-
-
-def pack_reads_py(store: str, reads: list[Read]) -> bytes | None:
-    """``native.pack_reads``' pure twin: ``u8 PACKED, u32 count, u32 len, store``, then per read ``u32 len, path
-    (UTF-8), u32 len, data, 11 x i64 stat``, in the machine's byte order; None when a read does not fit it."""
-    try:
-        sb = store.encode("utf-8")
-        parts = [_PACK_HEAD.pack(PACKED, len(reads), len(sb)), sb]
-        for r in reads:
-            if type(r) is not tuple or len(r) != 3:
-                return None
-            path, data, stat = r
-            if type(path) is not str or type(data) is not bytes or type(stat) is not tuple or len(stat) != 11:
-                return None
-            if any(type(v) is not int for v in stat):
-                return None
-            pb = path.encode("utf-8")
-            if len(pb) > _U32 or len(data) > _U32:
-                return None
-            parts += (_LEN.pack(len(pb)), pb, _LEN.pack(len(data)), data, _STAT.pack(*stat))
-    except (UnicodeEncodeError, struct.error):  # a lone surrogate, an int past int64, a count past u32
-        return None
-    return b"".join(parts)
-
-
-def unpack_reads_py(raw: bytes, idx: list[int] | None = None) -> tuple[str, list[Read]]:
-    """``native.unpack_reads``' pure twin: the store and the reads (those at ``idx``, in that order; ValueError when
-    the chunk is malformed)."""
-    try:
-        magic, count, n = _PACK_HEAD.unpack_from(raw, 0)
-        if magic != PACKED:
-            raise ValueError("not a packed chunk")
-        pos = _PACK_HEAD.size
-        if len(raw) - pos < n:
-            raise ValueError("store cut")
-        store = raw[pos : pos + n].decode("utf-8")
-        pos += n
-        reads: list[Read] = []
-        for _ in range(count):
-            (pn,) = _LEN.unpack_from(raw, pos)
-            pos += 4
-            if len(raw) - pos < pn + 4:
-                raise ValueError("path cut")
-            path = raw[pos : pos + pn].decode("utf-8")
-            pos += pn
-            (dn,) = _LEN.unpack_from(raw, pos)
-            pos += 4
-            if len(raw) - pos < dn + _STAT.size:
-                raise ValueError("data cut")
-            data = raw[pos : pos + dn]
-            pos += dn
-            stat = _STAT.unpack_from(raw, pos)
-            pos += _STAT.size
-            reads.append((path, data, stat))
-    except (struct.error, UnicodeDecodeError) as e:
-        raise ValueError(f"unpack_reads: a truncated or malformed chunk ({e})") from None
-    if pos != len(raw):
-        raise ValueError("unpack_reads: a truncated or malformed chunk (bytes after the last read)")
-    if idx is not None:
-        if any(not 0 <= i < len(reads) for i in idx):
-            raise IndexError("a read index past the chunk")
-        reads = [reads[i] for i in idx]
-    return store, reads
-
-
-_pack = native.pack_reads or pack_reads_py
-_unpack = native.unpack_reads or unpack_reads_py
 
 
 def _read_chunk(stream: IO[bytes], *, packed: bool = False) -> Any:
     """The next chunk, (store, reads), or None at the end; with ``packed``, a packed chunk's reads stay the packed
     bytes (``SnapshotSink.nodes`` reads them in place: no Python object per read the native batches take)."""
     raw = _read_frame(stream)
-    if raw[:1] == _PACKED_BYTE:
-        if packed:
-            (n,) = _LEN.unpack_from(raw, 5)
-            return raw[9 : 9 + n].decode("utf-8"), raw
-        return _unpack(raw)
+    if packed_chunk.is_packed(raw):
+        return (packed_chunk.store(raw), raw) if packed else packed_chunk.unpack(raw)
     return marshal.loads(raw)
 
 
 def _write_chunk(stream: IO[bytes], obj: Any) -> None:
-    raw = _pack(obj[0], obj[1]) if obj is not None else None
+    raw = packed_chunk.pack(obj[0], obj[1]) if obj is not None else None
     _write_frame(stream, raw if raw is not None else marshal.dumps(obj))
 
 

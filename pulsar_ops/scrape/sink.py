@@ -5,13 +5,11 @@ Pure bookkeeping over ``extract`` and the streaming ``SnapshotWriter``; no kazoo
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pulsar_ops import native
-from pulsar_ops.scrape import native_batch
+from pulsar_ops.scrape import native_batch, packed
 from pulsar_ops.scrape.classify import CLUSTERS, classify
 from pulsar_ops.scrape.extract import ExtractConfig, Row
 from pulsar_ops.scrape.extract_fast import extract_columns
@@ -20,24 +18,7 @@ from pulsar_ops.snapshot import schema
 from pulsar_ops.snapshot.writer import SnapshotWriter
 
 _BOOKIE_COLUMNS = schema.table("bookies").column_names
-_PACKED_COUNT = struct.Struct("=I")
 NATIVE_MIN_BATCH = 64  # below this, the per-znode path (building the arrays costs more than it saves)
-
-
-def packed_count(raw: bytes) -> int:
-    """The reads in a packed chunk (its header: u8 magic, u32 count)."""
-    count: int = _PACKED_COUNT.unpack_from(raw, 1)[0]
-    return count
-
-
-def unpack_packed(raw: bytes, idx: list[int] | None = None) -> list[tuple[str, bytes, Stat]]:
-    """A packed chunk's reads (those at ``idx``, in that order), natively or by the pure twin."""
-    if native.unpack_reads is not None:
-        return native.unpack_reads(raw, idx)[1]
-    from pulsar_ops.scrape.decode_pool import unpack_reads_py  # the pure twin (decode_pool imports this module)
-
-    reads = unpack_reads_py(raw)[1]
-    return reads if idx is None else [reads[i] for i in idx]
 
 
 @dataclass
@@ -109,13 +90,13 @@ class SnapshotSink:
     def nodes(self, reads: list[tuple[str, bytes, Stat]] | bytes) -> None:
         """``node`` for each read, the hierarchical ledger znodes, then the topic and cursor znodes, then the schema
         locators, in native batches when they are built (the same rows, in another order within the tables).
-        ``reads``: a list of (path, data, stat), or a packed chunk (``decode_pool.pack_reads_py``'s layout, what a
+        ``reads``: a list of (path, data, stat), or a packed chunk (``scrape.packed``'s layout, what a
         decode worker receives): the batches read it in place and only the reads they leave become tuples."""
         cfg = self.cfg
-        count = packed_count(reads) if isinstance(reads, bytes) else len(reads)
+        count = packed.count(reads) if isinstance(reads, bytes) else len(reads)
         if count < NATIVE_MIN_BATCH or not native_batch.usable(cfg.ledgers_root):
             node = self.node
-            for path, data, stat in unpack_packed(reads) if isinstance(reads, bytes) else reads:
+            for path, data, stat in packed.unpack(reads)[1] if isinstance(reads, bytes) else reads:
                 node(path, data, stat)
             return
         store = self.store
@@ -154,7 +135,7 @@ class SnapshotSink:
                 rng = self.zxid.get(store)
                 self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
         node = self.node
-        left = unpack_packed(reads, rest) if isinstance(reads, bytes) else [reads[i] for i in rest]
+        left = packed.unpack(reads, rest)[1] if isinstance(reads, bytes) else [reads[i] for i in rest]
         for path, data, stat in left:
             node(path, data, stat)
 

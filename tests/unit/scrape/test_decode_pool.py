@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pulsar_ops import native
 from pulsar_ops.errors import DecodeWorkerError
 from pulsar_ops.scrape import decode_pool as d
+from pulsar_ops.scrape import packed
 from pulsar_ops.scrape.decode_pool import PoolSink, merge_summaries
 from pulsar_ops.scrape.extract import ExtractConfig
 from pulsar_ops.scrape.sink import SnapshotSink
@@ -144,17 +145,17 @@ def test_packed_chunks_round_trip_and_the_native_twin_writes_the_same_bytes(
 ) -> None:
     """A chunk of reads crosses the pipe packed: the pure and the native packer give the same bytes (or both None:
     a lone surrogate from surrogateescape goes as marshal), and both unpackers give the chunk back."""
-    raw = d.pack_reads_py(store, reads)
+    raw = packed.pack_reads_py(store, reads)
     try:
         (store + "".join(p for p, _, _ in reads)).encode("utf-8")
-        assert raw is not None and raw[0] == d.PACKED
+        assert raw is not None and raw[0] == packed.PACKED
     except UnicodeEncodeError:
         assert raw is None
     if native.pack_reads is not None:
         assert native.pack_reads(store, reads) == raw
     if raw is None:
         return
-    assert d.unpack_reads_py(raw) == (store, reads)
+    assert packed.unpack_reads_py(raw) == (store, reads)
     if native.unpack_reads is not None:
         assert native.unpack_reads(raw) == (store, reads)
         for cut in (len(raw) - 1, len(raw) // 2):
@@ -162,7 +163,7 @@ def test_packed_chunks_round_trip_and_the_native_twin_writes_the_same_bytes(
                 native.unpack_reads(raw[:cut])
     for cut in (len(raw) - 1, len(raw) // 2):
         with pytest.raises(ValueError):
-            d.unpack_reads_py(raw[:cut])
+            packed.unpack_reads_py(raw[:cut])
 
 
 @pytest.mark.parametrize(
@@ -179,7 +180,7 @@ def test_packed_chunks_round_trip_and_the_native_twin_writes_the_same_bytes(
 def test_a_chunk_that_does_not_pack_goes_as_marshal(reads: list[Any]) -> None:
     import io
 
-    assert d.pack_reads_py("local", reads) is None
+    assert packed.pack_reads_py("local", reads) is None
     if native.pack_reads is not None:
         assert native.pack_reads("local", reads) is None
     buf = io.BytesIO()

@@ -27,8 +27,8 @@ from pulsar_ops.formats.managed_ledger import encode_managed_ledger_info
 from pulsar_ops.formats.schema_locator import SchemaIndexEntry, SchemaLocator, encode_schema_locator
 from pulsar_ops.scrape import native_batch
 from pulsar_ops.scrape import sink as sink_module
-from pulsar_ops.scrape.decode_pool import pack_reads_py
 from pulsar_ops.scrape.extract import ExtractConfig
+from pulsar_ops.scrape.packed import pack_reads_py
 from pulsar_ops.scrape.sink import SnapshotSink
 from pulsar_ops.snapshot.writer import SnapshotWriter
 from tests.unit.formats.strategies import ledger_metadatas
