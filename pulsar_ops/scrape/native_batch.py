@@ -76,7 +76,7 @@ def bk_batch(
     store: str, reads: list[Any] | bytes, ledgers_root: str, max_bytes: int, idx: list[int] | None = None
 ) -> BkBatch:
     """(rows taken, indexes of the reads left to the per-znode path, znodes arrays, bk_ledgers arrays, the taken
-    rows' min and max mzxid). ``reads``: a list of (path, data, stat) or a packed chunk (``decode_pool``'s, no
+    rows' min and max mzxid). ``reads``: a list of (path, data, stat) or a packed chunk (``scrape.packed``'s layout, no
     Python object per read); ``idx``: the indexes of the reads to look at (default: all); the indexes returned are
     into ``reads`` either way."""
     assert native.bk_batch is not None
