@@ -268,6 +268,7 @@ def storage_sql(f: SqlFile, top_n: int) -> str:
     if isinstance(top_n, bool) or not isinstance(top_n, int) or not 1 <= top_n <= STORAGE_TOP_N_MAX:
         raise AuditError(
             f"storage top N must be an integer from 1 to {STORAGE_TOP_N_MAX:,}, got {top_n!r}",
+            hint=f"re-run `pulsar-ops audit` with --storage-top N, N from 1 to {STORAGE_TOP_N_MAX}",
             code="config-invalid",
         )
     return _STORAGE_TOP_N.sub(str(top_n), f.text)

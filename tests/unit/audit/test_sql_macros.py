@@ -101,4 +101,4 @@ def test_the_storage_top_n_is_rendered_as_a_literal_bound() -> None:
     for bad in (0, -1, True, 2.5, STORAGE_TOP_N_MAX + 1):
         with pytest.raises(AuditError) as e:
             storage_sql(owners, bad)  # type: ignore[arg-type]
-        assert e.value.code == "config-invalid"
+        assert e.value.code == "config-invalid" and "--storage-top" in e.value.hint
