@@ -3519,6 +3519,18 @@ static void wk_client_stat(const WFrame *f, int64_t v[11]) {
     v[10] = be64(s + 52);
 }
 
+/* whether p[0:n] is ASCII (8 bytes at a time: nearly every path is) */
+static inline int wk_ascii(const char *p, Py_ssize_t n) {
+    uint64_t acc = 0, v;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&v, p + i, 8);
+        acc |= v;
+    }
+    for (; i < n; i++) acc |= (uint8_t)p[i];
+    return (acc & 0x8080808080808080ull) == 0;
+}
+
 /* close(frame) of stream._load_partial (the frame already popped) */
 static int wk_close(Walker *W, WFrame *f) {
     if (f->node) {
@@ -3556,7 +3568,7 @@ static int wk_close(Walker *W, WFrame *f) {
     }
     int64_t v[11];
     wk_client_stat(f, v);
-    if (!utf8_valid((const uint8_t *)f->buf, f->pn)) { /* a lone surrogate: pack_reads' None, marshal's case */
+    if (!wk_ascii(f->buf, f->pn) && !utf8_valid((const uint8_t *)f->buf, f->pn)) { /* pack_reads' None: marshal */
         if (W->out_n > 0 && wk_hand_over(W) < 0) return -1;
         PyObject *path = wk_str(f->buf, f->pn);
         PyObject *data = path ? PyBytes_FromStringAndSize(f->buf + f->pn, f->dn) : NULL;
@@ -3791,13 +3803,20 @@ static int wk_node(Walker *W, const char *path, Py_ssize_t pn, const char *data,
     return 0;
 }
 
-static PyObject *walker_feed_buf(Walker *W, const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, int with_digest);
+static PyObject *walker_feed_buf(Walker *W, const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, int with_digest,
+                                 int64_t adler);
 
 static PyObject *walker_feed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Walker *W = (Walker *)self;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "feed(buf: bytes-like, pos: int, digest: bool)");
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "feed(buf: bytes-like, pos: int, digest: bool, adler: int | None = None)");
         return NULL;
+    }
+    int64_t adler = -1; /* none: the caller sums the bytes itself */
+    if (nargs == 4 && args[3] != Py_None) {
+        unsigned long v = PyLong_AsUnsignedLongMask(args[3]);
+        if (v == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+        adler = (int64_t)(uint32_t)v;
     }
     int with_digest = PyObject_IsTrue(args[2]);
     if (with_digest < 0) return NULL;
@@ -3805,16 +3824,23 @@ static PyObject *walker_feed(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (pos == -1 && PyErr_Occurred()) return NULL;
     Py_buffer view; /* bytes, or a mapped window of the snapshot file (stream.SnapshotFile.walk) */
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    PyObject *r = walker_feed_buf(W, (const uint8_t *)view.buf, view.len, pos, with_digest);
+    PyObject *r = walker_feed_buf(W, (const uint8_t *)view.buf, view.len, pos, with_digest, adler);
     PyBuffer_Release(&view);
     return r;
 }
 
-static PyObject *walker_feed_buf(Walker *W, const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, int with_digest) {
+/* adler >= 0: also the running Adler-32 of the bytes walked (the seal's), summed a run at a time while they are in
+ * the cache (over a mapped window, a second pass after the walk read every byte from memory again) */
+static PyObject *walker_feed_buf(Walker *W, const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, int with_digest,
+                                 int64_t adler) {
     uint64_t digest = 0;
-    Py_ssize_t count = 0;
+    Py_ssize_t count = 0, summed = pos;
     int done = 0, bad = pos < 0 || pos > end;
     while (!bad) {
+        if (adler >= 0 && pos - summed >= (1 << 16)) {
+            adler = adler32_impl((uint32_t)adler, buf + summed, (size_t)(pos - summed));
+            summed = pos;
+        }
         if (end - pos < 4) break;
         int32_t n = be32(buf + pos);
         if (n < 0) {
@@ -3845,8 +3871,11 @@ static PyObject *walker_feed_buf(Walker *W, const uint8_t *buf, Py_ssize_t end, 
         count++;
         pos += size;
     }
-    return Py_BuildValue("(nnOKO)", count, pos, done ? Py_True : Py_False, (unsigned long long)digest,
-                         bad ? Py_True : Py_False);
+    if (adler >= 0 && !bad && pos > summed) adler = adler32_impl((uint32_t)adler, buf + summed, (size_t)(pos - summed));
+    PyObject *ad = adler >= 0 && !bad ? PyLong_FromLongLong((long long)adler) : Py_NewRef(Py_None);
+    if (!ad) return NULL;
+    return Py_BuildValue("(nnOKON)", count, pos, done ? Py_True : Py_False, (unsigned long long)digest,
+                         bad ? Py_True : Py_False, ad);
 }
 
 static PyObject *walker_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

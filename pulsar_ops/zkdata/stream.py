@@ -53,7 +53,7 @@ _adler32 = native.adler32 or zlib.adler32  # the seals' and records' checksum (z
 
 BLOCK = 8 << 20  # uncompressed bytes read at a time
 NODE_BATCH = 4096  # node records parsed per call
-MAP_WINDOW = 64 << 20  # bytes of a plain snapshot file mapped at a time by the native walk
+MAP_WINDOW = 16 << 20  # bytes of a plain snapshot file mapped at a time by the native walk
 _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
 _STAT_SIZE = 60
@@ -298,12 +298,14 @@ class SnapshotFile:
                 return
 
     def walk(
-        self, feed: Callable[..., tuple[int, int, bool, int, bool]], step: Callable[[str, bytes, bytes], Any]
+        self,
+        feed: Callable[..., tuple[int, int, bool, int, bool, int | None]],
+        step: Callable[[str, bytes, bytes], Any],
     ) -> int:
         """:meth:`batches` for ``native.snap_walker``: ``feed(buf, pos, digest)`` parses and walks the whole records
         from ``pos`` (the walked count, the new position, whether the terminating ``"/"`` was read, their digests'
-        sum, whether it stopped at a record it cannot take); what it cannot take goes to the record-by-record
-        reader, its nodes to ``step``. Returns the number of nodes walked."""
+        sum, whether it stopped at a record it cannot take, and given a running Adler-32, that of the bytes walked);
+        what it cannot take goes to the record-by-record reader, its nodes to ``step``. Returns the nodes walked."""
         count = 0
         with_digest = self.with_digest
         if not self.compression and not self.eof:
@@ -311,7 +313,7 @@ class SnapshotFile:
             if stop:
                 return count
         while True:
-            n, self.pos, done, digest, bad = feed(self.buf, self.pos, with_digest)
+            n, self.pos, done, digest, bad, _ = feed(self.buf, self.pos, with_digest)
             count += n
             self.digest += digest
             if done:
@@ -322,7 +324,7 @@ class SnapshotFile:
                     count += 1
                 return count
 
-    def _walk_mapped(self, feed: Callable[..., tuple[int, int, bool, int, bool]]) -> tuple[int, bool]:
+    def _walk_mapped(self, feed: Callable[..., tuple[int, int, bool, int, bool, int | None]]) -> tuple[int, bool]:
         """:meth:`walk` over a plain snapshot file mapped a window at a time (``MAP_WINDOW``): ``feed`` reads the page
         cache in place, with no read into a fresh buffer, no joining of blocks, no page faults on new memory (a
         quarter of pass 1 with ``_fill``'s blocks). Then the stream goes on from where the walk stopped, as
@@ -337,9 +339,11 @@ class SnapshotFile:
             base = at - at % gran
             length = min(size - base, window)
             with mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ, offset=base) as mm:
-                n, q, done, digest, bad = feed(mm, at - base, self.with_digest)
-                with memoryview(mm) as mv:
-                    self.adler = _adler32(mv[at - base : q], self.adler)
+                n, q, done, digest, bad, adler = feed(mm, at - base, self.with_digest, self.adler)
+                if adler is None:  # bad: stopped before a record it cannot take; the bytes before it count
+                    with memoryview(mm) as mv:
+                        adler = _adler32(mv[at - base : q], self.adler)
+                self.adler = adler
             count += n
             self.digest += digest
             at = base + q
