@@ -338,7 +338,11 @@ class SnapshotFile:
         while at < size:
             base = at - at % gran
             length = min(size - base, window)
-            with mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ, offset=base) as mm:
+            try:
+                mm = mmap.mmap(f.fileno(), length, access=mmap.ACCESS_READ, offset=base)
+            except (OSError, ValueError):  # a file (system) that cannot be mapped: read on in blocks from here
+                break
+            with mm:
                 n, q, done, digest, bad, adler = feed(mm, at - base, self.with_digest, self.adler)
                 if adler is None:  # bad: stopped before a record it cannot take; the bytes before it count
                     with memoryview(mm) as mv:

@@ -175,3 +175,20 @@ def test_the_native_walk_hands_over_packed_chunks(tmp_path: Path) -> None:
         ("config", pack_reads_py("config", [("/b", b"B", client(4, b"B", 0))]), 1, 2004),
     ]
     assert part.emitted == 3 and part.nodes == 6 and sorted(part.originals) == ["", "/c", "/c/k"]
+
+
+def test_a_file_that_cannot_be_mapped_is_read_in_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mmap refused (a file system without it): the walk reads on in blocks, with the same result."""
+    nodes = [("", b"", _stat(0)), ("/a", b"A" * 3000, _stat(1)), ("/a/b", b"B", _stat(2)), ("/c", b"C", _stat(3))]
+    f = tmp_path / "snapshot.2"
+    f.write_bytes(encode_snapshot(nodes))
+    args = {"keep": {"/c"}, "keep_children": set(), "sessions": set(), "dead": set(), "roots": {"/a": "local"}}
+    args |= {"batch": 2, "emit": True, "cut": 0}
+    mapped = _run(f, 64, native.snap_walker, args, packed=True)
+
+    def refuse(*_a: Any, **_k: Any) -> Any:
+        raise OSError("no mmap here")
+
+    monkeypatch.setattr(stream.mmap, "mmap", refuse)
+    assert _run(f, 64, native.snap_walker, args, packed=True) == mapped == _run(f, 64, None, args, packed=False)
+    assert [p for _s, (p, _d, _c) in mapped["reads"]] == ["/a/b", "/a"] and mapped["digest"] is not None
