@@ -28,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 12
+#define NATIVE_ABI 13
 #define PACK_MAGIC 0x01 /* a packed chunk's first byte (pack_reads): never a marshal stream's (a type code, possibly | 0x80) */
 
 #define MAX_SEGMENTS 256
@@ -1395,6 +1395,8 @@ static uint32_t crc_update(uint32_t crc, const uint8_t *p, Py_ssize_t n) {
     return ~crc;
 }
 
+static uint32_t node_crc(const uint8_t *path, Py_ssize_t n, const uint8_t *data, Py_ssize_t d, const uint8_t *st);
+
 static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 4 || !PyBytes_Check(args[0])) {
@@ -1440,13 +1442,7 @@ static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t na
             /* DigestCalculator.calculateDigest: path, data, then czxid mzxid pzxid ctime mtime version cversion
              * aversion ephemeralOwner (StatPersisted stores czxid mzxid ctime mtime version cversion aversion
              * ephemeralOwner pzxid) */
-            const uint8_t *st = p + n + 4 + d + 8;
-            uint32_t c = crc_update(0, p, n);
-            c = crc_update(c, p + n + 4, d);
-            c = crc_update(c, st, 16);
-            c = crc_update(c, st + 52, 8);
-            c = crc_update(c, st + 16, 36);
-            digest += c;
+            digest += node_crc(p, n, p + n + 4, d, p + n + 4 + d + 8);
         }
         PyObject *path = PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape");
         if (!path) {
@@ -1658,6 +1654,152 @@ __attribute__((target("avx2"))) static uint32_t adler32_avx2(uint32_t adler, con
 #endif
 
 static uint32_t (*adler32_impl)(uint32_t, const uint8_t *, size_t) = adler32_c;
+
+/* ---- CRC-32 by carry-less multiplication: the snapshot nodes' digest (DigestCalculator) ----------------------
+ *
+ * The per-node digest is a CRC-32 (ISO-HDLC, zlib.crc32's) over ~300 bytes a node, every node of the snapshot:
+ * slicing by 8 took ~1.3 cycles a byte, a quarter of pass 1. With PCLMULQDQ the bytes are folded 64 then 16 at a
+ * time and Barrett-reduced (Gopal et al., "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ
+ * Instruction", Intel 2009: the bit-reflected constants for the CRC-32 polynomial, as zlib's x86 SIMD variant and
+ * Chromium's crc32_simd use them), the tail (< 16 bytes) by the table. Equal to zlib.crc32 for every input
+ * (tests/unit/test_native.py). PULSAR_OPS_NATIVE_CRC=c keeps the table. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* crc: the running CRC inverted (~crc), as the folding takes it; n >= 64, a multiple of 16; returns it inverted */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t crc_fold(const uint8_t *buf, size_t len, uint32_t crc) {
+    const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);
+    const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);
+    const __m128i k5k0 = _mm_set_epi64x(0, 0x0163cd6124LL);
+    const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
+    __m128i x0, x1, x2, x3, x4, x5, x6, x7, x8;
+    x1 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
+    x2 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
+    x3 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
+    x4 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
+    x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+    x0 = k1k2;
+    buf += 64;
+    len -= 64;
+    while (len >= 64) { /* four lanes folded 512 bits ahead */
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x6 = _mm_clmulepi64_si128(x2, x0, 0x00);
+        x7 = _mm_clmulepi64_si128(x3, x0, 0x00);
+        x8 = _mm_clmulepi64_si128(x4, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x2 = _mm_clmulepi64_si128(x2, x0, 0x11);
+        x3 = _mm_clmulepi64_si128(x3, x0, 0x11);
+        x4 = _mm_clmulepi64_si128(x4, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x5), _mm_loadu_si128((const __m128i *)(buf + 0x00)));
+        x2 = _mm_xor_si128(_mm_xor_si128(x2, x6), _mm_loadu_si128((const __m128i *)(buf + 0x10)));
+        x3 = _mm_xor_si128(_mm_xor_si128(x3, x7), _mm_loadu_si128((const __m128i *)(buf + 0x20)));
+        x4 = _mm_xor_si128(_mm_xor_si128(x4, x8), _mm_loadu_si128((const __m128i *)(buf + 0x30)));
+        buf += 64;
+        len -= 64;
+    }
+    x0 = k3k4; /* the four lanes into one */
+    x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+    x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+    x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+    x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+    x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+    x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
+    x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+    x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+    x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
+    while (len >= 16) { /* then 128 bits at a time */
+        x2 = _mm_loadu_si128((const __m128i *)buf);
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+        buf += 16;
+        len -= 16;
+    }
+    /* 128 bits to 64, then Barrett to 32 */
+    x2 = _mm_clmulepi64_si128(x1, x0, 0x10);
+    x3 = _mm_setr_epi32(~0, 0, ~0, 0);
+    x1 = _mm_srli_si128(x1, 8);
+    x1 = _mm_xor_si128(x1, x2);
+    x0 = k5k0;
+    x2 = _mm_srli_si128(x1, 4);
+    x1 = _mm_and_si128(x1, x3);
+    x1 = _mm_clmulepi64_si128(x1, x0, 0x00);
+    x1 = _mm_xor_si128(x1, x2);
+    x0 = poly;
+    x2 = _mm_and_si128(x1, x3);
+    x2 = _mm_clmulepi64_si128(x2, x0, 0x10);
+    x2 = _mm_and_si128(x2, x3);
+    x2 = _mm_clmulepi64_si128(x2, x0, 0x00);
+    x1 = _mm_xor_si128(x1, x2);
+    return (uint32_t)_mm_extract_epi32(x1, 1);
+}
+#endif
+
+static int CRC_FOLD = 0; /* the CPU has PCLMULQDQ (and SSE4.1) */
+
+/* zlib.crc32(p[:n], crc) */
+static uint32_t crc_any(uint32_t crc, const uint8_t *p, Py_ssize_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (CRC_FOLD && n >= 64) {
+        size_t chunk = (size_t)n & ~(size_t)15;
+        crc = ~crc_fold(p, chunk, ~crc);
+        p += chunk;
+        n -= (Py_ssize_t)chunk;
+    }
+#endif
+    return crc_update(crc, p, n);
+}
+
+/* the first n bytes of src to dst, 16 at a time: may read and write up to 15 bytes past n (the caller's dst has
+ * room; its src is followed by more of the same record). A small variable-size memcpy inlines as rep movsq, whose
+ * start-up cost was most of node_crc. */
+static inline void copy16(uint8_t *dst, const uint8_t *src, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i += 16) {
+        uint64_t a, b;
+        memcpy(&a, src + i, 8);
+        memcpy(&b, src + i + 8, 8);
+        memcpy(dst + i, &a, 8);
+        memcpy(dst + i + 8, &b, 8);
+    }
+}
+
+/* DigestCalculator.calculateDigest of one node: path, data, then czxid mzxid pzxid ctime mtime version cversion
+ * aversion ephemeralOwner (StatPersisted stores czxid mzxid ctime mtime version cversion aversion ephemeralOwner
+ * pzxid); in one run of bytes when it is small, so most of it folds. path and data are a snapshot node record's
+ * (each followed by at least 68 more bytes of it: copy16 may read 15 past them). */
+static uint32_t node_crc(const uint8_t *path, Py_ssize_t n, const uint8_t *data, Py_ssize_t d, const uint8_t *st) {
+    uint8_t tmp[1024 + 16];
+    if (n + d + 60 <= 1024) {
+        copy16(tmp, path, n);
+        copy16(tmp + n, data, d);
+        uint8_t *s = tmp + n + d;
+        memcpy(s, st, 16);
+        memcpy(s + 16, st + 52, 8);
+        memcpy(s + 24, st + 16, 36);
+        return crc_any(0, tmp, n + d + 60);
+    }
+    uint32_t c = crc_any(0, path, n);
+    c = crc_any(c, data, d);
+    c = crc_update(c, st, 16);
+    c = crc_update(c, st + 52, 8);
+    return crc_update(c, st + 16, 36);
+}
+
+static PyObject *py_crc32(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "crc32(data, value=0)");
+        return NULL;
+    }
+    unsigned long v = 0;
+    if (nargs == 2) {
+        v = PyLong_AsUnsignedLongMask(args[1]);
+        if (v == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    }
+    Py_buffer b;
+    if (PyObject_GetBuffer(args[0], &b, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t r = crc_any((uint32_t)v, (const uint8_t *)b.buf, b.len);
+    PyBuffer_Release(&b);
+    return PyLong_FromUnsignedLong(r);
+}
 
 static PyObject *py_adler32(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -3162,22 +3304,6 @@ static PyObject *schema_batch(PyObject *self, PyObject *const *args, Py_ssize_t 
     return two_table_batch(args, nargs, "schema_batch", "ssssiqqqqq", SCHEMA_COLS, schema_take, 1);
 }
 
-/* snap_walk(batch, start, ctx): zkdata.stream's pass-1 walk (load_partial) over batch[start:], the (path, data,
- * stat) node records snap_nodes parsed, on the same state the Python loop keeps (ctx, a list: the frame stack,
- * keep, keep_children, sessions, the doomed paths, the walked roots, unloaded, deferred, the list of reads not
- * handed over, its store, the hand-over size and the hand-over callable). It does exactly what the Python loop
- * body does for the common node and returns the index of the first node it did not take: the root, a node whose
- * parent is not on the stack (the Python body raises SnapshotCorrupt), a node to keep in the partial tree (its
- * path kept, its parent's children kept, or its ephemeral owner a closed session), and anything unexpected. The
- * Python body takes that one node and calls again, so every error and every kept node is decided in Python
- * (tests/unit/zkdata/test_stream_native.py pins the two equal). */
-enum {
-    W_STACK, W_KEEP, W_KEEP_CHILDREN, W_SESSIONS, W_DEAD, W_ROOTS, W_UNLOADED, W_DEFERRED, W_OUT, W_OUT_STORE,
-    W_BATCH, W_HAND_OVER, W_SIZE
-};
-/* frame: [path, data, stat, children seen, kept node or None, store or None, under a doomed node, children kept] */
-enum { F_PATH, F_DATA, F_STAT, F_SEEN, F_NODE, F_STORE, F_DOOMED, F_KEEP_CHILDREN, F_SIZE };
-
 static inline int64_t be64(const uint8_t *p) {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
@@ -3190,199 +3316,695 @@ static inline int64_t client_owner_of(int64_t owner) {
     return owner;
 }
 
-/* the client stat tuple, as stream._client / the inlined close build it (built item by item: Py_BuildValue's
- * format parsing was a tenth of the walk) */
-static PyObject *client_stat_tuple(PyObject *data, PyObject *stat, Py_ssize_t n) {
-    const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(stat);
-    int64_t cversion = (int64_t)be32(s + 36);
-    int64_t v[11] = {be64(s), be64(s + 8), be64(s + 16), be64(s + 24), (int64_t)be32(s + 32),
-                     cversion * 2 - (int64_t)n, (int64_t)be32(s + 40), client_owner_of(be64(s + 44)),
-                     (int64_t)PyBytes_GET_SIZE(data), (int64_t)n, be64(s + 52)};
-    PyObject *t = PyTuple_New(11);
-    if (!t) return NULL;
-    for (int k = 0; k < 11; k++) {
-        PyObject *o = PyLong_FromLongLong((long long)v[k]);
-        if (!o) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, k, o);
+/* ---- snap_walker: zkdata.stream's pass 1 (load_partial) natively, straight from the snapshot's bytes ---------
+ *
+ * snap_walker(tree, keep, keep_children, sessions, dead, roots, unloaded, deferred, originals, batch, cut,
+ *             emit_packed, emit_reads, corrupt) -> a walker with
+ *   feed(buf, pos, digest) -> (nodes walked, pos, done, digest sum, bad): snap_nodes' parse of buf[pos:] and the
+ *       walk of each record as it is parsed; it stops at a record cut by the end of buf, after the terminating "/"
+ *       (done), or before a negative path length or a data length below -1 (bad: the record-by-record reader
+ *       decides, as when snap_nodes returns None);
+ *   step(path, data, stat): one record given as objects (the record-by-record reader's);
+ *   finish(): the frames left closed, the last chunk handed over.
+ *
+ * The pure loop of stream._load_partial (step, close) is the definition; this walks the same stack in C. A
+ * node's path, data and stat are copied into its frame (no Python object per node); a node emitted at its close
+ * goes as its packed record (scrape.packed's layout: path minus its first `cut` characters, data, the client stat
+ * as close builds it) straight into the chunk handed to emit_packed(store, raw, count, max mtime) when it holds
+ * `batch` reads or the store changes. Python objects are made only for the kept nodes (the partial tree: [data,
+ * stat, children] in originals and in their parent's children; unloaded), the deferred nodes, the closed
+ * sessions' ephemerals, the errors (corrupt(message), the pure loop's messages) and a path that is not UTF-8
+ * (emit_reads(store, [(path, data, client stat)]), uncut: marshal's case). The members of keep, keep_children,
+ * dead and roots (str) are read once into a C hash table of their bytes (str.encode("utf-8", "surrogateescape"):
+ * the snapshot's own bytes). tests/unit/zkdata/test_stream_native.py holds it equal to the pure loop. */
+
+#define WK_KEEP 1
+#define WK_KC 2
+#define WK_DEAD 4
+#define WK_ROOT 8
+
+typedef struct {
+    uint64_t h;
+    char *p; /* NULL: an empty slot */
+    Py_ssize_t n;
+    int flags, store;
+} WKey;
+
+typedef struct {
+    char *buf; /* path, then data */
+    size_t cap;
+    Py_ssize_t pn, dn, seen;
+    uint8_t stat[60];
+    PyObject *node; /* the kept node [data, stat, children], or NULL */
+    int store;      /* index in stores, -1: none */
+    int doomed, kc;
+} WFrame;
+
+typedef struct {
+    PyObject_HEAD
+    WKey *keys;
+    size_t kmask;
+    PyObject *stores;       /* list of the store objects (deduplicated by equality) */
+    PyObject *store_bytes;  /* their UTF-8 */
+    PyObject *tree, *ephemerals, *sessions, *unloaded, *deferred, *originals, *emit_packed, *emit_reads, *corrupt;
+    int any_sessions;
+    WFrame *st;
+    Py_ssize_t depth, cap;
+    Buf out;
+    Py_ssize_t out_n, batch, cut;
+    int out_store;
+    int64_t out_mtime;
+} Walker;
+
+static inline uint64_t wk_hash(const char *p, Py_ssize_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        h = (h ^ v) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
     }
-    return t;
+    uint64_t v = 0;
+    memcpy(&v, p, (size_t)n);
+    h = (h ^ v) * 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 29);
 }
 
-static int walk_hand_over(PyObject *ctx) {
-    PyObject *r = PyObject_CallNoArgs(PyList_GET_ITEM(ctx, W_HAND_OVER));
+static WKey *wk_find(Walker *W, const char *p, Py_ssize_t n, uint64_t h) {
+    if (!W->keys) return NULL;
+    for (size_t i = (size_t)h & W->kmask;; i = (i + 1) & W->kmask) {
+        WKey *k = &W->keys[i];
+        if (!k->p) return k;
+        if (k->h == h && k->n == n && memcmp(k->p, p, (size_t)n) == 0) return k;
+    }
+}
+
+/* a member (str) into the table with flag; 0 ok, -1 error */
+static int wk_add(Walker *W, PyObject *s, int flag, int store) {
+    if (!PyUnicode_Check(s)) {
+        PyErr_SetString(PyExc_TypeError, "snap_walker: a path that is not a str");
+        return -1;
+    }
+    PyObject *b = PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape");
+    if (!b) return -1;
+    const char *p = PyBytes_AS_STRING(b);
+    Py_ssize_t n = PyBytes_GET_SIZE(b);
+    uint64_t h = wk_hash(p, n);
+    WKey *k = wk_find(W, p, n, h);
+    if (!k->p) {
+        k->p = (char *)malloc((size_t)n + 1);
+        if (!k->p) {
+            Py_DECREF(b);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(k->p, p, (size_t)n);
+        k->n = n;
+        k->h = h;
+        k->flags = 0;
+        k->store = -1;
+    }
+    Py_DECREF(b);
+    k->flags |= flag;
+    if (store >= 0) k->store = store;
+    return 0;
+}
+
+static int wk_add_set(Walker *W, PyObject *set, int flag) {
+    PyObject *it = PyObject_GetIter(set), *x;
+    if (!it) return -1;
+    while ((x = PyIter_Next(it))) {
+        int rc = wk_add(W, x, flag, -1);
+        Py_DECREF(x);
+        if (rc < 0) {
+            Py_DECREF(it);
+            return -1;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *wk_str(const char *p, Py_ssize_t n) { return PyUnicode_DecodeUTF8(p, n, "surrogateescape"); }
+
+static void walker_dealloc(PyObject *self) {
+    Walker *W = (Walker *)self;
+    if (W->keys) {
+        for (size_t i = 0; i <= W->kmask; i++) free(W->keys[i].p);
+        free(W->keys);
+    }
+    for (Py_ssize_t i = 0; i < W->cap; i++) {
+        free(W->st[i].buf);
+        Py_XDECREF(W->st[i].node);
+    }
+    free(W->st);
+    free(W->out.buf);
+    Py_XDECREF(W->stores);
+    Py_XDECREF(W->store_bytes);
+    Py_XDECREF(W->tree);
+    Py_XDECREF(W->ephemerals);
+    Py_XDECREF(W->sessions);
+    Py_XDECREF(W->unloaded);
+    Py_XDECREF(W->deferred);
+    Py_XDECREF(W->originals);
+    Py_XDECREF(W->emit_packed);
+    Py_XDECREF(W->emit_reads);
+    Py_XDECREF(W->corrupt);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int wk_corrupt(Walker *W, PyObject *msg) {
+    if (msg) {
+        PyErr_SetObject(W->corrupt, msg);
+        Py_DECREF(msg);
+    }
+    return -1;
+}
+
+/* the chunk so far to emit_packed */
+static int wk_hand_over(Walker *W) {
+    uint32_t u = (uint32_t)W->out_n;
+    memcpy(W->out.buf + 1, &u, 4);
+    PyObject *raw = PyBytes_FromStringAndSize(W->out.buf, (Py_ssize_t)W->out.len);
+    if (!raw) return -1;
+    PyObject *n = PyLong_FromSsize_t(W->out_n), *mt = PyLong_FromLongLong((long long)W->out_mtime);
+    W->out.len = 0;
+    W->out_n = 0;
+    PyObject *r = (n && mt) ? PyObject_CallFunctionObjArgs(W->emit_packed, PyList_GET_ITEM(W->stores, W->out_store),
+                                                           raw, n, mt, NULL)
+                            : NULL;
+    Py_DECREF(raw);
+    Py_XDECREF(n);
+    Py_XDECREF(mt);
     if (!r) return -1;
     Py_DECREF(r);
     return 0;
 }
 
-/* close(frame) of stream._load_partial (the frame already popped; the caller holds its reference) */
-static int walk_close(PyObject *ctx, PyObject *frame) {
-    PyObject *node = PyList_GET_ITEM(frame, F_NODE);
-    Py_ssize_t seen = PyLong_AsSsize_t(PyList_GET_ITEM(frame, F_SEEN));
-    if (seen == -1 && PyErr_Occurred()) return -1;
-    if (node != Py_None) {
-        if (!PyList_CheckExact(node) || PyList_GET_SIZE(node) != 3) {
-            PyErr_SetString(PyExc_TypeError, "snap_walk: a kept node is not [data, stat, children]");
-            return -1;
-        }
-        PyObject *kids = PyList_GET_ITEM(node, 2);
+static void wk_client_stat(const WFrame *f, int64_t v[11]) {
+    const uint8_t *s = f->stat;
+    int64_t n = (int64_t)f->seen;
+    v[0] = be64(s);
+    v[1] = be64(s + 8);
+    v[2] = be64(s + 16);
+    v[3] = be64(s + 24);
+    v[4] = (int64_t)be32(s + 32);
+    v[5] = (int64_t)be32(s + 36) * 2 - n;
+    v[6] = (int64_t)be32(s + 40);
+    v[7] = client_owner_of(be64(s + 44));
+    v[8] = (int64_t)f->dn;
+    v[9] = n;
+    v[10] = be64(s + 52);
+}
+
+/* whether p[0:n] is ASCII (8 bytes at a time: nearly every path is) */
+static inline int wk_ascii(const char *p, Py_ssize_t n) {
+    uint64_t acc = 0, v;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&v, p + i, 8);
+        acc |= v;
+    }
+    for (; i < n; i++) acc |= (uint8_t)p[i];
+    return (acc & 0x8080808080808080ull) == 0;
+}
+
+/* close(frame) of stream._load_partial (the frame already popped) */
+static int wk_close(Walker *W, WFrame *f) {
+    if (f->node) {
+        PyObject *kids = PyList_GET_ITEM(f->node, 2);
         Py_ssize_t k = 0;
         if (kids != Py_None) {
             k = PyObject_Length(kids);
             if (k < 0) return -1;
         }
-        PyObject *key = PyLong_FromVoidPtr(node); /* id(node) */
-        PyObject *val = key ? PyLong_FromSsize_t(seen - k) : NULL;
-        int rc = val ? PyDict_SetItem(PyList_GET_ITEM(ctx, W_UNLOADED), key, val) : -1;
+        PyObject *key = PyLong_FromVoidPtr(f->node); /* id(node) */
+        PyObject *val = key ? PyLong_FromSsize_t(f->seen - k) : NULL;
+        int rc = val ? PyDict_SetItem(W->unloaded, key, val) : -1;
         Py_XDECREF(key);
         Py_XDECREF(val);
+        Py_CLEAR(f->node);
         return rc;
     }
-    PyObject *store = PyList_GET_ITEM(frame, F_STORE);
-    if (store == Py_None) return 0;
-    PyObject *path = PyList_GET_ITEM(frame, F_PATH), *data = PyList_GET_ITEM(frame, F_DATA);
-    PyObject *stat = PyList_GET_ITEM(frame, F_STAT);
-    int doomed = PyObject_IsTrue(PyList_GET_ITEM(frame, F_DOOMED));
-    if (doomed < 0) return -1;
-    if (doomed) {
-        PyObject *t = Py_BuildValue("(OOOOn)", store, path, data, stat, seen);
-        int rc = t ? PyList_Append(PyList_GET_ITEM(ctx, W_DEFERRED), t) : -1;
-        Py_XDECREF(t);
+    if (f->store < 0) return 0;
+    PyObject *store = PyList_GET_ITEM(W->stores, f->store);
+    if (f->doomed) {
+        PyObject *path = wk_str(f->buf, f->pn);
+        PyObject *data = path ? PyBytes_FromStringAndSize(f->buf + f->pn, f->dn) : NULL;
+        PyObject *stat = data ? PyBytes_FromStringAndSize((const char *)f->stat, 60) : NULL;
+        PyObject *tup = stat ? Py_BuildValue("(OOOOn)", store, path, data, stat, f->seen) : NULL;
+        Py_XDECREF(path);
+        Py_XDECREF(data);
+        Py_XDECREF(stat);
+        int rc = tup ? PyList_Append(W->deferred, tup) : -1;
+        Py_XDECREF(tup);
         return rc;
     }
-    PyObject *out_store = PyList_GET_ITEM(ctx, W_OUT_STORE);
-    if (store != out_store) {
-        int same = PyObject_RichCompareBool(store, out_store, Py_EQ);
-        if (same < 0) return -1;
-        if (!same) {
-            if (PyList_GET_SIZE(PyList_GET_ITEM(ctx, W_OUT)) > 0 && walk_hand_over(ctx) < 0) return -1;
-            Py_INCREF(store);
-            if (PyList_SetItem(ctx, W_OUT_STORE, store) < 0) return -1;
+    if (f->store != W->out_store) {
+        if (W->out_n > 0 && wk_hand_over(W) < 0) return -1;
+        W->out_store = f->store;
+    }
+    int64_t v[11];
+    wk_client_stat(f, v);
+    if (!wk_ascii(f->buf, f->pn) && !utf8_valid((const uint8_t *)f->buf, f->pn)) { /* pack_reads' None: marshal */
+        if (W->out_n > 0 && wk_hand_over(W) < 0) return -1;
+        PyObject *path = wk_str(f->buf, f->pn);
+        PyObject *data = path ? PyBytes_FromStringAndSize(f->buf + f->pn, f->dn) : NULL;
+        PyObject *cs = data ? PyTuple_New(11) : NULL;
+        if (cs) {
+            for (int k = 0; k < 11; k++) {
+                PyObject *o = PyLong_FromLongLong((long long)v[k]);
+                if (!o) {
+                    Py_CLEAR(cs);
+                    break;
+                }
+                PyTuple_SET_ITEM(cs, k, o);
+            }
+        }
+        PyObject *read = cs ? PyTuple_Pack(3, path, data, cs) : NULL;
+        PyObject *reads = read ? PyList_New(1) : NULL;
+        Py_XDECREF(path);
+        Py_XDECREF(data);
+        Py_XDECREF(cs);
+        if (!reads) {
+            Py_XDECREF(read);
+            return -1;
+        }
+        PyList_SET_ITEM(reads, 0, read);
+        PyObject *r = PyObject_CallFunctionObjArgs(W->emit_reads, store, reads, NULL);
+        Py_DECREF(reads);
+        if (!r) return -1;
+        Py_DECREF(r);
+        return 0;
+    }
+    /* the path minus its first `cut` characters (UTF-8: a character starts at every byte but 10xxxxxx) */
+    Py_ssize_t off = 0;
+    if (W->cut > 0) {
+        Py_ssize_t chars = 0;
+        while (off < f->pn) {
+            if (((uint8_t)f->buf[off] & 0xC0) != 0x80) {
+                if (chars == W->cut) break;
+                chars++;
+            }
+            off++;
         }
     }
-    if (!PyBytes_Check(data) || !PyBytes_Check(stat) || PyBytes_GET_SIZE(stat) != 60) {
-        PyErr_SetString(PyExc_TypeError, "snap_walk: a node's data or stat is not bytes");
+    Py_ssize_t pn = f->pn - off;
+    if (W->out_n == 0) { /* a new chunk: u8 PACKED, u32 count (set at the hand-over), u32 len, store */
+        PyObject *sb = PyList_GET_ITEM(W->store_bytes, W->out_store);
+        uint32_t sn = (uint32_t)PyBytes_GET_SIZE(sb);
+        if (buf_reserve(&W->out, 9 + sn) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        W->out.buf[0] = (char)PACK_MAGIC;
+        memset(W->out.buf + 1, 0, 4);
+        memcpy(W->out.buf + 5, &sn, 4);
+        memcpy(W->out.buf + 9, PyBytes_AS_STRING(sb), sn);
+        W->out.len = 9 + sn;
+        W->out_mtime = INT64_MIN;
+    }
+    if ((uint64_t)pn > UINT32_MAX || (uint64_t)f->dn > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "snap_walker: a path or data past 4 GB");
         return -1;
     }
-    PyObject *cs = client_stat_tuple(data, stat, seen);
-    PyObject *t = cs ? PyTuple_Pack(3, path, data, cs) : NULL;
-    Py_XDECREF(cs);
-    PyObject *out = PyList_GET_ITEM(ctx, W_OUT);
-    int rc = t ? PyList_Append(out, t) : -1;
-    Py_XDECREF(t);
-    if (rc < 0) return -1;
-    Py_ssize_t batch = PyLong_AsSsize_t(PyList_GET_ITEM(ctx, W_BATCH));
-    if (batch == -1 && PyErr_Occurred()) return -1;
-    if (PyList_GET_SIZE(out) >= batch) return walk_hand_over(ctx);
+    if (buf_reserve(&W->out, 8 + (size_t)pn + (size_t)f->dn + 88) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    char *w = W->out.buf + W->out.len;
+    uint32_t u = (uint32_t)pn;
+    memcpy(w, &u, 4);
+    memcpy(w + 4, f->buf + off, (size_t)pn);
+    w += 4 + pn;
+    u = (uint32_t)f->dn;
+    memcpy(w, &u, 4);
+    memcpy(w + 4, f->buf + f->pn, (size_t)f->dn);
+    w += 4 + f->dn;
+    memcpy(w, v, 88);
+    W->out.len += 8 + (size_t)pn + (size_t)f->dn + 88;
+    if (v[3] > W->out_mtime) W->out_mtime = v[3];
+    W->out_n++;
+    if (W->out_n >= W->batch) return wk_hand_over(W);
     return 0;
 }
 
-static PyObject *snap_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[2]) || PyList_GET_SIZE(args[2]) != W_SIZE) {
-        PyErr_SetString(PyExc_TypeError, "snap_walk(batch: list, start: int, ctx: list)");
+/* a frame pushed with its copy of path, data and stat (the other fields set by the caller) */
+static WFrame *wk_push(Walker *W, const char *path, Py_ssize_t pn, const char *data, Py_ssize_t dn,
+                       const uint8_t *stat) {
+    if (W->depth == W->cap) {
+        Py_ssize_t cap = W->cap ? W->cap * 2 : 32;
+        WFrame *st = (WFrame *)realloc(W->st, sizeof(WFrame) * (size_t)cap);
+        if (!st) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memset(st + W->cap, 0, sizeof(WFrame) * (size_t)(cap - W->cap));
+        W->st = st;
+        W->cap = cap;
+    }
+    WFrame *f = &W->st[W->depth];
+    size_t need = (size_t)pn + (size_t)dn + 1;
+    if (f->cap < need) {
+        size_t cap = f->cap ? f->cap : 256;
+        while (cap < need) cap *= 2;
+        char *b = (char *)realloc(f->buf, cap);
+        if (!b) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        f->buf = b;
+        f->cap = cap;
+    }
+    memcpy(f->buf, path, (size_t)pn);
+    if (dn) memcpy(f->buf + pn, data, (size_t)dn);
+    memcpy(f->stat, stat, 60);
+    f->pn = pn;
+    f->dn = dn;
+    f->seen = 0;
+    f->node = NULL;
+    f->store = -1;
+    f->doomed = f->kc = 0;
+    W->depth++;
+    return f;
+}
+
+/* a kept node: [data, stat, None] for the frame (in originals), put in its parent node's children */
+static int wk_keep(Walker *W, Py_ssize_t j) {
+    WFrame *f = &W->st[j];
+    PyObject *path = wk_str(f->buf, f->pn);
+    PyObject *data = path ? PyBytes_FromStringAndSize(f->buf + f->pn, f->dn) : NULL;
+    PyObject *stat = data ? PyBytes_FromStringAndSize((const char *)f->stat, 60) : NULL;
+    PyObject *node = stat ? PyList_New(3) : NULL;
+    if (!node) {
+        Py_XDECREF(path);
+        Py_XDECREF(data);
+        Py_XDECREF(stat);
+        return -1;
+    }
+    PyList_SET_ITEM(node, 0, data);
+    PyList_SET_ITEM(node, 1, stat);
+    Py_INCREF(Py_None);
+    PyList_SET_ITEM(node, 2, Py_None);
+    f->node = node;
+    int rc = PyDict_SetItem(W->originals, path, node);
+    if (rc == 0 && j > 0) {
+        PyObject *pnode = W->st[j - 1].node;
+        PyObject *kids = PyList_GET_ITEM(pnode, 2);
+        if (kids == Py_None) {
+            kids = PyDict_New();
+            if (!kids || PyList_SetItem(pnode, 2, kids) < 0) rc = -1;
+        }
+        if (rc == 0) {
+            Py_ssize_t cut = PyUnicode_FindChar(path, '/', 0, PyUnicode_GET_LENGTH(path), -1);
+            PyObject *name = cut < -1 ? NULL : PyUnicode_Substring(path, cut + 1, PyUnicode_GET_LENGTH(path));
+            rc = name ? PyDict_SetItem(kids, name, node) : -1;
+            Py_XDECREF(name);
+        }
+    }
+    Py_DECREF(path);
+    return rc;
+}
+
+/* step(path, data, stat) of stream._load_partial for one record */
+static int wk_node(Walker *W, const char *path, Py_ssize_t pn, const char *data, Py_ssize_t dn, const uint8_t *stat) {
+    uint64_t h = wk_hash(path, pn);
+    WKey *key = wk_find(W, path, pn, h);
+    int flags = key && key->p ? key->flags : 0;
+    if (W->depth == 0) {
+        if (pn != 0) {
+            PyObject *s = wk_str(path, pn);
+            return wk_corrupt(W, s ? PyUnicode_FromFormat("the first node is %R, not the root", s) : NULL);
+        }
+        WFrame *f = wk_push(W, path, pn, data, dn, stat);
+        if (!f) return -1;
+        f->store = flags & WK_ROOT ? key->store : -1;
+        f->kc = (flags & WK_KC) != 0;
+        if (wk_keep(W, 0) < 0) return -1;
+        return PyObject_SetAttrString(W->tree, "root", f->node);
+    }
+    Py_ssize_t cut = pn - 1;
+    while (cut >= 0 && path[cut] != '/') cut--;
+    for (;;) { /* not the parent: its subtree is read */
+        WFrame *top = &W->st[W->depth - 1];
+        if (cut >= 0 && top->pn == cut && memcmp(top->buf, path, (size_t)cut) == 0) break;
+        W->depth--;
+        if (wk_close(W, top) < 0) return -1;
+        if (W->depth == 0) {
+            PyObject *s = wk_str(path, pn);
+            if (!s) return -1;
+            Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+            Py_ssize_t c = PyUnicode_FindChar(s, '/', 0, len, -1);
+            PyObject *parent = c < -1 ? NULL : PyUnicode_Substring(s, 0, c >= 0 ? c : (len > 0 ? len - 1 : 0));
+            PyObject *msg = parent ? PyUnicode_FromFormat("Invalid Datatree, unable to find parent %U of path %U",
+                                                          parent, s)
+                                   : NULL;
+            Py_XDECREF(parent);
+            Py_DECREF(s);
+            return wk_corrupt(W, msg);
+        }
+    }
+    WFrame *parent = &W->st[W->depth - 1];
+    parent->seen++;
+    int store = parent->store >= 0 ? parent->store : (flags & WK_ROOT ? key->store : -1);
+    int doomed = parent->doomed || (flags & WK_DEAD);
+    int kept = parent->kc || (flags & WK_KEEP);
+    WFrame *f = wk_push(W, path, pn, data, dn, stat); /* parent may move */
+    if (!f) return -1;
+    f->store = store;
+    f->doomed = doomed;
+    f->kc = (flags & WK_KC) != 0;
+    int64_t owner = be64(stat + 44);
+    if (owner != 0 && W->any_sessions) {
+        PyObject *o = PyLong_FromLongLong((long long)owner);
+        int in = o ? PySet_Contains(W->sessions, o) : -1;
+        if (in > 0) { /* ephemerals.setdefault(owner, set()).add(path) */
+            PyObject *fresh = PySet_New(NULL);
+            PyObject *s = fresh ? PyDict_SetDefault(W->ephemerals, o, fresh) : NULL;
+            PyObject *p = s ? wk_str(path, pn) : NULL;
+            in = p && PySet_Add(s, p) == 0 ? 1 : -1;
+            Py_XDECREF(p);
+            Py_XDECREF(fresh);
+            kept = 1;
+            f->doomed = 1; /* the replay deletes it when it closes the session */
+        }
+        Py_XDECREF(o);
+        if (in < 0) return -1;
+    }
+    if (kept) { /* the chain of ancestors not kept yet, then this node */
+        Py_ssize_t i = W->depth - 1;
+        while (W->st[i - 1].node == NULL) i--;
+        for (Py_ssize_t j = i; j < W->depth; j++) {
+            if (wk_keep(W, j) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *walker_feed_buf(Walker *W, const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, int with_digest,
+                                 int64_t adler);
+
+static PyObject *walker_feed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Walker *W = (Walker *)self;
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "feed(buf: bytes-like, pos: int, digest: bool, adler: int | None = None)");
         return NULL;
     }
-    PyObject *batch = args[0], *ctx = args[2];
-    Py_ssize_t i = PyLong_AsSsize_t(args[1]);
-    if (i == -1 && PyErr_Occurred()) return NULL;
-    PyObject *stack = PyList_GET_ITEM(ctx, W_STACK), *keep = PyList_GET_ITEM(ctx, W_KEEP);
-    PyObject *keep_children = PyList_GET_ITEM(ctx, W_KEEP_CHILDREN), *sessions = PyList_GET_ITEM(ctx, W_SESSIONS);
-    PyObject *dead = PyList_GET_ITEM(ctx, W_DEAD), *roots = PyList_GET_ITEM(ctx, W_ROOTS);
-    if (!PyList_CheckExact(stack) || !PyAnySet_Check(keep) || !PyAnySet_Check(keep_children) ||
-        !PyAnySet_Check(sessions) || !PyAnySet_Check(dead) || !PyDict_Check(roots) ||
-        !PyDict_Check(PyList_GET_ITEM(ctx, W_UNLOADED)) || !PyList_CheckExact(PyList_GET_ITEM(ctx, W_DEFERRED)) ||
-        !PyList_CheckExact(PyList_GET_ITEM(ctx, W_OUT))) {
-        PyErr_SetString(PyExc_TypeError, "snap_walk: ctx holds the wrong types");
-        return NULL;
+    int64_t adler = -1; /* none: the caller sums the bytes itself */
+    if (nargs == 4 && args[3] != Py_None) {
+        unsigned long v = PyLong_AsUnsignedLongMask(args[3]);
+        if (v == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+        adler = (int64_t)(uint32_t)v;
     }
-    int any_sessions = PySet_GET_SIZE(sessions) > 0;
-    for (; i < PyList_GET_SIZE(batch); i++) {
-        PyObject *rec = PyList_GET_ITEM(batch, i);
-        if (!PyTuple_CheckExact(rec) || PyTuple_GET_SIZE(rec) != 3) break;
-        PyObject *path = PyTuple_GET_ITEM(rec, 0), *data = PyTuple_GET_ITEM(rec, 1), *stat = PyTuple_GET_ITEM(rec, 2);
-        if (!PyUnicode_CheckExact(path) || !PyBytes_CheckExact(data) || !PyBytes_CheckExact(stat) ||
-            PyBytes_GET_SIZE(stat) != 60)
+    int with_digest = PyObject_IsTrue(args[2]);
+    if (with_digest < 0) return NULL;
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer view; /* bytes, or a mapped window of the snapshot file (stream.SnapshotFile.walk) */
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *r = walker_feed_buf(W, (const uint8_t *)view.buf, view.len, pos, with_digest, adler);
+    PyBuffer_Release(&view);
+    return r;
+}
+
+/* adler >= 0: also the running Adler-32 of the bytes walked (the seal's), summed a run at a time while they are in
+ * the cache (over a mapped window, a second pass after the walk read every byte from memory again) */
+static PyObject *walker_feed_buf(Walker *W, const uint8_t *buf, Py_ssize_t end, Py_ssize_t pos, int with_digest,
+                                 int64_t adler) {
+    uint64_t digest = 0;
+    Py_ssize_t count = 0, summed = pos;
+    int done = 0, bad = pos < 0 || pos > end;
+    while (!bad) {
+        if (adler >= 0 && pos - summed >= (1 << 16)) {
+            adler = adler32_impl((uint32_t)adler, buf + summed, (size_t)(pos - summed));
+            summed = pos;
+        }
+        if (end - pos < 4) break;
+        int32_t n = be32(buf + pos);
+        if (n < 0) {
+            bad = 1;
             break;
-        Py_ssize_t depth = PyList_GET_SIZE(stack);
-        if (depth == 0) break; /* the root: Python */
-        Py_ssize_t plen = PyUnicode_GET_LENGTH(path);
-        Py_ssize_t cut = PyUnicode_FindChar(path, '/', 0, plen, -1);
-        if (cut == -2) return NULL;
-        /* the parent: the nearest frame whose path is path[:cut] (the frames above it are read: closed) */
-        Py_ssize_t j = depth - 1;
-        for (; j >= 0; j--) {
-            PyObject *pp = PyList_GET_ITEM(PyList_GET_ITEM(stack, j), F_PATH);
-            if (PyUnicode_GET_LENGTH(pp) != cut) continue;
-            Py_ssize_t m = PyUnicode_Tailmatch(path, pp, 0, cut, -1);
-            if (m < 0) return NULL;
-            if (m) break;
         }
-        if (j < 0) break; /* no parent: Python raises SnapshotCorrupt */
-        PyObject *parent = PyList_GET_ITEM(stack, j);
-        const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(stat);
-        if (any_sessions && be64(s + 44) != 0) {
-            PyObject *owner = PyLong_FromLongLong((long long)be64(s + 44));
-            int in = owner ? PySet_Contains(sessions, owner) : -1;
-            Py_XDECREF(owner);
-            if (in < 0) return NULL;
-            if (in) break; /* a closed session's ephemeral: kept, in Python */
+        if (end - pos - 4 < n) break;
+        if (n == 1 && buf[pos + 4] == '/') {
+            pos += 5;
+            done = 1;
+            break;
         }
-        int pk = PyObject_IsTrue(PyList_GET_ITEM(parent, F_KEEP_CHILDREN));
-        if (pk < 0) return NULL;
-        if (pk) break;
-        int k = PySet_Contains(keep, path);
-        if (k < 0) return NULL;
-        if (k) break;
-        /* the common node: close the frames above its parent, then push its frame */
-        while (PyList_GET_SIZE(stack) > j + 1) {
-            Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
-            PyObject *f = PyList_GET_ITEM(stack, top);
-            Py_INCREF(f);
-            if (PyList_SetSlice(stack, top, top + 1, NULL) < 0) {
-                Py_DECREF(f);
-                return NULL;
-            }
-            int rc = walk_close(ctx, f);
-            Py_DECREF(f);
-            if (rc < 0) return NULL;
+        if (end - pos - 4 - n < 4) break;
+        int32_t dn = be32(buf + pos + 4 + n);
+        if (dn < -1) {
+            bad = 1;
+            break;
         }
-        Py_ssize_t seen = PyLong_AsSsize_t(PyList_GET_ITEM(parent, F_SEEN));
-        if (seen == -1 && PyErr_Occurred()) return NULL;
-        PyObject *seen1 = PyLong_FromSsize_t(seen + 1);
-        if (!seen1 || PyList_SetItem(parent, F_SEEN, seen1) < 0) return NULL;
-        PyObject *store = PyList_GET_ITEM(parent, F_STORE);
-        if (store == Py_None) {
-            store = PyDict_GetItemWithError(roots, path);
-            if (!store) {
-                if (PyErr_Occurred()) return NULL;
-                store = Py_None;
-            }
+        Py_ssize_t d = dn > 0 ? dn : 0;
+        Py_ssize_t size = 4 + (Py_ssize_t)n + 4 + d + 8 + 60;
+        if (end - pos < size) break;
+        const uint8_t *p = buf + pos + 4;
+        const uint8_t *st = p + n + 4 + d + 8;
+        if (with_digest && !(n >= 11 && memcmp(p, "/zookeeper/", 11) == 0)) { /* as snap_nodes */
+            digest += node_crc(p, n, p + n + 4, d, st);
         }
-        int doomed = PyObject_IsTrue(PyList_GET_ITEM(parent, F_DOOMED));
-        if (doomed < 0) return NULL;
-        if (!doomed) {
-            doomed = PySet_Contains(dead, path);
-            if (doomed < 0) return NULL;
-        }
-        int kc = PySet_Contains(keep_children, path);
-        if (kc < 0) return NULL;
-        PyObject *frame = PyList_New(F_SIZE);
-        if (!frame) return NULL;
-        PyObject *items[F_SIZE] = {path, data, stat, PyLong_FromLong(0), Py_None, store,
-                                   doomed ? Py_True : Py_False, kc ? Py_True : Py_False};
-        for (int t = 0; t < F_SIZE; t++) {
-            if (t != F_SEEN) Py_INCREF(items[t]);
-            PyList_SET_ITEM(frame, t, items[t]);
-        }
-        int rc = PyList_Append(stack, frame);
-        Py_DECREF(frame);
-        if (rc < 0) return NULL;
+        if (wk_node(W, (const char *)p, n, (const char *)p + n + 4, d, st) < 0) return NULL;
+        count++;
+        pos += size;
     }
-    return PyLong_FromSsize_t(i);
+    if (adler >= 0 && !bad && pos > summed) adler = adler32_impl((uint32_t)adler, buf + summed, (size_t)(pos - summed));
+    PyObject *ad = adler >= 0 && !bad ? PyLong_FromLongLong((long long)adler) : Py_NewRef(Py_None);
+    if (!ad) return NULL;
+    return Py_BuildValue("(nnOKON)", count, pos, done ? Py_True : Py_False, (unsigned long long)digest,
+                         bad ? Py_True : Py_False, ad);
+}
+
+static PyObject *walker_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Walker *W = (Walker *)self;
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyBytes_Check(args[1]) || !PyBytes_Check(args[2]) ||
+        PyBytes_GET_SIZE(args[2]) != 60) {
+        PyErr_SetString(PyExc_TypeError, "step(path: str, data: bytes, stat: 60 bytes)");
+        return NULL;
+    }
+    PyObject *b = PyUnicode_AsEncodedString(args[0], "utf-8", "surrogateescape");
+    if (!b) return NULL;
+    int rc = wk_node(W, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), PyBytes_AS_STRING(args[1]),
+                     PyBytes_GET_SIZE(args[1]), (const uint8_t *)PyBytes_AS_STRING(args[2]));
+    Py_DECREF(b);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *walker_finish(PyObject *self, PyObject *unused) {
+    (void)unused;
+    Walker *W = (Walker *)self;
+    while (W->depth > 0) {
+        W->depth--;
+        if (wk_close(W, &W->st[W->depth]) < 0) return NULL;
+    }
+    if (W->out_n > 0 && wk_hand_over(W) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef WALKER_METHODS[] = {
+    {"feed", (PyCFunction)(void (*)(void))walker_feed, METH_FASTCALL,
+     "feed(buf, pos, digest) -> (walked, pos, done, digest sum, bad): parse and walk the whole records of buf[pos:]."},
+    {"step", (PyCFunction)(void (*)(void))walker_step, METH_FASTCALL, "step(path, data, stat): walk one record."},
+    {"finish", walker_finish, METH_NOARGS, "finish(): close the frames left, hand over the last chunk."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject WALKER_TYPE = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pulsar_ops._native.SnapWalker",
+    .tp_basicsize = sizeof(Walker),
+    .tp_dealloc = walker_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = WALKER_METHODS,
+    .tp_doc = "zkdata.stream's pass 1, natively (snap_walker)",
+};
+
+static PyObject *snap_walker(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 14 || !PyAnySet_Check(args[1]) || !PyAnySet_Check(args[2]) || !PyAnySet_Check(args[3]) ||
+        !PyAnySet_Check(args[4]) || !PyDict_Check(args[5]) || !PyDict_Check(args[6]) || !PyList_Check(args[7]) ||
+        !PyDict_Check(args[8])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "snap_walker(tree, keep: set, keep_children: set, sessions: set, dead: set, roots: dict, "
+                        "unloaded: dict, deferred: list, originals: dict, batch, cut, emit_packed, emit_reads, corrupt)");
+        return NULL;
+    }
+    Py_ssize_t batch = PyLong_AsSsize_t(args[9]), cut = PyLong_AsSsize_t(args[10]);
+    if ((batch == -1 || cut == -1) && PyErr_Occurred()) return NULL;
+    PyObject *ephemerals = PyObject_GetAttrString(args[0], "ephemerals");
+    if (!ephemerals) return NULL;
+    if (!PyDict_Check(ephemerals)) {
+        Py_DECREF(ephemerals);
+        PyErr_SetString(PyExc_TypeError, "snap_walker: tree.ephemerals is not a dict");
+        return NULL;
+    }
+    Walker *W = PyObject_New(Walker, &WALKER_TYPE);
+    if (!W) {
+        Py_DECREF(ephemerals);
+        return NULL;
+    }
+    char *base = (char *)W + offsetof(Walker, keys);
+    memset(base, 0, sizeof(Walker) - offsetof(Walker, keys));
+    W->ephemerals = ephemerals;
+    PyObject **refs[] = {&W->tree, &W->sessions, &W->unloaded, &W->deferred, &W->originals, &W->emit_packed,
+                         &W->emit_reads, &W->corrupt};
+    PyObject *vals[] = {args[0], args[3], args[6], args[7], args[8], args[11], args[12], args[13]};
+    for (int i = 0; i < 8; i++) {
+        Py_INCREF(vals[i]);
+        *refs[i] = vals[i];
+    }
+    W->any_sessions = PySet_GET_SIZE(args[3]) > 0;
+    W->batch = batch > 0 ? batch : 1;
+    W->cut = cut > 0 ? cut : 0;
+    W->out_store = -1;
+    W->stores = PyList_New(0);
+    W->store_bytes = PyList_New(0);
+    if (!W->stores || !W->store_bytes) goto fail;
+    size_t members = (size_t)(PySet_GET_SIZE(args[1]) + PySet_GET_SIZE(args[2]) + PySet_GET_SIZE(args[4]) +
+                              PyDict_GET_SIZE(args[5]));
+    size_t size = 16;
+    while (size < 2 * members + 2) size *= 2;
+    W->keys = (WKey *)calloc(size, sizeof(WKey));
+    if (!W->keys) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    W->kmask = size - 1;
+    if (wk_add_set(W, args[1], WK_KEEP) < 0 || wk_add_set(W, args[2], WK_KC) < 0 || wk_add_set(W, args[4], WK_DEAD) < 0)
+        goto fail;
+    PyObject *k, *v;
+    Py_ssize_t it = 0;
+    while (PyDict_Next(args[5], &it, &k, &v)) {
+        if (!PyUnicode_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "snap_walker: a store that is not a str");
+            goto fail;
+        }
+        Py_ssize_t idx = -1, ns = PyList_GET_SIZE(W->stores);
+        for (Py_ssize_t s = 0; s < ns; s++) {
+            int eq = PyObject_RichCompareBool(PyList_GET_ITEM(W->stores, s), v, Py_EQ);
+            if (eq < 0) goto fail;
+            if (eq) {
+                idx = s;
+                break;
+            }
+        }
+        if (idx < 0) {
+            PyObject *sb = PyUnicode_AsUTF8String(v);
+            if (!sb) goto fail;
+            int rc = PyList_Append(W->stores, v) < 0 || PyList_Append(W->store_bytes, sb) < 0 ? -1 : 0;
+            Py_DECREF(sb);
+            if (rc < 0) goto fail;
+            idx = ns;
+        }
+        if (wk_add(W, k, WK_ROOT, (int)idx) < 0) goto fail;
+    }
+    return (PyObject *)W;
+fail:
+    Py_DECREF(W);
+    return NULL;
 }
 
 /* ---- pack_reads / unpack_reads: a chunk of reads over the decode workers' pipes ------------------------------
@@ -3560,6 +4182,8 @@ done:
 }
 
 static PyMethodDef METHODS[] = {
+    {"crc32", (PyCFunction)(void (*)(void))py_crc32, METH_FASTCALL,
+     "crc32(data, value=0) -> int: zlib.crc32, by carry-less multiplication where the CPU has PCLMULQDQ."},
     {"adler32", (PyCFunction)(void (*)(void))py_adler32, METH_FASTCALL,
      "adler32(data, value=1) -> int: zlib.adler32, vectorised where the CPU has AVX2."},
     {"pack_reads", (PyCFunction)(void (*)(void))pack_reads, METH_FASTCALL,
@@ -3581,9 +4205,9 @@ static PyMethodDef METHODS[] = {
     {"snap_nodes", (PyCFunction)(void (*)(void))snap_nodes, METH_FASTCALL,
      "snap_nodes(buf, pos, limit, digest) -> (nodes, pos, done, digest sum) | None: whole node records of a "
      "ZooKeeper snapshot stream."},
-    {"snap_walk", (PyCFunction)(void (*)(void))snap_walk, METH_FASTCALL,
-     "snap_walk(batch, start, ctx) -> int: zkdata.stream's pass-1 walk over batch[start:] for the common node; "
-     "the index of the first node left to the Python loop."},
+    {"snap_walker", (PyCFunction)(void (*)(void))snap_walker, METH_FASTCALL,
+     "snap_walker(tree, keep, keep_children, sessions, dead, roots, unloaded, deferred, originals, batch, cut, "
+     "emit_packed, emit_reads, corrupt) -> a walker (feed, step, finish): zkdata.stream's pass 1 natively."},
     {"sha256_hex", py_sha256_hex, METH_O,
      "sha256_hex(data: bytes) -> str: hashlib.sha256(data).hexdigest(), natively (the batches' data_sha256)."},
     {"bk_batch", (PyCFunction)(void (*)(void))bk_batch, METH_FASTCALL,
@@ -3617,17 +4241,20 @@ PyMODINIT_FUNC PyInit__native(void) {
     const char *adler_impl = getenv("PULSAR_OPS_NATIVE_ADLER");
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && !(adler_impl && strcmp(adler_impl, "c") == 0)) adler32_impl = adler32_avx2;
+    const char *crc_impl = getenv("PULSAR_OPS_NATIVE_CRC");
+    CRC_FOLD = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") && !(crc_impl && strcmp(crc_impl, "c") == 0);
 #endif
     if (!(FORMAT_BINARY = PyUnicode_InternFromString("binary")) || !(FORMAT_TEXT = PyUnicode_InternFromString("text")) || !(FORMAT_EMPTY = PyUnicode_InternFromString("empty")) ||
         !(CODEC_NONE = PyUnicode_InternFromString("NONE")))
         return NULL;
     if (!(SLASH = PyUnicode_InternFromString("/")) || !(EMPTY = PyUnicode_InternFromString(""))) return NULL;
-    if (PyType_Ready(&MEM_TYPE) < 0) return NULL;
+    if (PyType_Ready(&MEM_TYPE) < 0 || PyType_Ready(&WALKER_TYPE) < 0) return NULL;
     PyObject *m = PyModule_Create(&MODULE);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0 ||
         PyModule_AddStringConstant(m, "SHA256", sha256_blocks == sha256_blocks_c ? "c" : "x86-sha") < 0 ||
-        PyModule_AddStringConstant(m, "ADLER32", adler32_impl == adler32_c ? "c" : "avx2") < 0) {
+        PyModule_AddStringConstant(m, "ADLER32", adler32_impl == adler32_c ? "c" : "avx2") < 0 ||
+        PyModule_AddStringConstant(m, "CRC32", CRC_FOLD ? "pclmul" : "c") < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 12  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 13  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
@@ -38,7 +38,7 @@ def _load() -> tuple[dict[str, Any], str]:
         "cursor_info",
         "znode_row",
         "snap_nodes",
-        "snap_walk",
+        "snap_walker",
         "bk_batch",
         "ml_batch",
         "schema_batch",
@@ -46,6 +46,7 @@ def _load() -> tuple[dict[str, Any], str]:
         "pack_reads",
         "unpack_reads",
         "adler32",
+        "crc32",
     )
     return {name: getattr(_native, name) for name in names}, "native"
 
@@ -60,10 +61,12 @@ znode_row: Callable[..., tuple[Any, ...]] | None = _FNS.get("znode_row")
 # digests), exactly zkdata.stream.snap_nodes_py's
 SnapNodes = Callable[[bytes, int, int, bool], "tuple[list[tuple[str, bytes, bytes]], int, bool, int] | None"]
 snap_nodes: SnapNodes | None = _FNS.get("snap_nodes")
-# snap_walk(batch, start, ctx): zkdata.stream's pass-1 walk (load_partial) over batch[start:] for the common node,
-# on the Python loop's own state (ctx); the index of the first node it left to the Python loop body, which decides
-# every kept node and every error (exactly the pure loop's result: tests/unit/zkdata/test_stream_native.py)
-snap_walk: Callable[[list[tuple[str, bytes, bytes]], int, list[Any]], int] | None = _FNS.get("snap_walk")
+# snap_walker(tree, keep, keep_children, sessions, dead, roots, unloaded, deferred, originals, batch, cut, emit_packed,
+# emit_reads, corrupt): zkdata.stream's pass-1 walk (load_partial) straight from the snapshot's bytes: feed(buf, pos,
+# digest) parses and walks the records as snap_nodes parses them, step(path, data, stat) walks one, finish() ends; the
+# emitted nodes go to emit_packed as scrape.packed chunks, no Python object per node (exactly the pure loop's result:
+# tests/unit/zkdata/test_stream_native.py)
+snap_walker: Callable[..., Any] | None = _FNS.get("snap_walker")
 # bk_batch(store, reads, ledgers_root, max_bytes, znodes_spec, bk_spec): the hierarchical ledger znodes of a chunk of
 # reads as znodes and bk_ledgers Arrow buffers written straight from the parsed metadata (no Python object per row),
 # the rest left to the per-znode path (scrape.native_batch; exactly SnapshotSink.node's rows)
@@ -84,3 +87,5 @@ pack_reads: Callable[[str, list[Any]], bytes | None] | None = _FNS.get("pack_rea
 unpack_reads: Callable[..., tuple[str, list[Any]]] | None = _FNS.get("unpack_reads")
 # adler32(data, value=1): zlib.adler32 (vectorised with AVX2): the snapshot's seals and the transaction logs' records
 adler32: Callable[..., int] | None = _FNS.get("adler32")
+# crc32(data, value=0): zlib.crc32 (folded with PCLMULQDQ): the snapshot nodes' digest CRC (snap_nodes, snap_walker)
+crc32: Callable[..., int] | None = _FNS.get("crc32")

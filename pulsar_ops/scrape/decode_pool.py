@@ -209,6 +209,17 @@ class PoolSink:
         self._buf = reads
         self.flush()
 
+    def packed_chunk(self, raw: bytes, count: int) -> None:
+        """A chunk already packed (``scrape.packed``; the offline scrape's native walk), of the current store:
+        dispatched as :meth:`flush` dispatches one, its bytes written as they are."""
+        self.flush()
+        if not self._procs:
+            if count < self.chunk:
+                self.parent.nodes(raw)
+                return
+            self._start()
+        self._send(raw, count)
+
     def flush(self) -> None:
         if not self._buf:
             return
@@ -218,15 +229,19 @@ class PoolSink:
                 self.parent.nodes(reads)
                 return
             self._start()
-        item = (self.parent.store, self._buf)
+        store, reads = self.parent.store, self._buf
         self._buf = []
-        self.dispatched += len(item[1])
+        raw = packed_chunk.pack(store, reads)
+        self._send(raw if raw is not None else marshal.dumps((store, reads)), len(reads))
+
+    def _send(self, raw: bytes, count: int) -> None:
+        self.dispatched += count
         k = self._pick()
         proc = self._procs[k]
-        self._sent[k] += len(item[1])
+        self._sent[k] += count
         try:
             assert proc.stdin is not None
-            _write_chunk(proc.stdin, item)
+            _write_frame(proc.stdin, raw)
         except (BrokenPipeError, OSError) as e:
             raise DecodeWorkerError(f"decode worker {proc.pid} exited ({proc.poll()}): {e}") from e
 

@@ -134,7 +134,8 @@ def _read(
     if emitting is not None:
         em, local_roots, config_roots = emitting
         em.cut, em.store = len(chroot), ""
-        one = OnePass(local_roots if separate else {**config_roots, **local_roots}, em.emit, em.emit_many, em.chunk)
+        roots = local_roots if separate else {**config_roots, **local_roots}
+        one = OnePass(roots, em.emit, em.emit_many, em.chunk, em.emit_packed, em.cut)
     if cfg.zk_data_dir is not None:
         local = stream_data_dir(cfg.zk_data_dir, keep, children, cfg.zk_data_log_dir, one)
     else:
@@ -145,7 +146,7 @@ def _read(
         if emitting is not None:
             em.flush()
             em.cut, em.store = len(config_chroot), ""
-            one = OnePass(emitting[2], em.emit, em.emit_many, em.chunk)
+            one = OnePass(emitting[2], em.emit, em.emit_many, em.chunk, em.emit_packed, em.cut)
         k, c = _keep(config_chroot, ledgers_root, local=False, config=True)
         config = stream_data_dir(cfg.config_zk_data_dir, k, c, None, one)
     return local, config
@@ -225,6 +226,26 @@ class _Emitter:
         cut = self.cut
         self.buf = [(p[cut:], d, s) for p, d, s in reads] if cut else reads
         self.flush()
+
+    def emit_packed(self, store: str, raw: bytes, count: int, max_mtime: int) -> None:
+        """A packed chunk of one store's nodes (the native walk's: ``scrape.packed``'s layout, the chroot already cut
+        from the paths, ``max_mtime`` their newest mtime): written to a worker's pipe as it is."""
+        self.flush()
+        if store != self.store:
+            self.walk_sink.store = self.store = store
+        if max_mtime > self.max_mtime:
+            self.max_mtime = max_mtime
+        before = self.walked
+        self.walked += count
+        ws = self.walk_sink
+        if isinstance(ws, PoolSink):
+            ws.packed_chunk(raw, count)
+        else:
+            ws.nodes(raw)
+        if self.progress is not None and self.walked // PROGRESS_EVERY != before // PROGRESS_EVERY:
+            self.progress(
+                ScrapeProgress(self.store, self.walked, self.sink.counters.errors, time.monotonic() - self.t0)
+            )
 
     def emit(self, store: str, path: str, data: bytes, stat: tuple[int, ...]) -> None:
         if store != self.store:

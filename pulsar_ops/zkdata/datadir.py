@@ -36,6 +36,7 @@ from pulsar_ops.zkdata.stream import (
     EMIT_BATCH,
     Emit,
     EmitMany,
+    EmitPacked,
     Partial,
     PartlyEmitted,
     SnapshotFile,
@@ -315,6 +316,9 @@ class OnePass:
     emit: Emit
     emit_many: EmitMany | None = None  # pass 1's nodes a list at a time (``load_partial``); None: by ``emit``
     batch: int = EMIT_BATCH  # at most this many per ``emit_many`` call
+    # the native walk's lists as packed chunks instead (``load_partial``), their paths without the first ``cut`` chars
+    emit_packed: EmitPacked | None = None
+    cut: int = 0
 
 
 def _load_streamed(
@@ -333,6 +337,8 @@ def _load_streamed(
             doomed_paths=None if one is None else doomed(txns),
             emit_many=None if one is None else one.emit_many,
             emit_batch=EMIT_BATCH if one is None else one.batch,
+            emit_packed=None if one is None else one.emit_packed,
+            cut=0 if one is None else one.cut,
         )
     _point_tree(part.tree, trailer, S.zxid_from_name(p.name, SNAP_PREFIX))
     return part, header

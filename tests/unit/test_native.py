@@ -454,6 +454,37 @@ def test_the_native_checksum_is_zlibs(impl: str) -> None:
     assert _portable_run("ADLER32", "_adler_mismatches", "PULSAR_OPS_NATIVE_ADLER") == "c []"
 
 
+# ---- the snapshot nodes' digest CRC (native.crc32): folded with PCLMULQDQ where the CPU has it ----------------------
+
+# the table alone (< 64), the first fold (64), the 16-byte folds and their tails, the 64-byte lane loop
+_CRC_LENGTHS = [*range(0, 150), 191, 192, 193, 255, 256, 257, 1023, 1024, 1025, 4096 + 13, (1 << 16) + 5]
+
+
+def _crc_mismatches() -> list[tuple[int, int, int]]:
+    import zlib
+
+    assert native.crc32 is not None
+    out = []
+    for n in _CRC_LENGTHS:
+        for fill in (None, 0xFF, 0):
+            data = bytes((i * 167 + n) & 0xFF for i in range(n)) if fill is None else bytes([fill]) * n
+            for start in (0, 0xFFFFFFFF, 0x12345678):
+                if native.crc32(data, start) != zlib.crc32(data, start):
+                    out.append((n, fill if fill is not None else -1, start))
+    return out
+
+
+@needs_native
+@pytest.mark.parametrize("impl", ["default", "c"])
+def test_the_native_crc_is_zlibs(impl: str) -> None:
+    """Both implementations (the one picked at import: carry-less multiplication when the CPU has it; the table)
+    give zlib.crc32 below, at and past each folding step's length, for any running value."""
+    if impl == "default":
+        assert _crc_mismatches() == []
+        return
+    assert _portable_run("CRC32", "_crc_mismatches", "PULSAR_OPS_NATIVE_CRC") == "c []"
+
+
 def test_the_switch_turns_the_native_path_off() -> None:
     code = "from pulsar_ops import native; print(native.bk_ledger is None, native.STATUS)"
     out = subprocess.run(
