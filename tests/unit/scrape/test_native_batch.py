@@ -649,3 +649,24 @@ def test_the_misc_batch_takes_directories_topics_and_bundles_and_leaves_the_rest
     # under a ledgers root of /namespace they are ledger-root paths: left to the per-znode path
     assert native_batch.misc_batch("local", good[5:7], "/namespace", 1 << 20)[:2] == (0, [0, 1])
     assert native_batch.spec("partitioned_topics") == "ssssssibiqqqiS"
+
+
+@needs_misc_batch
+def test_calls_alternating_between_packed_chunks_read_each_chunk_right() -> None:
+    """The native side keeps the offsets of the last packed chunk it walked (the batches and unpack_reads take the same
+    chunk in turn): alternating chunks, indexes and an equal copy of a chunk give what each list of reads gives."""
+    from pulsar_ops.scrape.packed import unpack
+
+    st_ = (1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 1)
+    a = [("/namespace/t/ns", b"", st_), ("/admin/policies/t/ns", b"{}", st_), ("/schemas/t", b"", st_)]
+    b = [("/admin/clusters/c", b"{}", st_), *[(f"/managed-ledgers/t/ns{i}", b"", st_) for i in range(5)]]
+    ra, rb = pack_reads_py("local", a), pack_reads_py("config", b)
+    assert ra is not None and rb is not None
+    for raw, reads in ((ra, a), (rb, b), (ra, a), (bytes(bytearray(rb)), b), (rb, b)):
+        for idx in (None, [len(reads) - 1, 0], []):
+            got = native_batch.misc_batch("local", raw, ROOT, 1 << 20, idx)
+            want = native_batch.misc_batch("local", reads, ROOT, 1 << 20, idx)
+            assert got[:2] == want[:2] and got[3:] == want[3:]
+            assert unpack(raw, idx)[1] == (reads if idx is None else [reads[i] for i in idx])
+    with pytest.raises(IndexError):
+        unpack(ra, [len(a)])
