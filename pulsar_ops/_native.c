@@ -28,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define NATIVE_ABI 13
+#define NATIVE_ABI 15
 #define PACK_MAGIC 0x01 /* a packed chunk's first byte (pack_reads): never a marshal stream's (a type code, possibly | 0x80) */
 
 #define MAX_SEGMENTS 256
@@ -2198,11 +2198,28 @@ typedef struct {
     Py_ssize_t count;  /* its reads */
     Py_ssize_t *off;   /* each packed read's offset */
     PyObject *idx;     /* the indexes to take (a list of ints), or NULL: every read in order */
+    int shared;        /* off is the cache's (OFFSETS), not this call's own */
 } Reads;
+
+/* The offsets of the last packed chunk's reads: a decode worker hands the same chunk to bk_batch, ml_batch,
+ * schema_batch, misc_batch and unpack_reads in turn, and each would walk every read's header again (~9 % of ml_batch:
+ * a 1 MB chunk's headers miss the cache). Keyed by the bytes object itself, held by a reference (so it can be
+ * neither freed nor reused meanwhile; bytes are immutable); busy while a call uses it, so that a call re-entered
+ * from a Python helper (a decompressor) never frees offsets in use. */
+static struct {
+    PyObject *obj;
+    Py_ssize_t *off;
+    Py_ssize_t count;
+    int busy;
+} OFFSETS;
 
 static void reads_close(Reads *R) {
     if (R->view.obj) PyBuffer_Release(&R->view);
-    free(R->off);
+    if (R->shared) {
+        OFFSETS.busy--;
+    } else {
+        free(R->off);
+    }
 }
 
 /* reads: a list of (path, data, stat) or a packed chunk (bytes); idx: None or a list of indexes into it. 0, or -1
@@ -2226,6 +2243,13 @@ static int reads_open(PyObject *reads, PyObject *idx, Reads *R) {
         return -1;
     }
     if (PyObject_GetBuffer(reads, &R->view, PyBUF_SIMPLE) < 0) return -1;
+    if (reads == OFFSETS.obj) {
+        R->off = OFFSETS.off;
+        R->count = OFFSETS.count;
+        R->shared = 1;
+        OFFSETS.busy++;
+        return 0;
+    }
     const char *b = (const char *)R->view.buf, *end = b + R->view.len;
     uint32_t count, n;
     if (R->view.len < 9 || (uint8_t)b[0] != PACK_MAGIC) goto bad;
@@ -2256,6 +2280,16 @@ static int reads_open(PyObject *reads, PyObject *idx, Reads *R) {
     }
     if (p != end) goto bad;
     R->count = count;
+    if (!OFFSETS.busy) { /* the chunk's offsets kept for the next call on it */
+        free(OFFSETS.off);
+        Py_XDECREF(OFFSETS.obj);
+        Py_INCREF(reads);
+        OFFSETS.obj = reads;
+        OFFSETS.off = R->off;
+        OFFSETS.count = R->count;
+        OFFSETS.busy = 1;
+        R->shared = 1;
+    }
     return 0;
 bad:
     PyErr_SetString(PyExc_ValueError, "a truncated or malformed packed chunk");
@@ -3304,6 +3338,481 @@ static PyObject *schema_batch(PyObject *self, PyObject *const *args, Py_ssize_t 
     return two_table_batch(args, nargs, "schema_batch", "ssssiqqqqq", SCHEMA_COLS, schema_take, 1);
 }
 
+/* ---- misc_batch: the directories, partitioned-topic metadata and bundles of a chunk of reads -------------------
+ * misc_batch(store, reads, ledgers_root, max_bytes, specs[, idx])
+ *   -> (n, rest, tables, row counts, min mzxid, max mzxid, scope counts)
+ *
+ * specs: the column specs of znodes, partitioned_topics, bundle_owners and bundle_data. What the topic, ledger and
+ * schema batches leave is mostly these (a 50K-topic tree: 11K of 340K znodes, each ~10 us on the per-znode path):
+ * the directories (scrape.classify kinds ml-dir, schema-dir, partitioned-dir, namespace-dir, bundle-data-dir: a
+ * znodes row only, whatever their value), the partitioned-topic metadata, the bundle owners and the bundle load data.
+ * A read is taken only when its ASCII path has no empty segment, lies outside the ledgers root (classify looks there
+ * first), classifies as one of those kinds by classify's own rules, and -- for the three kinds with an extractor --
+ * is within the decode limit, has a bundle range extract._range accepts, and a value that is empty (bundles) or a
+ * JSON document of the restricted form jdoc reads (printable ASCII, no string escapes, RFC 8259 grammar, one object
+ * and nothing after it but whitespace, nesting depth <= 32, numbers <= 40 characters), with only the field values
+ * this reads plainly (partitioned topic: no "properties", "partitions" a JSON null or 0..999999999 at most once,
+ * "deleted" true/false/null at most once; bundle owner: "disabled" true/false/null). Everything else goes back to the
+ * per-znode path (scrape.sink.SnapshotSink.node), which decides every error: the rows are exactly
+ * scrape.extract's _partitioned, _bundle_owner and _bundle_data rows and the znodes row znode_row builds. */
+
+#define MISC_TABLES 4
+#define MISC_MAX_SEG 8
+#define JSON_MAX_DEPTH 32
+#define JSON_MAX_NUMBER 40
+static const int MISC_WIDTHS[MISC_TABLES] = {19, 14, 14, 10};
+static const char *MISC_SPECS[MISC_TABLES] = {"ssssiiiiqqqqqiiqssS", "ssssssibiqqqiS", "sssqqqSSbiqqqi",
+                                              "sssQQiqqqi"};
+
+typedef struct {
+    const char *p[MISC_MAX_SEG];
+    Py_ssize_t n[MISC_MAX_SEG];
+    int count;
+} Segs;
+
+/* classify._under with its root: 1 when path is root or below it (segments in s: each non-empty, at most
+ * MISC_MAX_SEG), 0 when not under it, -1 when under it in a form left to Python (an empty segment, too many). */
+static int segs_below(const char *p, Py_ssize_t n, const char *root, Py_ssize_t rn, Segs *s) {
+    s->count = 0;
+    if (n == rn && memcmp(p, root, (size_t)rn) == 0) return 1;
+    if (n <= rn || memcmp(p, root, (size_t)rn) != 0 || p[rn] != '/') return 0;
+    Py_ssize_t start = rn + 1;
+    for (Py_ssize_t i = start; i <= n; i++) {
+        if (i < n && p[i] != '/') continue;
+        if (i == start || s->count == MISC_MAX_SEG) return -1;
+        s->p[s->count] = p + start;
+        s->n[s->count++] = i - start;
+        start = i + 1;
+    }
+    return 1;
+}
+
+/* classify.is_bundle_range (0x[0-9a-fA-F]{8}_0x[0-9a-fA-F]{8}, whole) and extract._range's bounds */
+static int bundle_range(const char *p, Py_ssize_t n, int64_t *lower, int64_t *upper) {
+    if (n != 21 || p[0] != '0' || p[1] != 'x' || p[10] != '_' || p[11] != '0' || p[12] != 'x') return 0;
+    int64_t v[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 8; i++) {
+            int h = hexval(p[2 + 11 * k + i]);
+            if (h < 0) return 0;
+            v[k] = v[k] * 16 + h;
+        }
+    }
+    *lower = v[0];
+    *upper = v[1];
+    return 1;
+}
+
+/* ---- jdoc: a restricted JSON reader (what it accepts, Python's json and Jackson read alike) ---- */
+typedef struct {
+    char type; /* s string, t true, f false, n null, # number, { object, [ array */
+    const uint8_t *p; /* a string's content, a number's text */
+    Py_ssize_t n;
+} JVal;
+
+#define WATCH_KEYS 3
+typedef struct {
+    const char *keys[WATCH_KEYS];
+    JVal val[WATCH_KEYS]; /* each key's last value at the top level (a dict keeps the last) */
+    int count[WATCH_KEYS];
+} Watch;
+
+static const uint8_t *jws(const uint8_t *p, const uint8_t *e) {
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+static const uint8_t *jstr(const uint8_t *p, const uint8_t *e) { /* at '"': after the closing quote, or NULL */
+    for (p++; p < e && *p != '"'; p++) {
+        if (*p < 0x20 || *p > 0x7E || *p == '\\') return NULL;
+    }
+    return p < e ? p + 1 : NULL;
+}
+
+static const uint8_t *jdigits(const uint8_t *p, const uint8_t *e) {
+    if (p >= e || *p < '0' || *p > '9') return NULL;
+    while (p < e && *p >= '0' && *p <= '9') p++;
+    return p;
+}
+
+static const uint8_t *jnum(const uint8_t *p, const uint8_t *e) {
+    const uint8_t *s = p;
+    if (p < e && *p == '-') p++;
+    if (p < e && *p == '0') {
+        p++;
+    } else if (!(p = jdigits(p, e))) {
+        return NULL;
+    }
+    if (p < e && *p == '.' && !(p = jdigits(p + 1, e))) return NULL;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) p++;
+        if (!(p = jdigits(p, e))) return NULL;
+    }
+    return p - s <= JSON_MAX_NUMBER ? p : NULL;
+}
+
+static const uint8_t *jcompound(const uint8_t *p, const uint8_t *e, int depth, Watch *w);
+
+static const uint8_t *jvalue(const uint8_t *p, const uint8_t *e, int depth, JVal *v) {
+    if (p >= e) return NULL;
+    v->p = p;
+    v->n = 0;
+    v->type = (char)*p;
+    switch (*p) {
+    case '"': {
+        const uint8_t *q = jstr(p, e);
+        v->type = 's';
+        if (q) {
+            v->p = p + 1;
+            v->n = q - p - 2;
+        }
+        return q;
+    }
+    case '{':
+    case '[':
+        return depth < JSON_MAX_DEPTH ? jcompound(p, e, depth + 1, NULL) : NULL;
+    case 't':
+        return e - p >= 4 && memcmp(p, "true", 4) == 0 ? p + 4 : NULL;
+    case 'f':
+        return e - p >= 5 && memcmp(p, "false", 5) == 0 ? p + 5 : NULL;
+    case 'n':
+        return e - p >= 4 && memcmp(p, "null", 4) == 0 ? p + 4 : NULL;
+    default: {
+        const uint8_t *q = jnum(p, e);
+        v->type = '#';
+        v->n = q ? q - p : 0;
+        return q;
+    }
+    }
+}
+
+/* an object or array at p ('{' or '['): after it, or NULL; w (an object's top level) records the watched keys */
+static const uint8_t *jcompound(const uint8_t *p, const uint8_t *e, int depth, Watch *w) {
+    int obj = *p == '{';
+    uint8_t close = obj ? '}' : ']';
+    p = jws(p + 1, e);
+    if (p < e && *p == close) return p + 1;
+    for (;;) {
+        const uint8_t *kp = NULL;
+        Py_ssize_t kn = 0;
+        if (obj) {
+            if (p >= e || *p != '"') return NULL;
+            const uint8_t *q = jstr(p, e);
+            if (!q) return NULL;
+            kp = p + 1;
+            kn = q - p - 2;
+            p = jws(q, e);
+            if (p >= e || *p != ':') return NULL;
+            p = jws(p + 1, e);
+        }
+        JVal v;
+        if (!(p = jvalue(p, e, depth, &v))) return NULL;
+        for (int k = 0; w && k < WATCH_KEYS && w->keys[k]; k++) {
+            if ((size_t)kn == strlen(w->keys[k]) && memcmp(kp, w->keys[k], (size_t)kn) == 0) {
+                w->val[k] = v;
+                w->count[k]++;
+            }
+        }
+        p = jws(p, e);
+        if (p >= e) return NULL;
+        if (*p == close) return p + 1;
+        if (*p != ',') return NULL;
+        p = jws(p + 1, e);
+    }
+}
+
+/* 1 when d[0:n] is whitespace, one object, whitespace (the watched keys recorded), else 0 */
+static int jdoc(const uint8_t *d, Py_ssize_t n, Watch *w) {
+    const uint8_t *e = d + n, *p = jws(d, e);
+    if (p >= e || *p != '{') return 0;
+    p = jcompound(p, e, 1, w);
+    return p && jws(p, e) == e;
+}
+
+/* A watched boolean as bool(value) reads it after a Jackson-free dict lookup / _boolean: absent or null 0, true 1,
+ * false 0; -1 for anything else (left to Python). */
+static int jbool(const Watch *w, int k) {
+    if (!w->count[k]) return 0;
+    switch (w->val[k].type) {
+    case 't':
+        return 1;
+    case 'f':
+    case 'n':
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* One read: 1 taken, 0 left to the per-znode path, -1 a Python error. */
+static int misc_take(const CRead *r, Col **t, const char *st, Py_ssize_t stn, const char *root, Py_ssize_t rn,
+                     long long max_bytes, Scopes *sc, int64_t *mz) {
+    static const char ML[] = "/managed-ledgers", SCH[] = "/schemas", PT[] = "/admin/partitioned-topics",
+                      NS[] = "/namespace", BD[] = "/loadbalance/bundle-data";
+    const char *p = r->path, *kind;
+    Py_ssize_t n = r->pn, scope_n;
+    const int64_t *s = r->s;
+    Segs g;
+    int table = 0, in = segs_below(p, n, ML, (Py_ssize_t)sizeof ML - 1, &g);
+    int64_t lower = 0, upper = 0;
+    if (in < 0) return 0;
+    if (in) { /* classify._ml_kind / _ml_scope: only its directories are taken here */
+        int c = g.count, dir;
+        if (c >= 3 && seg_is(g.p[2], g.n[2], "persistent")) {
+            dir = c == 3;
+        } else if (c >= 4 && seg_is(g.p[3], g.n[3], "persistent")) {
+            dir = c == 4;
+        } else {
+            dir = c <= 3;
+        }
+        if (!dir) return 0;
+        kind = "ml-dir";
+        if (c < 2) {
+            scope_n = (Py_ssize_t)sizeof ML - 1;
+        } else {
+            int last = c >= 3 && !seg_is(g.p[2], g.n[2], "persistent") ? 2 : 1;
+            scope_n = (g.p[last] - p) + g.n[last];
+        }
+    } else {
+        /* classify looks under the ledgers root next */
+        if ((n == rn && memcmp(p, root, (size_t)rn) == 0) || (n > rn && memcmp(p, root, (size_t)rn) == 0 && p[rn] == '/'))
+            return 0;
+        int c;
+        if ((in = segs_below(p, n, SCH, (Py_ssize_t)sizeof SCH - 1, &g)) != 0) {
+            c = g.count;
+            if (in < 0 || c >= 3) return 0; /* a schema (schema_batch's or Python's) */
+            kind = "schema-dir";
+            scope_n = c >= 2 ? (g.p[1] - p) + g.n[1] : (Py_ssize_t)sizeof SCH - 1;
+        } else if ((in = segs_below(p, n, PT, (Py_ssize_t)sizeof PT - 1, &g)) != 0) {
+            c = g.count;
+            if (in < 0) return 0;
+            scope_n = (Py_ssize_t)sizeof PT - 1;
+            int d2 = c >= 3 && (seg_is(g.p[2], g.n[2], "persistent") || seg_is(g.p[2], g.n[2], "non-persistent"));
+            int d3 = c >= 4 && (seg_is(g.p[3], g.n[3], "persistent") || seg_is(g.p[3], g.n[3], "non-persistent"));
+            if ((c == 4 && d2) || (c == 5 && d3)) {
+                kind = "partitioned-topic";
+                table = 1;
+            } else if (c <= 3 || (c == 4 && d3)) {
+                kind = "partitioned-dir";
+            } else {
+                return 0; /* "other" */
+            }
+        } else if ((in = segs_below(p, n, NS, (Py_ssize_t)sizeof NS - 1, &g)) != 0 ||
+                   (in = segs_below(p, n, BD, (Py_ssize_t)sizeof BD - 1, &g)) != 0) {
+            int bd = n >= (Py_ssize_t)sizeof BD - 1 && memcmp(p, BD, sizeof BD - 1) == 0; /* which root matched */
+            c = g.count;
+            if (in < 0) return 0;
+            scope_n = bd ? (Py_ssize_t)sizeof BD - 1 : (Py_ssize_t)sizeof NS - 1;
+            if ((c == 3 || c == 4) && bundle_range(g.p[c - 1], g.n[c - 1], &lower, &upper)) {
+                if (lower >= upper) return 0; /* extract._range's DecodeError */
+                kind = bd ? "bundle-data" : "bundle-owner";
+                table = bd ? 3 : 2;
+            } else {
+                kind = bd ? "bundle-data-dir" : "namespace-dir";
+            }
+        } else {
+            return 0;
+        }
+    }
+    if (scope_n >= (Py_ssize_t)sizeof sc->buf) return 0;
+    const uint8_t *d = r->data;
+    Py_ssize_t dn = r->dn;
+    Watch w;
+    memset(&w, 0, sizeof w);
+    int64_t partitions = 0;
+    int flag = 0; /* deleted, disabled */
+    char local_buf[512], topic[2048];
+    const char *local = NULL;
+    Py_ssize_t local_n = 0, topic_n = 0;
+    if (table) {
+        if (s[8] > max_bytes || dn > max_bytes) return 0; /* extract.size_error */
+    }
+    if (table == 1) {
+        w.keys[0] = "partitions";
+        w.keys[1] = "deleted";
+        w.keys[2] = "properties";
+        if (!jdoc(d, dn, &w) || w.count[2] || w.count[0] > 1 || w.count[1] > 1) return 0;
+        if (w.count[0] && w.val[0].type != 'n') {
+            const JVal *v = &w.val[0];
+            if (v->type != '#' || v->n > 9 || !all_digits((const char *)v->p, v->n) || (v->n > 1 && v->p[0] == '0'))
+                return 0;
+            for (Py_ssize_t i = 0; i < v->n; i++) partitions = partitions * 10 + (v->p[i] - '0');
+        }
+        if ((flag = jbool(&w, 1)) < 0) return 0;
+        const char *enc = g.p[g.count - 1];
+        Py_ssize_t enc_n = g.n[g.count - 1];
+        local = enc;
+        local_n = enc_n;
+        if (has_escape(enc, enc_n)) {
+            if (!url_decode(enc, enc_n, local_buf, (Py_ssize_t)sizeof local_buf, &local_n)) return 0; /* Python's */
+            local = local_buf;
+        }
+        /* the topic: f"{s[-2]}://{namespace}/{local}" */
+        const char *dom = g.p[g.count - 2], *ns = g.p[0];
+        Py_ssize_t dom_n = g.n[g.count - 2], ns_n = (g.p[g.count - 3] + g.n[g.count - 3]) - ns;
+        topic_n = dom_n + 3 + ns_n + 1 + local_n;
+        if (topic_n > (Py_ssize_t)sizeof topic) return 0;
+        memcpy(topic, dom, (size_t)dom_n);
+        memcpy(topic + dom_n, "://", 3);
+        memcpy(topic + dom_n + 3, ns, (size_t)ns_n);
+        topic[dom_n + 3 + ns_n] = '/';
+        memcpy(topic + dom_n + 4 + ns_n, local, (size_t)local_n);
+    } else if (table == 2) {
+        w.keys[0] = "nativeUrl";
+        w.keys[1] = "httpUrl";
+        w.keys[2] = "disabled";
+        if (dn && !jdoc(d, dn, &w)) return 0;
+        if ((flag = jbool(&w, 2)) < 0) return 0;
+    } else if (table == 3) {
+        if (dn && !jdoc(d, dn, NULL)) return 0;
+    }
+    char sha[64];
+    sha256_hex(d, (size_t)dn, sha);
+    int bad = znode_cols(t[0], st, stn, p, n, s, sha, kind);
+    Col *x = t[table];
+    if (table == 1) {
+        /* path, tenant, namespace ("/".join(s[:-2])), encoded name, local name, topic, partitions, deleted, stat, json */
+        const char *ns = g.p[0];
+        size_t ns_n = (size_t)((g.p[g.count - 3] + g.n[g.count - 3]) - ns);
+        bad |= col_str(&x[0], p, (size_t)n) | col_str(&x[1], g.p[0], (size_t)g.n[0]) | col_str(&x[2], ns, ns_n);
+        bad |= col_str(&x[3], g.p[g.count - 1], (size_t)g.n[g.count - 1]) | col_str(&x[4], local, (size_t)local_n);
+        bad |= col_str(&x[5], topic, (size_t)topic_n);
+        bad |= col_int(&x[6], partitions) | col_bool(&x[7], flag);
+        bad |= col_int(&x[8], s[4]) | col_int(&x[9], s[1]) | col_int(&x[10], s[2]) | col_int(&x[11], s[3]);
+        bad |= col_int(&x[12], s[8]) | col_str(&x[13], (const char *)d, (size_t)dn);
+    } else if (table == 2 || table == 3) {
+        /* path, namespace ("/".join(s[:-1])), bundle range, lower, upper, [ephemeral owner, urls, disabled,] stat */
+        const char *ns = g.p[0];
+        size_t ns_n = (size_t)((g.p[g.count - 2] + g.n[g.count - 2]) - ns);
+        bad |= col_str(&x[0], p, (size_t)n) | col_str(&x[1], ns, ns_n);
+        bad |= col_str(&x[2], g.p[g.count - 1], (size_t)g.n[g.count - 1]) | col_int(&x[3], lower) | col_int(&x[4], upper);
+        int k = 5;
+        if (table == 2) {
+            bad |= col_int(&x[5], s[7]);
+            Slice u[2];
+            for (int j = 0; j < 2; j++) {
+                int is_str = w.count[j] && w.val[j].type == 's';
+                u[j].p = w.val[j].p;
+                u[j].n = w.val[j].n;
+                bad |= col_opt_str(&x[6 + j], is_str ? &u[j] : NULL);
+            }
+            bad |= col_bool(&x[8], flag);
+            k = 9;
+        }
+        bad |= col_int(&x[k], s[4]) | col_int(&x[k + 1], s[1]) | col_int(&x[k + 2], s[2]) | col_int(&x[k + 3], s[3]);
+        bad |= col_int(&x[k + 4], s[8]);
+    }
+    if (bad || scopes_add(sc, p, scope_n) < 0) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return -1;
+    }
+    *mz = s[1];
+    return 1;
+}
+
+static PyObject *misc_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if ((nargs != 5 && nargs != 6) || !PyUnicode_Check(args[2]) || !PyTuple_Check(args[4]) ||
+        PyTuple_GET_SIZE(args[4]) != MISC_TABLES) {
+        PyErr_SetString(PyExc_TypeError, "misc_batch(store, reads: list | packed chunk, ledgers_root: str, max_bytes: "
+                                         "int, specs: 4-tuple[, idx])");
+        return NULL;
+    }
+    PyObject *store = args[0], *specs = args[4];
+    Py_ssize_t rn, stn = 0;
+    const char *root = PyUnicode_AsUTF8AndSize(args[2], &rn);
+    long long max_bytes = PyLong_AsLongLong(args[3]);
+    if (!root || (max_bytes == -1 && PyErr_Occurred())) return NULL;
+    for (int k = 0; k < MISC_TABLES; k++) {
+        PyObject *spec = PyTuple_GET_ITEM(specs, k);
+        const char *sp = PyUnicode_Check(spec) ? PyUnicode_AsUTF8(spec) : NULL;
+        if (!sp || strcmp(sp, MISC_SPECS[k]) != 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "misc_batch: the column specs do not match the tables");
+            return NULL;
+        }
+    }
+    /* a store that is not a str (or does not encode) fits no row: everything goes to the per-znode path */
+    const char *st = PyUnicode_CheckExact(store) ? PyUnicode_AsUTF8AndSize(store, &stn) : NULL;
+    if (!st) PyErr_Clear();
+    Reads R;
+    if (reads_open(args[1], nargs == 6 ? args[5] : Py_None, &R) < 0) return NULL;
+    Col cols[19 + 14 + 14 + 10];
+    Col *t[MISC_TABLES];
+    int ok = 1, ncols = 0;
+    for (int k = 0; k < MISC_TABLES; k++) {
+        t[k] = cols + ncols;
+        for (int j = 0; j < MISC_WIDTHS[k]; j++) ok &= col_init(&cols[ncols++], MISC_SPECS[k][j]) == 0;
+    }
+    Scopes sc = {PyDict_New(), NULL, 0, {0}, 0};
+    PyObject *rest = PyList_New(0), *result = NULL;
+    Py_ssize_t handled = 0;
+    int64_t lo = 0, hi = 0;
+    if (!ok || !rest || !sc.dict) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < reads_len(&R); k++) {
+        int64_t mz = 0;
+        Py_ssize_t i;
+        CRead c;
+        int rc = reads_at(&R, k, &i, &c);
+        if (rc > 0) rc = st ? misc_take(&c, t, st, stn, root, rn, max_bytes, &sc, &mz) : 0;
+        if (rc < 0 || batch_note(rc, i, mz, rest, &handled, &lo, &hi) < 0) goto done;
+    }
+    if (scopes_flush(&sc) < 0) goto done;
+    {
+        PyObject *tables = PyList_New(MISC_TABLES), *counts = PyList_New(MISC_TABLES);
+        int bad = !tables || !counts;
+        for (int k = 0; k < MISC_TABLES && !bad; k++) {
+            PyObject *tl = PyList_New(MISC_WIDTHS[k]);
+            PyObject *cnt = PyLong_FromSsize_t(t[k][0].n);
+            if (!tl || !cnt) {
+                Py_XDECREF(tl);
+                Py_XDECREF(cnt);
+                bad = 1;
+                break;
+            }
+            PyList_SET_ITEM(tables, k, tl);
+            PyList_SET_ITEM(counts, k, cnt);
+            for (int j = 0; j < MISC_WIDTHS[k] && !bad; j++) {
+                PyObject *c = col_result(&t[k][j]);
+                if (!c) bad = 1; else PyList_SET_ITEM(tl, j, c);
+            }
+        }
+        if (bad) {
+            Py_XDECREF(tables);
+            Py_XDECREF(counts);
+        } else if (handled) {
+            result = Py_BuildValue("(nONNLLO)", handled, rest, tables, counts, (long long)lo, (long long)hi, sc.dict);
+        } else {
+            result = Py_BuildValue("(nONNOOO)", handled, rest, tables, counts, Py_None, Py_None, sc.dict);
+        }
+    }
+done:
+    reads_close(&R);
+    for (int k = 0; k < ncols; k++) col_free(&cols[k]);
+    Py_XDECREF(rest);
+    Py_XDECREF(sc.dict);
+    return result;
+}
+
+/* snap_walk(batch, start, ctx): zkdata.stream's pass-1 walk (load_partial) over batch[start:], the (path, data,
+ * stat) node records snap_nodes parsed, on the same state the Python loop keeps (ctx, a list: the frame stack,
+ * keep, keep_children, sessions, the doomed paths, the walked roots, unloaded, deferred, the list of reads not
+ * handed over, its store, the hand-over size and the hand-over callable). It does exactly what the Python loop
+ * body does for the common node and returns the index of the first node it did not take: the root, a node whose
+ * parent is not on the stack (the Python body raises SnapshotCorrupt), a node to keep in the partial tree (its
+ * path kept, its parent's children kept, or its ephemeral owner a closed session), and anything unexpected. The
+ * Python body takes that one node and calls again, so every error and every kept node is decided in Python
+ * (tests/unit/zkdata/test_stream_native.py pins the two equal). */
+enum {
+    W_STACK, W_KEEP, W_KEEP_CHILDREN, W_SESSIONS, W_DEAD, W_ROOTS, W_UNLOADED, W_DEFERRED, W_OUT, W_OUT_STORE,
+    W_BATCH, W_HAND_OVER, W_SIZE
+};
+/* frame: [path, data, stat, children seen, kept node or None, store or None, under a doomed node, children kept] */
+enum { F_PATH, F_DATA, F_STAT, F_SEEN, F_NODE, F_STORE, F_DOOMED, F_KEEP_CHILDREN, F_SIZE };
+
 static inline int64_t be64(const uint8_t *p) {
     uint64_t v = 0;
     for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
@@ -4216,6 +4725,9 @@ static PyMethodDef METHODS[] = {
     {"schema_batch", (PyCFunction)(void (*)(void))schema_batch, METH_FASTCALL,
      "schema_batch(store, reads, ledgers_root, max_bytes, znodes_spec, schema_spec) -> (n, rest, znodes columns, "
      "schema_index columns, schema_index rows, min mzxid, max mzxid, scope counts): the schema locators of a chunk."},
+    {"misc_batch", (PyCFunction)(void (*)(void))misc_batch, METH_FASTCALL,
+     "misc_batch(store, reads, ledgers_root, max_bytes, specs) -> (n, rest, tables, row counts, min mzxid, "
+     "max mzxid, scope counts): the directories, partitioned-topic metadata and bundles of a chunk."},
     {"ml_batch", (PyCFunction)(void (*)(void))ml_batch, METH_FASTCALL,
      "ml_batch(store, reads, max_bytes, specs, helpers) -> (n, rest, tables, row counts, min mzxid, max mzxid, "
      "scope counts): the managed-ledger and cursor znodes of a chunk as Arrow buffers."},

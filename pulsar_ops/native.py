@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-ABI = 13  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
+ABI = 15  # must equal NATIVE_ABI in _native.c: a stale in-tree build is ignored, not trusted
 DISABLE_ENV = "PULSAR_OPS_NATIVE"
 
 NativeFn = Callable[[bytes], "tuple[Any, ...] | None"]
@@ -42,6 +42,7 @@ def _load() -> tuple[dict[str, Any], str]:
         "bk_batch",
         "ml_batch",
         "schema_batch",
+        "misc_batch",
         "sha256_hex",
         "pack_reads",
         "unpack_reads",
@@ -78,6 +79,10 @@ ml_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("ml_batch")
 # schema_batch(store, reads, ledgers_root, max_bytes, znodes_spec, schema_spec): the schema locators of a chunk of
 # reads as znodes and schema_index Arrow buffers, the rest left to the per-znode path (scrape.native_batch)
 schema_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("schema_batch")
+# misc_batch(store, reads, ledgers_root, max_bytes, specs): the directories, partitioned-topic metadata, bundle owners
+# and bundle load data of a chunk of reads as znodes, partitioned_topics, bundle_owners and bundle_data Arrow buffers,
+# the rest left to the per-znode path (scrape.native_batch; exactly SnapshotSink.node's rows)
+misc_batch: Callable[..., tuple[Any, ...]] | None = _FNS.get("misc_batch")
 # sha256_hex(data): hashlib.sha256(data).hexdigest(), the data_sha256 the batches compute natively
 sha256_hex: Callable[[bytes], str] | None = _FNS.get("sha256_hex")
 # pack_reads(store, reads): a chunk of reads for a decode worker's pipe, or None (then marshal goes); unpack_reads(raw,

@@ -31,6 +31,11 @@ from pulsar_ops.snapshot.writer import SnapshotWriter
 
 CHUNK = 2000
 PART_STRIDE = 10_000
+# A worker decodes the packed chunks of one store it receives in groups of at least this many reads (one packed
+# chunk, concatenated): the batches' fixed costs per call (the Arrow arrays, their record batches, the Parquet
+# writer's work per batch) shrink with it. Over the chunks of a 50K-topic tree (340K reads), a worker's decoding and
+# writing: 1.20-1.25 CPU-s in chunks of 2,000 reads, 1.16 in 8,000, 1.12-1.13 in 16,000.
+COALESCE = 16_000
 
 Read = tuple[str, bytes, Stat]
 
@@ -111,13 +116,32 @@ def worker_main(stdin: IO[bytes], stdout: IO[bytes]) -> int:
             Path(out_dir), batch_rows=batch_rows, part_offset=(index + 1) * PART_STRIDE, empty_parts=False
         )
         sink = SnapshotSink(writer, cfg)
+        group: list[bytes] = []  # packed chunks of one store not yet decoded
+        group_reads = 0
+
+        def decode_group() -> None:
+            nonlocal group_reads
+            if group:
+                sink.nodes(packed_chunk.concat(group))
+                group.clear()
+                group_reads = 0
+
         while True:
             item = _read_chunk(stdin, packed=True)
             if item is None:
                 break
             store, reads = item
-            sink.store = store
-            sink.nodes(reads)
+            if store != sink.store or not isinstance(reads, bytes):
+                decode_group()
+                sink.store = store
+            if isinstance(reads, bytes):
+                group.append(reads)
+                group_reads += packed_chunk.count(reads)
+                if group_reads >= COALESCE:
+                    decode_group()
+            else:
+                sink.nodes(reads)
+        decode_group()
         counts = writer.close()
         summary = WorkerSummary(
             scopes={k: (v.znodes, v.error_code, v.error) for k, v in sink.scopes.items()},

@@ -68,6 +68,7 @@ def usable(ledgers_root: str) -> bool:
         native.bk_batch is not None
         and native.ml_batch is not None
         and native.schema_batch is not None
+        and native.misc_batch is not None
         and not (ledgers_root + "/").startswith(MANAGED_LEDGERS + "/")
     )
 
@@ -142,4 +143,22 @@ def schema_batch(
     return n, rest, zarrays, columns_to_arrays("schema_index", scols, rows) if rows else [], lo, hi, scopes
 
 
-__all__ = ["bk_batch", "columns_to_arrays", "ml_batch", "schema_batch", "spec", "usable"]
+MISC_TABLES = ("znodes", "partitioned_topics", "bundle_owners", "bundle_data")
+
+
+def misc_batch(
+    store: str, reads: list[Any] | bytes, ledgers_root: str, max_bytes: int, idx: list[int] | None = None
+) -> MlBatch:
+    """(znodes taken, indexes of the reads left to the per-znode path, arrays per table with rows, the taken rows'
+    min and max mzxid, znodes taken per scope): the directories, partitioned-topic metadata, bundle owners and
+    bundle load data; ``reads`` and ``idx`` as for bk_batch."""
+    assert native.misc_batch is not None
+    specs = tuple(spec(t) for t in MISC_TABLES)
+    n, rest, tables, counts, lo, hi, scopes = native.misc_batch(store, reads, ledgers_root, max_bytes, specs, idx)
+    arrays = {
+        t: columns_to_arrays(t, cols, rows) for t, cols, rows in zip(MISC_TABLES, tables, counts, strict=True) if rows
+    }
+    return n, rest, arrays, lo, hi, scopes
+
+
+__all__ = ["bk_batch", "columns_to_arrays", "misc_batch", "ml_batch", "schema_batch", "spec", "usable"]

@@ -104,6 +104,30 @@ def store(raw: bytes) -> str:
     return raw[_PACK_HEAD.size : _PACK_HEAD.size + n].decode("utf-8")
 
 
+def concat(raws: list[bytes]) -> bytes:
+    """Packed chunks of one store as one packed chunk (their reads in order): the header once, the bodies as they
+    are. ValueError when they are not all packed chunks of the same store."""
+    if len(raws) == 1:
+        return raws[0]
+    total = 0
+    head: bytes | None = None
+    bodies = []
+    for raw in raws:
+        magic, n, sn = _PACK_HEAD.unpack_from(raw, 0)
+        start = _PACK_HEAD.size + sn
+        if magic != PACKED or len(raw) < start:
+            raise ValueError("concat: not a packed chunk")
+        if head is None:
+            head = raw[_PACK_HEAD.size : start]
+        elif raw[_PACK_HEAD.size : start] != head:
+            raise ValueError("concat: packed chunks of different stores")
+        total += n
+        bodies.append(memoryview(raw)[start:])
+    if head is None or total > _U32:
+        raise ValueError("concat: no chunk, or more reads than a packed chunk counts")
+    return b"".join([_PACK_HEAD.pack(PACKED, total, len(head)), head, *bodies])
+
+
 def pack(store_name: str, reads: list[Read]) -> bytes | None:
     """``reads`` packed, natively when built; None when a read does not fit the layout (then marshal goes)."""
     if native.pack_reads is not None:

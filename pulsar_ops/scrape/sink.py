@@ -19,6 +19,8 @@ from pulsar_ops.snapshot.writer import SnapshotWriter
 
 _BOOKIE_COLUMNS = schema.table("bookies").column_names
 NATIVE_MIN_BATCH = 64  # below this, the per-znode path (building the arrays costs more than it saves)
+# the reads the other batches leave (directories, partitioned topics, bundles: ~10 us each on the per-znode path)
+MISC_MIN_BATCH = 16
 
 
 @dataclass
@@ -89,7 +91,8 @@ class SnapshotSink:
 
     def nodes(self, reads: list[tuple[str, bytes, Stat]] | bytes) -> None:
         """``node`` for each read, the hierarchical ledger znodes, then the topic and cursor znodes, then the schema
-        locators, in native batches when they are built (the same rows, in another order within the tables).
+        locators, then the directories, partitioned topics and bundles, in native batches when they are built (the
+        same rows, in another order within the tables).
         ``reads``: a list of (path, data, stat), or a packed chunk (``scrape.packed``'s layout, what a
         decode worker receives): the batches read it in place and only the reads they leave become tuples."""
         cfg = self.cfg
@@ -134,6 +137,21 @@ class SnapshotSink:
                 assert lo is not None and hi is not None
                 rng = self.zxid.get(store)
                 self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
+        if len(rest) >= MISC_MIN_BATCH:
+            n, rest, arrays, lo, hi, scopes = native_batch.misc_batch(
+                store, reads, cfg.ledgers_root, cfg.max_znode_bytes, rest
+            )
+            if n:
+                for table, cols in arrays.items():
+                    self.writer.add_arrays(table, cols)
+                for scope, count in scopes.items():
+                    self.ensure_scope(store, scope).znodes += count
+                self.counters.znodes += n
+                assert lo is not None and hi is not None
+                rng = self.zxid.get(store)
+                self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
+        if not rest:
+            return
         node = self.node
         left = packed.unpack(reads, rest)[1] if isinstance(reads, bytes) else [reads[i] for i in rest]
         for path, data, stat in left:

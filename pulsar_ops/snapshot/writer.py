@@ -39,6 +39,27 @@ def _dictionary_columns(table: str) -> list[str]:
     return [c for c in schema.table(table).column_names if c in DICTIONARY_COLUMNS]
 
 
+# The other columns' encodings (the codec, its level and the statistics stay Parquet's defaults with zstd): int64
+# columns (zxids, times, ids, sizes: mostly close to their neighbours) DELTA_BINARY_PACKED, and the SHA-256 hex
+# (64 bytes a value, never repeated) DELTA_LENGTH_BYTE_ARRAY, whose lengths and bytes zstd takes in one run instead
+# of value by value. Measured on the tables of a 50K-topic scrape (888K rows): 0.535 -> 0.472 CPU-s of Parquet
+# writing, 34.2 -> 33.5 MB; pyarrow and DuckDB read them no slower. Every other column stays PLAIN.
+DELTA_STRING_COLUMNS = frozenset({"data_sha256"})
+
+
+@functools.cache
+def _column_encoding(table: str) -> dict[str, str] | None:
+    out = {}
+    for f in arrow_schema(table):
+        if f.name in DICTIONARY_COLUMNS:
+            continue
+        if f.type == pa.int64():
+            out[f.name] = "DELTA_BINARY_PACKED"
+        elif f.name in DELTA_STRING_COLUMNS and f.type == pa.string():
+            out[f.name] = "DELTA_LENGTH_BYTE_ARRAY"
+    return out or None
+
+
 def part_name(index: int) -> str:
     return f"part-{index:05d}.parquet"
 
@@ -153,6 +174,7 @@ class SnapshotWriter:
             d / part_name(self.part_offset + buf.parts),
             compression="zstd",
             use_dictionary=_dictionary_columns(buf.name),
+            column_encoding=_column_encoding(buf.name),
         )
         buf.parts += 1
         buf.total += len(rows) + pending

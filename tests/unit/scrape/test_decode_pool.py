@@ -191,3 +191,81 @@ def test_a_chunk_that_does_not_pack_goes_as_marshal(reads: list[Any]) -> None:
     assert d._read_chunk(buf) == ("local", reads)
     assert d._read_chunk(buf) == ("local", _reads(3))  # packed
     assert d._read_chunk(buf) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=8), st.lists(st.lists(_read, max_size=5), min_size=1, max_size=4))
+def test_packed_chunks_of_one_store_concatenate_into_the_chunk_of_all_their_reads(
+    store: str, groups: list[list[tuple[str, bytes, tuple[int, ...]]]]
+) -> None:
+    raws = [packed.pack_reads_py(store, g) for g in groups]
+    if any(r is None for r in raws):
+        return
+    chunks = [r for r in raws if r is not None]
+    whole = packed.concat(chunks)
+    assert whole == packed.pack_reads_py(store, [r for g in groups for r in g])
+    assert packed.concat(chunks[:1]) is chunks[0]
+    other = packed.pack_reads_py(store + "x", groups[0])
+    assert other is not None
+    with pytest.raises(ValueError):
+        packed.concat([*chunks, other])
+
+
+@pytest.mark.parametrize("coalesce", [1, 7, 10_000])
+def test_a_worker_decoding_chunks_in_groups_writes_what_one_sink_writes(tmp_path: Path, coalesce: int) -> None:
+    """The worker decodes the packed chunks of one store in groups (a store switch or a marshalled chunk ends a
+    group): the tables, scopes, zxid ranges and counts are those of one sink fed the same chunks in turn."""
+    import io
+    from unittest import mock
+
+    import pyarrow.parquet as pq
+
+    def reads(n: int, root: str, base: int) -> list[tuple[str, bytes, tuple[int, ...]]]:
+        return [(f"{root}/t/ns{base + i}", b"", (1, base + i, 3, 4, 0, 0, 0, 0, 0, 0, 5)) for i in range(n)]
+
+    # a value the packed layout does not take (not bytes): the chunk goes as marshal
+    unpackable: list[Any] = [("/namespace/t/x", bytearray(b"{}"), (1, 2, 3, 4, 0, 0, 0, 0, 2, 0, 5))]
+    chunks = [
+        ("local", reads(4, "/namespace", 0)),
+        ("local", _reads(5)),
+        ("local", reads(3, "/loadbalance/bundle-data", 10)),
+        ("config", reads(2, "/admin/partitioned-topics", 20)),
+        ("config", unpackable),
+        ("config", reads(3, "/admin/partitioned-topics", 30)),
+        ("local", reads(6, "/managed-ledgers", 40)),
+    ]
+    cfg = ExtractConfig()
+    inp, out = io.BytesIO(), io.BytesIO()
+    d._write_msg(inp, (0, str(tmp_path / "worker"), cfg, 100))
+    for c in chunks:
+        d._write_chunk(inp, c)
+    d._write_chunk(inp, None)
+    inp.seek(0)
+    real_concat, groups = packed.concat, []  # the chunks per group
+
+    def concat(raws: list[bytes]) -> bytes:
+        groups.append(len(raws))
+        return real_concat(raws)
+
+    with mock.patch.object(d, "COALESCE", coalesce), mock.patch.object(d.packed_chunk, "concat", concat):
+        assert d.worker_main(inp, out) == 0
+    out.seek(0)
+    status, summary = d._read_msg(out)
+    assert status == "ok", summary
+    assert groups == {1: [1, 1, 1, 1, 1, 1], 7: [2, 1, 1, 1, 1], 10_000: [3, 1, 1, 1]}[coalesce]
+    writer = SnapshotWriter(tmp_path / "one", batch_rows=100)
+    sink = SnapshotSink(writer, cfg)
+    for store, rs in chunks:
+        sink.store = store
+        sink.nodes(rs)
+    writer.close()
+    assert summary.znodes == sink.counters.znodes == 24
+    assert summary.zxid == sink.zxid
+    assert {k: v[0] for k, v in summary.scopes.items()} == {k: v.znodes for k, v in sink.scopes.items()}
+
+    def rows(d: Path, t: str) -> list[str]:  # a worker leaves a table without rows to the writer that closes last
+        return sorted(map(repr, pq.read_table(d / "tables" / t).to_pylist())) if (d / "tables" / t).exists() else []
+
+    assert len(rows(tmp_path / "one", "znodes")) == 24 and rows(tmp_path / "one", "bundle_owners")
+    for t in ("znodes", "bundle_data", "bundle_owners", "scrape_errors"):
+        assert rows(tmp_path / "worker", t) == rows(tmp_path / "one", t), t

@@ -1,11 +1,13 @@
-"""The native batch (``SnapshotSink.nodes`` over ``native.bk_batch``, ``ml_batch`` and ``schema_batch``) writes
-exactly the rows, scope counts, zxid ranges and counters the per-znode path (``SnapshotSink.node``) writes for the
-same reads: tables compared row by row (sorted: the batch puts its rows in their own Arrow batches), whatever mix of
-ledger znodes (legacy, long, flat, malformed, other formats, oversized, ids at the int64 edge), topic and cursor
-znodes (V1, V2, partitions, URL-encoded and system names, compressed, legacy text, empty, corrupt, properties),
-schema locators (info in the index or apart, int64 edges, unknown, repeated, missing and truncated fields) and
-other znodes a chunk holds. It must also really take the common case: a batch that left every read to Python would
-pass the equivalence checks."""
+"""The native batch (``SnapshotSink.nodes`` over ``native.bk_batch``, ``ml_batch``, ``schema_batch`` and
+``misc_batch``) writes exactly the rows, scope counts, zxid ranges and counters the per-znode path
+(``SnapshotSink.node``) writes for the same reads: tables compared row by row (sorted: the batch puts its rows in
+their own Arrow batches), whatever mix of ledger znodes (legacy, long, flat, malformed, other formats, oversized,
+ids at the int64 edge), topic and cursor znodes (V1, V2, partitions, URL-encoded and system names, compressed,
+legacy text, empty, corrupt, properties), schema locators (info in the index or apart, int64 edges, unknown,
+repeated, missing and truncated fields), directories, partitioned-topic metadata and bundles (every path shape
+classify tells apart, JSON values the restricted reader takes and ones it must leave) and other znodes a chunk
+holds. It must also really take the common case: a batch that left every read to Python would pass the equivalence
+checks."""
 
 from __future__ import annotations
 
@@ -95,7 +97,7 @@ def _write(tmp: Path, chunk: list[Any], batch: bool, *, packed: bool = False) ->
     sink.store = "local"
     if batch:
         raw = pack_reads_py("local", chunk) if packed else None
-        with mock.patch.object(sink_module, "NATIVE_MIN_BATCH", 1):
+        with mock.patch.object(sink_module, "NATIVE_MIN_BATCH", 1), mock.patch.object(sink_module, "MISC_MIN_BATCH", 1):
             sink.nodes(raw if raw is not None else chunk)
     else:
         for path, data, stat in chunk:
@@ -525,3 +527,146 @@ def test_the_schema_batch_takes_well_formed_locators_and_leaves_the_rest() -> No
     assert rows["schema_id"][0] == "t/ns/a" and rows["schema_id"][-1] == "t/ns/caf%C3%A9+a%2Fb"
     # under a ledgers root of /schemas they are ledger-root paths: left to the per-znode path
     assert native_batch.schema_batch("local", good, "/schemas", 1 << 20)[:2] == (0, [0, 1, 2])
+
+
+# ---- directories, partitioned topics and bundles (native.misc_batch) ----------------------------------------------
+
+needs_misc_batch = pytest.mark.skipif(native.misc_batch is None, reason=f"native path not loaded: {native.STATUS}")
+RANGES = [
+    "0x00000000_0x40000000", "0xC0000000_0xffffffff", "0x40000000_0x40000000", "0x80000000_0x40000000",
+    "0x0000000_0x40000000", "0X00000000_0x40000000", "0x0000000g_0x40000000", "0x00000000-0x40000000",
+]  # fmt: skip
+misc_segment = st.sampled_from(["t", "ns", "c1", "persistent", "non-persistent", "x%2Fy", "", *RANGES])
+MISC_ROOTS = [
+    "/managed-ledgers", "/schemas", "/admin/partitioned-topics", "/namespace", "/loadbalance/bundle-data",
+    "/admin/policies", "/admin/local-policies", "/ledgers", "/namespacex", "/loadbalance",
+]  # fmt: skip
+PT_DOCS = [
+    b'{"partitions":4,"deleted":false}', b'{"partitions":0}', b'{"deleted":true}', b"{}", b' { "partitions" : 12 } ',
+    b'{"partitions":null,"deleted":null}', b'{"partitions":999999999}', b'{"partitions":1000000000}',
+    b'{"partitions":2147483648}', b'{"partitions":-1}', b'{"partitions":01}', b'{"partitions":1.0}',
+    b'{"partitions":1e2}', b'{"partitions":"3"}', b'{"partitions":true}', b'{"partitions":2,"partitions":3}',
+    b'{"deleted":"true"}', b'{"deleted":1}', b'{"deleted":false,"deleted":true}', b'{"properties":{"a":"b"}}',
+    b'{"partitions":3,"x":[1,{"y":null}],"z":"w"}', b'{"partitions":3} trailing', b'{"partitions":3}\n',
+    b'{"partitions":3,}', b'{"a":"\\u0041"}', b'{"a":"\xc3\xa9","partitions":1}', b"\xef\xbb\xbf{}", b"[]",
+    b"null", b"", b" ", b"{", b'{"a":NaN}', b'{"a":1e999}', b'{"a":' * 40 + b"1" + b"}" * 40, b'{"a":-0.5e-3}',
+    b'{"a":"x\ty"}', b'{"partitions":3 ,"deleted" :true}',
+]  # fmt: skip
+OWNER_DOCS = [
+    b'{"nativeUrl":"pulsar://b:6650","httpUrl":"http://b:8080","disabled":false,"advertisedListeners":{}}',
+    b'{"nativeUrl":"a","nativeUrl":"b","disabled":true}', b'{"nativeUrl":5,"httpUrl":null}', b'{"disabled":null}',
+    b'{"disabled":"x"}', b'{"disabled":0}', b'{"httpUrl":"h","disabled":false,"disabled":true}',
+    b'{"shortTermData":{"maxSamples":10,"msgRateIn":11.0},"longTermData":{"numSamples":1000},"topics":6}',
+]  # fmt: skip
+misc_values = st.sampled_from(PT_DOCS + OWNER_DOCS) | st.binary(max_size=12)
+
+
+@st.composite
+def misc_reads(draw: st.DrawFn) -> list[tuple[str, bytes, tuple[int, ...]]]:
+    out = []
+    for _ in range(draw(st.integers(1, 24))):
+        root = draw(st.sampled_from(MISC_ROOTS))
+        segs = draw(st.lists(misc_segment, max_size=6))
+        path = "/".join([root, *segs]) if segs else root
+        data = draw(misc_values)
+        s = draw(stats)
+        dlen = len(data) if draw(st.integers(0, 9)) else MAX_BYTES + 1
+        out.append((path, data, (*s[:8], dlen, s[9], s[8])))
+    return out
+
+
+@needs_misc_batch
+@PROPS
+@given(st.tuples(misc_reads(), ml_reads(), reads()).flatmap(lambda t: st.permutations(t[0] + t[1] + t[2])))
+def test_the_misc_batch_writes_what_the_per_znode_path_writes(
+    tmp_path_factory: pytest.TempPathFactory, chunk: Any
+) -> None:
+    slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
+    fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
+    assert fast == slow
+    assert _write(tmp_path_factory.mktemp("packed"), chunk, batch=True, packed=True) == slow
+
+
+@needs_misc_batch
+@pytest.mark.parametrize("data", PT_DOCS + OWNER_DOCS)
+def test_every_json_value_gives_the_per_znode_rows(tmp_path: Path, data: bytes) -> None:
+    st_ = (1, 2, 3, 4, 0, 0, 0, 7, len(data), 0, 1)
+    chunk = [
+        ("/admin/partitioned-topics/t/ns/persistent/a%2Fb", data, st_),
+        ("/admin/partitioned-topics/p/c/ns/non-persistent/x", data, st_),
+        ("/namespace/t/ns/0x00000000_0x40000000", data, st_),
+        ("/loadbalance/bundle-data/p/c/ns/0x40000000_0xffffffff", data, st_),
+    ]
+    assert _write(tmp_path / "fast", chunk, batch=True) == _write(tmp_path / "slow", chunk, batch=False)
+
+
+@needs_misc_batch
+def test_the_misc_batch_takes_directories_topics_and_bundles_and_leaves_the_rest() -> None:
+    st_ = (1, 5, 3, 4, 0, 0, 0, 9, 10, 2, 1)
+    owner = b'{"nativeUrl":"pulsar://b:6650","httpUrl":"http://b:8080","disabled":false}'
+    good = [
+        ("/managed-ledgers/t/ns/persistent", b"", st_),
+        ("/managed-ledgers/p/c/ns", b"", st_),
+        ("/schemas/t", b"", st_),
+        ("/admin/partitioned-topics/t/ns/persistent", b"", st_),
+        ("/admin/partitioned-topics/t/ns/persistent/caf%C3%A9", b'{"partitions":4,"deleted":true}', st_),
+        ("/namespace/t/ns/0x00000000_0x40000000", owner, st_),
+        ("/namespace/t/ns", b"", st_),
+        ("/loadbalance/bundle-data/t/ns/0x40000000_0xffffffff", b'{"topics":6,"a":[1.5e3,null]}', st_),
+        ("/loadbalance/bundle-data", b"", st_),
+    ]
+    left = [
+        ("/managed-ledgers/t/ns/persistent/x", b"", st_),  # a topic: the ml batch's or Python's
+        ("/schemas/t/ns/x", b"", st_),  # a schema
+        ("/admin/partitioned-topics/t//persistent/x", b"{}", st_),  # an empty segment
+        ("/admin/partitioned-topics/t/ns/persistent/x", b'{"partitions":"4"}', st_),  # a coerced value
+        ("/admin/partitioned-topics/t/ns/persistent/%zz", b"{}", st_),  # a malformed escape: Python's DecodeError
+        ("/namespace/t/ns/0x40000000_0x00000000", b"", st_),  # an empty range: DecodeError
+        ("/loadbalance/bundle-data/t/ns/0x00000000_0x40000000", b"{", st_),  # invalid JSON: DecodeError
+        ("/loadbalance/bundle-data/t/ns/0x00000000_0x80000000", b"{}", (*st_[:8], 1 << 30, *st_[9:])),  # oversized
+        ("/admin/policies/t/ns", b"{}", st_),  # namespace policies: Python's
+    ]
+    n, rest, arrays, lo, hi, scopes = native_batch.misc_batch("local", good + left, ROOT, 1 << 20)
+    assert (n, rest, lo, hi) == (9, list(range(9, 18)), 5, 5)
+    assert scopes == {
+        "/managed-ledgers/t/ns": 1, "/managed-ledgers/p/c/ns": 1, "/schemas": 1, "/admin/partitioned-topics": 2,
+        "/namespace": 2, "/loadbalance/bundle-data": 2,
+    }  # fmt: skip
+    assert _columns(arrays, "znodes")["kind"] == [
+        "ml-dir", "ml-dir", "schema-dir", "partitioned-dir", "partitioned-topic", "bundle-owner", "namespace-dir",
+        "bundle-data", "bundle-data-dir",
+    ]  # fmt: skip
+    pt = _columns(arrays, "partitioned_topics")
+    assert (pt["local_name"], pt["topic"], pt["partitions"], pt["deleted"]) == (
+        ["caf\u00e9"],
+        ["persistent://t/ns/caf\u00e9"],
+        [4],
+        [True],
+    )
+    bo = _columns(arrays, "bundle_owners")
+    assert (bo["native_url"], bo["http_url"], bo["ephemeral_owner"]) == (["pulsar://b:6650"], ["http://b:8080"], [9])
+    assert _columns(arrays, "bundle_data")["upper"] == [0xFFFFFFFF]
+    # under a ledgers root of /namespace they are ledger-root paths: left to the per-znode path
+    assert native_batch.misc_batch("local", good[5:7], "/namespace", 1 << 20)[:2] == (0, [0, 1])
+    assert native_batch.spec("partitioned_topics") == "ssssssibiqqqiS"
+
+
+@needs_misc_batch
+def test_calls_alternating_between_packed_chunks_read_each_chunk_right() -> None:
+    """The native side keeps the offsets of the last packed chunk it walked (the batches and unpack_reads take the same
+    chunk in turn): alternating chunks, indexes and an equal copy of a chunk give what each list of reads gives."""
+    from pulsar_ops.scrape.packed import unpack
+
+    st_ = (1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 1)
+    a = [("/namespace/t/ns", b"", st_), ("/admin/policies/t/ns", b"{}", st_), ("/schemas/t", b"", st_)]
+    b = [("/admin/clusters/c", b"{}", st_), *[(f"/managed-ledgers/t/ns{i}", b"", st_) for i in range(5)]]
+    ra, rb = pack_reads_py("local", a), pack_reads_py("config", b)
+    assert ra is not None and rb is not None
+    for raw, reads in ((ra, a), (rb, b), (ra, a), (bytes(bytearray(rb)), b), (rb, b)):
+        for idx in (None, [len(reads) - 1, 0], []):
+            got = native_batch.misc_batch("local", raw, ROOT, 1 << 20, idx)
+            want = native_batch.misc_batch("local", reads, ROOT, 1 << 20, idx)
+            assert got[:2] == want[:2] and got[3:] == want[3:]
+            assert unpack(raw, idx)[1] == (reads if idx is None else [reads[i] for i in idx])
+    with pytest.raises(IndexError):
+        unpack(ra, [len(a)])

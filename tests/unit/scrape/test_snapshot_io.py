@@ -86,6 +86,33 @@ def test_list_and_null_columns_keep_their_types(tmp_path: Path) -> None:
     assert str(t.schema.field("retention_time_minutes").type) == "int64"
 
 
+def test_int64_columns_and_the_hash_are_delta_encoded_and_read_back_as_written(tmp_path: Path) -> None:
+    """int64 columns go DELTA_BINARY_PACKED, data_sha256 DELTA_LENGTH_BYTE_ARRAY, the dictionary columns stay
+    dictionaries, the rest PLAIN; values at the int64 edges, nulls and jumps read back unchanged."""
+    w = SnapshotWriter(tmp_path)
+    edges = [-(2**63), 2**63 - 1, 0, -1, 2**62, None, 5]
+    for i, v in enumerate(edges):
+        w.add_tuple(
+            "znodes",
+            ("local", f"/p/{i}", "/p", str(i), 2, 1, 0, 0, v if v is not None else 0, 2**63 - 1 - i, -i, 1, 2, 3, 0,
+             0, f"{i:064x}", "other", None),
+        )  # fmt: skip
+        w.add("bookies", {"bookie_id": f"b{i}", "readonly": False, "free_bytes": v, "total_bytes": None})
+    w.close()
+    path = tmp_path / "tables" / "znodes" / "part-00000.parquet"
+    rg = pq.ParquetFile(path).metadata.row_group(0)
+    enc = {rg.column(i).path_in_schema: rg.column(i).encodings for i in range(rg.num_columns)}
+    assert "DELTA_BINARY_PACKED" in enc["czxid"] and "DELTA_BINARY_PACKED" in enc["mtime_ms"]
+    assert "DELTA_LENGTH_BYTE_ARRAY" in enc["data_sha256"]
+    assert "RLE_DICTIONARY" in enc["kind"] and "PLAIN" in enc["path"] and "PLAIN" in enc["version"]  # int32: PLAIN
+    t = pq.read_table(path)
+    assert t.column("czxid").to_pylist() == [v if v is not None else 0 for v in edges]
+    assert t.column("mzxid").to_pylist() == [2**63 - 1 - i for i in range(len(edges))]
+    assert t.column("data_sha256").to_pylist() == [f"{i:064x}" for i in range(len(edges))]
+    b = pq.read_table(tmp_path / "tables" / "bookies")
+    assert b.column("free_bytes").to_pylist() == edges and b.column("total_bytes").null_count == len(edges)
+
+
 def test_null_in_a_required_column_is_refused(tmp_path: Path) -> None:
     w = SnapshotWriter(tmp_path)
     w.add("bookies", {"bookie_id": None, "readonly": False})
