@@ -35,6 +35,7 @@ from pulsar_ops.errors import PulsarOpsError
 from pulsar_ops.scrape.classify import CONFIG, LOCAL, roots_for
 from pulsar_ops.testing.seeder import SeedOptions, seed_cluster
 from pulsar_ops.testing.zk_server import EmbeddedZooKeeper
+from pulsar_ops.zkdata.snapshot import zxid_from_name
 
 Info = Callable[[str], None]
 
@@ -272,6 +273,7 @@ def run(
 
 
 BUILT = "BUILT.json"
+VERSION_DIR = "version-2"
 
 
 def build_data_dir(
@@ -314,6 +316,34 @@ def build_data_dir(
     return doc
 
 
+RETAIN_SNAPSHOTS = 3  # upstream PurgeTxnLog's minimum snapRetainCount
+
+
+def purge_kept(data_dir: Path, retain: int = RETAIN_SNAPSHOTS) -> list[str]:
+    """What ZooKeeper's ``server/PurgeTxnLog.purge`` does with ``retain`` snapshots, for the bench's own kept
+    directory: every start of the server on it writes a new snapshot (``ZooKeeperServer.loadData``), 1.2 GB at
+    600,000 topics. The ``retain`` newest snapshots are kept (by the zxid in their names), with every log
+    ``FileTxnLog.getLogFiles`` names for the oldest of them (the log starting at or before its zxid, and every
+    later one); older snapshots and logs are removed. Returns the names removed."""
+    d = data_dir / VERSION_DIR
+    snaps = sorted(_named(d, "snapshot"), reverse=True)
+    if len(snaps) <= retain:
+        return []
+    least = snaps[retain - 1][0]
+    logs = sorted(_named(d, "log"))
+    starts_before = [z for z, _p in logs if z <= least]
+    keep_from = starts_before[-1] if starts_before else least
+    doomed = [p for z, p in snaps[retain:] if z < least] + [p for z, p in logs if z < keep_from]
+    for p in doomed:
+        p.unlink()
+    return sorted(p.name for p in doomed)
+
+
+def _named(d: Path, prefix: str) -> list[tuple[int, Path]]:
+    named = [(zxid_from_name(p.name, prefix), p) for p in d.iterdir()]
+    return [(z, p) for z, p in named if z >= 0 and p.is_file()]
+
+
 def _rss_total(c: dict[str, Any]) -> float:
     return float(c["peak_rss_mb"])
 
@@ -348,6 +378,7 @@ def run_data_dir(
             doc["zookeeper_version"] = zk.version()
             info(f"live scrape of the same tree (ZooKeeper {doc['zookeeper_version']}, child process)...")
             live = run_scrape_child(zk.hosts, Path(tmp) / "live", batch, workers)
+        doc["purged"] = purge_kept(directory / "data")
         live["znodes_per_s"] = round(live["znodes"] / live["seconds"]) if live["seconds"] else None
         live["load_1min_after"] = _machine()["load_1min"]
         doc["scraper"] = live
