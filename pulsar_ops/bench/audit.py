@@ -159,13 +159,14 @@ class Snap:
 
 def storage_sql_root(work: Path) -> Path:
     """A copy of the SQL tree whose detections are only the storage ones and without coverage: an audit over
-    it with scans runs the storage stage (and the intermediates they read, timed apart)."""
+    it with scans runs the storage stage (and the intermediates they read, timed apart). Written afresh on every
+    run: a copy left in a reused ``--workdir`` by an older version would run that version's SQL."""
     from pulsar_ops.audit.sql_files import sql_root
 
     src = sql_root()
     root = work / "sql-storage"
     if root.exists():
-        return root
+        shutil.rmtree(root)
     for kind in ("staging", "intermediate", "storage"):
         shutil.copytree(src / kind, root / kind)
     (root / "coverage").mkdir(parents=True)

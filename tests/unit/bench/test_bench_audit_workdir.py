@@ -44,3 +44,15 @@ def test_keep_leaves_the_outputs_and_says_where(tmp_path: Path, monkeypatch: Any
     monkeypatch.setattr(bench_audit, "_run", _fake_run(seen, False))
     doc = bench_audit.run(topics=10, keep=True)
     assert doc["work_dir"] == str(seen[0]) and (seen[0] / "out-10" / "findings.json").is_file()
+
+
+def test_storage_sql_copy_is_written_afresh(tmp_path: Path) -> None:
+    """A kept work directory reused by a newer version runs that version's SQL, not the copy left there."""
+    root = bench_audit.storage_sql_root(tmp_path)
+    stale = root / "storage" / "owners.sql"
+    fresh = stale.read_text()
+    stale.write_text("SELECT 'an older version' AS x")
+    (root / "detect" / "gone.sql").write_text("SELECT 1")
+    assert bench_audit.storage_sql_root(tmp_path) == root
+    assert stale.read_text() == fresh
+    assert not (root / "detect" / "gone.sql").exists()
