@@ -20,52 +20,41 @@
 --                                  ledger GC (ScanAndCompareGarbageCollector) has not removed them, so GC still
 --                                  counts their bytes as live
 --   gc-behind                      none of these: GC has not run or fails on this directory
--- The stale logs and their measure come from the shared view `stale_logs` (sql/storage/2_stale_logs.sql).
-WITH ml AS (
-    SELECT ml_name, min(topic) AS topic, min(namespace) AS namespace FROM stg_managed_ledgers GROUP BY ml_name
+-- The stale logs and their measure come from the shared view `stale_logs` (sql/storage/2_stale_logs.sql), the live
+-- ledgers keeping each alive from `stale_keepers` (sql/storage/3_stale_keepers.sql).
+WITH bk AS (
+    -- the managed ledger of each of the keepers' ledgers (stale_keepers, sql/storage/3_stale_keepers.sql: at most
+    -- 10 a stale log, broadcast when it counted few rows): BookKeeper's ledgers are read, not shuffled
+    SELECT b.ledger_id, min(b.ml_name) AS ml_name
+    FROM stg_bk_ledgers b
+    WHERE EXISTS (
+        SELECT ${broadcast_if_small:k:stale_keepers} 1 FROM stale_keepers k WHERE k.ledger_id = b.ledger_id
+    )
+    GROUP BY b.ledger_id
 ),
-stale_pairs AS (
-    -- the live pairs of the stale logs (a row per stale log: broadcast)
-    SELECT /*+ BROADCAST(c) */ l.bookie_id, l.ledger_dir, l.log_id, l.ledger_id, l.bytes
-    FROM stg_scan_entry_log_ledgers l
-    JOIN stale_logs c ON c.bookie_id = l.bookie_id AND c.ledger_dir = l.ledger_dir AND c.log_id = l.log_id
-),
-stale_live AS (
-    SELECT p.bookie_id, p.ledger_dir, p.log_id, p.ledger_id, p.bytes, b.ml_name
-    FROM stale_pairs p
-    LEFT JOIN (
-        SELECT ledger_id, min(ml_name) AS ml_name FROM stg_bk_ledgers b
-        WHERE EXISTS (SELECT 1 FROM stale_pairs s WHERE s.ledger_id = b.ledger_id)
-        GROUP BY ledger_id
-    ) b ON b.ledger_id = p.ledger_id
-    LEFT JOIN (SELECT ledger_id FROM int_undecodable WHERE ledger_id IS NOT NULL GROUP BY ledger_id) u
-        ON u.ledger_id = p.ledger_id
-    WHERE b.ledger_id IS NOT NULL OR u.ledger_id IS NOT NULL
-),
-top_live AS (
-    SELECT
-        bookie_id, ledger_dir, log_id,
-        slice(reverse(array_sort(collect_list(named_struct('bytes', bytes, 'ledger_id', ledger_id, 'ml_name', ml_name)))), 1, 10)
-            AS top_live
-    FROM stale_live
-    GROUP BY bookie_id, ledger_dir, log_id
-),
-keepers AS (
-    SELECT t.bookie_id, t.ledger_dir, t.log_id, explode(t.top_live) AS l FROM top_live t
+ml AS (
+    -- the topic of those managed ledgers alone
+    SELECT m.ml_name, min(m.topic) AS topic, min(m.namespace) AS namespace
+    FROM stg_managed_ledgers m
+    WHERE EXISTS (
+        SELECT ${broadcast_if_small:k:stale_keepers} 1 FROM bk k WHERE k.ml_name = m.ml_name
+    )
+    GROUP BY m.ml_name
 ),
 described AS (
     -- the ledgers keeping the rest of it alive (the 10 biggest), with their topics and namespace retention
     SELECT
         k.bookie_id, k.ledger_dir, k.log_id,
         reverse(array_sort(collect_list(named_struct(
-            'bytes', k.l.bytes,
-            'ledger_id', k.l.ledger_id,
+            'bytes', k.bytes,
+            'ledger_id', k.ledger_id,
             'topic', ml.topic,
             'retention_time_minutes', ns.retention_time_minutes,
             'retention_size_mb', ns.retention_size_mb
         )))) AS keeping
-    FROM keepers k
-    LEFT JOIN ml ON ml.ml_name = k.l.ml_name
+    FROM stale_keepers k
+    LEFT JOIN bk b ON b.ledger_id = k.ledger_id
+    LEFT JOIN ml ON ml.ml_name = b.ml_name
     LEFT JOIN stg_namespaces ns ON ns.namespace = ml.namespace
     GROUP BY k.bookie_id, k.ledger_dir, k.log_id
 )

@@ -14,11 +14,17 @@
 -- GarbageCollectorThread.doGcEntryLogs to delete a log whose ledgers are all gone, or for compaction. NULL when
 -- the scan could not read the index.
 WITH logs AS (
-    -- one row per (bookie, ledger dir, log id): a transactional-compaction file may share its id
-    SELECT bookie_id, ledger_dir, log_id, min(file) AS file, min(mtime_ms) AS mtime_ms
-    FROM stg_scan_entry_logs
-    WHERE read_via <> 'skipped'
-    GROUP BY bookie_id, ledger_dir, log_id
+    -- one row per (bookie, ledger dir, log id): a transactional-compaction file may share its id. Only the logs
+    -- holding a dead ledger's pairs (log_ledgers' rows with a ledger id, broadcast when it counted few rows): not
+    -- every log's file name grouped and shuffled to describe a few
+    SELECT e.bookie_id, e.ledger_dir, e.log_id, min(e.file) AS file, min(e.mtime_ms) AS mtime_ms
+    FROM stg_scan_entry_logs e
+    WHERE e.read_via <> 'skipped'
+        AND EXISTS (
+            SELECT ${broadcast_if_small:x:log_ledgers} 1 FROM log_ledgers x
+            WHERE x.ledger_id >= 0 AND x.bookie_id = e.bookie_id AND x.ledger_dir = e.ledger_dir AND x.log_id = e.log_id
+        )
+    GROUP BY e.bookie_id, e.ledger_dir, e.log_id
 ),
 absent_ids AS (
     -- ids only: the ledgers on the scanned disks whose metadata is absent and whose znode is not an undecodable
@@ -64,7 +70,8 @@ listed AS (
     GROUP BY i.bookie_id, i.ledger_id
 ),
 judged AS (
-    SELECT /*+ BROADCAST(sb, sp, blk) */
+    -- referenced and listed: rows of absent_ids' ledgers (few: broadcast, as absent_ids is)
+    SELECT /*+ BROADCAST(sb, sp, blk, r, i) */
         a.*,
         sb.index_status,
         sb.started_at_ms AS scan_started_at_ms,

@@ -24,8 +24,9 @@ per_log AS (
     WHERE ledger_id IS NULL
 ),
 in_index AS (
-    -- the pairs of deleted ledgers (few) still in the bookie's local index
-    SELECT
+    -- the pairs of deleted ledgers (few) still in the bookie's local index (x: a row per such (bookie, ledger),
+    -- broadcast as dead is)
+    SELECT /*+ BROADCAST(x) */
         h.bookie_id, h.ledger_dir, h.log_id,
         sum(h.pairs) AS deleted_in_index,
         array_sort(collect_list(h.ledger_id)) AS deleted_in_index_ids
@@ -40,7 +41,9 @@ in_index AS (
     GROUP BY h.bookie_id, h.ledger_dir, h.log_id
 ),
 measured AS (
-    SELECT /*+ BROADCAST(sb, blk) */
+    -- per_log: a row per log at most (log_ledgers broadcast when it counted few rows); in_index: the logs holding
+    -- deleted ledgers still in the index (few, as dead)
+    SELECT /*+ BROADCAST(sb, blk, x) */ ${broadcast_if_small:p:log_ledgers}
         g.*,
         coalesce(p.live_bytes, 0) AS live_bytes,
         coalesce(x.deleted_in_index, 0) AS deleted_in_index,

@@ -50,13 +50,15 @@ def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
         macros = raw.count("${broadcast_if_small:")
         assert rendered.count("/*+ BROADCAST(") - f.text.count("/*+ BROADCAST(") == macros, f.name
     # what the audit measures (etl.broadcastable, etl.storage_shared, etl.small_tables): three intermediate views,
-    # two shared storage views and two tables
+    # four shared storage views and two tables
     assert named == {
         "int_unmatched_ledgers",
         "int_range_ledgers",
         "int_unloaded_retention",
         "byte_gaps",
         "ledger_gaps",
+        "log_ledgers",
+        "stale_keepers",
         "stg_loaded_topics",
         "stg_topic_policies",
     }
