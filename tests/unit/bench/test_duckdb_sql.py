@@ -3,6 +3,8 @@ runs, or the benchmark's comparison fails at the size where someone measures it.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -40,6 +42,23 @@ def test_every_detection_runs_on_duckdb_over_a_snapshot(tmp_path: Path) -> None:
     counts = run_detections(con)
     assert set(counts) == set(DETECTIONS) - set(STORAGE_DETECTIONS)
     assert counts["znode-leak"] >= 1
+
+
+def test_the_connection_draws_no_progress_bar_on_stdout(tmp_path: Path) -> None:
+    # `bench audit --json` writes its document to stdout: DuckDB's progress bar (on by default when stdout is a
+    # file or a pipe; pytest's capture turns it off, hence a process of its own) must not precede it
+    snap = SnapshotBuilder().write(tmp_path / "snap")
+    code = (
+        "import sys; from pathlib import Path; from pulsar_ops.audit.params import AuditParams; "
+        "from pulsar_ops.bench.duckdb_sql import connect; now = int(sys.argv[2]); "
+        "con = connect(Path(sys.argv[1]), AuditParams(now_ms=now).resolved(now), admin_scraped=False); "
+        "print(con.execute(\"SELECT current_setting('enable_progress_bar')\").fetchone()[0])"
+    )
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(snap), str(NOW)], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"
 
 
 def test_the_storage_sql_finds_on_duckdb_what_the_spark_audit_finds(tmp_path: Path) -> None:
