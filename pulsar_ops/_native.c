@@ -2427,6 +2427,37 @@ static int batch_note(int taken, Py_ssize_t i, int64_t mz, PyObject *rest, Py_ss
  * this never decides an error. The rows are exactly scrape.extract_fast._managed_ledger's and _cursor's.
  * Field numbers: MLDataFormats.proto (apache/pulsar managed-ledger), as ml_info and cursor_info read them. */
 
+/* A multi-table batch's result: (handled, rest, [[column, ...] per table], [rows per table], lo, hi, scopes); lo and
+ * hi are None when nothing was handled. NULL with an exception set on failure. */
+static PyObject *tables_result(Col **t, int ntables, const int *widths, Py_ssize_t handled, PyObject *rest,
+                               int64_t lo, int64_t hi, PyObject *scopes) {
+    PyObject *tables = PyList_New(ntables), *counts = PyList_New(ntables);
+    if (!tables || !counts) goto fail;
+    for (int k = 0; k < ntables; k++) {
+        PyObject *tl = PyList_New(widths[k]);
+        PyObject *cnt = PyLong_FromSsize_t(t[k][0].n);
+        if (!tl || !cnt) {
+            Py_XDECREF(tl);
+            Py_XDECREF(cnt);
+            goto fail;
+        }
+        PyList_SET_ITEM(tables, k, tl);
+        PyList_SET_ITEM(counts, k, cnt);
+        for (int j = 0; j < widths[k]; j++) {
+            PyObject *c = col_result(&t[k][j]);
+            if (!c) goto fail;
+            PyList_SET_ITEM(tl, j, c);
+        }
+    }
+    if (handled)
+        return Py_BuildValue("(nONNLLO)", handled, rest, tables, counts, (long long)lo, (long long)hi, scopes);
+    return Py_BuildValue("(nONNOOO)", handled, rest, tables, counts, Py_None, Py_None, scopes);
+fail:
+    Py_XDECREF(tables);
+    Py_XDECREF(counts);
+    return NULL;
+}
+
 #define ML_TABLES 6
 #define ML_CODECS 5 /* MLDataFormats.proto CompressionType: NONE LZ4 ZLIB ZSTD SNAPPY */
 #define ML_MAX_UNCOMPRESSED (64 * 1024 * 1024) /* formats.compression.MAX_UNCOMPRESSED_SIZE */
@@ -3060,34 +3091,7 @@ static PyObject *ml_batch(PyObject *self, PyObject *const *args, Py_ssize_t narg
         if (rc < 0 || batch_note(rc, i, mz, rest, &handled, &lo, &hi) < 0) goto done;
     }
     if (scopes_flush(&sc) < 0) goto done;
-    {
-        PyObject *tables = PyList_New(ML_TABLES), *counts = PyList_New(ML_TABLES);
-        int bad = !tables || !counts;
-        for (int k = 0; k < ML_TABLES && !bad; k++) {
-            PyObject *tl = PyList_New(ML_WIDTHS[k]);
-            PyObject *cnt = PyLong_FromSsize_t(t[k][0].n);
-            if (!tl || !cnt) {
-                Py_XDECREF(tl);
-                Py_XDECREF(cnt);
-                bad = 1;
-                break;
-            }
-            PyList_SET_ITEM(tables, k, tl);
-            PyList_SET_ITEM(counts, k, cnt);
-            for (int j = 0; j < ML_WIDTHS[k] && !bad; j++) {
-                PyObject *c = col_result(&t[k][j]);
-                if (!c) bad = 1; else PyList_SET_ITEM(tl, j, c);
-            }
-        }
-        if (bad) {
-            Py_XDECREF(tables);
-            Py_XDECREF(counts);
-        } else if (handled) {
-            result = Py_BuildValue("(nONNLLO)", handled, rest, tables, counts, (long long)lo, (long long)hi, sc.dict);
-        } else {
-            result = Py_BuildValue("(nONNOOO)", handled, rest, tables, counts, Py_None, Py_None, sc.dict);
-        }
-    }
+    result = tables_result(t, ML_TABLES, ML_WIDTHS, handled, rest, lo, hi, sc.dict);
 done:
     reads_close(&R);
     for (int k = 0; k < ncols; k++) col_free(&cols[k]);
@@ -3761,34 +3765,7 @@ static PyObject *misc_batch(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (rc < 0 || batch_note(rc, i, mz, rest, &handled, &lo, &hi) < 0) goto done;
     }
     if (scopes_flush(&sc) < 0) goto done;
-    {
-        PyObject *tables = PyList_New(MISC_TABLES), *counts = PyList_New(MISC_TABLES);
-        int bad = !tables || !counts;
-        for (int k = 0; k < MISC_TABLES && !bad; k++) {
-            PyObject *tl = PyList_New(MISC_WIDTHS[k]);
-            PyObject *cnt = PyLong_FromSsize_t(t[k][0].n);
-            if (!tl || !cnt) {
-                Py_XDECREF(tl);
-                Py_XDECREF(cnt);
-                bad = 1;
-                break;
-            }
-            PyList_SET_ITEM(tables, k, tl);
-            PyList_SET_ITEM(counts, k, cnt);
-            for (int j = 0; j < MISC_WIDTHS[k] && !bad; j++) {
-                PyObject *c = col_result(&t[k][j]);
-                if (!c) bad = 1; else PyList_SET_ITEM(tl, j, c);
-            }
-        }
-        if (bad) {
-            Py_XDECREF(tables);
-            Py_XDECREF(counts);
-        } else if (handled) {
-            result = Py_BuildValue("(nONNLLO)", handled, rest, tables, counts, (long long)lo, (long long)hi, sc.dict);
-        } else {
-            result = Py_BuildValue("(nONNOOO)", handled, rest, tables, counts, Py_None, Py_None, sc.dict);
-        }
-    }
+    result = tables_result(t, MISC_TABLES, MISC_WIDTHS, handled, rest, lo, hi, sc.dict);
 done:
     reads_close(&R);
     for (int k = 0; k < ncols; k++) col_free(&cols[k]);

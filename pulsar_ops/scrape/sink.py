@@ -107,22 +107,12 @@ class SnapshotSink:
         if n:
             self.writer.add_arrays("znodes", zarrays)
             self.writer.add_arrays("bk_ledgers", barrays)
-            self.ensure_scope(store, cfg.ledgers_root).znodes += n
-            self.counters.znodes += n
-            assert lo is not None and hi is not None
-            rng = self.zxid.get(store)
-            self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
+            self._batched(n, lo, hi, {cfg.ledgers_root: n})
         if len(rest) >= NATIVE_MIN_BATCH:
             n, rest, arrays, lo, hi, scopes = native_batch.ml_batch(store, reads, cfg.max_znode_bytes, rest)
             for table, cols in arrays.items():
                 self.writer.add_arrays(table, cols)
-            for scope, count in scopes.items():
-                self.ensure_scope(store, scope).znodes += count
-            if n:
-                self.counters.znodes += n
-                assert lo is not None and hi is not None
-                rng = self.zxid.get(store)
-                self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
+            self._batched(n, lo, hi, scopes)
         if len(rest) >= NATIVE_MIN_BATCH:
             n, rest, zarrays, sarrays, lo, hi, scopes = native_batch.schema_batch(
                 store, reads, cfg.ledgers_root, cfg.max_znode_bytes, rest
@@ -131,12 +121,7 @@ class SnapshotSink:
                 self.writer.add_arrays("znodes", zarrays)
                 if sarrays:
                     self.writer.add_arrays("schema_index", sarrays)
-                for scope, count in scopes.items():
-                    self.ensure_scope(store, scope).znodes += count
-                self.counters.znodes += n
-                assert lo is not None and hi is not None
-                rng = self.zxid.get(store)
-                self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
+                self._batched(n, lo, hi, scopes)
         if len(rest) >= MISC_MIN_BATCH:
             n, rest, arrays, lo, hi, scopes = native_batch.misc_batch(
                 store, reads, cfg.ledgers_root, cfg.max_znode_bytes, rest
@@ -144,18 +129,25 @@ class SnapshotSink:
             if n:
                 for table, cols in arrays.items():
                     self.writer.add_arrays(table, cols)
-                for scope, count in scopes.items():
-                    self.ensure_scope(store, scope).znodes += count
-                self.counters.znodes += n
-                assert lo is not None and hi is not None
-                rng = self.zxid.get(store)
-                self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
+                self._batched(n, lo, hi, scopes)
         if not rest:
             return
         node = self.node
         left = packed.unpack(reads, rest)[1] if isinstance(reads, bytes) else [reads[i] for i in rest]
         for path, data, stat in left:
             node(path, data, stat)
+
+    def _batched(self, n: int, lo: int | None, hi: int | None, scopes: dict[str, int]) -> None:
+        """Count what a native batch took: ``n`` znodes, per scope, and their mzxid range ``lo``..``hi``."""
+        store = self.store
+        for scope, count in scopes.items():
+            self.ensure_scope(store, scope).znodes += count
+        if not n:
+            return
+        self.counters.znodes += n
+        assert lo is not None and hi is not None
+        rng = self.zxid.get(store)
+        self.zxid[store] = [lo, hi] if rng is None else [min(rng[0], lo), max(rng[1], hi)]
 
     def error(self, path: str, code: str, reason: str) -> None:
         """A znode that could not be read (NoAuth, connection lost for good, ...): its subtree is unknown."""

@@ -110,14 +110,18 @@ def _write(tmp: Path, chunk: list[Any], batch: bool, *, packed: bool = False) ->
     return tables, (counts, sink.scope_rows(), sink.zxid, sink.counters, sink.bookies, sink.clusters)
 
 
+def _assert_batched_as_per_znode(tmp_path_factory: pytest.TempPathFactory, chunk: Any) -> None:
+    """The native batches write the per-znode path's rows, from a list of reads and from a packed chunk."""
+    slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
+    assert _write(tmp_path_factory.mktemp("fast"), chunk, batch=True) == slow
+    assert _write(tmp_path_factory.mktemp("packed"), chunk, batch=True, packed=True) == slow
+
+
 @needs_native
 @PROPS
 @given(reads())
 def test_the_batch_writes_what_the_per_znode_path_writes(tmp_path_factory: pytest.TempPathFactory, chunk: Any) -> None:
-    slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
-    fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
-    assert fast == slow
-    assert _write(tmp_path_factory.mktemp("packed"), chunk, batch=True, packed=True) == slow
+    _assert_batched_as_per_znode(tmp_path_factory, chunk)
 
 
 @needs_native
@@ -295,10 +299,7 @@ def ml_reads(draw: st.DrawFn) -> list[tuple[str, bytes, tuple[int, ...]]]:
 def test_the_ml_batch_writes_what_the_per_znode_path_writes(
     tmp_path_factory: pytest.TempPathFactory, chunk: Any
 ) -> None:
-    slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
-    fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
-    assert fast == slow
-    assert _write(tmp_path_factory.mktemp("packed"), chunk, batch=True, packed=True) == slow
+    _assert_batched_as_per_znode(tmp_path_factory, chunk)
 
 
 def _columns(arrays: dict[str, Any], table: str) -> dict[str, list[Any]]:
@@ -498,10 +499,7 @@ def schema_reads(draw: st.DrawFn) -> list[tuple[str, bytes, tuple[int, ...]]]:
 def test_the_schema_batch_writes_what_the_per_znode_path_writes(
     tmp_path_factory: pytest.TempPathFactory, chunk: Any
 ) -> None:
-    slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
-    fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
-    assert fast == slow
-    assert _write(tmp_path_factory.mktemp("packed"), chunk, batch=True, packed=True) == slow
+    _assert_batched_as_per_znode(tmp_path_factory, chunk)
 
 
 @needs_schema_batch
@@ -581,10 +579,7 @@ def misc_reads(draw: st.DrawFn) -> list[tuple[str, bytes, tuple[int, ...]]]:
 def test_the_misc_batch_writes_what_the_per_znode_path_writes(
     tmp_path_factory: pytest.TempPathFactory, chunk: Any
 ) -> None:
-    slow = _write(tmp_path_factory.mktemp("slow"), chunk, batch=False)
-    fast = _write(tmp_path_factory.mktemp("fast"), chunk, batch=True)
-    assert fast == slow
-    assert _write(tmp_path_factory.mktemp("packed"), chunk, batch=True, packed=True) == slow
+    _assert_batched_as_per_znode(tmp_path_factory, chunk)
 
 
 @needs_misc_batch
