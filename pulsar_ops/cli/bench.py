@@ -106,7 +106,8 @@ def bench_scrape(
         None,
         "--keep-data-dir",
         help="With --zk-data-dir: the server's directory, built once (seeded, snapshotted, stopped) and reused by "
-        "later runs of the same --topics/--seed; the offline and the live scrape of it side by side (no naive walk).",
+        "later runs of the same --topics/--seed; the offline and the live scrape of it side by side (no naive walk). "
+        "Each live run's server start snapshots the tree; the 3 newest snapshots and their logs are kept.",
     ),
 ) -> None:
     """Scraper (multiRead, pipelined) vs a naive synchronous kazoo walk of the same seeded tree; peak RSS."""
