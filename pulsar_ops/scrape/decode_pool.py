@@ -36,8 +36,10 @@ PART_STRIDE = 10_000
 # A worker decodes the packed chunks of one store it receives in groups of at least this many reads (one packed
 # chunk, concatenated): the batches' fixed costs per call (the Arrow arrays, their record batches, the Parquet
 # writer's work per batch) shrink with it. Over the chunks of a 50K-topic tree (340K reads), a worker's decoding and
-# writing: 1.20-1.25 CPU-s in chunks of 2,000 reads, 1.16 in 8,000, 1.12-1.13 in 16,000.
-COALESCE = 16_000
+# writing: 1.20-1.25 CPU-s in chunks of 2,000 reads, 1.16 in 8,000, 1.12-1.13 in 16,000. At 600K topics 8,000 is
+# the cheaper (16,000 reads' buffers fall out of the cache): the workers' CPU over interleaved runs, 16,000: 13.64,
+# 13.25, 13.34; 8,000: 13.18, 13.20, 13.08, 12.86, 13.15; 4,000: 13.15, 13.23.
+COALESCE = 8_000
 
 Read = tuple[str, bytes, Stat]
 
@@ -56,7 +58,7 @@ class WorkerSummary:
 PIPE_BYTES = 1 << 20  # ~2 chunks queued per worker (Linux default pipe: 64 KiB, an eighth of one chunk)
 # Chunks the parent holds for a worker whose pipe is full, written as the pipe drains (non-blocking writes): the
 # walk never waits on one worker's pipe while another worker has room. A worker reads a whole group (COALESCE
-# reads, 8 chunks) before it decodes; with only the pipe's ~2 chunks ahead of it, it waited for the rest while the
+# reads, 4-8 chunks) before it decodes; with only the pipe's ~2 chunks ahead of it, it waited for the rest while the
 # parent sat in a blocking write to the other worker, busy with its group (600K offline scrape: each worker waited
 # 1.2-1.4 s for input, the parent 7.6 s in writes). Memory: QUEUED chunks (~0.5 MB each) per worker.
 QUEUED = 8
