@@ -181,14 +181,24 @@ class PoolSink:
     """
 
     def __init__(
-        self, parent: SnapshotSink, out_dir: Path, workers: int, *, batch_rows: int, chunk: int = CHUNK
+        self,
+        parent: SnapshotSink,
+        out_dir: Path,
+        workers: int,
+        *,
+        batch_rows: int,
+        chunk: int = CHUNK,
+        worker_batch_rows: int | None = None,
     ) -> None:
+        """``worker_batch_rows``: the rows each worker buffers per table before it writes a part; by default half
+        of ``batch_rows`` (N workers stay near one writer's memory: the live scrape's RSS target)."""
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.parent = parent
         self.out_dir = out_dir
         self.workers = workers
         self.batch_rows = batch_rows
+        self.worker_batch_rows = worker_batch_rows
         self.chunk = max(1, chunk)
         self._procs: list[subprocess.Popen[bytes]] = []
         self._sent: list[int] = []  # reads sent to each worker
@@ -214,7 +224,7 @@ class PoolSink:
                 assert proc.stdin is not None
                 _grow_pipe(proc.stdin.fileno())
                 # Each worker buffers its own rows: halve the batch so N workers stay near one writer's memory.
-                rows = max(5_000, self.batch_rows // 2)
+                rows = self.worker_batch_rows or max(5_000, self.batch_rows // 2)
                 _write_msg(proc.stdin, (i, str(self.out_dir), self.parent.cfg, rows))
             try:
                 for proc in self._procs:

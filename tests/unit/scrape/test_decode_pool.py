@@ -321,3 +321,20 @@ def test_a_full_worker_holds_at_most_queued_chunks_and_the_others_get_the_rest(t
     assert sorted(got[ra] + got[rb]) == sorted(frames)
     assert got[ra] == [f for f in frames if f in got[ra]] and got[rb] == [f for f in frames if f in got[rb]]
     assert len(got[ra]) == d.QUEUED
+
+
+@pytest.mark.parametrize("worker_rows", [None, 4])
+def test_a_worker_writes_parts_of_worker_batch_rows_when_given(tmp_path: Path, worker_rows: int | None) -> None:
+    """``worker_batch_rows`` (the offline scrape passes its ``batch_rows``) sets the rows a worker buffers per table
+    before it writes a part; without it a worker buffers half of ``batch_rows``, at least 5,000."""
+    parent = SnapshotSink(SnapshotWriter(tmp_path), ExtractConfig())
+    pool = PoolSink(parent, tmp_path, 1, batch_rows=100, chunk=5, worker_batch_rows=worker_rows)
+    for r in _reads(25):
+        pool.node(*r)
+    (summary,) = pool.close()
+    assert summary.row_counts["znodes"] == 25
+    parts = sorted((tmp_path / "tables" / "znodes").glob("*.parquet"))
+    if worker_rows is None:
+        assert len(parts) == 1
+    else:  # a part whenever 4 rows are buffered: 25 rows make at least 6
+        assert len(parts) >= 25 // worker_rows
