@@ -13,12 +13,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import marshal
+import os
 import pickle
 import select
 import struct
 import subprocess
 import sys
 import traceback
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -34,8 +36,10 @@ PART_STRIDE = 10_000
 # A worker decodes the packed chunks of one store it receives in groups of at least this many reads (one packed
 # chunk, concatenated): the batches' fixed costs per call (the Arrow arrays, their record batches, the Parquet
 # writer's work per batch) shrink with it. Over the chunks of a 50K-topic tree (340K reads), a worker's decoding and
-# writing: 1.20-1.25 CPU-s in chunks of 2,000 reads, 1.16 in 8,000, 1.12-1.13 in 16,000.
-COALESCE = 16_000
+# writing: 1.20-1.25 CPU-s in chunks of 2,000 reads, 1.16 in 8,000, 1.12-1.13 in 16,000. At 600K topics 8,000 is
+# the cheaper (16,000 reads' buffers fall out of the cache): the workers' CPU over interleaved runs, 16,000: 13.64,
+# 13.25, 13.34; 8,000: 13.18, 13.20, 13.08, 12.86, 13.15; 4,000: 13.15, 13.23.
+COALESCE = 8_000
 
 Read = tuple[str, bytes, Stat]
 
@@ -52,6 +56,12 @@ class WorkerSummary:
 
 
 PIPE_BYTES = 1 << 20  # ~2 chunks queued per worker (Linux default pipe: 64 KiB, an eighth of one chunk)
+# Chunks the parent holds for a worker whose pipe is full, written as the pipe drains (non-blocking writes): the
+# walk never waits on one worker's pipe while another worker has room. A worker reads a whole group (COALESCE
+# reads, 4-8 chunks) before it decodes; with only the pipe's ~2 chunks ahead of it, it waited for the rest while the
+# parent sat in a blocking write to the other worker, busy with its group (600K offline scrape: each worker waited
+# 1.2-1.4 s for input, the parent 7.6 s in writes). Memory: QUEUED chunks (~0.5 MB each) per worker.
+QUEUED = 8
 
 
 def _grow_pipe(fd: int) -> None:
@@ -163,23 +173,39 @@ class PoolSink:
     """A WalkSink that ships reads to decode worker processes; read errors go to the parent's sink.
 
     Workers are plain ``python -m pulsar_ops.scrape.decode_worker`` subprocesses fed marshalled chunks on stdin
-    (no multiprocessing: nothing re-imports the caller's main module, nothing forks kazoo's threads). A full
-    pipe blocks the walk: memory stays bounded (pipes are enlarged to 1 MiB where Linux allows, about two chunks
-    per worker, and each chunk goes to a worker with room). A worker that dies fails the scrape.
+    (no multiprocessing: nothing re-imports the caller's main module, nothing forks kazoo's threads). The pipes
+    are written non-blocking, up to ``QUEUED`` chunks held per worker beyond its pipe (enlarged to 1 MiB where
+    Linux allows, about two chunks); when every worker holds that many the walk waits: memory stays bounded.
+    Where a pipe cannot be non-blocking, each chunk goes to a worker with room, written blocking. A worker that
+    dies fails the scrape.
     """
 
     def __init__(
-        self, parent: SnapshotSink, out_dir: Path, workers: int, *, batch_rows: int, chunk: int = CHUNK
+        self,
+        parent: SnapshotSink,
+        out_dir: Path,
+        workers: int,
+        *,
+        batch_rows: int,
+        chunk: int = CHUNK,
+        worker_batch_rows: int | None = None,
     ) -> None:
+        """``worker_batch_rows``: the rows each worker buffers per table before it writes a part; by default half
+        of ``batch_rows`` (N workers stay near one writer's memory: the live scrape's RSS target)."""
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.parent = parent
         self.out_dir = out_dir
         self.workers = workers
         self.batch_rows = batch_rows
+        self.worker_batch_rows = worker_batch_rows
         self.chunk = max(1, chunk)
         self._procs: list[subprocess.Popen[bytes]] = []
         self._sent: list[int] = []  # reads sent to each worker
+        # per worker: the frames' bytes not yet in its pipe, the count of frames they belong to (non-blocking
+        # writes, ``_pump``); None: blocking writes (where a pipe cannot be made non-blocking)
+        self._queue: list[deque[tuple[memoryview, bool]]] | None = None
+        self._frames: list[int] = []
         self._buf: list[Read] = []
         self.dispatched = 0
 
@@ -198,8 +224,16 @@ class PoolSink:
                 assert proc.stdin is not None
                 _grow_pipe(proc.stdin.fileno())
                 # Each worker buffers its own rows: halve the batch so N workers stay near one writer's memory.
-                rows = max(5_000, self.batch_rows // 2)
+                rows = self.worker_batch_rows or max(5_000, self.batch_rows // 2)
                 _write_msg(proc.stdin, (i, str(self.out_dir), self.parent.cfg, rows))
+            try:
+                for proc in self._procs:
+                    assert proc.stdin is not None
+                    os.set_blocking(proc.stdin.fileno(), False)
+                self._queue = [deque() for _ in self._procs]
+                self._frames = [0] * len(self._procs)
+            except (AttributeError, OSError):  # no non-blocking pipes here: blocking writes, as chosen by _pick
+                self._queue = None
         except BaseException:
             self.terminate()
             raise
@@ -260,6 +294,14 @@ class PoolSink:
 
     def _send(self, raw: bytes, count: int) -> None:
         self.dispatched += count
+        if self._queue is not None:
+            k = self._pick_queued()
+            self._sent[k] += count
+            self._queue[k].append((memoryview(struct.pack(">Q", len(raw))), False))
+            self._queue[k].append((memoryview(raw), True))
+            self._frames[k] += 1
+            self._pump(block=False)
+            return
         k = self._pick()
         proc = self._procs[k]
         self._sent[k] += count
@@ -285,9 +327,69 @@ class PoolSink:
             return min(range(n), key=self._sent.__getitem__)
         return min((i for i in range(n) if fds[i] in ready), key=self._sent.__getitem__)
 
+    def _pick_queued(self) -> int:
+        """The worker to queue the next chunk for: among those holding fewer than QUEUED chunks not yet in their
+        pipe, the one sent the fewest reads; when all hold that many, wait until a pipe takes some (memory stays
+        bounded)."""
+        assert self._queue is not None
+        while True:
+            self._pump(block=False)
+            room = [i for i in range(len(self._procs)) if self._frames[i] < QUEUED]
+            if room:
+                return min(room, key=self._sent.__getitem__)
+            self._pump(block=True)
+
+    def _pump(self, *, block: bool) -> None:
+        """Write the queued bytes each pipe takes now; with ``block``, first wait until some pipe has room."""
+        assert self._queue is not None
+        waiting = [i for i, q in enumerate(self._queue) if q]
+        if not waiting:
+            return
+        fds = {}
+        for i in waiting:
+            stdin = self._procs[i].stdin
+            assert stdin is not None
+            fds[i] = stdin.fileno()
+        if block:
+            try:
+                _, ready, _ = select.select([], list(fds.values()), [])
+            except (OSError, ValueError) as e:
+                raise DecodeWorkerError(f"decode worker pipe failed: {e}") from e
+            waiting = [i for i in waiting if fds[i] in ready]
+        for i in waiting:
+            q = self._queue[i]
+            try:
+                while q:
+                    part, last = q[0]
+                    n = os.write(fds[i], part)
+                    if n < len(part):
+                        q[0] = (part[n:], last)
+                        break
+                    q.popleft()
+                    if last:  # a frame's body written (its head went first)
+                        self._frames[i] -= 1
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                proc = self._procs[i]
+                raise DecodeWorkerError(f"decode worker {proc.pid} exited ({proc.poll()}): {e}") from e
+
+    def _drain(self) -> None:
+        """Every queued chunk into its pipe, then the pipes blocking again (the end marker goes as before)."""
+        if self._queue is None:
+            return
+        while any(self._queue):
+            self._pump(block=True)
+        for proc in self._procs:
+            assert proc.stdin is not None
+            with contextlib.suppress(OSError, ValueError):
+                os.set_blocking(proc.stdin.fileno(), True)
+        self._queue = None
+
     def close(self) -> list[WorkerSummary]:
         """Send the last chunk, stop the workers and return their summaries (raises if any failed)."""
         self.flush()
+        self._drain()
         out: list[WorkerSummary] = []
         try:
             for proc in self._procs:

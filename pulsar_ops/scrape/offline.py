@@ -301,7 +301,15 @@ def _scrape(cfg: OfflineScrapeConfig, *, one_pass: bool) -> Manifest:
     writer = SnapshotWriter(out, batch_rows=cfg.batch_rows)
     sink = SnapshotSink(writer, ExtractConfig(ledgers_root=ledgers_root, max_znode_bytes=cfg.max_znode_bytes))
     n_workers = _workers(cfg.workers)
-    pool = PoolSink(sink, out, n_workers, batch_rows=cfg.batch_rows, chunk=cfg.decode_chunk) if n_workers else None
+    # Each worker writes parts of batch_rows rows, as one writer does (not the live scrape's halves): at 600K topics
+    # the workers' CPU 13.50-14.03 -> 13.23-13.40 s (fewer, larger parts), each worker's peak RSS ~175 -> ~240 MB.
+    pool = (
+        PoolSink(
+            sink, out, n_workers, batch_rows=cfg.batch_rows, chunk=cfg.decode_chunk, worker_batch_rows=cfg.batch_rows
+        )
+        if n_workers
+        else None
+    )
     separate = cfg.config_zk_data_dir is not None
     # each store's walked roots, as snapshot paths (the chroot in front) -> the store
     local_roots = {chroot + r: LOCAL for r in roots_for(LOCAL, ledgers_root, separate_config=separate)}

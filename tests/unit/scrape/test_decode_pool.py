@@ -269,3 +269,72 @@ def test_a_worker_decoding_chunks_in_groups_writes_what_one_sink_writes(tmp_path
     assert len(rows(tmp_path / "one", "znodes")) == 24 and rows(tmp_path / "one", "bundle_owners")
     for t in ("znodes", "bundle_data", "bundle_owners", "scrape_errors"):
         assert rows(tmp_path / "worker", t) == rows(tmp_path / "one", t), t
+
+
+def test_a_full_worker_holds_at_most_queued_chunks_and_the_others_get_the_rest(tmp_path: Path) -> None:
+    """Non-blocking writes: a worker that reads nothing is queued ``QUEUED`` chunks and no more, the walk goes on
+    sending to the worker that reads (a blocking write to the full pipe stalled it), and every frame arrives whole
+    and in order through partial writes, the full worker's too once it reads."""
+    import collections
+    import os
+    import threading
+
+    pool = PoolSink(SnapshotSink(SnapshotWriter(tmp_path), ExtractConfig()), tmp_path, 2, batch_rows=10)
+    (ra, wa), (rb, wb) = os.pipe(), os.pipe()
+    fa, fb = os.fdopen(wa, "wb", buffering=0), os.fdopen(wb, "wb", buffering=0)
+    got: dict[int, list[bytes]] = {ra: [], rb: []}
+
+    def reader(fd: int) -> None:
+        with os.fdopen(fd, "rb") as f:
+            while True:
+                try:
+                    got[fd].append(d._read_frame(f))
+                except EOFError:
+                    return
+
+    frames = [bytes([i]) * (200_000 + i) for i in range(3 * d.QUEUED)]  # each larger than a default pipe
+    tb = threading.Thread(target=reader, args=(rb,), daemon=True)
+    tb.start()
+    try:
+        for w in (wa, wb):
+            os.set_blocking(w, False)
+        pool._procs = [_FakeProc(fa), _FakeProc(fb)]  # type: ignore[list-item]
+        pool._sent = [0, 0]
+        pool._queue = [collections.deque(), collections.deque()]
+        pool._frames = [0, 0]
+        sender = threading.Thread(target=lambda: [pool._send(f, 1) for f in frames], daemon=True)
+        sender.start()
+        sender.join(timeout=30)
+        assert not sender.is_alive(), "the walk blocked on the worker that reads nothing"
+        assert pool._sent == [d.QUEUED, len(frames) - d.QUEUED]
+        assert pool._frames[0] == d.QUEUED
+        ta = threading.Thread(target=reader, args=(ra,), daemon=True)
+        ta.start()
+        pool._drain()
+        assert pool._queue is None and os.get_blocking(wa) and os.get_blocking(wb)
+    finally:
+        pool._procs = []
+        for f in (fa, fb):
+            f.close()
+    tb.join(timeout=30)
+    ta.join(timeout=30)
+    assert sorted(got[ra] + got[rb]) == sorted(frames)
+    assert got[ra] == [f for f in frames if f in got[ra]] and got[rb] == [f for f in frames if f in got[rb]]
+    assert len(got[ra]) == d.QUEUED
+
+
+@pytest.mark.parametrize("worker_rows", [None, 4])
+def test_a_worker_writes_parts_of_worker_batch_rows_when_given(tmp_path: Path, worker_rows: int | None) -> None:
+    """``worker_batch_rows`` (the offline scrape passes its ``batch_rows``) sets the rows a worker buffers per table
+    before it writes a part; without it a worker buffers half of ``batch_rows``, at least 5,000."""
+    parent = SnapshotSink(SnapshotWriter(tmp_path), ExtractConfig())
+    pool = PoolSink(parent, tmp_path, 1, batch_rows=100, chunk=5, worker_batch_rows=worker_rows)
+    for r in _reads(25):
+        pool.node(*r)
+    (summary,) = pool.close()
+    assert summary.row_counts["znodes"] == 25
+    parts = sorted((tmp_path / "tables" / "znodes").glob("*.parquet"))
+    if worker_rows is None:
+        assert len(parts) == 1
+    else:  # a part whenever 4 rows are buffered: 25 rows make at least 6
+        assert len(parts) >= 25 // worker_rows
