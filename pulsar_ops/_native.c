@@ -1397,6 +1397,34 @@ static uint32_t crc_update(uint32_t crc, const uint8_t *p, Py_ssize_t n) {
 
 static uint32_t node_crc(const uint8_t *path, Py_ssize_t n, const uint8_t *data, Py_ssize_t d, const uint8_t *st);
 
+/* One node record of a snapshot at buf[pos:end] (DataTree.serialize: int32 path length, path, int32 data length
+ * (-1: null), data, int64 acl, 60-byte StatPersisted); the path "/" ends the nodes. REC_NODE sets the path length
+ * n, the data length d and the record's size. */
+enum { REC_SHORT = 0, REC_NODE = 1, REC_END = 2, REC_BAD = -1 };
+
+static inline int snap_record(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, int32_t *n, Py_ssize_t *d,
+                              Py_ssize_t *size) {
+    if (end - pos < 4) return REC_SHORT;
+    *n = be32(buf + pos);
+    if (*n < 0) return REC_BAD;
+    if (end - pos - 4 < *n) return REC_SHORT;
+    if (*n == 1 && buf[pos + 4] == '/') return REC_END;
+    if (end - pos - 4 - *n < 4) return REC_SHORT;
+    int32_t dn = be32(buf + pos + 4 + *n);
+    if (dn < -1) return REC_BAD;
+    *d = dn > 0 ? dn : 0;
+    *size = 4 + (Py_ssize_t)*n + 4 + *d + 8 + 60;
+    return end - pos < *size ? REC_SHORT : REC_NODE;
+}
+
+/* A node's share of the snapshot's digest, its record's path at p: DigestCalculator.calculateDigest (path, data,
+ * then czxid mzxid pzxid ctime mtime version cversion aversion ephemeralOwner; StatPersisted stores czxid mzxid
+ * ctime mtime version cversion aversion ephemeralOwner pzxid); /zookeeper/ nodes count nothing. */
+static inline uint32_t node_digest(const uint8_t *p, int32_t n, Py_ssize_t d) {
+    if (n >= 11 && memcmp(p, "/zookeeper/", 11) == 0) return 0;
+    return node_crc(p, n, p + n + 4, d, p + n + 4 + d + 8);
+}
+
 static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 4 || !PyBytes_Check(args[0])) {
@@ -1416,34 +1444,21 @@ static PyObject *snap_nodes(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (!out) return NULL;
     int done = 0;
     while (PyList_GET_SIZE(out) < limit) {
-        if (end - pos < 4) break;
-        int32_t n = be32(buf + pos);
-        if (n < 0) {
+        int32_t n;
+        Py_ssize_t d, size;
+        int rec = snap_record(buf, pos, end, &n, &d, &size);
+        if (rec == REC_SHORT) break;
+        if (rec == REC_BAD) {
             Py_DECREF(out);
             Py_RETURN_NONE;
         }
-        if (end - pos - 4 < n) break;
-        if (n == 1 && buf[pos + 4] == '/') {
+        if (rec == REC_END) {
             pos += 5;
             done = 1;
             break;
         }
-        if (end - pos - 4 - n < 4) break;
-        int32_t dn = be32(buf + pos + 4 + n);
-        if (dn < -1) {
-            Py_DECREF(out);
-            Py_RETURN_NONE;
-        }
-        Py_ssize_t d = dn > 0 ? dn : 0;
-        Py_ssize_t size = 4 + (Py_ssize_t)n + 4 + d + 8 + 60;
-        if (end - pos < size) break;
         const uint8_t *p = buf + pos + 4;
-        if (with_digest && !(n >= 11 && memcmp(p, "/zookeeper/", 11) == 0)) {
-            /* DigestCalculator.calculateDigest: path, data, then czxid mzxid pzxid ctime mtime version cversion
-             * aversion ephemeralOwner (StatPersisted stores czxid mzxid ctime mtime version cversion aversion
-             * ephemeralOwner pzxid) */
-            digest += node_crc(p, n, p + n + 4, d, p + n + 4 + d + 8);
-        }
+        if (with_digest) digest += node_digest(p, n, d);
         PyObject *path = PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape");
         if (!path) {
             Py_DECREF(out);
@@ -4327,32 +4342,22 @@ static PyObject *walker_feed_buf(Walker *W, const uint8_t *buf, Py_ssize_t end, 
             adler = adler32_impl((uint32_t)adler, buf + summed, (size_t)(pos - summed));
             summed = pos;
         }
-        if (end - pos < 4) break;
-        int32_t n = be32(buf + pos);
-        if (n < 0) {
+        int32_t n;
+        Py_ssize_t d, size;
+        int rec = snap_record(buf, pos, end, &n, &d, &size);
+        if (rec == REC_SHORT) break;
+        if (rec == REC_BAD) {
             bad = 1;
             break;
         }
-        if (end - pos - 4 < n) break;
-        if (n == 1 && buf[pos + 4] == '/') {
+        if (rec == REC_END) {
             pos += 5;
             done = 1;
             break;
         }
-        if (end - pos - 4 - n < 4) break;
-        int32_t dn = be32(buf + pos + 4 + n);
-        if (dn < -1) {
-            bad = 1;
-            break;
-        }
-        Py_ssize_t d = dn > 0 ? dn : 0;
-        Py_ssize_t size = 4 + (Py_ssize_t)n + 4 + d + 8 + 60;
-        if (end - pos < size) break;
         const uint8_t *p = buf + pos + 4;
         const uint8_t *st = p + n + 4 + d + 8;
-        if (with_digest && !(n >= 11 && memcmp(p, "/zookeeper/", 11) == 0)) { /* as snap_nodes */
-            digest += node_crc(p, n, p + n + 4, d, st);
-        }
+        if (with_digest) digest += node_digest(p, n, d);
         if (wk_node(W, (const char *)p, n, (const char *)p + n + 4, d, st) < 0) return NULL;
         count++;
         pos += size;
