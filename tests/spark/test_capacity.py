@@ -12,7 +12,9 @@ import pytest
 
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.runner import AuditResult, run_audit
+from pulsar_ops.audit.sql_files import detect_files
 from pulsar_ops.audit.storage_view import CLASSES
+from pulsar_ops.findings import STORAGE_DETECTIONS
 from tests.spark.scan_builder import ScanBuilder
 from tests.spark.snapshot_builder import DAY, NOW
 from tests.spark.test_storage_detections import B1, B2, B3, GIB, SCAN_AT, scans, snapshot
@@ -113,8 +115,15 @@ def test_oldest_logs_name_what_pins_them(result: AuditResult) -> None:
 
 
 def test_no_storage_without_scans(spark: Any, tmp_path: Path) -> None:
+    """A metadata-only audit of the storage cases' snapshot: no capacity view; every detection still runs (the
+    storage ones analysed over the shared storage views, registered as empty relations: etl.storage_views) and the
+    storage ones find nothing, while the others find what the snapshot holds."""
     snap = snapshot().write(tmp_path / "snap")
-    assert run_audit(snap, tmp_path / "out", AuditParams(), spark=spark).audit["storage"] is None
+    r = run_audit(snap, tmp_path / "out", AuditParams(), spark=spark)
+    assert r.audit["storage"] is None and r.audit["bookie_scans"] == []
+    assert r.audit["detections"] == [f.name for f in detect_files()]
+    assert not [f for f in r.findings if f.detection in STORAGE_DETECTIONS]
+    assert r.findings  # e.g. the orphan ledgers of the storage cases' metadata
 
 
 def test_the_storage_stage_read_as_one_partition_changes_nothing(result: AuditResult, spark: Any) -> None:

@@ -33,13 +33,35 @@ def _builder() -> SnapshotBuilder:
     return b
 
 
+@dataclasses.dataclass(frozen=True)
+class Partitioned:
+    """What the later tests read of the partitioned extraction and materialisation, taken right after it (an
+    audit run by an earlier test re-registers the session's views): each step's physical plan as text (every
+    intermediate's write, the one detections job, coverage), the hash shuffles of the detections' plan as
+    run_audit renders it and of the intermediates' writes, and whether int_ledgers is read as one partition."""
+
+    plans: dict[str, str]
+    shuffles: tuple[int, int]
+    one_partition_read: bool
+
+
 @pytest.fixture(scope="module")
-def materialised(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[etl.Materialised], Path]:
+def materialised(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Any, list[etl.Materialised], Path, Partitioned]:
+    """The snapshot extracted and materialised partitioned once for this module (as a partitioned audit does)."""
     root = tmp_path_factory.mktemp("plan-shape")
     snap = _builder().write(root / "snap")
     etl.extract(spark, snap, AuditParams(now_ms=NOW), admin_scraped=False)
     work = root / "work"
-    return spark, etl.materialise(spark, work, None), work
+    done = etl.materialise(spark, work, None)
+    plans = {f.name: plan_text(spark, spark.sql(f.text)) for f in intermediate_files()}
+    plans["detections"] = plan_text(spark, etl.transform(spark)[0])
+    plans.update({f"coverage {f.name}": plan_text(spark, spark.sql(f.text)) for f in coverage_files()})
+    detections = etl.transform(spark, None, etl.broadcastable(done))[0]  # as run_audit plans them
+    shuffled = (shuffles(spark, detections), sum(shuffles(spark, m.written) for m in done))
+    read_one = "Repartition 1, false" in spark.table("int_ledgers")._jdf.queryExecution().optimizedPlan().toString()
+    return spark, done, work, Partitioned(plans, shuffled, read_one)
 
 
 def _scanned_dirs(df: Any) -> set[str]:
@@ -59,7 +81,7 @@ def _subquery_dirs(spark: Any, df: Any) -> set[str]:
 
 
 def test_every_intermediate_view_is_written_once_with_its_size(materialised: Any) -> None:
-    spark, done, work = materialised
+    spark, done, work, _ = materialised
     assert [m.name for m in done] == [f.name for f in intermediate_files()]
     for m in done:
         assert m.path == work / m.name and any(m.path.glob("*.parquet"))
@@ -72,7 +94,7 @@ def test_every_intermediate_view_is_written_once_with_its_size(materialised: Any
 def test_each_intermediate_write_reads_the_earlier_intermediates_parquet(materialised: Any) -> None:
     # a view registered from a DataFrame keeps the plan it was analysed with: each write must read what the
     # views before it wrote, never re-compute them from the snapshot tables
-    spark, done, work = materialised
+    spark, done, work, _ = materialised
     reads = {m.name: set(m.reads) | _subquery_dirs(spark, m.written) for m in done}
     written = {str(work / m.name) for m in done}
     assert reads["int_watermark"] == {str(work / "int_references")}
@@ -92,14 +114,14 @@ def test_each_intermediate_write_reads_the_earlier_intermediates_parquet(materia
 
 
 def test_an_intermediate_view_reads_its_parquet_and_nothing_else(materialised: Any) -> None:
-    spark, done, work = materialised
+    spark, done, work, _ = materialised
     for m in done:
         assert _scanned_dirs(spark.table(m.name)) == {str(work / m.name)}
 
 
 @pytest.mark.parametrize("f", detect_files(), ids=lambda f: f.name)
 def test_a_detection_reads_the_materialised_views_instead_of_recomputing_them(materialised: Any, f: Any) -> None:
-    spark, _, work = materialised
+    spark, _, work, _ = materialised
     df = spark.sql(f.text)
     plan = plan_text(spark, df)
     scanned = _scanned_dirs(df)
@@ -230,7 +252,7 @@ def test_no_plan_broadcasts_a_big_table(materialised: Any, f: Any) -> None:
     # on this tiny snapshot every table is under Spark's 10 MB size threshold: only the audit's join settings
     # (etl.PLAN_CONF: no broadcast by file size) and the SQL's hints decide what is broadcast
     # (and, as run_audit renders the SQL, the intermediate views counted small once written: MEASURED_SMALL)
-    spark, done, _ = materialised
+    spark, done, _, _ = materialised
     assert spark.conf.get("spark.sql.autoBroadcastJoinThreshold") == "-1"
     for text, allowed in ((f.text, SMALL_BY_CONSTRUCTION), (f.render(etl.broadcastable(done)), MEASURED_SMALL)):
         plan = plan_text(spark, spark.sql(text))
@@ -242,7 +264,7 @@ def test_no_plan_broadcasts_a_big_table(materialised: Any, f: Any) -> None:
 
 def test_the_hinted_small_relations_are_broadcast(materialised: Any) -> None:
     # the hints are what keeps the big side of these joins from a shuffle: params and the namespace tables
-    spark, _, _ = materialised
+    spark, _, _, _ = materialised
     for name in ("orphan_ledger", "expired_retention_unloaded", "ttl_expires_delayed"):
         f = next(f for f in detect_files() if f.path.stem == name)
         plan = plan_text(spark, spark.sql(f.text))
@@ -312,7 +334,7 @@ def test_the_wide_rows_of_unmatched_ledgers_are_never_shuffled(materialised: Any
     # small, those ids are broadcast to the reads of BookKeeper's ledgers and of every kind of reference, so no
     # wide row of a big table is shuffled for an anti-join (at 600,000 topics the detections' shuffles 484 ->
     # 273 MB). Not measured small (etl.broadcastable), they are joined by a shuffle instead.
-    spark, done, _ = materialised
+    spark, done, _, _ = materialised
     small = etl.broadcastable(done)
     assert "int_unmatched_ledgers" in small
     assert etl.broadcastable([dataclasses.replace(m, rows=etl.BROADCAST_MAX_ROWS + 1) for m in done]) == frozenset()
@@ -468,16 +490,13 @@ BIG_TABLE_READS = {
 }
 
 
-def test_each_big_table_is_read_only_by_the_steps_pinned_here(spark: Any, tmp_path: Path) -> None:
-    # its own extraction: an audit run by an earlier test re-registered the session's views
-    etl.extract(spark, _builder().write(tmp_path / "snap"), AuditParams(now_ms=NOW), admin_scraped=False)
-    etl.materialise(spark, tmp_path / "work", None)
-    plans = {f.name: spark.sql(f.text) for f in intermediate_files()}
-    plans["detections"] = etl.transform(spark)[0]
-    plans.update({f"coverage {f.name}": spark.sql(f.text) for f in coverage_files()})
+def test_each_big_table_is_read_only_by_the_steps_pinned_here(materialised: Any) -> None:
+    # the plans taken right after the module's extraction (Partitioned): an audit run by an earlier test
+    # re-registered the session's views
+    plans = materialised[3].plans
     reads: dict[str, dict[str, int]] = {table: {} for table in BIG_TABLE_READS}
-    for step, df in plans.items():
-        for table, n in scans(plan_text(spark, df)).items():
+    for step, plan in plans.items():
+        for table, n in scans(plan).items():
             if table in reads:
                 reads[table][step] = n
     assert reads == BIG_TABLE_READS
@@ -487,18 +506,20 @@ def shuffles(spark: Any, df: Any) -> int:
     return plan_text(spark, df).count("Exchange hashpartitioning")
 
 
-def test_a_small_snapshot_reads_each_table_as_one_partition_and_shuffles_less(spark: Any, tmp_path: Path) -> None:
-    snap = _builder().write(tmp_path / "snap")
-    counted = {}
-    for one in (False, True):
-        etl.extract(spark, snap, AuditParams(now_ms=NOW), admin_scraped=False, one_partition=one)
-        done = etl.materialise(spark, tmp_path / f"work-{one}", None, one_partition=one)
-        # one partition: joins, aggregates and windows over it need no hash partitioning of their own
-        assert (
-            "Repartition 1, false" in spark.table("int_ledgers")._jdf.queryExecution().optimizedPlan().toString()
-        ) is one
-        detections = etl.transform(spark, None, etl.broadcastable(done))[0]  # as run_audit plans them
-        counted[one] = (shuffles(spark, detections), sum(shuffles(spark, m.written) for m in done))
+def test_a_small_snapshot_reads_each_table_as_one_partition_and_shuffles_less(
+    spark: Any, tmp_path: Path, materialised: Any
+) -> None:
+    partitioned: Partitioned = materialised[3]  # the same snapshot, extracted and materialised partitioned
+    assert not partitioned.one_partition_read
+    counted = {False: partitioned.shuffles}
+    etl.extract(
+        spark, _builder().write(tmp_path / "snap"), AuditParams(now_ms=NOW), admin_scraped=False, one_partition=True
+    )
+    done = etl.materialise(spark, tmp_path / "work-True", None, one_partition=True)
+    # one partition: joins, aggregates and windows over it need no hash partitioning of their own
+    assert "Repartition 1, false" in spark.table("int_ledgers")._jdf.queryExecution().optimizedPlan().toString()
+    detections = etl.transform(spark, None, etl.broadcastable(done))[0]  # as run_audit plans them
+    counted[True] = (shuffles(spark, detections), sum(shuffles(spark, m.written) for m in done))
     (detections, intermediates), (small_detections, small_intermediates) = counted[False], counted[True]
     # measured: 62 -> 29 in the detections' plan, 34 -> 11 over the intermediate writes (the rest sit above
     # unions, and above the semi-joins the optimizer pushes below a one-partition read); 37 in the detections
