@@ -2,6 +2,10 @@
 -- their owner. Written once to Parquet (etl.storage_shared), before the storage detections, and read by them and
 -- by the other storage/*.sql queries: the 9 M (ledger, log) pairs of 600,000 topics are aggregated and joined
 -- with the metadata once, not once per query.
+-- `bookie_no`: the bookie's rank by bookie_id among the scans (1, 2, ...). The pairs are aggregated by (bookie_no,
+-- ledger_id), integers, not by the bookie's string, and owners.sql groups and sorts by it (an integer sort key is
+-- radix-sorted; bookie ids sharing a prefix, as 10.20.0.11:3181 and 10.20.0.12:3181, made every comparison a
+-- string comparison).
 -- `metadata`: the ledger's znode is in stg_bk_ledgers; `undecodable`: its znode is an undecodable one
 -- (int_undecodable). Neither: the ledger looks deleted (unreclaimed-ledger-data's candidates, stale-entry-log's
 -- dead bytes).
@@ -19,25 +23,32 @@
 --                 (the unreclaimed-ledger-data rule: an error is never evidence of absence);
 --   unattributed  the rest: metadata present but the owner unknown (not a Pulsar ledger, or a scope incomplete
 --                 so absence of a reference proves nothing), or metadata not seen but absence not provable.
-WITH logs AS (
+WITH bookies AS (
+    -- bookie_id is unique among the scans (audit/bookie_scans.read_scans refuses two scans of one bookie)
+    SELECT bookie_id, started_at_ms, CAST(row_number() OVER (ORDER BY bookie_id) AS INT) AS bookie_no
+    FROM stg_scan_bookies
+),
+logs AS (
     SELECT bookie_id, ledger_dir, log_id, min(mtime_ms) AS mtime_ms
     FROM stg_scan_entry_logs
     WHERE read_via <> 'skipped' AND NOT compacting
     GROUP BY bookie_id, ledger_dir, log_id
 ),
 pairs AS (
-    -- `logs` has a row per entry log (a bookie's disk over its logSizeLimit, 1 GiB by default): broadcast, so
-    -- the (ledger, log) pairs are not shuffled by log before their aggregate by ledger. Distributed by ledger
-    -- alone: the aggregate by (bookie, ledger) below and the joins by ledger after it need no other shuffle, so
-    -- the pairs cross the network once, not twice (9 M rows at 600,000 topics, about one per bookie and ledger)
-    SELECT /*+ BROADCAST(g), REPARTITION(ledger_id) */ l.bookie_id, l.ledger_id, l.bytes, g.mtime_ms
+    -- `logs` has a row per entry log (a bookie's disk over its logSizeLimit, 1 GiB by default) and `bookies` one
+    -- per scan: broadcast, so the (ledger, log) pairs are not shuffled by log before their aggregate by ledger.
+    -- Distributed by ledger alone: the aggregate by (bookie, ledger) below and the joins by ledger after it need no
+    -- other shuffle, so the pairs cross the network once, not twice (9 M rows at 600,000 topics, about one per
+    -- bookie and ledger)
+    SELECT /*+ BROADCAST(k, g), REPARTITION(ledger_id) */ k.bookie_no, l.ledger_id, l.bytes, g.mtime_ms
     FROM stg_scan_entry_log_ledgers l
+    JOIN bookies k ON k.bookie_id = l.bookie_id
     LEFT JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
 ),
 on_disk AS (
-    SELECT p.bookie_id, p.ledger_id, sum(p.bytes) AS bytes, min(p.mtime_ms) AS oldest_mtime_ms
+    SELECT p.bookie_no, p.ledger_id, sum(p.bytes) AS bytes, min(p.mtime_ms) AS oldest_mtime_ms
     FROM pairs p
-    GROUP BY p.bookie_id, p.ledger_id
+    GROUP BY p.bookie_no, p.ledger_id
 ),
 refs AS (
     SELECT ledger_id, 0 AS prio, 'data' AS kind, topic, namespace FROM stg_ledger_list
@@ -70,7 +81,8 @@ undecodable AS (
 ),
 joined AS (
     SELECT /*+ BROADCAST(sb, sp, blk) */
-        d.bookie_id,
+        sb.bookie_id,
+        d.bookie_no,
         d.ledger_id,
         d.bytes,
         CASE
@@ -109,7 +121,7 @@ joined AS (
             ELSE b.compacted_topic
         END AS meta_topic
     FROM on_disk d
-    JOIN stg_scan_bookies sb ON sb.bookie_id = d.bookie_id
+    JOIN bookies sb ON sb.bookie_no = d.bookie_no
     CROSS JOIN scan_params sp
     CROSS JOIN int_blocking blk
     LEFT JOIN owner o ON o.ledger_id = d.ledger_id
@@ -130,12 +142,14 @@ classified AS (
         CASE
             WHEN j.owned THEN j.owner_namespace
             ELSE nullif(regexp_extract(j.meta_topic, '^[a-z-]+://(.+)/[^/]+$', 1), '')
-        END AS namespace
+        END AS namespace,
+        j.bookie_no
     FROM joined j
 )
 SELECT
-    c.*,
+    c.bookie_id, c.ledger_id, c.bytes, c.class, c.kind, c.metadata, c.undecodable, c.topic, c.namespace,
     -- the namespace's first segment when it is not empty (what '^([^/]+)/' extracts), without a regular
     -- expression: this runs on every row (9 M at 600,000 topics)
-    CASE WHEN instr(c.namespace, '/') > 1 THEN substring(c.namespace, 1, instr(c.namespace, '/') - 1) END AS tenant
+    CASE WHEN instr(c.namespace, '/') > 1 THEN substring(c.namespace, 1, instr(c.namespace, '/') - 1) END AS tenant,
+    c.bookie_no
 FROM classified c
