@@ -10,5 +10,6 @@ FROM byte_gaps g
 WHERE NOT EXISTS (
     -- the byte gaps the local index lists (indexed, sql/storage/3_indexed.sql: the index read once for the storage
     -- SQL, a row per listed gap; few, so broadcast when its write counted few rows)
-    SELECT ${broadcast_if_small:x:indexed} 1 FROM indexed x WHERE x.bookie_id = g.bookie_id AND x.ledger_id = g.ledger_id
+    SELECT ${broadcast_if_small:x:indexed} 1 FROM indexed x
+    WHERE x.bookie_id = g.bookie_id AND x.ledger_id = g.ledger_id
 )
