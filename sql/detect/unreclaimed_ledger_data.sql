@@ -48,15 +48,17 @@ referenced AS (
     -- the references of the ledgers on the scanned disks whose metadata is absent and whose znode is not an
     -- undecodable one: log_ledgers' rows with a ledger id (sql/storage/2_log_ledgers.sql splits them from
     -- storage_ledgers, the pairs aggregated and joined with the metadata once; every dead (bookie, ledger) has a
-    -- pair), few where GC runs, so broadcast, not the ledger lists and cursors shuffled to them (a superset of
-    -- absent's ledgers: each is LEFT JOINed from absent below)
+    -- pair), few where GC runs, so broadcast when log_ledgers counted few rows, not the ledger lists and cursors
+    -- shuffled to them (a superset of absent's ledgers: each is LEFT JOINed from absent below)
     SELECT r.ledger_id, min(r.topic) AS topic, min(r.namespace) AS namespace
     FROM (
         SELECT ledger_id, topic, namespace FROM stg_ledger_list
         UNION ALL
         SELECT cursors_ledger_id AS ledger_id, topic, namespace FROM stg_cursors WHERE cursors_ledger_id >= 0
     ) r
-    WHERE r.ledger_id IN (SELECT /*+ BROADCAST(x) */ x.ledger_id FROM log_ledgers x WHERE x.ledger_id >= 0)
+    WHERE r.ledger_id IN (
+        SELECT ${broadcast_if_small:x:log_ledgers} x.ledger_id FROM log_ledgers x WHERE x.ledger_id >= 0
+    )
     GROUP BY r.ledger_id
 ),
 listed AS (
