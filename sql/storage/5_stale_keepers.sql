@@ -13,13 +13,12 @@ WITH dead AS (
     SELECT bookie_id, ledger_id FROM log_ledgers WHERE ledger_id IS NOT NULL
 ),
 stale_pairs AS (
-    -- the pairs of the stale logs (a row per stale log: broadcast), joined on the log id alone (a 64-bit key) and
-    -- the bookie and directory compared on the few matches: as join keys the strings of each of the 9 M pairs would
-    -- be copied and hashed; `(...) IS NOT DISTINCT FROM true` keeps them out of the keys
+    -- the pairs of the stale logs (a row per stale log: broadcast); the log ids alone (a 64-bit key) first, so
+    -- the pairs of the other logs are dropped before the join on (bookie, directory, log) hashes their strings
     SELECT /*+ BROADCAST(c) */ l.bookie_id, l.ledger_dir, l.log_id, l.ledger_id, l.bytes
     FROM stg_scan_entry_log_ledgers l
-    JOIN stale_logs c ON c.log_id = l.log_id
-        AND (c.bookie_id = l.bookie_id AND c.ledger_dir = l.ledger_dir) IS NOT DISTINCT FROM true
+    JOIN stale_logs c ON c.bookie_id = l.bookie_id AND c.ledger_dir = l.ledger_dir AND c.log_id = l.log_id
+    WHERE l.log_id IN (SELECT /*+ BROADCAST(s) */ s.log_id FROM stale_logs s)
 ),
 top_live AS (
     SELECT
