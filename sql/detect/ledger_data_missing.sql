@@ -15,7 +15,7 @@
 -- predates the ledger it describes, so the fallback can only withhold a claim, never make one early.
 WITH absent_here AS (
     -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie: ledger_gaps
-    -- (sql/storage/3_ledger_gaps.sql, written once before the storage detections), broadcast below when its write
+    -- (sql/storage/4_ledger_gaps.sql, written once before the storage detections), broadcast below when its write
     -- counted few rows
     SELECT ledger_id, bookie_id, started_at_ms FROM ledger_gaps
 ),
@@ -113,7 +113,9 @@ listed AS (
     GROUP BY ledger_id
 ),
 missing AS (
-    SELECT x.*, o.topic AS listed_topic, o.namespace AS listed_namespace
+    -- listed: a row per gap's ledger at most, broadcast when ledger_gaps counted few rows (adaptive execution
+    -- broadcasts only after both sides of a join were shuffled)
+    SELECT ${broadcast_if_small:o:ledger_gaps} x.*, o.topic AS listed_topic, o.namespace AS listed_namespace
     FROM expected x
     LEFT JOIN listed o ON o.ledger_id = x.ledger_id
     WHERE NOT coalesce(o.bookkeeper_deleted, false)
@@ -135,7 +137,8 @@ ml AS (
     )
     GROUP BY m.ml_name
 )
-SELECT
+-- ml: a managed ledger per gap's ledger at most, broadcast when ledger_gaps counted few rows
+SELECT ${broadcast_if_small:ml:ledger_gaps}
     'ledger-data-missing' AS detection,
     'critical' AS severity,
     m.ledger_id AS ledger_id,

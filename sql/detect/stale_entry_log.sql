@@ -20,10 +20,10 @@
 --                                  ledger GC (ScanAndCompareGarbageCollector) has not removed them, so GC still
 --                                  counts their bytes as live
 --   gc-behind                      none of these: GC has not run or fails on this directory
--- The stale logs and their measure come from the shared view `stale_logs` (sql/storage/2_stale_logs.sql), the live
--- ledgers keeping each alive from `stale_keepers` (sql/storage/3_stale_keepers.sql).
+-- The stale logs and their measure come from the shared view `stale_logs` (sql/storage/4_stale_logs.sql), the live
+-- ledgers keeping each alive from `stale_keepers` (sql/storage/5_stale_keepers.sql).
 WITH bk AS (
-    -- the managed ledger of each of the keepers' ledgers (stale_keepers, sql/storage/3_stale_keepers.sql: at most
+    -- the managed ledger of each of the keepers' ledgers (stale_keepers, sql/storage/5_stale_keepers.sql: at most
     -- 10 a stale log, broadcast when it counted few rows): BookKeeper's ledgers are read, not shuffled
     SELECT b.ledger_id, min(b.ml_name) AS ml_name
     FROM stg_bk_ledgers b
@@ -42,8 +42,10 @@ ml AS (
     GROUP BY m.ml_name
 ),
 described AS (
-    -- the ledgers keeping the rest of it alive (the 10 biggest), with their topics and namespace retention
-    SELECT
+    -- the ledgers keeping the rest of it alive (the 10 biggest), with their topics and namespace retention. bk and
+    -- ml hold a row per keeper at most, broadcast when stale_keepers counted few rows, and the namespaces (a row per
+    -- namespace) always: adaptive execution broadcasts only after both sides of a join were shuffled
+    SELECT ${broadcast_if_small:b:stale_keepers} ${broadcast_if_small:ml:stale_keepers} /*+ BROADCAST(ns) */
         k.bookie_id, k.ledger_dir, k.log_id,
         reverse(array_sort(collect_list(named_struct(
             'bytes', k.bytes,
@@ -58,7 +60,8 @@ described AS (
     LEFT JOIN stg_namespaces ns ON ns.namespace = ml.namespace
     GROUP BY k.bookie_id, k.ledger_dir, k.log_id
 )
-SELECT
+-- described: a row per stale log at most, broadcast when stale_logs counted few rows
+SELECT ${broadcast_if_small:d:stale_logs}
     'stale-entry-log' AS detection,
     CASE WHEN c.disk_usage > c.disk_usage_warn_threshold THEN 'critical' ELSE 'warning' END AS severity,
     CAST(NULL AS BIGINT) AS ledger_id,

@@ -26,13 +26,6 @@ WITH logs AS (
         )
     GROUP BY e.bookie_id, e.ledger_dir, e.log_id
 ),
-absent_ids AS (
-    -- ids only: the ledgers on the scanned disks whose metadata is absent and whose znode is not an undecodable
-    -- one, from storage_ledgers (the pairs aggregated and joined with the metadata once, before the storage
-    -- detections: sql/storage/1_storage_ledgers.sql); the per-log detail below is gathered for these alone (few,
-    -- broadcast), not for every (ledger, log) pair
-    SELECT DISTINCT ledger_id FROM storage_ledgers WHERE NOT metadata AND NOT undecodable AND ledger_id >= 0
-),
 absent AS (
     -- the per-log detail of those ledgers: log_ledgers (sql/storage/2_log_ledgers.sql, written once before the
     -- storage detections) holds each dead (bookie, ledger)'s pairs as rows of their own, so this reads those few
@@ -52,25 +45,29 @@ absent AS (
     GROUP BY l.bookie_id, l.ledger_id
 ),
 referenced AS (
-    -- absent_ids' (a superset of absent's: each is LEFT JOINed from absent below)
-    SELECT /*+ BROADCAST(x) */ r.ledger_id, min(r.topic) AS topic, min(r.namespace) AS namespace
+    -- the references of the ledgers on the scanned disks whose metadata is absent and whose znode is not an
+    -- undecodable one: log_ledgers' rows with a ledger id (sql/storage/2_log_ledgers.sql splits them from
+    -- storage_ledgers, the pairs aggregated and joined with the metadata once; every dead (bookie, ledger) has a
+    -- pair), few where GC runs, so broadcast when log_ledgers counted few rows, not the ledger lists and cursors
+    -- shuffled to them (a superset of absent's ledgers: each is LEFT JOINed from absent below)
+    SELECT r.ledger_id, min(r.topic) AS topic, min(r.namespace) AS namespace
     FROM (
         SELECT ledger_id, topic, namespace FROM stg_ledger_list
         UNION ALL
         SELECT cursors_ledger_id AS ledger_id, topic, namespace FROM stg_cursors WHERE cursors_ledger_id >= 0
     ) r
-    JOIN absent_ids x ON x.ledger_id = r.ledger_id
+    WHERE r.ledger_id IN (
+        SELECT ${broadcast_if_small:x:log_ledgers} x.ledger_id FROM log_ledgers x WHERE x.ledger_id >= 0
+    )
     GROUP BY r.ledger_id
 ),
 listed AS (
-    SELECT /*+ BROADCAST(x) */ i.bookie_id, i.ledger_id
-    FROM stg_scan_local_index i
-    JOIN absent_ids x ON x.ledger_id = i.ledger_id
-    WHERE coalesce(i.exists, true)
-    GROUP BY i.bookie_id, i.ledger_id
+    -- the dead (bookie, ledger)s the bookie's local index lists: indexed (sql/storage/3_indexed.sql, the index read
+    -- once for the storage SQL; a byte gap's row matches no absent row below)
+    SELECT bookie_id, ledger_id FROM indexed WHERE listed
 ),
 judged AS (
-    -- referenced and listed: rows of absent_ids' ledgers (few: broadcast, as absent_ids is)
+    -- referenced and listed: rows of the dead ledgers (few: broadcast)
     SELECT /*+ BROADCAST(sb, sp, blk, r, i) */
         a.*,
         sb.index_status,

@@ -1,13 +1,21 @@
 -- byte_gaps: per closed ledger with entries, each judged bookie of its ensembles that has no bytes of it
--- (storage_ledgers): the candidates of ledger_gaps (sql/storage/3_ledger_gaps.sql), which then drops those the
+-- (storage_ledgers): the candidates of ledger_gaps (sql/storage/4_ledger_gaps.sql), which then drops those the
 -- bookie's local ledger index lists. A row per (ledger, bookie); written once to Parquet (etl.storage_shared) and
--- its rows counted, so ledger_gaps looks the few up in the local index by broadcast instead of shuffling the index
--- (9 M rows at 600,000 topics) into this aggregate. Only bookies whose scan is complete (no log skipped) and whose
--- local index was read are judged: an incomplete scan or an unread index is never evidence of absence.
+-- its rows counted, so indexed (sql/storage/3_indexed.sql) looks the few up in the local index by broadcast instead
+-- of shuffling the index (9 M rows at 600,000 topics) into this aggregate. Only bookies whose scan is complete (no
+-- log skipped) and whose local index was read are judged: an incomplete scan or an unread index is never evidence
+-- of absence.
 WITH scanned AS (
-    -- each bookie judged gets a number n: bit (n % 62) of word (n DIV 62) in the masks below
-    SELECT bookie_id, started_at_ms, row_number() OVER (ORDER BY bookie_id) - 1 AS n
-    FROM stg_scan_bookies WHERE complete AND index_status = 'read'
+    -- each bookie judged gets a number n: bit (n % 62) of word (n DIV 62) in the masks below, computed here for
+    -- these few rows, not per member or held row (15 M at 600,000 topics). `h`: the hash of its id, the key the
+    -- members and held rows are joined on (a number: as a join key the id string of each of those rows would be
+    -- copied and hashed; the ids themselves are compared on a match, `(...) IS NOT DISTINCT FROM true` keeping
+    -- that out of the keys): byte_gaps 6.5-6.7 -> 5.2-5.4 task-CPU s at 600,000 topics
+    SELECT bookie_id, hash(bookie_id) AS h, started_at_ms, n DIV 62 AS word, CAST(pow(2, n % 62) AS BIGINT) AS bit
+    FROM (
+        SELECT bookie_id, started_at_ms, row_number() OVER (ORDER BY bookie_id) - 1 AS n
+        FROM stg_scan_bookies WHERE complete AND index_status = 'read'
+    ) j
 ),
 members AS (
     -- ids and bookies only: ledger-data-missing reads the wide metadata back for the few (ledger, bookie) pairs left
@@ -23,14 +31,14 @@ held AS (
 bits AS (
     -- a ledger's judged members and the judged bookies holding it, as bits (scanned is a few rows: broadcast)
     SELECT /*+ BROADCAST(s) */
-        m.ledger_id, s.n DIV 62 AS word, CAST(pow(2, s.n % 62) AS BIGINT) AS expected, CAST(0 AS BIGINT) AS held
+        m.ledger_id, s.word, s.bit AS expected, CAST(0 AS BIGINT) AS held
     FROM members m
-    JOIN scanned s ON s.bookie_id = m.member
+    JOIN scanned s ON s.h = hash(m.member) AND (s.bookie_id = m.member) IS NOT DISTINCT FROM true
     UNION ALL
     SELECT /*+ BROADCAST(s) */
-        h.ledger_id, s.n DIV 62 AS word, CAST(0 AS BIGINT) AS expected, CAST(pow(2, s.n % 62) AS BIGINT) AS held
+        h.ledger_id, s.word, CAST(0 AS BIGINT) AS expected, s.bit AS held
     FROM held h
-    JOIN scanned s ON s.bookie_id = h.bookie_id
+    JOIN scanned s ON s.h = hash(h.bookie_id) AND (s.bookie_id = h.bookie_id) IS NOT DISTINCT FROM true
 ),
 per_ledger AS (
     -- per ledger, the members holding no bytes of it: one aggregate by ledger id over 64-bit masks. An anti-join
@@ -43,5 +51,5 @@ per_ledger AS (
 -- (ledger, judged bookie of its ensembles) with no bytes of it on that bookie
 SELECT /*+ BROADCAST(s) */ p.ledger_id, s.bookie_id, s.started_at_ms
 FROM per_ledger p
-JOIN scanned s ON s.n DIV 62 = p.word AND (p.missing & CAST(pow(2, s.n % 62) AS BIGINT)) <> 0
+JOIN scanned s ON s.word = p.word AND (p.missing & s.bit) <> 0
 WHERE p.missing <> 0

@@ -19,10 +19,14 @@ oldest AS (
     WHERE x.rank <= p.top_n
 ),
 pairs AS (
-    -- the pairs of the few oldest logs (top_n per bookie: broadcast, so the (ledger, log) pairs are not shuffled)
+    -- the pairs of the few oldest logs (top_n per bookie: broadcast, so the (ledger, log) pairs are not shuffled).
+    -- Joined on the log id alone, a 64-bit key, with the bookie and directory compared on the few matches: an
+    -- equality of the strings would be a join key (9 M pairs at 600,000 topics each copying and hashing two
+    -- strings); `(...) IS NOT DISTINCT FROM true` keeps it out of the keys
     SELECT /*+ BROADCAST(o) */ o.bookie_id, o.ledger_dir, o.log_id, p.ledger_id, p.bytes
     FROM stg_scan_entry_log_ledgers p
-    JOIN oldest o ON o.bookie_id = p.bookie_id AND o.ledger_dir = p.ledger_dir AND o.log_id = p.log_id
+    JOIN oldest o ON o.log_id = p.log_id
+        AND (o.bookie_id = p.bookie_id AND o.ledger_dir = p.ledger_dir) IS NOT DISTINCT FROM true
 ),
 topic_policy AS (
     SELECT topic, min(named_struct('s', CASE WHEN scope = 'local' THEN 0 ELSE 1 END,
@@ -32,13 +36,14 @@ topic_policy AS (
     GROUP BY topic
 ),
 pinned AS (
-    -- those pairs broadcast too: storage_ledgers (a row per bookie and ledger) is read, not shuffled
+    -- those pairs broadcast too: storage_ledgers (a row per bookie and ledger) is read, not shuffled, and joined on
+    -- the ledger id alone (as `pairs`: its 9 M rows' bookie ids are compared only on a match)
     SELECT /*+ BROADCAST(n, p) */
         p.bookie_id, p.ledger_dir, p.log_id, p.ledger_id, p.bytes, s.class, s.topic, s.namespace, s.kind,
         n.retention_time_minutes AS ns_retention_minutes, n.retention_size_mb AS ns_retention_mb,
         tp.p.minutes AS topic_retention_minutes, tp.p.mb AS topic_retention_mb
     FROM pairs p
-    JOIN storage_ledgers s ON s.bookie_id = p.bookie_id AND s.ledger_id = p.ledger_id
+    JOIN storage_ledgers s ON s.ledger_id = p.ledger_id AND (s.bookie_id = p.bookie_id) IS NOT DISTINCT FROM true
     LEFT JOIN stg_namespaces n ON s.class = 'live' AND n.namespace = s.namespace
     LEFT JOIN topic_policy tp ON s.class = 'live' AND tp.topic = s.topic
 )

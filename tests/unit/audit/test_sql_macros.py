@@ -50,15 +50,17 @@ def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
         macros = raw.count("${broadcast_if_small:")
         assert rendered.count("/*+ BROADCAST(") - f.text.count("/*+ BROADCAST(") == macros, f.name
     # what the audit measures (etl.broadcastable, etl.storage_shared, etl.small_tables): three intermediate views,
-    # four shared storage views and two tables
+    # six shared storage views and two tables
     assert named == {
         "int_unmatched_ledgers",
         "int_range_ledgers",
         "int_unloaded_retention",
         "byte_gaps",
+        "indexed",
         "ledger_gaps",
         "log_ledgers",
         "stale_keepers",
+        "stale_logs",
         "stg_loaded_topics",
         "stg_topic_policies",
     }

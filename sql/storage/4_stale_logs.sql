@@ -11,11 +11,6 @@ WITH logs AS (
         AND data_bytes > 0
     GROUP BY bookie_id, ledger_dir, log_id
 ),
-dead AS (
-    -- the (bookie, ledger) on the scanned disks whose metadata is absent and whose znode is not an undecodable one,
-    -- from storage_ledgers (sql/storage/1_storage_ledgers.sql): few where GC runs, so broadcast
-    SELECT bookie_id, ledger_id FROM storage_ledgers WHERE NOT metadata AND NOT undecodable
-),
 per_log AS (
     -- a pair is live when its ledger's metadata exists (or its znode is an undecodable one): log_ledgers
     -- (sql/storage/2_log_ledgers.sql) holds each log's live pairs summed, and its dead pairs one by one
@@ -25,24 +20,22 @@ per_log AS (
 ),
 in_index AS (
     -- the pairs of deleted ledgers (few) still in the bookie's local index (x: a row per such (bookie, ledger),
-    -- broadcast as dead is)
+    -- few where GC runs: broadcast)
     SELECT /*+ BROADCAST(x) */
         h.bookie_id, h.ledger_dir, h.log_id,
         sum(h.pairs) AS deleted_in_index,
         array_sort(collect_list(h.ledger_id)) AS deleted_in_index_ids
     FROM log_ledgers h
     JOIN (
-        SELECT /*+ BROADCAST(d) */ i.bookie_id, i.ledger_id
-        FROM stg_scan_local_index i
-        JOIN dead d ON d.bookie_id = i.bookie_id AND d.ledger_id = i.ledger_id
-        WHERE coalesce(i.exists, true)
-        GROUP BY i.bookie_id, i.ledger_id
+        -- indexed (sql/storage/3_indexed.sql): the index read once for the storage SQL, a row per dead or byte-gap
+        -- (bookie, ledger) it lists; a byte gap (its ledger has metadata) matches no dead pair of log_ledgers
+        SELECT bookie_id, ledger_id FROM indexed WHERE listed
     ) x ON x.bookie_id = h.bookie_id AND x.ledger_id = h.ledger_id
     GROUP BY h.bookie_id, h.ledger_dir, h.log_id
 ),
 measured AS (
     -- per_log: a row per log at most (log_ledgers broadcast when it counted few rows); in_index: the logs holding
-    -- deleted ledgers still in the index (few, as dead)
+    -- deleted ledgers still in the index (few, as x)
     SELECT /*+ BROADCAST(sb, blk, x) */ ${broadcast_if_small:p:log_ledgers}
         g.*,
         coalesce(p.live_bytes, 0) AS live_bytes,
