@@ -179,6 +179,9 @@ GC_COLUMNS = (
 
 SCAN_BOOKIES_COLUMNS = (
     ("bookie_id", "STRING"),
+    # the bookie's rank by bookie_id among the scans (1, 2, ...; bookie ids are unique among them: read_scans): the
+    # integer the storage SQL aggregates and sorts by instead of the id's string, numbered here and nowhere else
+    ("bookie_no", "INT"),
     ("scan_dir", "STRING"),
     ("complete", "BOOLEAN"),
     ("index_status", "STRING"),
@@ -247,16 +250,20 @@ def scan_rows(scans: Sequence[ScanInfo]) -> int:
 
 
 def scan_bookies_sql(scans: Sequence[ScanInfo], params: AuditParams) -> str:
-    """``src_scan_bookies`` as a literal SELECT: a row per scan, ``complete`` being every log read and no
+    """``src_scan_bookies`` as a literal SELECT: a row per scan, ``bookie_no`` its rank by bookie id (Python's
+    string order is the code-point order, which is UTF-8's byte order: how Spark and DuckDB order strings),
+    ``complete`` being every log read and no
     configured directory left out (ScanInfo.covers_bookie), and the GC settings its bookie is judged with
     (``ScanInfo.gc``, from bookie_scans.with_gc_settings; a scan without them: its own configuration, else the
     audit's)."""
     rows = []
+    numbers = {b: n for n, b in enumerate(sorted(s.bookie_id for s in scans), start=1)}
     for s in scans:
         own = s.gc if s.gc is not None else settings_for(s.bookie_id, {}, s, params.bookie.gc)
         rows.append(
             (
                 s.bookie_id,
+                numbers[s.bookie_id],
                 str(s.path),
                 s.covers_bookie,
                 s.index_status,

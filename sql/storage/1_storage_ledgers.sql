@@ -2,7 +2,7 @@
 -- their owner. Written once to Parquet (etl.storage_shared), before the storage detections, and read by them and
 -- by the other storage/*.sql queries: the 9 M (ledger, log) pairs of 600,000 topics are aggregated and joined
 -- with the metadata once, not once per query.
--- `bookie_no`: the bookie's rank by bookie_id among the scans (1, 2, ...). The pairs are aggregated by (bookie_no,
+-- `bookie_no`: the bookie's rank by bookie_id among the scans (1, 2, ...; stg_scan_bookies numbers them). The pairs are aggregated by (bookie_no,
 -- ledger_id), integers, not by the bookie's string, and owners.sql groups and sorts by it (an integer sort key is
 -- radix-sorted; bookie ids sharing a prefix, as 10.20.0.11:3181 and 10.20.0.12:3181, made every comparison a
 -- string comparison).
@@ -25,8 +25,7 @@
 --                 so absence of a reference proves nothing), or metadata not seen but absence not provable.
 WITH bookies AS (
     -- bookie_id is unique among the scans (audit/bookie_scans.read_scans refuses two scans of one bookie)
-    SELECT bookie_id, started_at_ms, CAST(row_number() OVER (ORDER BY bookie_id) AS INT) AS bookie_no
-    FROM stg_scan_bookies
+    SELECT bookie_id, started_at_ms, bookie_no FROM stg_scan_bookies
 ),
 logs AS (
     SELECT bookie_id, ledger_dir, log_id, min(mtime_ms) AS mtime_ms

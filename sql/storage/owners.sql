@@ -44,8 +44,8 @@ ranked AS (
     FROM top t
 ),
 bookies AS (
-    -- bookie_no as sql/storage/1_storage_ledgers.sql numbers the scanned bookies
-    SELECT bookie_id, CAST(row_number() OVER (ORDER BY bookie_id) AS INT) AS bookie_no FROM stg_scan_bookies
+    -- the bookie of a number: stg_scan_bookies numbers the scans (storage_ledgers' bookie_no is the same column)
+    SELECT bookie_id, bookie_no FROM stg_scan_bookies
 )
 SELECT /*+ BROADCAST(b) */
     b.bookie_id,
