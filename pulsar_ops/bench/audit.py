@@ -310,11 +310,13 @@ def _one(spark: Any, snap: Snap, manifest: dict[str, Any], work: Path, repeat: i
     if snap.scans:
         register_scans(con, list(snap.scans), params, manifest)
         t0 = time.monotonic()
-        duck_storage_counts, storage_rows = run_storage(con)
+        duck_seconds: dict[str, float] = {}
+        duck_storage_counts, storage_rows = run_storage(con, seconds=duck_seconds)
         duck_storage = {
             "wall_s": round(time.monotonic() - t0, 2),
             "findings": duck_storage_counts,
             "storage_rows": storage_rows,
+            "seconds": duck_seconds,
         }
     con.close()
     znodes = int(manifest.get("row_counts", {}).get("znodes", 0))
@@ -364,8 +366,31 @@ def _one(spark: Any, snap: Snap, manifest: dict[str, Any], work: Path, repeat: i
             "findings_duckdb": duck_storage["findings"],
             "same_counts": spark_storage == duck_storage["findings"],
             "storage_rows_duckdb": duck_storage["storage_rows"],
+            "queries": storage_queries(audits[0]["storage"].get("steps"), duck_storage["seconds"]),
         }
     return doc
+
+
+def storage_queries(steps: dict[str, Any] | None, duck_seconds: dict[str, float]) -> list[dict[str, Any]]:
+    """The cold storage stage query by query, Spark beside DuckDB: each storage step's seconds in Spark's stages
+    (``in_stages_s``: the stages' wall, not the driver's planning) and task CPU, DuckDB's wall seconds for the same
+    SQL (``storage``: the three storage detections, one statement in Spark), the heaviest first. Where the ratio
+    of the whole stage stands apart from DuckDB's, this says which query holds it."""
+    by_step = (steps or {}).get("by_step") or {}
+    out = []
+    for step, duck in duck_seconds.items():
+        m = by_step.get(step) or {}
+        in_stages = m.get("in_stages_s")
+        out.append(
+            {
+                "query": "detections" if step == "storage" else step.removeprefix("storage "),
+                "spark_in_stages_s": in_stages,
+                "spark_task_cpu_s": m.get("task_cpu_s"),
+                "duckdb_s": round(duck, 2),
+                "ratio_in_stages": round(in_stages / duck, 2) if in_stages is not None and duck > 0 else None,
+            }
+        )
+    return sorted(out, key=lambda q: -(q["spark_in_stages_s"] or 0.0))
 
 
 def _scan_pairs(scans: tuple[Path, ...]) -> int | None:

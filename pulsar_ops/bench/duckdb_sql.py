@@ -11,6 +11,7 @@ subscripts and lambda indexes) and the ``STORAGE`` translations, then :func:`rew
 from __future__ import annotations
 
 import re
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -257,21 +258,36 @@ def register_scans(con: Any, scan_dirs: list[Path], params: AuditParams, manifes
             con.execute(f"CREATE OR REPLACE VIEW {f.name} AS {rewrite_storage(f.text)}")
 
 
-def run_storage(con: Any, top_n: int = 10) -> tuple[dict[str, int], dict[str, int]]:
+def run_storage(
+    con: Any, top_n: int = 10, seconds: dict[str, float] | None = None
+) -> tuple[dict[str, int], dict[str, int]]:
     """The storage stage (after :func:`register_scans`) as the Spark audit runs it: the prefixed view of the
     capacity view's SQL written once as a table (the storage detections read it), the storage detections, then
-    the other capacity-view files collected. Returns rows per detection and per capacity-view file."""
+    the other capacity-view files collected. Returns rows per detection and per capacity-view file; ``seconds``
+    (when given) gets each query's wall seconds by the name the Spark audit's step has (``storage NAME``; the
+    storage detections together: ``storage``, as Spark runs them in one statement)."""
     rows: dict[str, int] = {}
+    timed = seconds if seconds is not None else {}
+
+    def clock(step: str, t0: float) -> None:
+        timed[step] = timed.get(step, 0.0) + time.monotonic() - t0
+
     con.execute(f"CREATE OR REPLACE TABLE storage_params AS SELECT CAST({int(top_n)} AS INT) AS top_n")
     for f in storage_files():
         if f.path.stem != f.name:  # the shared view: materialised once, as Spark writes it to Parquet
+            t0 = time.monotonic()
             con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+            clock(f"storage {f.name}", t0)
             rows[f.name] = int(con.execute(f"SELECT count(*) FROM {f.name}").fetchone()[0])
     found: dict[str, int] = {}
     for f in detect_files():
         if f.name in STORAGE_DETECTIONS:
+            t0 = time.monotonic()
             found[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
+            clock("storage", t0)
     for f in storage_files():
         if f.path.stem == f.name:
+            t0 = time.monotonic()
             rows[f.name] = len(con.execute(rewrite_storage(storage_sql(f, top_n))).fetchall())
+            clock(f"storage {f.name}", t0)
     return found, rows

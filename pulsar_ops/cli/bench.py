@@ -211,6 +211,16 @@ def stage_lines(r: dict[str, Any]) -> list[str]:
         f"{'equal' if sc['same_counts'] else 'DIFFER'}: spark {sc['findings_spark']}"
         + ("" if sc["same_counts"] else f" duckdb {sc['findings_duckdb']}")
     )
+    queries = sc.get("queries") or []
+    if queries:
+        out.append(
+            "  storage by query (cold; Spark s in stages / task CPU s / DuckDB s): "
+            + ", ".join(
+                f"{q['query']} {q['spark_in_stages_s'] if q['spark_in_stages_s'] is not None else '-'}/"
+                f"{q['spark_task_cpu_s'] if q['spark_task_cpu_s'] is not None else '-'}/{q['duckdb_s']}"
+                for q in queries
+            )
+        )
     out.append(
         "  (storage: the storage detections' and the capacity view's steps of an audit over only them, "
         f"{storage_cold} s; its JVM figures count that audit's intermediates too)"

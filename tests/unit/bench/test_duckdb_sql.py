@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.sql_files import detect_files
+from pulsar_ops.audit.sql_files import detect_files, storage_files
 from pulsar_ops.bench.duckdb_sql import MACROS, connect, rewrite, rewrite_storage, run_detections
 from pulsar_ops.findings import DETECTIONS, STORAGE_DETECTIONS
 from tests.spark.snapshot_builder import NOW, SnapshotBuilder
@@ -72,8 +72,12 @@ def test_the_storage_sql_finds_on_duckdb_what_the_spark_audit_finds(tmp_path: Pa
     con = connect(snap, params, admin_scraped=False)
     manifest = {"finished_at_ms": NOW, "started_at_ms": NOW}
     register_scans(con, scans(tmp_path), params, manifest)
-    counts, rows = run_storage(con)
+    seconds: dict[str, float] = {}
+    counts, rows = run_storage(con, seconds=seconds)
     assert counts == {"ledger-data-missing": 3, "stale-entry-log": 3, "unreclaimed-ledger-data": 4}
+    # every query timed by the name of the Spark audit's step (bench audit sets them side by side)
+    assert set(seconds) == {"storage"} | {f"storage {f.name}" for f in storage_files()}
+    assert all(s >= 0 for s in seconds.values())
     missing = con.execute(
         rewrite_storage(next(f for f in detect_files() if f.name == "ledger-data-missing").text)
     ).fetchall()
@@ -105,3 +109,23 @@ def test_spark_spellings_of_the_storage_sql_keep_their_meaning() -> None:
         'FROM (SELECT \'{"0": ["b1"]}\' AS j) t'
     )
     assert one(json_map) == 1
+
+
+def test_storage_queries_set_spark_beside_duckdb_by_step() -> None:
+    from pulsar_ops.bench.audit import storage_queries
+
+    steps = {
+        "by_step": {
+            "storage storage_ledgers": {"in_stages_s": 20.5, "task_cpu_s": 30.4},
+            "storage": {"in_stages_s": 3.0, "task_cpu_s": 3.1, "wall_s": 44.4},  # the detections' statement
+            "storage owners": {"in_stages_s": 9.1, "task_cpu_s": 14.0},
+        }
+    }
+    got = storage_queries(steps, {"storage storage_ledgers": 4.1, "storage": 1.5, "storage owners": 0.0,
+                                  "storage bookies": 0.2})  # fmt: skip
+    assert [q["query"] for q in got] == ["storage_ledgers", "owners", "detections", "bookies"]
+    assert got[0] == {"query": "storage_ledgers", "spark_in_stages_s": 20.5, "spark_task_cpu_s": 30.4,
+                      "duckdb_s": 4.1, "ratio_in_stages": 5.0}  # fmt: skip
+    assert got[1]["ratio_in_stages"] is None  # DuckDB's 0 s: no ratio, not a division error
+    assert got[2]["ratio_in_stages"] == 2.0
+    assert got[3]["spark_in_stages_s"] is None  # a step Spark did not report stays unknown, not 0
