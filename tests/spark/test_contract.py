@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from pulsar_ops.audit import etl
 from pulsar_ops.audit.bookie_scans import SCAN_TABLES
 from pulsar_ops.audit.params import AuditParams
-from pulsar_ops.audit.sql_files import detect_files, intermediate_files, sql_root, staging_files
+from pulsar_ops.audit.sql_files import SqlFile, detect_files, intermediate_files, sql_root, staging_files
 from pulsar_ops.findings import DETECTIONS, EXIT_CLEAN, FINDING_COLUMNS
 from pulsar_ops.snapshot import schema
 from tests.spark.helpers import audit
@@ -39,6 +40,44 @@ def registered(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     snap = SnapshotBuilder().write(tmp_path_factory.mktemp("contract") / "snap")
     etl.extract(spark, snap, AuditParams(now_ms=NOW), admin_scraped=False, intermediates=True)
     return spark
+
+
+def test_shared_view_settings_name_its_columns(registered: Any) -> None:
+    """A Parquet option for a column (``parquet.enable.dictionary#COLUMN``) names a column the view writes: one
+    that does not is silently ignored by parquet-mr. Each setting is for a shared view that exists."""
+    views = {f.name: f for f in etl.shared_storage_files()}
+    assert set(etl.SHARED_VIEW_CONF) | set(etl.SHARED_VIEW_WRITE_OPTIONS) <= set(views)
+    for name, options in etl.SHARED_VIEW_WRITE_OPTIONS.items():
+        columns = {c for c, _ in etl.column_contract(registered.sql(views[name].text))}
+        for key in options:
+            assert "#" not in key or key.split("#", 1)[1] in columns, (name, key)
+
+
+def test_write_view_applies_its_settings_to_its_query_alone(spark: Any, tmp_path: Path) -> None:
+    """etl._write_view: the Parquet options reach the writer (the column without a dictionary is written plain,
+    the other one dictionary-encoded) and the SQL settings are those of the session again after the write."""
+    sql = tmp_path / "1_tiny_view.sql"
+    sql.write_text("SELECT id AS a, id % 3 AS b FROM range(1000)")
+    f = SqlFile("storage", "tiny_view", sql)
+    key, other = "spark.sql.shuffle.partitions", "spark.sql.execution.bypassPartialAggregation"
+    before = spark.conf.get(key)
+    spark.conf.unset(other)
+    target = tmp_path / "tiny"
+    etl._write_view(
+        spark, f, target, False, "t", (), {key: "3", other: "true"}, {"parquet.enable.dictionary#a": "false"}
+    )
+    assert spark.conf.get(key) == before
+    assert spark.conf.get(other, None) is None  # not set again
+    encodings = {}
+    for part in target.glob("*.parquet"):
+        meta = pq.read_metadata(part)
+        for g in range(meta.num_row_groups):
+            for i in range(meta.num_columns):
+                col = meta.row_group(g).column(i)
+                encodings.setdefault(col.path_in_schema, set()).update(col.encodings)
+    assert not {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & encodings["a"]
+    assert {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & encodings["b"]
+    assert spark.table("tiny_view").count() == 1000
 
 
 @pytest.mark.parametrize("f", detect_files(), ids=lambda f: f.name)
