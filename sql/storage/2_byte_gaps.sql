@@ -10,10 +10,13 @@ WITH scanned AS (
     -- these few rows, not per member or held row (15 M at 600,000 topics). `h`: the hash of its id, the key the
     -- members and held rows are joined on (a number: as a join key the id string of each of those rows would be
     -- copied and hashed; the ids themselves are compared on a match, `(...) IS NOT DISTINCT FROM true` keeping
-    -- that out of the keys): byte_gaps 6.5-6.7 -> 5.2-5.4 task-CPU s at 600,000 topics
-    SELECT bookie_id, hash(bookie_id) AS h, started_at_ms, n DIV 62 AS word, CAST(pow(2, n % 62) AS BIGINT) AS bit
+    -- that out of the keys): byte_gaps 6.5-6.7 -> 5.2-5.4 task-CPU s at 600,000 topics. The held rows are joined
+    -- on `bookie_no` (stg_scan_bookies' numbering, storage_ledgers' column): an integer read and hashed per row
+    SELECT
+        bookie_id, bookie_no, hash(bookie_id) AS h, started_at_ms, n DIV 62 AS word,
+        CAST(pow(2, n % 62) AS BIGINT) AS bit
     FROM (
-        SELECT bookie_id, started_at_ms, row_number() OVER (ORDER BY bookie_id) - 1 AS n
+        SELECT bookie_id, bookie_no, started_at_ms, row_number() OVER (ORDER BY bookie_id) - 1 AS n
         FROM stg_scan_bookies WHERE complete AND index_status = 'read'
     ) j
 ),
@@ -26,7 +29,7 @@ members AS (
 held AS (
     -- the bookies holding bytes of a ledger (storage_ledgers: a row per (bookie, ledger) of the (ledger, log) pairs,
     -- written once before by sql/storage/1_storage_ledgers.sql, narrower than the pairs)
-    SELECT ledger_id, bookie_id FROM storage_ledgers
+    SELECT ledger_id, bookie_no FROM storage_ledgers
 ),
 bits AS (
     -- a ledger's judged members and the judged bookies holding it, as bits (scanned is a few rows: broadcast)
@@ -38,7 +41,7 @@ bits AS (
     SELECT /*+ BROADCAST(s) */
         h.ledger_id, s.word, CAST(0 AS BIGINT) AS expected, s.bit AS held
     FROM held h
-    JOIN scanned s ON s.h = hash(h.bookie_id) AND (s.bookie_id = h.bookie_id) IS NOT DISTINCT FROM true
+    JOIN scanned s ON s.bookie_no = h.bookie_no
 ),
 per_ledger AS (
     -- per ledger, the members holding no bytes of it: one aggregate by ledger id over 64-bit masks. An anti-join
