@@ -7,11 +7,14 @@ Local mode (``local[*]``, the CLI's default) sizes the one JVM that is driver an
   less than 1 GiB. Spark's own default, 1 GiB, fails at 600,000 topics (about 9 M rows: 13 GiB here); a heap
   far larger than the data only lets the JVM's resident memory grow before it collects.
 * ``spark.sql.shuffle.partitions`` / ``spark.default.parallelism``: two per core, or one per 2,500,000 snapshot
-  rows (the manifest's ``row_counts``) when that is more, at most 200; a small snapshot (up to 250,000 rows: the
-  demo, CI) gets 1, so no stage pays for empty tasks. In one JVM every task shares the driver's heap, so more
-  partitions than cores buy no parallelism and each costs per-task overhead in every one of the audit's ~200
-  stages (600,000 topics, 2 cores: 146 s with the 43 partitions a cluster would get, 106 s with 4; measured with
-  ``--spark-conf``, see README "Benchmarks").
+  rows (the manifest's ``row_counts``) when that is more, rounded to the nearest multiple of the cores, at most
+  200; a small snapshot (up to 250,000 rows: the demo, CI) gets 1, so no stage pays for empty tasks. In one JVM
+  every task shares the driver's heap, so more partitions than cores buy no parallelism and each costs per-task
+  overhead in every one of the audit's ~200 stages (600,000 topics, 2 cores: 146 s with the 43 partitions a
+  cluster would get, 106 s with 4; measured with ``--spark-conf``, see README "Benchmarks"). A multiple of the
+  cores, because a stage of equal tasks takes as many waves as tasks over cores: at 600,000 topics (10.5 M rows:
+  5 by rows, 4 now) the storage stage's heaviest stages ran their 5 tasks as 3 waves on 2 cores, the last on one
+  core (``storage_ledgers``' aggregate: 13.0 s for 21.8 task-s, against 10.5-12.1 s for 21-23 with 4 or 6).
 * ``spark.sql.files.maxPartitionBytes``: the snapshot's Parquet bytes spread over two splits per core, between
   4 MiB and 128 MiB.
 * a small snapshot (:func:`small_snapshot`) is audited without generated code (``spark.sql.codegen.wholeStage`` off,
@@ -89,12 +92,18 @@ def _rows(row_counts: Mapping[str, int]) -> int:
     return sum(max(0, int(n)) for n in row_counts.values())
 
 
-def _partitions(rows: int, at_least: int, rows_per_partition: int) -> int:
+def _partitions(rows: int, at_least: int, rows_per_partition: int, multiple_of: int = 1) -> int:
     """1 for a small snapshot (no stage pays for empty tasks), else one per ``rows_per_partition`` rows but at
-    least ``at_least``, at most ``MAX_PARTITIONS``."""
+    least ``at_least``; with ``multiple_of`` > 1 (the cores) the rows' count is rounded to its nearest multiple
+    instead (halves up), so no stage's last wave of tasks runs on fewer cores than the others; at most
+    ``MAX_PARTITIONS``."""
     if rows <= ROWS_PER_PARTITION:
         return 1
-    return min(MAX_PARTITIONS, max(at_least, math.ceil(rows / rows_per_partition)))
+    if multiple_of > 1:
+        by_rows = multiple_of * math.floor(rows / (rows_per_partition * multiple_of) + 0.5)
+    else:
+        by_rows = math.ceil(rows / rows_per_partition)
+    return min(MAX_PARTITIONS, max(at_least, by_rows))
 
 
 def _split_bytes(snapshot_bytes: int, cores: int) -> int:
@@ -133,7 +142,8 @@ NO_CODEGEN = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factor
 def local_defaults(row_counts: Mapping[str, int], snapshot_bytes: int, machine: Machine) -> dict[str, str]:
     """The local-mode settings for a snapshot of these row counts and Parquet bytes on this machine."""
     rows = _rows(row_counts)
-    partitions = str(_partitions(rows, LOCAL_PARTITIONS_PER_CORE * machine.cpus, LOCAL_ROWS_PER_PARTITION))
+    at_least = LOCAL_PARTITIONS_PER_CORE * machine.cpus
+    partitions = str(_partitions(rows, at_least, LOCAL_ROWS_PER_PARTITION, machine.cpus))
     needed_mb = max(SMALL_DRIVER_MB, math.ceil(rows * BYTES_PER_ROW / MIB))
     room_mb = int(machine.mem_available_bytes * DRIVER_SHARE / MIB)
     driver_mb = max(MIN_DRIVER_MB, min(MAX_DRIVER_MB, room_mb, needed_mb))

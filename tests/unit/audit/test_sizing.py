@@ -53,6 +53,18 @@ def test_local_partitions_two_per_core_or_by_rows_and_never_above_200() -> None:
     assert local_defaults({"znodes": 250_000}, 0, Machine(8, GIB))["spark.sql.shuffle.partitions"] == "1"
 
 
+def test_local_partitions_by_rows_are_a_multiple_of_the_cores() -> None:
+    # 5 tasks on 2 cores run as 3 waves, the last on one core: the bench's 600,000 topics (10,554,397 rows) get 4
+    def partitions(rows: int, cpus: int) -> int:
+        return int(local_defaults({"znodes": rows}, 0, Machine(cpus, GIB))["spark.sql.shuffle.partitions"])
+
+    assert partitions(10_554_397, 2) == 4  # 4.2 by rows: the nearest multiple of 2
+    assert partitions(13_000_000, 2) == 6  # 5.2
+    assert partitions(45_000_001, 3) == 18 and partitions(100_000_000, 3) == 39
+    assert partitions(10_554_397, 1) == 5  # one core: one per 2,500,000 rows, as before
+    assert all(partitions(rows, 2) % 2 == 0 for rows in range(250_001, 60_000_000, 1_234_567))
+
+
 def test_this_machine_reads_meminfo(tmp_path: Path) -> None:
     f = tmp_path / "meminfo"
     f.write_text("MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n")
