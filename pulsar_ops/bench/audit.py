@@ -124,6 +124,7 @@ def run(
     scans: bool = False,
     bookie_scans: list[Path] | None = None,
     now_ms: int | None = None,
+    spark_conf: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Time the Spark audit and DuckDB over the same snapshot(s); returns the figures (``runs``, one per size).
 
@@ -131,7 +132,8 @@ def run(
     :data:`AHEAD_MS` ahead so its storage defects are old enough) and scan each bookie; ``bookie_scans`` (with
     ``snapshot``): those scans. With scans, each audit is two stages timed apart: the metadata audit (no scan:
     what a snapshot-only audit runs) and the storage stage (the storage detections and the capacity view over
-    the scans, in an audit of its own whose SQL tree holds only them), each also on DuckDB.
+    the scans, in an audit of its own whose SQL tree holds only them), each also on DuckDB. ``spark_conf``: the
+    operator's settings (``--spark-conf``), over the sizing's defaults, as ``audit --spark-conf`` sets them.
 
     The seeded snapshots and audit outputs live in a temporary directory removed at the end (a 600,000-topic
     snapshot is 1.4 GB), unless ``keep``: then ``work_dir`` in the figures says where they are.
@@ -139,7 +141,18 @@ def run(
     require_duckdb()  # before seeding anything or starting a JVM
     work = Path(tempfile.mkdtemp(prefix="pulsar-ops-bench-audit-"))
     try:
-        doc = _run(topics, snapshot, master, info, work, max(1, repeat), scans, list(bookie_scans or []), now_ms)
+        doc = _run(
+            topics,
+            snapshot,
+            master,
+            info,
+            work,
+            max(1, repeat),
+            scans,
+            list(bookie_scans or []),
+            now_ms,
+            dict(spark_conf or {}),
+        )
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -202,6 +215,7 @@ def _run(
     scans: bool = False,
     bookie_scans: list[Path] | None = None,
     now_ms: int | None = None,
+    spark_conf: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     from pulsar_ops.audit.manifest import read_manifest
     from pulsar_ops.audit.runner import SnapshotSize, jvm_options, session_conf
@@ -233,12 +247,17 @@ def _run(
     sized_for = SnapshotSize.of(snaps[largest].path, manifests[largest])
     conf = session_conf(sized_for, master)
     t0 = time.monotonic()
-    spark = build_session(master=master, jvm_options=jvm_options(sized_for), defaults=conf)
+    given = dict(spark_conf or {})
+    spark = build_session(master=master, conf=given, jvm_options=jvm_options(sized_for), defaults=conf)
+    for key, value in given.items():  # a session already running (spark-submit, a test's) takes the SQL ones now
+        if key.startswith("spark.sql."):
+            spark.conf.set(key, value)
     startup_s = time.monotonic() - t0
     runs = [_one(spark, s, m, work, repeat, info) for s, m in zip(snaps, manifests, strict=True)]
     return {
         "spark_startup_s": round(startup_s, 2),
-        "spark_conf": conf,
+        "spark_conf": {**conf, **given},
+        "spark_conf_given": given,  # --spark-conf: the operator's, over the sizing's defaults
         "cpus": os.cpu_count(),
         "load_1min": round(os.getloadavg()[0], 2),
         "master": master,

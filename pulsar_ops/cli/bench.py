@@ -261,6 +261,12 @@ def bench_audit(
     now_ms: int | None = typer.Option(
         None, "--now-ms", help="With --snapshot: the audit's clock (default: the snapshot's finished_at_ms)."
     ),
+    spark_conf: list[str] = typer.Option(
+        [],
+        "--spark-conf",
+        help="A Spark setting KEY=VALUE (repeatable), over the defaults sized from the machine and the snapshot, "
+        "as `audit --spark-conf` sets it: to time a setting against the defaults.",
+    ),
 ) -> None:
     """Spark audit wall time vs the same SQL on DuckDB over the same Parquet, and the ratio."""
     from pulsar_ops.audit import jvm_metrics, stage_metrics
@@ -278,6 +284,9 @@ def bench_audit(
             ) from None
         if not sizes or min(sizes) < 1:
             raise ConfigError(f"--topics {topics!r}: sizes must be >= 1", hint="e.g. --topics 10000,100000")
+        from pulsar_ops.audit.sizing import parse_spark_conf
+
+        given = parse_spark_conf(spark_conf)  # before seeding anything or starting a JVM
         if (bookie_scan or now_ms is not None) and snapshot is None:
             raise ConfigError(
                 "--bookie-scan and --now-ms go with --snapshot",
@@ -293,6 +302,7 @@ def bench_audit(
             scans=scans,
             bookie_scans=list(bookie_scan),
             now_ms=now_ms,
+            spark_conf=given,
         )
         if doc.get("work_dir"):
             info(f"snapshots and audit outputs kept in {doc['work_dir']}")

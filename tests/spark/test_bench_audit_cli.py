@@ -23,9 +23,28 @@ def test_repeat_audits_the_snapshot_again_in_the_same_session(spark: Any, tmp_pa
     b.bk_ledger(11, owner="t/ns/persistent/a")  # 10 has no BookKeeper metadata: dangling
     b.bk_ledger(3, owner="t/ns/persistent/gone")  # orphan
     snap = b.write(tmp_path / "snap")
-    r = CliRunner().invoke(app, ["bench", "audit", "--snapshot", str(snap), "--repeat", "2", "--json"])
+    before = spark.conf.get("spark.sql.broadcastTimeout")
+    try:
+        args = [
+            "bench",
+            "audit",
+            "--snapshot",
+            str(snap),
+            "--repeat",
+            "2",
+            "--spark-conf",
+            "spark.sql.broadcastTimeout=301",
+        ]
+        r = CliRunner().invoke(app, [*args, "--json"])
+        # --spark-conf reaches the session (this test's, already running: the SQL settings are set on it)
+        assert spark.conf.get("spark.sql.broadcastTimeout") == "301"
+    finally:
+        spark.conf.set("spark.sql.broadcastTimeout", before)
     assert r.exit_code == 0, r.stderr
-    (run,) = json.loads(r.stdout)["runs"]
+    doc = json.loads(r.stdout)
+    assert doc["spark_conf_given"] == {"spark.sql.broadcastTimeout": "301"}
+    assert doc["spark_conf"]["spark.sql.broadcastTimeout"] == "301"
+    (run,) = doc["runs"]
     assert run["same_counts"] and run["findings_spark"]["dangling-ledger"] == 1
     again = run["again"]
     assert len(again) == 1 and all(a["same_findings"] and a["spark_audit_s"] > 0 for a in again)

@@ -28,11 +28,28 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "model cache": (["model", "cache", "--workload", str(bad_workload)], "model-input-invalid"),
         "model nack": (["model", "nack", "--rate", "10", "--delay", "5"], "model-input-invalid"),
         "bench audit": (["bench", "audit", "--snapshot", missing], "snapshot"),
+        # a setting that is not KEY=VALUE: refused before the snapshot is read or a JVM starts
+        "bench audit --spark-conf": (
+            ["bench", "audit", "--snapshot", missing, "--spark-conf", "nokey"],
+            "config-invalid",
+        ),
     }
 
 
 @pytest.mark.parametrize(
-    "name", ["scrape", "audit", "plan", "apply", "restore", "model gc", "model cache", "model nack", "bench audit"]
+    "name",
+    [
+        "scrape",
+        "audit",
+        "plan",
+        "apply",
+        "restore",
+        "model gc",
+        "model cache",
+        "model nack",
+        "bench audit",
+        "bench audit --spark-conf",
+    ],
 )
 def test_failure_with_json_is_one_error_document(name: str, tmp_path: Path) -> None:
     args, code_prefix = _cases(tmp_path)[name]
