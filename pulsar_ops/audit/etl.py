@@ -37,7 +37,7 @@ from pulsar_ops.audit.sql_files import (
     storage_files,
     storage_sql,
 )
-from pulsar_ops.audit.stage_metrics import STEP_PREFIX
+from pulsar_ops.audit.stage_metrics import STEP_PREFIX, storage_step
 from pulsar_ops.errors import AuditError
 from pulsar_ops.findings import DETECTIONS, FINDING_COLUMN_NAMES, FINDING_COLUMNS
 from pulsar_ops.model.gc_config import GcConfig
@@ -720,7 +720,7 @@ def storage_shared(
             f,
             target,
             one_partition,
-            f"{STEP_PREFIX}storage {f.name}",
+            STEP_PREFIX + storage_step(f.name),
             small,
             SHARED_VIEW_CONF.get(f.name),
             SHARED_VIEW_WRITE_OPTIONS.get(f.name),
@@ -743,7 +743,7 @@ def storage(
     for f in storage_files(sql_root):
         if f.path.stem != f.name:  # a shared view: written by storage_shared
             continue
-        spark.sparkContext.setJobDescription(f"{STEP_PREFIX}storage {f.name}")  # each query's stages apart
+        spark.sparkContext.setJobDescription(STEP_PREFIX + storage_step(f.name))  # each query's stages apart
         try:
             rows = spark.sql(storage_sql(f, top_n)).collect()
         except PySparkException as e:

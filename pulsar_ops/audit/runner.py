@@ -269,13 +269,13 @@ def run_audit(
         stored: dict[str, list[dict[str, Any]]] | None = None
         storage_one = False
         if scans:  # the storage detections and the capacity view read the scans' tables and what they name
-            session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}storage")
+            session.sparkContext.setJobDescription(stage_metrics.STEP_PREFIX + stage_metrics.storage_step())
             storage_one = etl.storage_one_partition(scans, small)
             if storage_one != small:  # small scans of a large snapshot: every input read again as one partition
                 etl.repartition_inputs(session, snapshot_dir, scans, materialised, sql_root, storage_one)
             # read by the detections; the shared views written small are broadcast where their SQL asks
             small_shared = etl.storage_shared(session, work_dir, sql_root, one_partition=storage_one)
-            session.sparkContext.setJobDescription(f"{stage_metrics.STEP_PREFIX}storage")
+            session.sparkContext.setJobDescription(stage_metrics.STEP_PREFIX + stage_metrics.storage_step())
             storage_frame, storage_detections = etl.transform(
                 session, sql_root, small_views | small_shared, only=_storage
             )

@@ -25,6 +25,13 @@ STEP_PREFIX = "pulsar-ops audit: "  # the runner's and etl's job descriptions st
 UNLABELLED = "(unlabelled)"  # a stage whose job had no description
 
 
+def storage_step(view: str | None = None) -> str:
+    """The step name of the storage stage's statement for ``view`` (a ``storage/*.sql`` file's name), or of the
+    storage detections' statement (``view`` None): how the runner and etl label those jobs (after
+    :data:`STEP_PREFIX`) and how ``bench audit`` names DuckDB's time for the same SQL beside Spark's."""
+    return "storage" if view is None else f"storage {view}"
+
+
 @dataclass(frozen=True)
 class StageRow:
     """One stage attempt as Spark's status store holds it (times in ms, bytes as counted)."""

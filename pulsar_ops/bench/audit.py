@@ -23,6 +23,7 @@ from typing import Any
 
 from pulsar_ops.audit.jvm_metrics import driver_pid
 from pulsar_ops.audit.params import AuditParams
+from pulsar_ops.audit.stage_metrics import storage_step
 from pulsar_ops.errors import PulsarOpsError
 from pulsar_ops.findings import STORAGE_DETECTIONS
 
@@ -402,7 +403,7 @@ def storage_queries(steps: dict[str, Any] | None, duck_seconds: dict[str, float]
         in_stages = m.get("in_stages_s")
         out.append(
             {
-                "query": "detections" if step == "storage" else step.removeprefix("storage "),
+                "query": "detections" if step == storage_step() else step.removeprefix(storage_step("")),
                 "spark_in_stages_s": in_stages,
                 "spark_task_cpu_s": m.get("task_cpu_s"),
                 "duckdb_s": round(duck, 2),

@@ -20,6 +20,7 @@ import duckdb
 
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.sql_files import detect_files, intermediate_files, staging_files, storage_files, storage_sql
+from pulsar_ops.audit.stage_metrics import storage_step
 from pulsar_ops.findings import STORAGE_DETECTIONS
 from pulsar_ops.snapshot import schema
 
@@ -277,17 +278,17 @@ def run_storage(
         if f.path.stem != f.name:  # the shared view: materialised once, as Spark writes it to Parquet
             t0 = time.monotonic()
             con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
-            clock(f"storage {f.name}", t0)
+            clock(storage_step(f.name), t0)
             rows[f.name] = int(con.execute(f"SELECT count(*) FROM {f.name}").fetchone()[0])
     found: dict[str, int] = {}
     for f in detect_files():
         if f.name in STORAGE_DETECTIONS:
             t0 = time.monotonic()
             found[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
-            clock("storage", t0)
+            clock(storage_step(), t0)
     for f in storage_files():
         if f.path.stem == f.name:
             t0 = time.monotonic()
             rows[f.name] = len(con.execute(rewrite_storage(storage_sql(f, top_n))).fetchall())
-            clock(f"storage {f.name}", t0)
+            clock(storage_step(f.name), t0)
     return found, rows
