@@ -10,7 +10,6 @@ for ``findings.json``.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from py4j.clientserver import ClientServer
+from pyspark import SparkContext
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import types as T
@@ -810,7 +811,9 @@ def storage_stage(
         Step(f"query {f.name}", _query_step(spark, f, top_n), frozenset(f"view {n}" for n in reads(f, names)))
         for f in queries
     )
-    pinned = os.environ.get("PYSPARK_PIN_THREAD", "true").lower() != "false"  # else threads share JVM threads
+    # PySpark's pinned thread mode (its default): each Python thread its own JVM thread, with its own job
+    # description; without it the threads would share JVM threads and their descriptions, so one at a time
+    pinned = isinstance(SparkContext._gateway, ClientServer)
     wrap: Callable[[Callable[[], Any]], Callable[[], Any]] = lambda fn: inheritable_thread_target(spark)(fn)  # noqa: E731
     done = run_steps(steps, threads if pinned else 1, wrap)
     frame, detections = done["detections"]
