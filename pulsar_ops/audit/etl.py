@@ -712,10 +712,11 @@ def proven_empty(df: DataFrame) -> bool:
 # partition (:func:`storage_threads`, :func:`storage_stage`, audit/steps.py): after storage_ledgers, the capacity
 # queries (owners, oldest_logs, bookies: they read storage_ledgers alone) beside the chain of small shared views and
 # the storage detections, whose one-task stages and driver work (analysis, planning, commits) each left a core idle.
-# Two: the cores of the machines it was measured on. 50,000 topics (one partition), two loaded pairs: 33.06 / 40.12
-# -> 22.00 / 31.33 s for the same 28-30 JVM CPU-s. Partitioned (600,000 topics) the step is CPU-bound (78 JVM CPU-s
-# in 41.5 s on 2 cores): three loaded pairs gained nothing (41.46 / 73.33 / 41.61 s one thread, 43.91 / 75.31 / 58.48
-# s two), and a query's seconds in stages counted the other thread's tasks, so it runs one statement at a time.
+# Two: the cores of the machines it was measured on. 50,000 topics (one partition), quiet (load 1.2-3.2),
+# interleaved: 17.95 / 18.04 -> 16.10 / 15.41 s for the same 27.5-28.8 JVM CPU-s. Partitioned (600,000 topics) the
+# step is CPU-bound (78 JVM CPU-s in 41.5 s on 2 cores): three loaded pairs gained nothing (41.46 / 73.33 / 41.61 s
+# one thread, 43.91 / 75.31 / 58.48 s two), and a query's seconds in stages counted the other thread's tasks, so it
+# runs one statement at a time.
 STORAGE_THREADS = 2
 
 
