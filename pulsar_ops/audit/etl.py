@@ -708,21 +708,14 @@ def proven_empty(df: DataFrame) -> bool:
     return bool(max_rows.isDefined()) and int(max_rows.get()) == 0
 
 
-# The storage stage's statements run from this many driver threads at once when it reads every input as one
-# partition (:func:`storage_threads`, :func:`storage_stage`, audit/steps.py): after storage_ledgers, the capacity
-# queries (owners, oldest_logs, bookies: they read storage_ledgers alone) beside the chain of small shared views and
-# the storage detections, whose one-task stages and driver work (analysis, planning, commits) each left a core idle.
-# Two: the cores of the machines it was measured on. 50,000 topics (one partition), quiet (load 1.2-3.2),
-# interleaved: 17.95 / 18.04 -> 16.10 / 15.41 s for the same 27.5-28.8 JVM CPU-s. Partitioned (600,000 topics) the
-# step is CPU-bound (78 JVM CPU-s in 41.5 s on 2 cores): three loaded pairs gained nothing (41.46 / 73.33 / 41.61 s
-# one thread, 43.91 / 75.31 / 58.48 s two), and a query's seconds in stages counted the other thread's tasks, so it
-# runs one statement at a time.
+# The storage stage's statements run from this many driver threads at once (:func:`storage_stage`, audit/steps.py):
+# after storage_ledgers, the capacity queries (owners, oldest_logs, bookies: they read storage_ledgers alone) beside
+# the chain of small shared views and the storage detections, whose one-task stages and driver work (analysis,
+# planning, commits) each left a core idle. Two: the cores of the machines it was measured on. Quiet, interleaved,
+# the same JVM CPU-s: 50,000 topics (one partition) 17.95 / 18.04 -> 16.10 / 15.41 s; 600,000 topics (CPU-bound: 78
+# JVM CPU-s in 41.5 s on 2 cores) 41.57 / 40.17 -> 39.39 / 38.62 s. A query's seconds in stages then count the
+# other thread's tasks too (its task CPU does not).
 STORAGE_THREADS = 2
-
-
-def storage_threads(one_partition: bool) -> int:
-    """The storage stage's driver threads (:data:`STORAGE_THREADS` when it reads one partition, else one)."""
-    return STORAGE_THREADS if one_partition else 1
 
 
 def reads(f: SqlFile, views: Iterable[str]) -> frozenset[str]:
@@ -784,7 +777,7 @@ def storage_stage(
     small_views: Collection[str] = (),
     top_n: int = 10,
     one_partition: bool = False,
-    threads: int | None = None,
+    threads: int = STORAGE_THREADS,
 ) -> tuple[DataFrame, list[str], dict[str, list[dict[str, Any]]]]:
     """The storage stage, run only with scans (runner.run_audit): the shared views, the storage detections and the
     capacity view. Returns the storage detections' findings (written under ``work_dir`` and read back), the
@@ -802,7 +795,7 @@ def storage_stage(
       bookie) after the shared views it reads.
 
     Each statement starts once those it reads are written (:func:`reads`; a shared view only reads views before it
-    in file order), from up to ``threads`` driver threads (by default :func:`storage_threads`; audit/steps.py); a
+    in file order), from up to ``threads`` driver threads (:data:`STORAGE_THREADS`; audit/steps.py); a
     view with settings of its own (:data:`SHARED_VIEW_CONF`) runs alone. Each job keeps its statement's
     description; what is written and collected is what the sequential order (``threads=1``) writes and collects,
     and an error is the same AuditError naming the file."""
@@ -824,7 +817,6 @@ def storage_stage(
     # description; without it the threads would share JVM threads and their descriptions, so one at a time
     pinned = isinstance(SparkContext._gateway, ClientServer)
     wrap: Callable[[Callable[[], Any]], Callable[[], Any]] = lambda fn: inheritable_thread_target(spark)(fn)  # noqa: E731
-    threads = storage_threads(one_partition) if threads is None else threads
     done = run_steps(steps, threads if pinned else 1, wrap)
     frame, detections = done["detections"]
     return frame, detections, {f.name: done[f"query {f.name}"] for f in queries}

@@ -269,8 +269,7 @@ def run_audit(
             storage_one = etl.storage_one_partition(scans, small)
             if storage_one != small:  # small scans of a large snapshot: every input read again as one partition
                 etl.repartition_inputs(session, snapshot_dir, scans, materialised, sql_root, storage_one)
-            # the shared views, the storage detections (over them) and the capacity view (two driver threads when it
-            # reads one partition: etl.storage_threads)
+            # the shared views, the storage detections (over them) and the capacity view, from two driver threads
             storage_frame, storage_detections, stored = etl.storage_stage(
                 session, work_dir, sql_root, small_views, storage_top_n, one_partition=storage_one
             )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pulsar_ops.audit.etl import SHARED_VIEW_CONF, reads, shared_storage_files, storage_threads
+from pulsar_ops.audit.etl import SHARED_VIEW_CONF, reads, shared_storage_files
 from pulsar_ops.audit.sql_files import storage_files
 from pulsar_ops.audit.steps import Step, run_steps
 from pulsar_ops.errors import AuditError
@@ -145,8 +145,3 @@ def test_the_storage_stage_reads_in_file_order() -> None:
     assert {f.name for f in queries} == {"bookies", "oldest_logs", "owners"}
     assert all(reads(f, names) == {"storage_ledgers"} for f in queries)
     assert set(SHARED_VIEW_CONF) <= set(names)
-
-
-def test_two_threads_only_when_the_storage_stage_reads_one_partition() -> None:
-    """Partitioned (600,000 topics) the step is CPU-bound and ran no faster from two threads: one at a time."""
-    assert storage_threads(True) == 2 and storage_threads(False) == 1
