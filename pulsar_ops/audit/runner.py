@@ -148,10 +148,6 @@ def conf_value(session: SparkSession, key: str) -> str | None:
     return None if value is None else str(value)
 
 
-def _storage(detection: str) -> bool:
-    return detection in STORAGE_DETECTIONS
-
-
 def _not_storage(detection: str) -> bool:
     return detection not in STORAGE_DETECTIONS
 
@@ -273,14 +269,10 @@ def run_audit(
             storage_one = etl.storage_one_partition(scans, small)
             if storage_one != small:  # small scans of a large snapshot: every input read again as one partition
                 etl.repartition_inputs(session, snapshot_dir, scans, materialised, sql_root, storage_one)
-            # read by the detections; the shared views written small are broadcast where their SQL asks
-            small_shared = etl.storage_shared(session, work_dir, sql_root, one_partition=storage_one)
-            session.sparkContext.setJobDescription(stage_metrics.STEP_PREFIX + stage_metrics.storage_step())
-            storage_frame, storage_detections = etl.transform(
-                session, sql_root, small_views | small_shared, only=_storage
+            # the shared views, the storage detections (over them) and the capacity view, from two driver threads
+            storage_frame, storage_detections, stored = etl.storage_stage(
+                session, work_dir, sql_root, small_views, storage_top_n, one_partition=storage_one
             )
-            storage_frame = etl.write_findings(storage_frame, work_dir / "findings_storage")
-            stored = etl.storage(session, sql_root, storage_top_n)
             if storage_one != small:
                 etl.partition_conf(session, small)  # the snapshot's own settings again (a session that audits on)
             timings["storage"], mark = time.monotonic() - mark, time.monotonic()

@@ -4,6 +4,7 @@ the oldest logs name the live ledgers (and retention) that pin them."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,10 @@ import pytest
 
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.runner import AuditResult, run_audit
-from pulsar_ops.audit.sql_files import detect_files
+from pulsar_ops.audit.sql_files import detect_files, sql_root, storage_files
+from pulsar_ops.audit.stage_metrics import storage_step
 from pulsar_ops.audit.storage_view import CLASSES
+from pulsar_ops.errors import AuditError
 from pulsar_ops.findings import STORAGE_DETECTIONS
 from tests.spark.scan_builder import ScanBuilder
 from tests.spark.snapshot_builder import DAY, NOW
@@ -140,3 +143,27 @@ def test_the_storage_stage_read_as_one_partition_changes_nothing(result: AuditRe
     assert mixed.audit["storage"] == result.audit["storage"]
     assert mixed.audit["detections"] == result.audit["detections"]
     assert {"detections", "storage", "findings"} <= set(mixed.audit["stages"]["by_step"])
+    # each storage statement's stages under its own step, though run from two driver threads (etl.storage_stage)
+    for run in (result, mixed):
+        by_step = run.audit["stages"]["by_step"]
+        for f in storage_files():
+            assert by_step[storage_step(f.name)]["stages"] > 0, f.name
+        assert by_step[storage_step()]["stages"] > 0  # the storage detections'
+
+
+def test_a_failing_storage_statement_is_its_audit_error(result: AuditResult, spark: Any, tmp_path: Path) -> None:
+    """The fixture's audit with two broken storage files: oldest_logs.sql, a capacity query that starts beside the
+    chain of shared views after storage_ledgers (etl.storage_stage) and fails first, and 5_stale_keepers.sql, the
+    chain's last view: the error is stale_keepers' AuditError naming its file, the one a sequential run raises
+    (the shared views before the capacity queries)."""
+    root = tmp_path / "sql"
+    shutil.copytree(sql_root(), root)
+    for name in ("5_stale_keepers.sql", "oldest_logs.sql"):
+        (root / "storage" / name).write_text("SELECT no_such_column FROM storage_ledgers")
+    dirs = [Path(s["path"]) for s in result.audit["bookie_scans"]]
+    with pytest.raises(AuditError) as raised:
+        run_audit(result.out_dir.parent / "snap", tmp_path / "out", AuditParams(), spark=spark, bookie_scans=dirs,
+                  sql_root=root, storage_top_n=2)  # fmt: skip
+    assert raised.value.message.startswith(f"{root / 'storage' / '5_stale_keepers.sql'}: ")
+    assert "no_such_column" in raised.value.message
+    assert raised.value.hint == "fix 5_stale_keepers.sql; then re-run the audit"
