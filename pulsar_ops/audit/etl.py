@@ -485,7 +485,7 @@ def scanned_dirs(df: DataFrame) -> tuple[str, ...]:
     return tuple(sorted({re.sub(r"^file:(//)?", "", f).rsplit("/", 1)[0] for f in df.inputFiles()}))
 
 
-# How a shared storage view is planned and written, by view name (:func:`storage_shared`), measured at 600,000
+# How a shared storage view is planned and written, by view name (:func:`storage_stage`), measured at 600,000
 # topics with six scans (storage_ledgers: 9,100,644 rows). Settings apply to that view's query alone (restored after
 # it), unless set explicitly; a key an older Spark does not know is ignored, and the SQL is correct without it.
 # - bypassPartialAggregation (Spark 4.3): the references' min(named_struct) per ledger ran as two sort-based
@@ -575,7 +575,7 @@ def materialise(
         )
     spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     # after the intermediates they read (int_undecodable, int_blocking); with scans run_audit's storage step writes
-    # them (storage_shared) before anything reads them
+    # them (storage_stage) before anything reads them
     storage_views(spark, sql_root, replaced_with_scans=True)
     return out
 
@@ -684,7 +684,7 @@ def storage_views(spark: SparkSession, sql_root: Path | None = None, *, replaced
     table is an empty relation and every shared view is proven empty: a view that reads it, or a storage
     detection, analyses over a relation of a few columns instead of inlining the whole plan of every view before
     it (stale-entry-log's analysed plan: 3,845 nodes as SQL, 74 so; the union of every detection 6,956 and 1,149),
-    and finds nothing, as it did. With scans :func:`storage_shared` writes each view once and registers a read of
+    and finds nothing, as it did. With scans :func:`storage_stage` writes each view once and registers a read of
     it instead: ``replaced_with_scans`` (:func:`materialise`, whose audit runs it) then registers nothing (only the
     storage detections and ``storage/*.sql`` read these views; analysing the chain as SQL cost 1.2-1.8 s of a warm
     session's audit with the suite's scans), and nothing is proven otherwise."""

@@ -1,11 +1,11 @@
 -- storage_ledgers: one row per (scanned bookie, ledger) with bytes on that bookie, the class of those bytes and
--- their owner. Written once to Parquet (etl.storage_shared), before the storage detections, and read by them and
+-- their owner. Written once to Parquet (etl.storage_stage), before the storage detections, and read by them and
 -- by the other storage/*.sql queries: the 9 M (ledger, log) pairs of 600,000 topics are aggregated and joined
 -- with the metadata once, not once per query.
--- `bookie_no`: the bookie's rank by bookie_id among the scans (1, 2, ...; stg_scan_bookies numbers them). The pairs are aggregated by (bookie_no,
--- ledger_id), integers, not by the bookie's string, and owners.sql groups and sorts by it (an integer sort key is
--- radix-sorted; bookie ids sharing a prefix, as 10.20.0.11:3181 and 10.20.0.12:3181, made every comparison a
--- string comparison).
+-- `bookie_no`: the bookie's rank by bookie_id among the scans (1, 2, ...; stg_scan_bookies numbers them). The
+-- pairs are aggregated by (bookie_no, ledger_id), integers, not by the bookie's string, and owners.sql groups and
+-- sorts by it (an integer sort key is radix-sorted; bookie ids sharing a prefix, as 10.20.0.11:3181 and
+-- 10.20.0.12:3181, made every comparison a string comparison).
 -- `metadata`: the ledger's znode is in stg_bk_ledgers; `undecodable`: its znode is an undecodable one
 -- (int_undecodable). Neither: the ledger looks deleted (unreclaimed-ledger-data's candidates, stale-entry-log's
 -- dead bytes).

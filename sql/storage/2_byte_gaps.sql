@@ -1,6 +1,6 @@
 -- byte_gaps: per closed ledger with entries, each judged bookie of its ensembles that has no bytes of it
 -- (storage_ledgers): the candidates of ledger_gaps (sql/storage/4_ledger_gaps.sql), which then drops those the
--- bookie's local ledger index lists. A row per (ledger, bookie); written once to Parquet (etl.storage_shared) and
+-- bookie's local ledger index lists. A row per (ledger, bookie); written once to Parquet (etl.storage_stage) and
 -- its rows counted, so indexed (sql/storage/3_indexed.sql) looks the few up in the local index by broadcast instead
 -- of shuffling the index (9 M rows at 600,000 topics) into this aggregate. Only bookies whose scan is complete (no
 -- log skipped) and whose local index was read are judged: an incomplete scan or an unread index is never evidence

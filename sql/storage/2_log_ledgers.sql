@@ -1,6 +1,6 @@
 -- log_ledgers: per scanned entry log, its (ledger, log) pairs in one pass: the pairs of live ledgers summed into
 -- one row (ledger_id NULL), each pair of a dead ledger a row of its own. Written once to Parquet
--- (etl.storage_shared), after storage_ledgers and before the storage detections: stale_logs (each log's live
+-- (etl.storage_stage), after storage_ledgers and before the storage detections: stale_logs (each log's live
 -- bytes, the deleted ledgers it still holds) and unreclaimed-ledger-data (where a deleted ledger's bytes are) read
 -- these few rows instead of the scans' 9 M pairs at 600,000 topics, one pass each.
 -- Dead: the (bookie, ledger) of storage_ledgers whose metadata is absent and whose znode is not an undecodable

@@ -7,7 +7,7 @@
 -- and unreclaimed-ledger-data judge it; ledger_gaps counts any row.
 -- Matched by ledger id alone, a 64-bit key (the index's rows are not each copied and hashed with their bookie id
 -- string: 1.2-1.3 -> 0.35 task-CPU s at 600,000 topics), so it also holds those ledgers' rows on other bookies;
--- each reader joins on (bookie, ledger). Written once to Parquet (etl.storage_shared) before them; both sides are
+-- each reader joins on (bookie, ledger). Written once to Parquet (etl.storage_stage) before them; both sides are
 -- few where bookies hold what their ensembles say and GC runs, so each is broadcast to the index when its write
 -- counted few rows, not the index shuffled to them.
 SELECT i.bookie_id, i.ledger_id, bool_or(coalesce(i.exists, true)) AS listed

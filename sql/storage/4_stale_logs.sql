@@ -1,6 +1,6 @@
 -- stale_logs: the entry logs stale-entry-log reports (sql/detect/stale_entry_log.sql holds the rule's comment:
 -- thresholds, intervals, gcWaitTime, causes), one row per log with its measure and likely causes. Written once to
--- Parquet (etl.storage_shared) before the storage detections: stale-entry-log reads it twice (the logs, and the
+-- Parquet (etl.storage_stage) before the storage detections: stale-entry-log reads it twice (the logs, and the
 -- live pairs of those logs), and as a view Spark planned the per-log aggregate over the scans' 9 M (ledger, log)
 -- pairs once per reference. Each log's live and dead pairs come from log_ledgers (sql/storage/2_log_ledgers.sql).
 WITH logs AS (

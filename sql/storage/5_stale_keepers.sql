@@ -1,6 +1,6 @@
 -- stale_keepers: per stale entry log (stale_logs, sql/storage/4_stale_logs.sql), the live ledgers keeping the rest
 -- of it alive, its 10 biggest (by bytes, then ledger id): stale-entry-log's `keeping_alive`
--- (sql/detect/stale_entry_log.sql). Written once to Parquet (etl.storage_shared) before the storage detections and
+-- (sql/detect/stale_entry_log.sql). Written once to Parquet (etl.storage_stage) before the storage detections and
 -- its rows counted: the detection then looks the metadata and managed ledgers of these few ledgers up by broadcast
 -- when few, instead of shuffling BookKeeper's ledgers and the managed ledgers (2-3 M and 615,104 rows at 600,000
 -- topics) to name a handful, and the scans' 9 M (ledger, log) pairs are read once, not twice.

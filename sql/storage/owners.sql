@@ -25,7 +25,9 @@ topics AS (
     -- takes flat keys only, and with ~374 K topics per task it overflowed, every row then hashed twice (its string
     -- copied for the first). Shuffle 130.6 -> 62.6 MB, owners 10.6/9.1 -> 7.3/6.3 task-CPU s at 600,000 topics
     SELECT
-        named_struct('orphan', CASE WHEN class = 'orphan' THEN 4 ELSE 0 END, 'hi', bookie_no DIV 8, 'topic', topic) AS tk,
+        named_struct(
+            'orphan', CASE WHEN class = 'orphan' THEN 4 ELSE 0 END, 'hi', bookie_no DIV 8, 'topic', topic
+        ) AS tk,
         sum(CASE WHEN bookie_no % 8 = 0 THEN bytes END) AS b0,
         count_if(bookie_no % 8 = 0) AS n0,
         sum(CASE WHEN bookie_no % 8 = 1 THEN bytes END) AS b1,
@@ -44,7 +46,9 @@ topics AS (
         count_if(bookie_no % 8 = 7) AS n7
     FROM storage_ledgers
     WHERE class IN ('live', 'orphan')
-    GROUP BY named_struct('orphan', CASE WHEN class = 'orphan' THEN 4 ELSE 0 END, 'hi', bookie_no DIV 8, 'topic', topic)
+    GROUP BY named_struct(
+        'orphan', CASE WHEN class = 'orphan' THEN 4 ELSE 0 END, 'hi', bookie_no DIV 8, 'topic', topic
+    )
 ),
 topic_top AS (
     -- per (class, bookie_no DIV 8): each of the 8 bookies' topic count and top N (the same key as `top` below),
@@ -53,21 +57,53 @@ topic_top AS (
         tk.orphan AS orphan,
         tk.hi AS hi,
         count_if(n0 > 0) AS g0,
-        min_by(named_struct('name', tk.topic, 'bytes', b0, 'ledgers', n0), named_struct('neg_bytes', -b0, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')), ${storage_top_n}) FILTER (WHERE n0 > 0) AS t0,
+        min_by(
+            named_struct('name', tk.topic, 'bytes', b0, 'ledgers', n0),
+            named_struct('neg_bytes', -b0, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')),
+            ${storage_top_n}
+        ) FILTER (WHERE n0 > 0) AS t0,
         count_if(n1 > 0) AS g1,
-        min_by(named_struct('name', tk.topic, 'bytes', b1, 'ledgers', n1), named_struct('neg_bytes', -b1, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')), ${storage_top_n}) FILTER (WHERE n1 > 0) AS t1,
+        min_by(
+            named_struct('name', tk.topic, 'bytes', b1, 'ledgers', n1),
+            named_struct('neg_bytes', -b1, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')),
+            ${storage_top_n}
+        ) FILTER (WHERE n1 > 0) AS t1,
         count_if(n2 > 0) AS g2,
-        min_by(named_struct('name', tk.topic, 'bytes', b2, 'ledgers', n2), named_struct('neg_bytes', -b2, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')), ${storage_top_n}) FILTER (WHERE n2 > 0) AS t2,
+        min_by(
+            named_struct('name', tk.topic, 'bytes', b2, 'ledgers', n2),
+            named_struct('neg_bytes', -b2, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')),
+            ${storage_top_n}
+        ) FILTER (WHERE n2 > 0) AS t2,
         count_if(n3 > 0) AS g3,
-        min_by(named_struct('name', tk.topic, 'bytes', b3, 'ledgers', n3), named_struct('neg_bytes', -b3, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')), ${storage_top_n}) FILTER (WHERE n3 > 0) AS t3,
+        min_by(
+            named_struct('name', tk.topic, 'bytes', b3, 'ledgers', n3),
+            named_struct('neg_bytes', -b3, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')),
+            ${storage_top_n}
+        ) FILTER (WHERE n3 > 0) AS t3,
         count_if(n4 > 0) AS g4,
-        min_by(named_struct('name', tk.topic, 'bytes', b4, 'ledgers', n4), named_struct('neg_bytes', -b4, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')), ${storage_top_n}) FILTER (WHERE n4 > 0) AS t4,
+        min_by(
+            named_struct('name', tk.topic, 'bytes', b4, 'ledgers', n4),
+            named_struct('neg_bytes', -b4, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')),
+            ${storage_top_n}
+        ) FILTER (WHERE n4 > 0) AS t4,
         count_if(n5 > 0) AS g5,
-        min_by(named_struct('name', tk.topic, 'bytes', b5, 'ledgers', n5), named_struct('neg_bytes', -b5, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')), ${storage_top_n}) FILTER (WHERE n5 > 0) AS t5,
+        min_by(
+            named_struct('name', tk.topic, 'bytes', b5, 'ledgers', n5),
+            named_struct('neg_bytes', -b5, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')),
+            ${storage_top_n}
+        ) FILTER (WHERE n5 > 0) AS t5,
         count_if(n6 > 0) AS g6,
-        min_by(named_struct('name', tk.topic, 'bytes', b6, 'ledgers', n6), named_struct('neg_bytes', -b6, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')), ${storage_top_n}) FILTER (WHERE n6 > 0) AS t6,
+        min_by(
+            named_struct('name', tk.topic, 'bytes', b6, 'ledgers', n6),
+            named_struct('neg_bytes', -b6, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')),
+            ${storage_top_n}
+        ) FILTER (WHERE n6 > 0) AS t6,
         count_if(n7 > 0) AS g7,
-        min_by(named_struct('name', tk.topic, 'bytes', b7, 'ledgers', n7), named_struct('neg_bytes', -b7, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')), ${storage_top_n}) FILTER (WHERE n7 > 0) AS t7
+        min_by(
+            named_struct('name', tk.topic, 'bytes', b7, 'ledgers', n7),
+            named_struct('neg_bytes', -b7, 'named', tk.topic IS NOT NULL, 'name', coalesce(tk.topic, '')),
+            ${storage_top_n}
+        ) FILTER (WHERE n7 > 0) AS t7
     FROM topics
     GROUP BY tk.orphan, tk.hi
 ),
@@ -86,8 +122,8 @@ topic_parts AS (
     FROM topic_top
 ),
 grouped AS (
-    -- a group per (part, name): part = bookie_no * 8 + (4 for orphan bytes) + level (0 tenant, 1 namespace, 2 topic);
-    -- the tenant and namespace levels here, the topic level's from topic_parts
+    -- a group per (part, name): part = bookie_no * 8 + (4 for orphan bytes) + level (0 tenant, 1 namespace,
+    -- 2 topic); the tenant and namespace levels here, the topic level's from topic_parts
     SELECT
         bc + CASE WHEN grouping(tenant) = 0 THEN 0 ELSE 1 END AS part,
         CASE WHEN grouping(tenant) = 0 THEN tenant ELSE namespace END AS name,

@@ -49,7 +49,7 @@ def test_every_macro_in_the_shipped_sql_is_expanded_into_one_hint() -> None:
         assert "${" not in rendered and "${" not in f.text, f.name
         macros = raw.count("${broadcast_if_small:")
         assert rendered.count("/*+ BROADCAST(") - f.text.count("/*+ BROADCAST(") == macros, f.name
-    # what the audit measures (etl.broadcastable, etl.storage_shared, etl.small_tables): three intermediate views,
+    # what the audit measures (etl.broadcastable, etl.storage_stage, etl.small_tables): three intermediate views,
     # six shared storage views and two tables
     assert named == {
         "int_unmatched_ledgers",
