@@ -28,7 +28,7 @@ WITH bookies AS (
     SELECT bookie_id, started_at_ms, bookie_no FROM stg_scan_bookies
 ),
 logs AS (
-    SELECT bookie_id, ledger_dir, log_id, min(mtime_ms) AS mtime_ms
+    SELECT bookie_id, ledger_dir, log_id, hash(bookie_id, ledger_dir, log_id) AS h, min(mtime_ms) AS mtime_ms
     FROM stg_scan_entry_logs
     WHERE read_via <> 'skipped' AND NOT compacting
     GROUP BY bookie_id, ledger_dir, log_id
@@ -38,11 +38,18 @@ pairs AS (
     -- per scan: broadcast, so the (ledger, log) pairs are not shuffled by log before their aggregate by ledger.
     -- Distributed by ledger alone: the aggregate by (bookie, ledger) below and the joins by ledger after it need no
     -- other shuffle, so the pairs cross the network once, not twice (9 M rows at 600,000 topics, about one per
-    -- bookie and ledger)
+    -- bookie and ledger). Both joins keyed by a number, the hash of the strings (`h`), the strings compared on a
+    -- match, `(...) IS NOT DISTINCT FROM true` keeping that out of the keys (as byte_gaps.sql does): as keys, the
+    -- bookie id and ledger directory of each pair were copied into a key row and hashed there; by hash the broadcast
+    -- side is a table of numbers. The same rows; 25.10 / 25.06 -> 24.12 / 23.92 task-CPU s at 600,000 topics
     SELECT /*+ BROADCAST(k, g), REPARTITION(ledger_id) */ k.bookie_no, l.ledger_id, l.bytes, g.mtime_ms
     FROM stg_scan_entry_log_ledgers l
-    JOIN bookies k ON k.bookie_id = l.bookie_id
-    LEFT JOIN logs g ON g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id
+    JOIN (SELECT bookie_id, bookie_no, hash(bookie_id) AS h FROM bookies) k
+        ON k.h = hash(l.bookie_id) AND (k.bookie_id = l.bookie_id) IS NOT DISTINCT FROM true
+    LEFT JOIN logs g
+        ON g.h = hash(l.bookie_id, l.ledger_dir, l.log_id)
+        AND (g.bookie_id = l.bookie_id AND g.ledger_dir = l.ledger_dir AND g.log_id = l.log_id)
+        IS NOT DISTINCT FROM true
 ),
 on_disk AS (
     SELECT p.bookie_no, p.ledger_id, sum(p.bytes) AS bytes, min(p.mtime_ms) AS oldest_mtime_ms
