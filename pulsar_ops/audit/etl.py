@@ -814,7 +814,9 @@ def storage_stage(
         for f in queries
     )
     # PySpark's pinned thread mode (its default): each Python thread its own JVM thread, with its own job
-    # description; without it the threads would share JVM threads and their descriptions, so one at a time
+    # description; without it the threads would share JVM threads and their descriptions, so one at a time. A
+    # wrapper per call: one inheritable_thread_target wrapper hands every call the same properties object, so the
+    # statements' job descriptions would mix
     pinned = isinstance(SparkContext._gateway, ClientServer)
     wrap: Callable[[Callable[[], Any]], Callable[[], Any]] = lambda fn: inheritable_thread_target(spark)(fn)  # noqa: E731
     done = run_steps(steps, threads if pinned else 1, wrap)
