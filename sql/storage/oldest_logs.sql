@@ -48,7 +48,8 @@ topic_policy AS (
 pinned AS (
     -- those pairs broadcast too: storage_ledgers (a row per bookie and ledger) is read, not shuffled, and joined on
     -- the ledger id alone (as `pairs`: its 9 M rows' bookie ids are compared only on a match); the namespaces and
-    -- topic policies broadcast (the few matches were shuffled by topic for a sort-merge join with the policies)
+    -- topic policies broadcast (a row per namespace, per topic with a retention policy of its own: the few matches
+    -- were shuffled by topic for a sort-merge join with the policies)
     SELECT /*+ BROADCAST(p, n, tp) */
         p.bookie_id, p.ledger_dir, p.log_id, p.ledger_id, p.bytes, s.class, s.topic, s.namespace, s.kind,
         n.retention_time_minutes AS ns_retention_minutes, n.retention_size_mb AS ns_retention_mb,
