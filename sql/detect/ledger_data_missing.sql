@@ -13,34 +13,28 @@
 -- The ledger's age is its metadata ctime, else (v1/v2 metadata, v3 written with storeCtime off) its znode's ctime:
 -- `ctime_ms` of the snapshot is that fallback, and `evidence.ctime_source` says which one judged it. A znode never
 -- predates the ledger it describes, so the fallback can only withhold a claim, never make one early.
-WITH absent_here AS (
-    -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie: ledger_gaps
-    -- (sql/storage/4_ledger_gaps.sql, written once before the storage detections), broadcast below when its write
-    -- counted few rows
-    SELECT ledger_id, bookie_id, started_at_ms FROM ledger_gaps
-),
-closed AS (
-    -- the wide metadata of the gaps' ledgers alone: the gaps broadcast when few (BookKeeper's 2-3 M ledgers at
-    -- 600,000 topics are then read, not shuffled)
-    SELECT /*+ BROADCAST(sp) */ ${broadcast_if_small:a:ledger_gaps}
-        b.ledger_id,
-        b.path AS ledger_path,
-        b.ml_name,
-        b.length,
-        b.last_entry_id,
-        b.ensemble_size,
-        b.write_quorum,
-        b.ack_quorum,
-        b.ctime_ms,
-        b.metadata_ctime_ms IS NULL AS ctime_from_znode,
-        b.ensembles_json,
+WITH closed AS (
+    -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie, with the
+    -- ledger's metadata: ledger_gaps (sql/storage/4_ledger_gaps.sql, written once before the storage detections: it
+    -- read BookKeeper's 2-3 M ledgers at 600,000 topics for the gaps alone, a row per BookKeeper row of the ledger)
+    SELECT /*+ BROADCAST(sp) */
+        a.ledger_id,
+        a.ledger_path,
+        a.ml_name,
+        a.length,
+        a.last_entry_id,
+        a.ensemble_size,
+        a.write_quorum,
+        a.ack_quorum,
+        a.ctime_ms,
+        a.metadata_ctime_ms IS NULL AS ctime_from_znode,
+        a.ensembles_json,
         a.bookie_id,
         a.started_at_ms AS scan_started_at_ms,
         sp.flush_interval_ms
-    FROM absent_here a
-    JOIN stg_bk_ledgers b ON b.ledger_id = a.ledger_id
+    FROM ledger_gaps a
     CROSS JOIN scan_params sp
-    WHERE b.ctime_ms <= a.started_at_ms - sp.flush_interval_ms
+    WHERE a.ctime_ms <= a.started_at_ms - sp.flush_interval_ms
 ),
 segments AS (
     SELECT
@@ -121,19 +115,13 @@ missing AS (
     WHERE NOT coalesce(o.bookkeeper_deleted, false)
 ),
 ml AS (
-    -- the topic of the gaps' managed ledgers alone (their names from BookKeeper's metadata, read again for the gaps'
-    -- ids only): the gaps broadcast when few, so the 615,104 managed ledgers of 600,000 topics are read, not shuffled
+    -- the topic of the gaps' managed ledgers alone (their names from ledger_gaps, which read BookKeeper's metadata
+    -- for the gaps' ids): the gaps broadcast when few, so the 615,104 managed ledgers of 600,000 topics are read, not
+    -- shuffled
     SELECT m.ml_name, min(m.topic) AS topic, min(m.namespace) AS namespace
     FROM stg_managed_ledgers m
     WHERE EXISTS (
-        SELECT ${broadcast_if_small:gm:ledger_gaps} 1
-        FROM (
-            SELECT b.ml_name FROM stg_bk_ledgers b
-            WHERE EXISTS (
-                SELECT ${broadcast_if_small:g:ledger_gaps} 1 FROM ledger_gaps g WHERE g.ledger_id = b.ledger_id
-            )
-        ) gm
-        WHERE gm.ml_name = m.ml_name
+        SELECT ${broadcast_if_small:g:ledger_gaps} 1 FROM ledger_gaps g WHERE g.ml_name = m.ml_name
     )
     GROUP BY m.ml_name
 )

@@ -32,32 +32,30 @@ WITH bk AS (
     )
     GROUP BY b.ledger_id
 ),
-ml AS (
-    -- the topic of those managed ledgers alone
-    SELECT m.ml_name, min(m.topic) AS topic, min(m.namespace) AS namespace
+keeper_topics AS (
+    -- the topic of those managed ledgers alone, per keeper's ledger (bk read once: a second reference planned its
+    -- read of BookKeeper's ledgers again); bk a row per keeper at most, broadcast when stale_keepers counted few rows
+    SELECT ${broadcast_if_small:k:stale_keepers} k.ledger_id, min(m.topic) AS topic, min(m.namespace) AS namespace
     FROM stg_managed_ledgers m
-    WHERE EXISTS (
-        SELECT ${broadcast_if_small:k:stale_keepers} 1 FROM bk k WHERE k.ml_name = m.ml_name
-    )
-    GROUP BY m.ml_name
+    JOIN bk k ON k.ml_name = m.ml_name
+    GROUP BY k.ledger_id
 ),
 described AS (
-    -- the ledgers keeping the rest of it alive (the 10 biggest), with their topics and namespace retention. bk and
-    -- ml hold a row per keeper at most, broadcast when stale_keepers counted few rows, and the namespaces (a row per
-    -- namespace) always: adaptive execution broadcasts only after both sides of a join were shuffled
-    SELECT ${broadcast_if_small:b:stale_keepers} ${broadcast_if_small:ml:stale_keepers} /*+ BROADCAST(ns) */
+    -- the ledgers keeping the rest of it alive (the 10 biggest), with their topics and namespace retention.
+    -- keeper_topics holds a row per keeper at most, broadcast when stale_keepers counted few rows, and the namespaces
+    -- (a row per namespace) always: adaptive execution broadcasts only after both sides of a join were shuffled
+    SELECT ${broadcast_if_small:t:stale_keepers} /*+ BROADCAST(ns) */
         k.bookie_id, k.ledger_dir, k.log_id,
         reverse(array_sort(collect_list(named_struct(
             'bytes', k.bytes,
             'ledger_id', k.ledger_id,
-            'topic', ml.topic,
+            'topic', t.topic,
             'retention_time_minutes', ns.retention_time_minutes,
             'retention_size_mb', ns.retention_size_mb
         )))) AS keeping
     FROM stale_keepers k
-    LEFT JOIN bk b ON b.ledger_id = k.ledger_id
-    LEFT JOIN ml ON ml.ml_name = b.ml_name
-    LEFT JOIN stg_namespaces ns ON ns.namespace = ml.namespace
+    LEFT JOIN keeper_topics t ON t.ledger_id = k.ledger_id
+    LEFT JOIN stg_namespaces ns ON ns.namespace = t.namespace
     GROUP BY k.bookie_id, k.ledger_dir, k.log_id
 )
 -- described: a row per stale log at most, broadcast when stale_logs counted few rows

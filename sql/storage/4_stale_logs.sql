@@ -88,7 +88,8 @@ due AS (
     WHERE k.kind IS NOT NULL
 ),
 stale AS (
-    SELECT
+    -- bk: a row per bookie (broadcast: a sort-merge join shuffled both sides by bookie id)
+    SELECT /*+ BROADCAST(bk) */
         d.*,
         CASE WHEN bk.total_bytes > 0 THEN 1.0 - bk.free_bytes / bk.total_bytes END AS disk_usage
     FROM due d
