@@ -25,7 +25,13 @@
 --                 so absence of a reference proves nothing), or metadata not seen but absence not provable.
 WITH bookies AS (
     -- bookie_id is unique among the scans (audit/bookie_scans.read_scans refuses two scans of one bookie)
-    SELECT bookie_id, started_at_ms, bookie_no FROM stg_scan_bookies
+    -- `hi`, `slot`, `bit`: the bookie's group of 8 (bookie_no DIV 8), its place in it and that place's bit (on_disk)
+    SELECT bookie_id, started_at_ms, bookie_no, bookie_no DIV 8 AS hi, bookie_no % 8 AS slot,
+        CASE bookie_no % 8
+            WHEN 0 THEN 1 WHEN 1 THEN 2 WHEN 2 THEN 4 WHEN 3 THEN 8
+            WHEN 4 THEN 16 WHEN 5 THEN 32 WHEN 6 THEN 64 ELSE 128
+        END AS bit
+    FROM stg_scan_bookies
 ),
 logs AS (
     SELECT bookie_id, ledger_dir, log_id, hash(bookie_id, ledger_dir, log_id) AS h, min(mtime_ms) AS mtime_ms
@@ -36,12 +42,10 @@ logs AS (
 pairs AS (
     -- `logs` has a row per entry log (a bookie's disk over its logSizeLimit, 1 GiB by default) and `bookies` one
     -- per scan: broadcast, so the (ledger, log) pairs are not shuffled by log before their aggregate by ledger.
-    -- Distributed by ledger alone: the aggregate by (bookie, ledger) below and the joins by ledger after it need no
-    -- other shuffle, so the pairs cross the network once, not twice (9 M rows at 600,000 topics, about one per
-    -- bookie and ledger). Both joins keyed by a number, the hash of the strings (`h`), the strings compared on a
-    -- match, `(...) IS NOT DISTINCT FROM true` keeping that out of the keys (as byte_gaps.sql does): as keys, the
-    -- bookie id and ledger directory of each pair were copied into a key row and hashed there; by hash the broadcast
-    -- side is a table of numbers. The same rows; 25.10 / 25.06 -> 24.12 / 23.92 task-CPU s at 600,000 topics
+    -- Distributed by ledger alone: the aggregate by (ledger, group of bookies) below and the join by ledger after it
+    -- need no other shuffle, so the pairs cross the network once (9 M rows at 600,000 topics). Both joins keyed by a
+    -- number, the hash of the strings (`h`), the strings compared on a match, `(...) IS NOT DISTINCT FROM true`
+    -- keeping that out of the keys (as byte_gaps.sql does): the broadcast side is a table of numbers
     SELECT /*+ BROADCAST(k, g), REPARTITION(ledger_id) */ k.bookie_no, l.ledger_id, l.bytes, g.mtime_ms
     FROM stg_scan_entry_log_ledgers l
     JOIN (SELECT bookie_id, bookie_no, hash(bookie_id) AS h FROM bookies) k
@@ -52,9 +56,34 @@ pairs AS (
         IS NOT DISTINCT FROM true
 ),
 on_disk AS (
-    SELECT p.bookie_no, p.ledger_id, sum(p.bytes) AS bytes, min(p.mtime_ms) AS oldest_mtime_ms
+    -- the pairs aggregated per (ledger, group of 8 bookies), pivoted by bookie: `held`, the bits of the bookies with
+    -- pairs of the ledger; `old`, of those with a pair in a log older than the scrape's start (the per-bookie part
+    -- of `unreclaimed`: the oldest log before it); b0..b7 each bookie's bytes. With at most 8 bookies a ledger is one
+    -- row (2.2 M at 600,000 topics, not 9.1 M): a fourth of the rows aggregated by hash, sorted and merged with the
+    -- ledgers; `joined` turns each row back into one per bookie holding the ledger (its bit in `held`).
+    -- 600,000 topics, the query alone, warm, in turns with one merge join per input and a row per (bookie, ledger):
+    -- 24.29 / 23.89 -> 21.14 / 21.44 task-CPU s, the same rows (8 bookies a row; 4: 22.37; each bookie's oldest log
+    -- as a column, not the bit: 22.73). At 50,000 topics, whose session runs without generated code, it costs more
+    SELECT /*+ BROADCAST(sp) */ p.ledger_id, p.bookie_no DIV 8 AS hi,
+        bit_or(CASE p.bookie_no % 8
+            WHEN 0 THEN 1 WHEN 1 THEN 2 WHEN 2 THEN 4 WHEN 3 THEN 8
+            WHEN 4 THEN 16 WHEN 5 THEN 32 WHEN 6 THEN 64 ELSE 128
+        END) AS held,
+        bit_or(CASE WHEN p.mtime_ms < sp.snapshot_started_at_ms THEN CASE p.bookie_no % 8
+            WHEN 0 THEN 1 WHEN 1 THEN 2 WHEN 2 THEN 4 WHEN 3 THEN 8
+            WHEN 4 THEN 16 WHEN 5 THEN 32 WHEN 6 THEN 64 ELSE 128
+        END ELSE 0 END) AS old,
+        sum(CASE WHEN p.bookie_no % 8 = 0 THEN p.bytes END) AS b0,
+        sum(CASE WHEN p.bookie_no % 8 = 1 THEN p.bytes END) AS b1,
+        sum(CASE WHEN p.bookie_no % 8 = 2 THEN p.bytes END) AS b2,
+        sum(CASE WHEN p.bookie_no % 8 = 3 THEN p.bytes END) AS b3,
+        sum(CASE WHEN p.bookie_no % 8 = 4 THEN p.bytes END) AS b4,
+        sum(CASE WHEN p.bookie_no % 8 = 5 THEN p.bytes END) AS b5,
+        sum(CASE WHEN p.bookie_no % 8 = 6 THEN p.bytes END) AS b6,
+        sum(CASE WHEN p.bookie_no % 8 = 7 THEN p.bytes END) AS b7
     FROM pairs p
-    GROUP BY p.bookie_no, p.ledger_id
+    CROSS JOIN scan_params sp
+    GROUP BY p.ledger_id, p.bookie_no DIV 8
 ),
 refs AS (
     SELECT ledger_id, 0 AS prio, 'data' AS kind, topic, namespace FROM stg_ledger_list
@@ -71,55 +100,46 @@ refs AS (
     UNION ALL
     SELECT ledger_id, 4 AS prio, 'schema' AS kind, topic, namespace FROM stg_schema_index
 ),
-owner_min AS (
-    -- the first reference by kind (data, cursor, compacted, bucket, schema), then topic: one owner per ledger
-    SELECT ledger_id, min(named_struct('prio', prio, 'topic', topic, 'namespace', namespace, 'kind', kind)) AS o
-    FROM refs r
+ledger_keys AS (
+    -- Everything that depends on the ledger alone is derived once per ledger (2.3 M at 600,000 topics), before the
+    -- one merge join with the (bookie, ledger) rows (9 M): the references, the metadata znodes and the undecodable
+    -- ones were three merge joins on that side, each copying the row with its strings so far into a new one.
+    -- One row per ledger a reference, a metadata znode or an undecodable znode names: the first reference by kind
+    -- (data, cursor, compacted, bucket, schema), then topic (one owner per ledger), and whether a znode of it is
+    -- an undecodable one
+    SELECT ledger_id, min(o) AS o, max(u) AS u
+    FROM (
+        SELECT ledger_id, named_struct('prio', prio, 'topic', topic, 'namespace', namespace, 'kind', kind) AS o,
+            false AS u
+        FROM refs
+        UNION ALL
+        SELECT ledger_id, NULL AS o, false AS u FROM stg_bk_ledgers WHERE ledger_id IS NOT NULL
+        UNION ALL
+        SELECT ledger_id, NULL AS o, true AS u FROM int_undecodable WHERE ledger_id IS NOT NULL
+    ) k
     GROUP BY ledger_id
 ),
-owner AS (
-    -- the owner's tenant (the namespace's first segment when it is not empty: what '^([^/]+)/' extracts, without a
-    -- regular expression) once per owned ledger (2.2 M at 600,000 topics), not once per (bookie, ledger) row
-    SELECT ledger_id, o,
-        CASE WHEN instr(o.namespace, '/') > 1 THEN substring(o.namespace, 1, instr(o.namespace, '/') - 1) END AS tenant
-    FROM owner_min
-),
 bk AS (
-    -- the topic the metadata names is derived (regular expressions) only for a ledger no reference owns, below
     SELECT b.ledger_id, ${ledger_kind:b} AS kind, b.component, b.ml_name, b.schema_id, b.compacted_topic
     FROM stg_bk_ledgers b
 ),
-undecodable AS (
-    SELECT DISTINCT u.ledger_id FROM int_undecodable u WHERE u.ledger_id IS NOT NULL
-),
-joined AS (
-    SELECT /*+ BROADCAST(sb, sp, blk) */
-        sb.bookie_id,
-        d.bookie_no,
-        d.ledger_id,
-        d.bytes,
-        CASE
-            WHEN b.ledger_id IS NOT NULL AND o.ledger_id IS NOT NULL THEN 'live'
-            WHEN b.ledger_id IS NOT NULL AND b.kind NOT IN ('unowned', 'pulsar-unknown')
-                AND size(blk.incomplete_scopes) = 0 THEN 'orphan'
-            WHEN b.ledger_id IS NULL AND u.ledger_id IS NULL
-                AND NOT array_contains(blk.incomplete_scopes, '/ledgers')
-                AND sb.started_at_ms >= sp.snapshot_finished_at_ms
-                AND d.oldest_mtime_ms < sp.snapshot_started_at_ms THEN 'unreclaimed'
-            ELSE 'unattributed'
-        END AS class,
-        CASE
-            WHEN o.ledger_id IS NOT NULL THEN o.o.kind
-            WHEN b.ledger_id IS NOT NULL THEN b.kind
-        END AS kind,
-        o.ledger_id IS NOT NULL AS owned,
+ledger_meta AS (
+    -- per ledger (and per metadata znode of it: a ledger's two znodes, flat and hierarchical, give two rows)
+    SELECT
+        k.ledger_id,
+        k.o.prio IS NOT NULL AS owned,
         b.ledger_id IS NOT NULL AS metadata,
-        u.ledger_id IS NOT NULL AS undecodable,
-        o.o.topic AS owner_topic,
-        o.o.namespace AS owner_namespace,
-        o.tenant AS owner_tenant,
+        k.u AS undecodable,
+        b.ledger_id IS NOT NULL AND k.o.prio IS NOT NULL AS live,
+        b.ledger_id IS NOT NULL AND b.kind NOT IN ('unowned', 'pulsar-unknown') AS orphan_kind,
+        CASE WHEN k.o.prio IS NOT NULL THEN k.o.kind WHEN b.ledger_id IS NOT NULL THEN b.kind END AS kind,
+        k.o.topic AS owner_topic,
+        k.o.namespace AS owner_namespace,
         CASE
-            WHEN o.ledger_id IS NOT NULL THEN CAST(NULL AS STRING)
+            WHEN instr(k.o.namespace, '/') > 1 THEN substring(k.o.namespace, 1, instr(k.o.namespace, '/') - 1)
+        END AS owner_tenant,
+        CASE
+            WHEN k.o.prio IS NOT NULL THEN CAST(NULL AS STRING)
             WHEN b.component = 'managed-ledger' THEN concat(
                 'persistent://',
                 nullif(regexp_extract(b.ml_name, '^(.+)/persistent/[^/]+$', 1), ''),
@@ -134,44 +154,64 @@ joined AS (
             )
             ELSE b.compacted_topic
         END AS meta_topic
-    -- the joins by ledger first, the bookies, params and blocking scopes after them: the rows sorted for the joins
-    -- (9 M at 600,000 topics) are the aggregate's four numbers, not those with the bookie's id, its scan start and
-    -- the scopes' array copied into each (the same rows: every on_disk row has its bookie, and one row each)
+    FROM ledger_keys k
+    LEFT JOIN bk b ON b.ledger_id = k.ledger_id
+),
+ledger_info AS (
+    SELECT
+        m.ledger_id, m.owned, m.metadata, m.undecodable, m.live, m.orphan_kind, m.kind,
+        CASE WHEN m.owned THEN m.owner_topic ELSE m.meta_topic END AS topic,
+        CASE
+            WHEN m.owned THEN m.owner_namespace
+            ELSE nullif(regexp_extract(m.meta_topic, '^[a-z-]+://(.+)/[^/]+$', 1), '')
+        END AS namespace,
+        m.owner_tenant
+    FROM ledger_meta m
+),
+joined AS (
+    -- one merge join by ledger (a ledger in no reference, metadata or undecodable znode: no metadata, no owner),
+    -- then a row per bookie holding the ledger: the bookies of the row's group whose bit is in `held` (a broadcast
+    -- join, up to 8 matches a row); per row only what depends on the bookie: its id, bytes and part of
+    -- `unreclaimed` (its scan's start, its bit in `old`). The bookies, params and blocking scopes after the merge
+    -- join: the rows sorted for it are the aggregate's numbers, not those with the bookie's id, its scan start and
+    -- the scopes' array copied in
+    SELECT /*+ BROADCAST(sb, sp, blk) */
+        sb.bookie_id,
+        sb.bookie_no,
+        d.ledger_id,
+        CASE sb.slot
+            WHEN 0 THEN d.b0 WHEN 1 THEN d.b1 WHEN 2 THEN d.b2 WHEN 3 THEN d.b3
+            WHEN 4 THEN d.b4 WHEN 5 THEN d.b5 WHEN 6 THEN d.b6 WHEN 7 THEN d.b7
+        END AS bytes,
+        CASE
+            WHEN i.live THEN 'live'
+            WHEN i.orphan_kind AND size(blk.incomplete_scopes) = 0 THEN 'orphan'
+            WHEN coalesce(NOT i.metadata AND NOT i.undecodable, true)
+                AND NOT array_contains(blk.incomplete_scopes, '/ledgers')
+                AND sb.started_at_ms >= sp.snapshot_finished_at_ms
+                AND (d.old & sb.bit) <> 0 THEN 'unreclaimed'
+            ELSE 'unattributed'
+        END AS class,
+        i.kind,
+        coalesce(i.owned, false) AS owned,
+        coalesce(i.metadata, false) AS metadata,
+        coalesce(i.undecodable, false) AS undecodable,
+        i.topic,
+        i.namespace,
+        i.owner_tenant
     FROM on_disk d
-    LEFT JOIN owner o ON o.ledger_id = d.ledger_id
-    LEFT JOIN bk b ON b.ledger_id = d.ledger_id
-    LEFT JOIN undecodable u ON u.ledger_id = d.ledger_id
-    JOIN bookies sb ON sb.bookie_no = d.bookie_no
+    LEFT JOIN ledger_info i ON i.ledger_id = d.ledger_id
+    JOIN bookies sb ON sb.hi = d.hi AND (d.held & sb.bit) <> 0
     CROSS JOIN scan_params sp
     CROSS JOIN int_blocking blk
-),
-classified AS (
-    -- the columns the storage SQL reads (each is written for 9 M rows at 600,000 topics)
-    SELECT
-        j.bookie_id,
-        j.ledger_id,
-        j.bytes,
-        j.class,
-        j.kind,
-        j.metadata,
-        j.undecodable,
-        CASE WHEN j.owned THEN j.owner_topic ELSE j.meta_topic END AS topic,
-        CASE
-            WHEN j.owned THEN j.owner_namespace
-            ELSE nullif(regexp_extract(j.meta_topic, '^[a-z-]+://(.+)/[^/]+$', 1), '')
-        END AS namespace,
-        j.bookie_no,
-        j.owned,
-        j.owner_tenant
-    FROM joined j
 )
 SELECT
-    c.bookie_id, c.ledger_id, c.bytes, c.class, c.kind, c.metadata, c.undecodable, c.topic, c.namespace,
+    j.bookie_id, j.ledger_id, j.bytes, j.class, j.kind, j.metadata, j.undecodable, j.topic, j.namespace,
     -- the namespace's first segment when it is not empty (what '^([^/]+)/' extracts), without a regular
     -- expression: the owner's, derived once per ledger above, else derived here (a ledger no reference owns)
     CASE
-        WHEN c.owned THEN c.owner_tenant
-        WHEN instr(c.namespace, '/') > 1 THEN substring(c.namespace, 1, instr(c.namespace, '/') - 1)
+        WHEN j.owned THEN j.owner_tenant
+        WHEN instr(j.namespace, '/') > 1 THEN substring(j.namespace, 1, instr(j.namespace, '/') - 1)
     END AS tenant,
-    c.bookie_no
-FROM classified c
+    j.bookie_no
+FROM joined j

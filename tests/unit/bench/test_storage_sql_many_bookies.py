@@ -78,3 +78,65 @@ def test_bookie_numbers_name_the_bookie_back(tmp_path: Path) -> None:
     assert sorted(rows) == sorted((k, "persistent://t/ns/live", v) for k, v in held.items())
     ledgers = con.execute("SELECT bookie_id, bookie_no, bytes FROM storage_ledgers ORDER BY bookie_no").fetchall()
     assert ledgers == [("B-2:3181", 1, 200), ("b-10:3181", 2, 300), ("b-9:3181", 3, 100)]
+
+
+def test_rows_naming_another_bookie_stay_that_bookies(tmp_path: Path) -> None:
+    """A scan's (ledger, log) pairs are attributed by the bookie each row names, as the scan tables say: a row of
+    one scan naming another scanned bookie is that bookie's, one naming no scanned bookie is left out (storage_ledgers
+    joins the pairs with the scans by the bookie id the row names)."""
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.topic("t/ns", "live", ledgers=[(1, 10, 1000, NOW - 10 * DAY), (2, 10, 1000, NOW - 10 * DAY)])
+    ids = ["b-1:3181", "b-2:3181"]
+    closed(b, 1, {0: ids}, 99, 2, 2)
+    closed(b, 2, {0: ids}, 99, 2, 2)
+    one, two = ScanBuilder(ids[0], started_at_ms=SCAN_AT), ScanBuilder(ids[1], started_at_ms=SCAN_AT)
+    one.log("/data/bk", 1, mtime_ms=NOW - DAY, ledgers={1: 100, 2: 20, 3: 5})
+    two.log("/data/bk", 1, mtime_ms=NOW - DAY, ledgers={1: 300})
+    pairs = one.rows["entry_log_ledgers"]
+    pairs[1]["bookie_id"] = ids[1]  # ledger 2's 20 bytes: bookie 2's
+    pairs[2]["bookie_id"] = "b-7:3181"  # not scanned: left out
+    dirs = [one.write(tmp_path / "scan-1"), two.write(tmp_path / "scan-2")]
+    snap = b.write(tmp_path / "snap")
+    params = AuditParams(now_ms=NOW).resolved(NOW)
+    con = connect(snap, params, admin_scraped=False)
+    register_scans(con, dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
+    for f in storage_files():
+        if f.path.stem != f.name:
+            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+    got = con.execute("SELECT bookie_id, bookie_no, ledger_id, bytes, class FROM storage_ledgers").fetchall()
+    assert sorted(got) == [
+        ("b-1:3181", 1, 1, 100, "live"),
+        ("b-2:3181", 2, 1, 300, "live"),
+        ("b-2:3181", 2, 2, 20, "live"),
+    ]
+
+
+def test_unreclaimed_is_judged_per_bookie(tmp_path: Path) -> None:
+    """A ledger without metadata is `unreclaimed` on a bookie whose oldest log holding it predates the scrape, and
+    `unattributed` on one whose logs holding it are all newer (storage_ledgers pivots the pairs by bookie: each
+    bookie's part of the class stays its own, as does a second group of 8 bookies)."""
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.topic("t/ns", "live", ledgers=[(1, 10, 1000, NOW - 10 * DAY)])
+    ids = [f"bk-{k:02d}:3181" for k in range(10)]  # numbered 1..10: two groups of 8
+    dirs = []
+    for k, bookie in enumerate(ids):
+        s = ScanBuilder(bookie, started_at_ms=SCAN_AT)
+        old = k % 2 == 0
+        s.log("/data/bk", 1, mtime_ms=NOW + DAY, ledgers={7: 10 + k})  # newer than the scrape
+        if old:
+            s.log("/data/bk", 2, mtime_ms=NOW - DAY, ledgers={7: 100})
+        dirs.append(s.write(tmp_path / f"scan-{k}"))
+    snap = b.write(tmp_path / "snap")
+    params = AuditParams(now_ms=NOW).resolved(NOW)
+    con = connect(snap, params, admin_scraped=False)
+    register_scans(con, dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
+    for f in storage_files():
+        if f.path.stem != f.name:
+            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+    got = con.execute("SELECT bookie_id, bookie_no, bytes, class, metadata FROM storage_ledgers").fetchall()
+    assert sorted(got) == [
+        (bookie, k + 1, 10 + k + (100 if k % 2 == 0 else 0), "unreclaimed" if k % 2 == 0 else "unattributed", False)
+        for k, bookie in enumerate(ids)
+    ]
