@@ -799,7 +799,6 @@ def storage_stage(
     view with settings of its own (:data:`SHARED_VIEW_CONF`) runs alone. Each job keeps its statement's
     description; what is written and collected is what the sequential order (``threads=1``) writes and collects,
     and an error is the same AuditError naming the file."""
-    spark.sql(f"SELECT CAST({int(top_n)} AS INT) AS top_n").createOrReplaceTempView("storage_params")
     shared = shared_storage_files(sql_root)
     names = [f.name for f in shared]
     steps = [

@@ -273,7 +273,6 @@ def run_storage(
     def clock(step: str, t0: float) -> None:
         timed[step] = timed.get(step, 0.0) + time.monotonic() - t0
 
-    con.execute(f"CREATE OR REPLACE TABLE storage_params AS SELECT CAST({int(top_n)} AS INT) AS top_n")
     for f in storage_files():
         if f.path.stem != f.name:  # the shared view: materialised once, as Spark writes it to Parquet
             t0 = time.monotonic()

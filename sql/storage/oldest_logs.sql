@@ -17,7 +17,7 @@ WITH logs AS (
     GROUP BY bookie_id, ledger_dir, log_id
 ),
 oldest AS (
-    -- N as a literal (etl.storage's top_n: storage_params' value), not a cross join with storage_params, a
+    -- N as a literal (the storage_top_n macro: the audit's top_n), not a cross join with a one-row view of it, a
     -- cartesian product that shuffled its output
     SELECT *
     FROM (

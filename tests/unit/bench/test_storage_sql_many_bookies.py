@@ -38,7 +38,6 @@ def test_missing_members_across_mask_words(tmp_path: Path) -> None:
     params = AuditParams(now_ms=NOW).resolved(NOW)
     con = connect(snap, params, admin_scraped=False)
     register_scans(con, dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
-    con.execute("CREATE OR REPLACE TABLE storage_params AS SELECT CAST(10 AS INT) AS top_n")
     for f in storage_files():
         if f.path.stem != f.name:  # the shared views, written before the detections
             con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
@@ -68,7 +67,6 @@ def test_bookie_numbers_name_the_bookie_back(tmp_path: Path) -> None:
     register_scans(con, dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
     numbers = con.execute("SELECT bookie_id, bookie_no FROM stg_scan_bookies ORDER BY bookie_no").fetchall()
     assert numbers == [("B-2:3181", 1), ("b-10:3181", 2), ("b-9:3181", 3)]
-    con.execute("CREATE OR REPLACE TABLE storage_params AS SELECT CAST(10 AS INT) AS top_n")
     for f in storage_files():
         sql = rewrite_storage(storage_sql(f, 10))
         if f.path.stem != f.name:
