@@ -5,6 +5,7 @@ same SQL file as the Spark audit (bench/duckdb_sql.py), so 64 hand-built scans c
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.sql_files import detect_files, storage_files, storage_sql
@@ -15,6 +16,19 @@ from tests.spark.test_storage_detections import SCAN_AT, closed
 
 # 64 bookies: ids sort as their numbers, so bookie k is n = k (words 0 and 1, bits 0, 61 and 0..1 of word 1)
 BOOKIES = [f"bk-{k:02d}:3181" for k in range(64)]
+
+
+def shared_views(b: SnapshotBuilder, scan_dirs: list[Path], tmp_path: Path) -> Any:
+    """A DuckDB connection over the snapshot and the scans with the shared storage views written (as the storage
+    stage writes them before the detections and the capacity queries)."""
+    snap = b.write(tmp_path / "snap")
+    params = AuditParams(now_ms=NOW).resolved(NOW)
+    con = connect(snap, params, admin_scraped=False)
+    register_scans(con, scan_dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
+    for f in storage_files():
+        if f.path.stem != f.name:
+            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+    return con
 
 
 def test_missing_members_across_mask_words(tmp_path: Path) -> None:
@@ -34,13 +48,7 @@ def test_missing_members_across_mask_words(tmp_path: Path) -> None:
     scans[BOOKIES[63]].index(3)
     scans[BOOKIES[4]].index(3)
     dirs = [s.write(tmp_path / f"scan-{k}") for k, s in enumerate(scans.values())]
-    snap = b.write(tmp_path / "snap")
-    params = AuditParams(now_ms=NOW).resolved(NOW)
-    con = connect(snap, params, admin_scraped=False)
-    register_scans(con, dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
-    for f in storage_files():
-        if f.path.stem != f.name:  # the shared views, written before the detections
-            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+    con = shared_views(b, dirs, tmp_path)
     sql = next(f for f in detect_files() if f.name == "ledger-data-missing").text
     got = sorted((r[5], r[2]) for r in con.execute(rewrite_storage(sql)).fetchall())
     assert got == [(BOOKIES[5], 3), (BOOKIES[61], 2), (BOOKIES[63], 1)]
@@ -95,13 +103,7 @@ def test_rows_naming_another_bookie_stay_that_bookies(tmp_path: Path) -> None:
     pairs[1]["bookie_id"] = ids[1]  # ledger 2's 20 bytes: bookie 2's
     pairs[2]["bookie_id"] = "b-7:3181"  # not scanned: left out
     dirs = [one.write(tmp_path / "scan-1"), two.write(tmp_path / "scan-2")]
-    snap = b.write(tmp_path / "snap")
-    params = AuditParams(now_ms=NOW).resolved(NOW)
-    con = connect(snap, params, admin_scraped=False)
-    register_scans(con, dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
-    for f in storage_files():
-        if f.path.stem != f.name:
-            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+    con = shared_views(b, dirs, tmp_path)
     got = con.execute("SELECT bookie_id, bookie_no, ledger_id, bytes, class FROM storage_ledgers").fetchall()
     assert sorted(got) == [
         ("b-1:3181", 1, 1, 100, "live"),
@@ -126,13 +128,7 @@ def test_unreclaimed_is_judged_per_bookie(tmp_path: Path) -> None:
         if old:
             s.log("/data/bk", 2, mtime_ms=NOW - DAY, ledgers={7: 100})
         dirs.append(s.write(tmp_path / f"scan-{k}"))
-    snap = b.write(tmp_path / "snap")
-    params = AuditParams(now_ms=NOW).resolved(NOW)
-    con = connect(snap, params, admin_scraped=False)
-    register_scans(con, dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
-    for f in storage_files():
-        if f.path.stem != f.name:
-            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+    con = shared_views(b, dirs, tmp_path)
     got = con.execute("SELECT bookie_id, bookie_no, bytes, class, metadata FROM storage_ledgers").fetchall()
     assert sorted(got) == [
         (bookie, k + 1, 10 + k + (100 if k % 2 == 0 else 0), "unreclaimed" if k % 2 == 0 else "unattributed", False)
