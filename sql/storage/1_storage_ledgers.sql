@@ -3,9 +3,10 @@
 -- by the other storage/*.sql queries: the 9 M (ledger, log) pairs of 600,000 topics are aggregated and joined
 -- with the metadata once, not once per query.
 -- `bookie_no`: the bookie's rank by bookie_id among the scans (1, 2, ...; stg_scan_bookies numbers them). The
--- pairs are aggregated by (bookie_no, ledger_id), integers, not by the bookie's string, and owners.sql groups and
--- sorts by it (an integer sort key is radix-sorted; bookie ids sharing a prefix, as 10.20.0.11:3181 and
--- 10.20.0.12:3181, made every comparison a string comparison).
+-- pairs are aggregated per ledger and group of 8 bookies by that number (`on_disk`: bookie_no DIV 8, each bookie's
+-- bytes a column), integers, not by the bookie's string, and owners.sql groups and sorts by it (an integer sort key
+-- is radix-sorted; bookie ids sharing a prefix, as 10.20.0.11:3181 and 10.20.0.12:3181, made every comparison a
+-- string comparison).
 -- `metadata`: the ledger's znode is in stg_bk_ledgers; `undecodable`: its znode is an undecodable one
 -- (int_undecodable). Neither: the ledger looks deleted (unreclaimed-ledger-data's candidates, stale-entry-log's
 -- dead bytes).
