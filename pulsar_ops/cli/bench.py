@@ -214,10 +214,10 @@ def stage_lines(r: dict[str, Any]) -> list[str]:
     queries = sc.get("queries") or []
     if queries:
         out.append(
-            "  storage by query (cold; Spark s in stages / task CPU s / DuckDB s): "
+            "  storage by query (cold; Spark task CPU s / DuckDB s; the other driver thread's tasks run beside a "
+            "query's stages, so task CPU, not their seconds, is its cost): "
             + ", ".join(
-                f"{q['query']} {q['spark_in_stages_s'] if q['spark_in_stages_s'] is not None else '-'}/"
-                f"{q['spark_task_cpu_s'] if q['spark_task_cpu_s'] is not None else '-'}/{q['duckdb_s']}"
+                f"{q['query']} {q['spark_task_cpu_s'] if q['spark_task_cpu_s'] is not None else '-'}/{q['duckdb_s']}"
                 for q in queries
             )
         )

@@ -117,15 +117,18 @@ def test_storage_queries_set_spark_beside_duckdb_by_step() -> None:
     steps = {
         "by_step": {
             "storage storage_ledgers": {"in_stages_s": 20.5, "task_cpu_s": 30.4},
-            "storage": {"in_stages_s": 3.0, "task_cpu_s": 3.1, "wall_s": 44.4},  # the detections' statement
+            # the detections' statement: more seconds in stages than owners, less task CPU
+            "storage": {"in_stages_s": 10.0, "task_cpu_s": 3.1, "wall_s": 44.4},
             "storage owners": {"in_stages_s": 9.1, "task_cpu_s": 14.0},
         }
     }
     got = storage_queries(steps, {"storage storage_ledgers": 4.1, "storage": 1.5, "storage owners": 0.0,
                                   "storage bookies": 0.2})  # fmt: skip
+    # the heaviest by task CPU first: owners' 14.0 before the detections' 3.1, whose 10 s in stages count the other
+    # driver thread's tasks running beside them
     assert [q["query"] for q in got] == ["storage_ledgers", "owners", "detections", "bookies"]
     assert got[0] == {"query": "storage_ledgers", "spark_in_stages_s": 20.5, "spark_task_cpu_s": 30.4,
-                      "duckdb_s": 4.1, "ratio_in_stages": 5.0}  # fmt: skip
-    assert got[1]["ratio_in_stages"] is None  # DuckDB's 0 s: no ratio, not a division error
-    assert got[2]["ratio_in_stages"] == 2.0
+                      "duckdb_s": 4.1, "ratio_task_cpu": 7.41, "ratio_in_stages": 5.0}  # fmt: skip
+    assert got[1]["ratio_in_stages"] is None and got[1]["ratio_task_cpu"] is None  # DuckDB's 0 s: no division error
+    assert got[2]["ratio_in_stages"] == 6.67 and got[2]["ratio_task_cpu"] == 2.07
     assert got[3]["spark_in_stages_s"] is None  # a step Spark did not report stays unknown, not 0
