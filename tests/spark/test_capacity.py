@@ -147,6 +147,9 @@ def test_the_storage_stage_read_as_one_partition_changes_nothing(result: AuditRe
     for run in (result, mixed):
         by_step = run.audit["stages"]["by_step"]
         for f in storage_files():
+            if f.shared and not f.written:  # storage_ledgers: a view over storage_groups, never run on its own
+                assert storage_step(f.name) not in by_step, f.name
+                continue
             assert by_step[storage_step(f.name)]["stages"] > 0, f.name
         assert by_step[storage_step()]["stages"] > 0  # the storage detections'
 
