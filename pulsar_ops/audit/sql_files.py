@@ -36,8 +36,9 @@ class SqlFile:
 
     @property
     def written(self) -> bool:
-        """A shared storage view written once to Parquet (``N_<view>.sql``); a ``N_<view>.view.sql`` is registered
-        as its SQL over the views before it and never written (:data:`UNWRITTEN_SUFFIX`)."""
+        """A shared storage view always written once to Parquet (``N_<view>.sql``); a ``N_<view>.view.sql`` is
+        registered as its SQL over the views before it (:data:`UNWRITTEN_SUFFIX`), and written only where the
+        storage stage reads one partition (audit/etl.py ``storage_stage``)."""
         return self.shared and not self.path.name.endswith(UNWRITTEN_SUFFIX)
 
     @property
