@@ -486,19 +486,19 @@ def scanned_dirs(df: DataFrame) -> tuple[str, ...]:
 
 
 # How a shared storage view is planned and written, by view name (:func:`storage_stage`), measured at 600,000
-# topics with six scans (storage_ledgers: 9,100,644 rows). Settings apply to that view's query alone (restored after
+# topics with six scans (storage_groups: 2,181,625 rows). Settings apply to that view's query alone (restored after
 # it), unless set explicitly; a key an older Spark does not know is ignored, and the SQL is correct without it.
 # - bypassPartialAggregation (Spark 4.3): the references' min(named_struct) per ledger ran as two sort-based
 #   aggregates, one sorting 2.2 M rows before the shuffle to merge almost nothing (few ledgers have two
 #   references); bypassed, one aggregate after the shuffle. The pairs' aggregate already has no partial one.
-# - No Parquet dictionary for ledger_id and bytes: 2.3 M distinct ledger ids and as many sizes overflow the 1 MiB
-#   dictionary of each column chunk after a few thousand rows, so the writer hashed every value, then fell back
-#   to plain encoding; written plain from the start, 73.5 -> 68.5 MB.
+# - No Parquet dictionary for ledger_id: 2.2 M distinct ledger ids overflow the 1 MiB dictionary of each column
+#   chunk after a few thousand rows, so the writer hashed every value, then fell back to plain encoding; written
+#   plain from the start (a row per (bookie, ledger), with the bytes plain too: 73.5 -> 68.5 MB).
 SHARED_VIEW_CONF: dict[str, dict[str, str]] = {
-    "storage_ledgers": {"spark.sql.execution.bypassPartialAggregation": "true"},
+    "storage_groups": {"spark.sql.execution.bypassPartialAggregation": "true"},
 }
 SHARED_VIEW_WRITE_OPTIONS: dict[str, dict[str, str]] = {
-    "storage_ledgers": {"parquet.enable.dictionary#ledger_id": "false", "parquet.enable.dictionary#bytes": "false"},
+    "storage_groups": {"parquet.enable.dictionary#ledger_id": "false"},
 }
 
 
@@ -672,9 +672,11 @@ def coverage(spark: SparkSession, sql_root: Path | None = None) -> dict[str, lis
 
 
 def shared_storage_files(sql_root: Path | None = None) -> list[SqlFile]:
-    """The storage stage's shared views: a prefixed ``storage/*.sql`` (``1_storage_ledgers``, a row per bookie and
-    ledger on its disks), read by the storage detections and the other capacity-view files."""
-    return [f for f in storage_files(sql_root) if f.path.stem != f.name]
+    """The storage stage's shared views: a prefixed ``storage/*.sql`` (``1_storage_groups``, a row per ledger and
+    group of 8 bookies on their disks; ``1_storage_ledgers.view``, a row per bookie and ledger over it), read by the
+    storage detections and the other capacity-view files. Written once (:func:`storage_stage`) but for a
+    ``.view.sql`` file, registered as its SQL (``SqlFile.written``)."""
+    return [f for f in storage_files(sql_root) if f.shared]
 
 
 def storage_views(spark: SparkSession, sql_root: Path | None = None, *, replaced_with_scans: bool = False) -> None:
@@ -709,7 +711,7 @@ def proven_empty(df: DataFrame) -> bool:
 
 
 # The storage stage's statements run from this many driver threads at once (:func:`storage_stage`, audit/steps.py):
-# after storage_ledgers, the capacity queries (owners, oldest_logs, bookies: they read storage_ledgers alone) beside
+# after storage_groups, the capacity queries (owners, oldest_logs, bookies: they read storage_ledgers alone) beside
 # the chain of small shared views and the storage detections, whose one-task stages and driver work (analysis,
 # planning, commits) each left a core idle. Two: the cores of the machines it was measured on. Quiet, interleaved,
 # the same JVM CPU-s: 50,000 topics (one partition) 17.95 / 18.04 -> 16.10 / 15.41 s; 600,000 topics (CPU-bound: 78
@@ -742,6 +744,20 @@ def _shared_step(
             SHARED_VIEW_WRITE_OPTIONS.get(f.name),
         )
         return parquet_size(target)[0] <= BROADCAST_MAX_ROWS
+
+    return run
+
+
+def _sql_view_step(spark: SparkSession, f: SqlFile) -> Callable[[Mapping[str, Any]], bool]:
+    """A shared view that is never written (``N_<view>.view.sql``): registered as its SQL once the views it reads
+    are written (nothing runs), so each statement reading it plans it over their Parquet. Never counted small."""
+
+    def run(before: Mapping[str, Any]) -> bool:
+        try:
+            spark.sql(f.render(_written_small(before))).createOrReplaceTempView(f.name)
+        except PySparkException as e:
+            raise AuditError(f"{f.path}: {first_line(e)}", hint=f"fix {f.path.name}; then re-run the audit") from e
+        return False
 
     return run
 
@@ -783,10 +799,15 @@ def storage_stage(
     capacity view. Returns the storage detections' findings (written under ``work_dir`` and read back), the
     detections run, and the capacity view's rows by query.
 
-    * Every shared storage view (a prefixed ``storage/*.sql``: ``1_storage_ledgers``, a row per bookie and ledger
-      on its disks, and the views over it) is written once to Parquet under ``work_dir`` and registered as a read of
-      it: the detections and the capacity view read the scans' (ledger, log) pairs (9 M at 600,000 topics)
-      aggregated and joined with the metadata once, not once per query. ``one_partition``: as :func:`materialise`.
+    * Every shared storage view (a prefixed ``storage/*.sql``: ``1_storage_groups``, a row per ledger and group of
+      8 bookies on their disks, and the views over it) is written once to Parquet under ``work_dir`` and registered
+      as a read of it: the detections and the capacity view read the scans' (ledger, log) pairs (9 M at 600,000
+      topics) aggregated and joined with the metadata once, not once per query. ``one_partition``: as
+      :func:`materialise`. A ``N_<view>.view.sql`` (``storage_ledgers``: a row per bookie and ledger, the group
+      rows turned into one per holding bookie) is not written: registered as its SQL once the views it reads are;
+      but with ``one_partition`` (a small snapshot's session, without generated code: ``sizing.NO_CODEGEN``) it is
+      written like the others, since each reader interpreting its join cost more than one write (50,000 topics:
+      the stage's task CPU 18.20 / 20.86 -> 22.67 / 26.14 s as a view).
       Each is rendered with the views it reads that were written with at most :data:`BROADCAST_MAX_ROWS` rows (as
       :func:`broadcastable`: ``${broadcast_if_small:ALIAS:VIEW}`` broadcasts them), as in file order.
     * The storage detections (``small_views``: the intermediate views and tables measured small, with the shared
@@ -802,12 +823,14 @@ def storage_stage(
     shared = shared_storage_files(sql_root)
     names = [f.name for f in shared]
     steps = [
-        Step(f"view {f.name}", _shared_step(spark, f, work_dir, one_partition),
+        Step(f"view {f.name}",
+             _shared_step(spark, f, work_dir, one_partition) if f.written or one_partition
+             else _sql_view_step(spark, f),
              frozenset(f"view {n}" for n in reads(f, names[:i])), exclusive=f.name in SHARED_VIEW_CONF)
         for i, f in enumerate(shared)
     ]  # fmt: skip
     steps.append(Step("detections", _detections_step(spark, work_dir, sql_root, small_views), _named(steps)))
-    queries = [f for f in storage_files(sql_root) if f.path.stem == f.name]  # not a shared view
+    queries = [f for f in storage_files(sql_root) if not f.shared]
     steps.extend(
         Step(f"query {f.name}", _query_step(spark, f, top_n), frozenset(f"view {n}" for n in reads(f, names)))
         for f in queries

@@ -18,6 +18,8 @@ from pathlib import Path
 from pulsar_ops.errors import AuditError
 
 _PREFIX = re.compile(r"^\d+_")
+# storage/N_<view>.view.sql: a shared storage view that is never written (sql/README.md), registered as SQL
+UNWRITTEN_SUFFIX = ".view.sql"
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,19 @@ class SqlFile:
     kind: str  # staging | intermediate | detect
     name: str  # view name (staging/intermediate) or detection name (detect)
     path: Path
+
+    @property
+    def shared(self) -> bool:
+        """A storage file named ``N_<view>.sql`` or ``N_<view>.view.sql`` (:func:`storage_files`): a shared view the
+        other storage SQL reads, not a query collected."""
+        return self.kind == "storage" and _PREFIX.match(self.path.name) is not None
+
+    @property
+    def written(self) -> bool:
+        """A shared storage view always written once to Parquet (``N_<view>.sql``); a ``N_<view>.view.sql`` is
+        registered as its SQL over the views before it (:data:`UNWRITTEN_SUFFIX`), and written only where the
+        storage stage reads one partition (audit/etl.py ``storage_stage``)."""
+        return self.shared and not self.path.name.endswith(UNWRITTEN_SUFFIX)
 
     @property
     def text(self) -> str:
@@ -252,10 +267,14 @@ def coverage_files(root: Path | None = None) -> list[SqlFile]:
 
 def storage_files(root: Path | None = None) -> list[SqlFile]:
     """``storage/<name>.sql``: the capacity view of the scanned bookies (``audit.storage``). A file named
-    ``N_<view>.sql`` is a view written once and read by the others (its prefix is not part of the name); the
-    rest are collected, in file order."""
+    ``N_<view>.sql`` is a shared view written once and read by the others (its prefix is not part of the name),
+    ``N_<view>.view.sql`` a shared view registered as its SQL over the views before it and never written
+    (:attr:`SqlFile.written`); the rest are collected, in file order."""
     r = root or sql_root()
-    return [SqlFile("storage", _PREFIX.sub("", p.stem), p) for p in _files(r, "storage")]
+    return [
+        SqlFile("storage", _PREFIX.sub("", p.name.removesuffix(UNWRITTEN_SUFFIX).removesuffix(".sql")), p)
+        for p in _files(r, "storage")
+    ]
 
 
 STORAGE_TOP_N_MAX = 100_000  # the largest N Spark's min_by(x, key, N) takes

@@ -262,8 +262,9 @@ def register_scans(con: Any, scan_dirs: list[Path], params: AuditParams, manifes
 def run_storage(
     con: Any, top_n: int = 10, seconds: dict[str, float] | None = None
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """The storage stage (after :func:`register_scans`) as the Spark audit runs it: the prefixed view of the
-    capacity view's SQL written once as a table (the storage detections read it), the storage detections, then
+    """The storage stage (after :func:`register_scans`) as the Spark audit runs it: the prefixed views of the
+    capacity view's SQL each written once as a table (the storage detections read them), a ``.view.sql`` one
+    created as a view (Spark registers it as SQL, never written; its rows counted untimed), the storage detections, then
     the other capacity-view files collected. Returns rows per detection and per capacity-view file; ``seconds``
     (when given) gets each query's wall seconds by the name the Spark audit's step has (``storage NAME``; the
     storage detections together: ``storage``, as Spark runs them in one statement)."""
@@ -274,9 +275,10 @@ def run_storage(
         timed[step] = timed.get(step, 0.0) + time.monotonic() - t0
 
     for f in storage_files():
-        if f.path.stem != f.name:  # the shared view: materialised once, as Spark writes it to Parquet
+        if f.shared:  # a shared view: materialised once, as Spark writes it to Parquet, or a view (.view.sql)
             t0 = time.monotonic()
-            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+            kind = "TABLE" if f.written else "VIEW"
+            con.execute(f"CREATE OR REPLACE {kind} {f.name} AS {rewrite_storage(f.text)}")
             clock(storage_step(f.name), t0)
             rows[f.name] = int(con.execute(f"SELECT count(*) FROM {f.name}").fetchone()[0])
     found: dict[str, int] = {}
@@ -286,7 +288,7 @@ def run_storage(
             found[f.name] = len(con.execute(rewrite_storage(f.text)).fetchall())
             clock(storage_step(), t0)
     for f in storage_files():
-        if f.path.stem == f.name:
+        if not f.shared:
             t0 = time.monotonic()
             rows[f.name] = len(con.execute(rewrite_storage(storage_sql(f, top_n))).fetchall())
             clock(storage_step(f.name), t0)

@@ -146,6 +146,8 @@ def test_the_storage_stage_read_as_one_partition_changes_nothing(result: AuditRe
     # each storage statement's stages under its own step, though run from two driver threads (etl.storage_stage)
     for run in (result, mixed):
         by_step = run.audit["stages"]["by_step"]
+        # both storage stages read one partition (small scans), where storage_ledgers (a .view.sql, registered as
+        # SQL where the stage runs partitioned) is written like the other shared views: every file runs stages
         for f in storage_files():
             assert by_step[storage_step(f.name)]["stages"] > 0, f.name
         assert by_step[storage_step()]["stages"] > 0  # the storage detections'

@@ -20,14 +20,15 @@ BOOKIES = [f"bk-{k:02d}:3181" for k in range(64)]
 
 def shared_views(b: SnapshotBuilder, scan_dirs: list[Path], tmp_path: Path) -> Any:
     """A DuckDB connection over the snapshot and the scans with the shared storage views written (as the storage
-    stage writes them before the detections and the capacity queries)."""
+    stage writes them before the detections and the capacity queries; a ``.view.sql`` one as a view)."""
     snap = b.write(tmp_path / "snap")
     params = AuditParams(now_ms=NOW).resolved(NOW)
     con = connect(snap, params, admin_scraped=False)
     register_scans(con, scan_dirs, params, {"finished_at_ms": NOW, "started_at_ms": NOW})
     for f in storage_files():
-        if f.path.stem != f.name:
-            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {rewrite_storage(f.text)}")
+        if f.shared:
+            kind = "TABLE" if f.written else "VIEW"
+            con.execute(f"CREATE OR REPLACE {kind} {f.name} AS {rewrite_storage(f.text)}")
     return con
 
 
@@ -77,8 +78,8 @@ def test_bookie_numbers_name_the_bookie_back(tmp_path: Path) -> None:
     assert numbers == [("B-2:3181", 1), ("b-10:3181", 2), ("b-9:3181", 3)]
     for f in storage_files():
         sql = rewrite_storage(storage_sql(f, 10))
-        if f.path.stem != f.name:
-            con.execute(f"CREATE OR REPLACE TABLE {f.name} AS {sql}")
+        if f.shared:
+            con.execute(f"CREATE OR REPLACE {'TABLE' if f.written else 'VIEW'} {f.name} AS {sql}")
         elif f.name == "owners":
             rows = con.execute(f"SELECT bookie_id, name, bytes FROM ({sql}) WHERE level = 'topic'").fetchall()
     assert sorted(rows) == sorted((k, "persistent://t/ns/live", v) for k, v in held.items())
@@ -133,4 +134,40 @@ def test_unreclaimed_is_judged_per_bookie(tmp_path: Path) -> None:
     assert sorted(got) == [
         (bookie, k + 1, 10 + k + (100 if k % 2 == 0 else 0), "unreclaimed" if k % 2 == 0 else "unattributed", False)
         for k, bookie in enumerate(ids)
+    ]
+
+
+def test_storage_ledgers_is_storage_groups_per_bookie(tmp_path: Path) -> None:
+    """storage_groups is written a row per (ledger, group of 8 bookies) and storage_ledgers, the view read as a row
+    per (bookie, ledger), turns each back into a row per bookie whose bit is in `held`, with that bookie's slot of
+    the bytes and the class decided per bookie only where the group row leaves it NULL: a ledger held by bookies
+    in two groups, a live one and a dead one (unreclaimed on a bookie whose oldest log holding it predates the
+    scrape, unattributed on the other)."""
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.topic("t/ns", "live", ledgers=[(1, 10, 1000, NOW - 10 * DAY)])
+    ids = [f"bk-{k:02d}:3181" for k in range(10)]  # numbered 1..10: 1..7 in group 0, 8..10 in group 1
+    closed(b, 1, {0: [ids[3], ids[8]]}, 99, 2, 2)
+    scans = {k: ScanBuilder(k, started_at_ms=SCAN_AT) for k in ids}
+    scans[ids[3]].log("/data/bk", 1, mtime_ms=NOW + DAY, ledgers={1: 40, 7: 4})  # bookie 4: slot 4 of group 0
+    scans[ids[8]].log("/data/bk", 1, mtime_ms=NOW - DAY, ledgers={1: 90, 7: 9})  # bookie 9: slot 1 of group 1
+    scans[ids[8]].log("/data/bk", 2, mtime_ms=NOW + DAY, ledgers={1: 1})
+    dirs = [s.write(tmp_path / f"scan-{k}") for k, s in enumerate(scans.values())]
+    con = shared_views(b, dirs, tmp_path)
+    groups = con.execute(
+        "SELECT ledger_id, hi, held, old, b1, b4, class, metadata FROM storage_groups ORDER BY ledger_id, hi"
+    ).fetchall()
+    assert groups == [
+        (1, 0, 16, 0, None, 40, "live", True),
+        (1, 1, 2, 2, 91, None, "live", True),
+        (7, 0, 16, 0, None, 4, None, False),
+        (7, 1, 2, 2, 9, None, None, False),
+    ]
+    got = con.execute("SELECT bookie_id, bookie_no, ledger_id, bytes, class, topic FROM storage_ledgers").fetchall()
+    topic = "persistent://t/ns/live"
+    assert sorted(got) == [
+        (ids[3], 4, 1, 40, "live", topic),
+        (ids[3], 4, 7, 4, "unattributed", None),
+        (ids[8], 9, 1, 91, "live", topic),
+        (ids[8], 9, 7, 9, "unreclaimed", None),
     ]

@@ -1,29 +1,46 @@
--- storage_ledgers: one row per (scanned bookie, ledger) with bytes on that bookie, the class of those bytes and
--- their owner. Written once to Parquet (etl.storage_stage), before the storage detections, and read by them and
--- by the other storage/*.sql queries: the 9 M (ledger, log) pairs of 600,000 topics are aggregated and joined
--- with the metadata once, not once per query.
--- `bookie_no`: the bookie's rank by bookie_id among the scans (1, 2, ...; stg_scan_bookies numbers them). The
--- pairs are aggregated per ledger and group of 8 bookies by that number (`on_disk`: bookie_no DIV 8, each bookie's
--- bytes a column), integers, not by the bookie's string, and owners.sql groups and sorts by it (an integer sort key
--- is radix-sorted; bookie ids sharing a prefix, as 10.20.0.11:3181 and 10.20.0.12:3181, made every comparison a
--- string comparison).
--- `metadata`: the ledger's znode is in stg_bk_ledgers; `undecodable`: its znode is an undecodable one
--- (int_undecodable). Neither: the ledger looks deleted (unreclaimed-ledger-data's candidates, stale-entry-log's
--- dead bytes).
--- Bytes: sum of `entry_log_ledgers.bytes` (L + 4 per entry, as upstream's EntryLogMetadata counts). The scanner
--- writes no pairs for skipped logs or transactional-compaction files, so per bookie these sum to the
--- `data_bytes` of its non-compacting entry logs (the capacity invariant tests/spark/test_capacity.py checks).
--- Class (exactly one per row):
+-- storage_groups: the scanned bytes per ledger and group of 8 bookies, with the class and owner of the ledger:
+-- one row per (ledger, bookie_no DIV 8) with bytes of the ledger on a bookie of that group (2,181,625 rows at
+-- 600,000 topics with six scans, where a row per (bookie, ledger) was 9,100,644). Written once to Parquet
+-- (etl.storage_stage), before the storage detections: the 9 M (ledger, log) pairs of 600,000 topics are aggregated
+-- and joined with the metadata once, not once per query. storage_ledgers (1_storage_ledgers.view.sql), a view over
+-- it that is never written, has a row per (bookie, ledger) for the queries that read one.
+-- Columns:
+--   ledger_id     the ledger;
+--   hi            the group: bookie_no DIV 8, where `bookie_no` is the bookie's rank by bookie_id among the scans
+--                 (1, 2, ...; stg_scan_bookies numbers them): integers, not the bookie's string (an integer sort key
+--                 is radix-sorted; bookie ids sharing a prefix, as 10.20.0.11:3181 and 10.20.0.12:3181, made every
+--                 comparison a string comparison);
+--   held          bit (bookie_no % 8) set for each bookie of the group with bytes of the ledger (1, 2, 4, ... 128);
+--   old           of those, the bits of the bookies with a pair of the ledger in a log last written before the
+--                 scrape started (scan_params.snapshot_started_at_ms): the per-bookie part of `unreclaimed`;
+--   b0..b7        each bookie's bytes of the ledger (slot bookie_no % 8), NULL when that bookie holds none. Bytes:
+--                 sum of `entry_log_ledgers.bytes` (L + 4 per entry, as upstream's EntryLogMetadata counts). The
+--                 scanner writes no pairs for skipped logs or transactional-compaction files, so per bookie these sum
+--                 to the `data_bytes` of its non-compacting entry logs (the capacity invariant
+--                 tests/spark/test_capacity.py checks);
+--   class         the class decided per ledger: 'live' or 'orphan' (below); NULL when it depends on the bookie:
+--                 'unreclaimed' or 'unattributed', decided by storage_ledgers alone (the unreclaimed rule lives
+--                 there and nowhere else);
+--   kind          the first reference's kind (data, cursor, compacted, bucket, schema), else the ledger kind its
+--                 metadata gives (formats/ledger_kind), else NULL;
+--   metadata      the ledger's znode is in stg_bk_ledgers; `undecodable`: its znode is an undecodable one
+--                 (int_undecodable). Neither: the ledger looks deleted (unreclaimed-ledger-data's candidates,
+--                 stale-entry-log's dead bytes);
+--   topic, namespace, tenant   the owner: the referencing topic (live), else the topic its metadata names.
+-- Class (exactly one per (bookie, ledger); storage_ledgers):
 --   live          BookKeeper metadata present and a reference names the ledger (ledger list, cursor ledger,
 --                 compacted-topic ledger, delayed-delivery bucket, schema): owner = the referencing topic;
 --   orphan        metadata present, no reference, a Pulsar ledger kind (custom metadata `application=pulsar`),
 --                 and no scope incomplete (int_blocking): owner = the topic its custom metadata names
 --                 (`pulsar/managed-ledger`, schema id, compacted topic), as orphan-ledger derives it;
 --   unreclaimed   metadata absent from a completely scraped /ledgers, the znode not an undecodable one, the
---                 ledger's oldest log written before the scrape started and the scan started after it finished
---                 (the unreclaimed-ledger-data rule: an error is never evidence of absence);
+--                 ledger's oldest log on that bookie written before the scrape started and the bookie's scan
+--                 started after it finished (the unreclaimed-ledger-data rule: an error is never evidence of
+--                 absence);
 --   unattributed  the rest: metadata present but the owner unknown (not a Pulsar ledger, or a scope incomplete
 --                 so absence of a reference proves nothing), or metadata not seen but absence not provable.
+-- Written per group, not exploded to a row per (bookie, ledger) before the write (600,000 topics, the query alone,
+-- warm, /tmp/storage19/h.py: 20.90 / 20.65 -> 17.36 / 17.37 task-CPU s, cold 24.80 -> 18.78; 67.8 -> 66.8 MB).
 WITH bookies AS (
     -- bookie_id is unique among the scans (audit/bookie_scans.read_scans refuses two scans of one bookie)
     -- `hi`, `slot`, `bit`: the bookie's group of 8 (bookie_no DIV 8), its place in it and that place's bit (on_disk)
@@ -168,51 +185,28 @@ ledger_info AS (
         END AS namespace,
         m.owner_tenant
     FROM ledger_meta m
-),
-joined AS (
-    -- one merge join by ledger (a ledger in no reference, metadata or undecodable znode: no metadata, no owner),
-    -- then a row per bookie holding the ledger: the bookies of the row's group whose bit is in `held` (a broadcast
-    -- join, up to 8 matches a row); per row only what depends on the bookie: its id, bytes and part of
-    -- `unreclaimed` (its scan's start, its bit in `old`). The bookies, params and blocking scopes after the merge
-    -- join: the rows sorted for it are the aggregate's numbers, not those with the bookie's id, its scan start and
-    -- the scopes' array copied in
-    SELECT /*+ BROADCAST(sb, sp, blk) */
-        sb.bookie_id,
-        sb.bookie_no,
-        d.ledger_id,
-        CASE sb.slot
-            WHEN 0 THEN d.b0 WHEN 1 THEN d.b1 WHEN 2 THEN d.b2 WHEN 3 THEN d.b3
-            WHEN 4 THEN d.b4 WHEN 5 THEN d.b5 WHEN 6 THEN d.b6 WHEN 7 THEN d.b7
-        END AS bytes,
-        CASE
-            WHEN i.live THEN 'live'
-            WHEN i.orphan_kind AND size(blk.incomplete_scopes) = 0 THEN 'orphan'
-            WHEN coalesce(NOT i.metadata AND NOT i.undecodable, true)
-                AND NOT array_contains(blk.incomplete_scopes, '/ledgers')
-                AND sb.started_at_ms >= sp.snapshot_finished_at_ms
-                AND (d.old & sb.bit) <> 0 THEN 'unreclaimed'
-            ELSE 'unattributed'
-        END AS class,
-        i.kind,
-        coalesce(i.owned, false) AS owned,
-        coalesce(i.metadata, false) AS metadata,
-        coalesce(i.undecodable, false) AS undecodable,
-        i.topic,
-        i.namespace,
-        i.owner_tenant
-    FROM on_disk d
-    LEFT JOIN ledger_info i ON i.ledger_id = d.ledger_id
-    JOIN bookies sb ON sb.hi = d.hi AND (d.held & sb.bit) <> 0
-    CROSS JOIN scan_params sp
-    CROSS JOIN int_blocking blk
+
 )
-SELECT
-    j.bookie_id, j.ledger_id, j.bytes, j.class, j.kind, j.metadata, j.undecodable, j.topic, j.namespace,
+-- one merge join by ledger (a ledger in no reference, metadata or undecodable znode: no metadata, no owner), and a
+-- row per (ledger, group of 8 bookies) written: storage_ledgers (1_storage_ledgers.view.sql) turns it into a row per
+-- bookie holding the ledger where it is read, and decides there what depends on the bookie (the unreclaimed rule)
+SELECT /*+ BROADCAST(blk) */
+    d.ledger_id, d.hi, d.held, d.old, d.b0, d.b1, d.b2, d.b3, d.b4, d.b5, d.b6, d.b7,
+    CASE
+        WHEN i.live THEN 'live'
+        WHEN i.orphan_kind AND size(blk.incomplete_scopes) = 0 THEN 'orphan'
+    END AS class,
+    i.kind,
+    coalesce(i.metadata, false) AS metadata,
+    coalesce(i.undecodable, false) AS undecodable,
+    i.topic,
+    i.namespace,
     -- the namespace's first segment when it is not empty (what '^([^/]+)/' extracts), without a regular
     -- expression: the owner's, derived once per ledger above, else derived here (a ledger no reference owns)
     CASE
-        WHEN j.owned THEN j.owner_tenant
-        WHEN instr(j.namespace, '/') > 1 THEN substring(j.namespace, 1, instr(j.namespace, '/') - 1)
-    END AS tenant,
-    j.bookie_no
-FROM joined j
+        WHEN i.owned THEN i.owner_tenant
+        WHEN instr(i.namespace, '/') > 1 THEN substring(i.namespace, 1, instr(i.namespace, '/') - 1)
+    END AS tenant
+FROM on_disk d
+LEFT JOIN ledger_info i ON i.ledger_id = d.ledger_id
+CROSS JOIN int_blocking blk
