@@ -134,8 +134,8 @@ def test_steps_out_of_order_are_refused() -> None:
 
 def test_the_storage_stage_reads_in_file_order() -> None:
     """The shipped storage SQL: each shared view reads only views before it in file order, and the capacity queries
-    read storage_ledgers (so they overlap the chain of the other shared views and the detections); a view with
-    settings of its own (SHARED_VIEW_CONF) reads no shared view and runs alone."""
+    read storage_ledgers or storage_groups alone (so they overlap the chain of the other shared views and the
+    detections); a view with settings of its own (SHARED_VIEW_CONF) reads no shared view and runs alone."""
     shared = shared_storage_files()
     names = [f.name for f in shared]
     for i, f in enumerate(shared):
@@ -143,5 +143,9 @@ def test_the_storage_stage_reads_in_file_order() -> None:
     assert reads(shared[names.index("stale_keepers")], names) == {"log_ledgers", "stale_logs"}
     queries = [f for f in storage_files() if f.path.stem == f.name]
     assert {f.name for f in queries} == {"bookies", "oldest_logs", "owners"}
-    assert all(reads(f, names) == {"storage_ledgers"} for f in queries)
+    assert {f.name: reads(f, names) for f in queries} == {
+        "bookies": {"storage_ledgers"},
+        "oldest_logs": {"storage_ledgers"},
+        "owners": {"storage_groups"},
+    }
     assert set(SHARED_VIEW_CONF) <= set(names)

@@ -1,6 +1,8 @@
-"""ledger-data-missing over more scanned bookies than one 64-bit word holds: its SQL judges a ledger's members by
-bit masks, bookie n at bit (n % 62) of word (n DIV 62) (sql/detect/ledger_data_missing.sql). Run on DuckDB, the
-same SQL file as the Spark audit (bench/duckdb_sql.py), so 64 hand-built scans cost a second, not a JVM audit."""
+"""The storage SQL over more scanned bookies than one mask holds: byte_gaps (ledger-data-missing's candidates) judges
+a ledger's members by bit masks per group of 8 bookies, bookie n at bit (n % 8) of group (n DIV 8), as storage_groups
+holds the bookies' bytes (sql/storage/2_byte_gaps.sql, 1_storage_groups.sql), and owners sums each bookie's bytes
+from its group's column. Run on DuckDB, the same SQL file as the Spark audit (bench/duckdb_sql.py), so 64 hand-built
+scans cost a second, not a JVM audit."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from tests.spark.scan_builder import ScanBuilder
 from tests.spark.snapshot_builder import DAY, NOW, SnapshotBuilder
 from tests.spark.test_storage_detections import SCAN_AT, closed
 
-# 64 bookies: ids sort as their numbers, so bookie k is n = k (words 0 and 1, bits 0, 61 and 0..1 of word 1)
+# 64 bookies: ids sort as their numbers, so bookie k is bookie_no k + 1 (groups of 8: 0..8)
 BOOKIES = [f"bk-{k:02d}:3181" for k in range(64)]
 
 
@@ -36,7 +38,7 @@ def test_missing_members_across_mask_words(tmp_path: Path) -> None:
     b = SnapshotBuilder()
     b.namespace("t/ns")
     b.topic("t/ns", "live", ledgers=[(1, 10, 1000, NOW - 10 * DAY)])
-    ends = [BOOKIES[0], BOOKIES[61], BOOKIES[62], BOOKIES[63]]  # bits 0 and 61 of word 0; bits 0 and 1 of word 1
+    ends = [BOOKIES[0], BOOKIES[61], BOOKIES[62], BOOKIES[63]]  # groups 0, 7, 7 and 8 (bookie_no 1, 62, 63, 64)
     closed(b, 1, {0: ends}, 99, 4, 4)  # every entry on every member
     closed(b, 2, {0: [BOOKIES[61], BOOKIES[62]]}, 99, 2, 2)
     closed(b, 3, {0: [BOOKIES[5], BOOKIES[63]]}, 99, 2, 2)
@@ -171,3 +173,43 @@ def test_storage_ledgers_is_storage_groups_per_bookie(tmp_path: Path) -> None:
         (ids[8], 9, 1, 91, "live", topic),
         (ids[8], 9, 7, 9, "unreclaimed", None),
     ]
+
+
+def test_owners_and_gaps_across_groups_of_8(tmp_path: Path) -> None:
+    """owners reads storage_groups (a row per ledger and group of 8 bookies, each bookie's bytes a column): each
+    bookie's bytes and ledgers stay its own at every level, for bookies in two groups (bookie_no 7 and 8 are in groups
+    0 and 1), live and orphan; byte_gaps names the member holding nothing in either group."""
+    b = SnapshotBuilder()
+    b.namespace("t/ns")
+    b.namespace("u/ns")
+    ids = [f"bk-{k:02d}:3181" for k in range(10)]  # bookie_no 1..10: groups 0 (1..7) and 1 (8..10)
+    b.topic("t/ns", "a", ledgers=[(1, 10, 1000, NOW - 10 * DAY), (2, 10, 1000, NOW - 10 * DAY)])
+    b.topic("u/ns", "b", ledgers=[(3, 10, 1000, NOW - 10 * DAY)])
+    closed(b, 1, {0: [ids[6], ids[7], ids[8]]}, 99, 3, 3)
+    closed(b, 2, {0: [ids[8], ids[9]]}, 99, 2, 2)  # nothing on bk-09 (bookie_no 10, group 1)
+    closed(b, 3, {0: [ids[0], ids[9]]}, 99, 2, 2)
+    closed(b, 4, {0: [ids[8]]}, 99, 1, 1)  # no reference: orphan, its owner the topic its metadata names
+    held = {0: {3: 5}, 6: {1: 100}, 7: {1: 200}, 8: {1: 300, 2: 50, 4: 40}, 9: {3: 70}}
+    dirs = []
+    for k, bookie in enumerate(ids):
+        s = ScanBuilder(bookie, started_at_ms=SCAN_AT)
+        s.log("/data/bk", 1, mtime_ms=NOW - DAY, ledgers=held.get(k, {}))
+        dirs.append(s.write(tmp_path / f"scan-{k}"))
+    con = shared_views(b, dirs, tmp_path)
+    owners = next(f for f in storage_files() if f.name == "owners")
+    got = sorted(con.execute(rewrite_storage(storage_sql(owners, 10))).fetchall())
+    a, bb, orphan = "persistent://t/ns/a", "persistent://u/ns/b", "persistent://t/ns/live"
+    want = []
+    for bookie, cls, tenant, ns, topic, nbytes, ledgers in [
+        (ids[0], "live", "u", "u/ns", bb, 5, 1),
+        (ids[6], "live", "t", "t/ns", a, 100, 1),
+        (ids[7], "live", "t", "t/ns", a, 200, 1),
+        (ids[8], "live", "t", "t/ns", a, 350, 2),
+        (ids[8], "orphan", "t", "t/ns", orphan, 40, 1),
+        (ids[9], "live", "u", "u/ns", bb, 70, 1),
+    ]:
+        for level, name in (("tenant", tenant), ("namespace", ns), ("topic", topic)):
+            want.append((bookie, cls, level, name, nbytes, ledgers, 1, 1))
+    assert got == sorted(want)
+    gaps = sorted(con.execute("SELECT ledger_id, bookie_id FROM byte_gaps").fetchall())
+    assert gaps == [(2, ids[9])]
