@@ -75,8 +75,10 @@ def test_the_storage_sql_finds_on_duckdb_what_the_spark_audit_finds(tmp_path: Pa
     seconds: dict[str, float] = {}
     counts, rows = run_storage(con, seconds=seconds)
     assert counts == {"ledger-data-missing": 3, "stale-entry-log": 3, "unreclaimed-ledger-data": 4}
-    # every query timed by the name of the Spark audit's step (bench audit sets them side by side)
-    assert set(seconds) == {"storage"} | {f"storage {f.name}" for f in storage_files()}
+    # every query timed by the name of the Spark audit's step (bench audit sets them side by side); a view
+    # (.view.sql: storage_ledgers) is no query of its own, its cost is in its readers'
+    assert set(seconds) == {"storage"} | {f"storage {f.name}" for f in storage_files() if f.written or not f.shared}
+    assert "storage storage_ledgers" not in seconds
     assert all(s >= 0 for s in seconds.values())
     missing = con.execute(
         rewrite_storage(next(f for f in detect_files() if f.name == "ledger-data-missing").text)
