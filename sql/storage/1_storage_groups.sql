@@ -41,32 +41,23 @@
 --                 so absence of a reference proves nothing), or metadata not seen but absence not provable.
 -- Written per group, not exploded to a row per (bookie, ledger) before the write (600,000 topics, the query alone,
 -- warm, /tmp/storage19/h.py: 20.90 / 20.65 -> 17.36 / 17.37 task-CPU s, cold 24.80 -> 18.78; 67.8 -> 66.8 MB).
-WITH bookies AS (
-    -- bookie_id is unique among the scans (audit/bookie_scans.read_scans refuses two scans of one bookie)
-    -- `hi`, `slot`, `bit`: the bookie's group of 8 (bookie_no DIV 8), its place in it and that place's bit (on_disk)
-    SELECT bookie_id, started_at_ms, bookie_no, bookie_no DIV 8 AS hi, bookie_no % 8 AS slot,
-        CASE bookie_no % 8
-            WHEN 0 THEN 1 WHEN 1 THEN 2 WHEN 2 THEN 4 WHEN 3 THEN 8
-            WHEN 4 THEN 16 WHEN 5 THEN 32 WHEN 6 THEN 64 ELSE 128
-        END AS bit
-    FROM stg_scan_bookies
-),
-logs AS (
+WITH logs AS (
     SELECT bookie_id, ledger_dir, log_id, hash(bookie_id, ledger_dir, log_id) AS h, min(mtime_ms) AS mtime_ms
     FROM stg_scan_entry_logs
     WHERE read_via <> 'skipped' AND NOT compacting
     GROUP BY bookie_id, ledger_dir, log_id
 ),
 pairs AS (
-    -- `logs` has a row per entry log (a bookie's disk over its logSizeLimit, 1 GiB by default) and `bookies` one
-    -- per scan: broadcast, so the (ledger, log) pairs are not shuffled by log before their aggregate by ledger.
+    -- `logs` has a row per entry log (a bookie's disk over its logSizeLimit, 1 GiB by default) and the scans one
+    -- per bookie: broadcast, so the (ledger, log) pairs are not shuffled by log before their aggregate by ledger.
     -- Distributed by ledger alone: the aggregate by (ledger, group of bookies) below and the join by ledger after it
     -- need no other shuffle, so the pairs cross the network once (9 M rows at 600,000 topics). Both joins keyed by a
     -- number, the hash of the strings (`h`), the strings compared on a match, `(...) IS NOT DISTINCT FROM true`
     -- keeping that out of the keys (as byte_gaps.sql does): the broadcast side is a table of numbers
     SELECT /*+ BROADCAST(k, g), REPARTITION(ledger_id) */ k.bookie_no, l.ledger_id, l.bytes, g.mtime_ms
     FROM stg_scan_entry_log_ledgers l
-    JOIN (SELECT bookie_id, bookie_no, hash(bookie_id) AS h FROM bookies) k
+    -- bookie_id is unique among the scans (audit/bookie_scans.read_scans refuses two scans of one bookie)
+    JOIN (SELECT bookie_id, bookie_no, hash(bookie_id) AS h FROM stg_scan_bookies) k
         ON k.h = hash(l.bookie_id) AND (k.bookie_id = l.bookie_id) IS NOT DISTINCT FROM true
     LEFT JOIN logs g
         ON g.h = hash(l.bookie_id, l.ledger_dir, l.log_id)
@@ -78,7 +69,8 @@ on_disk AS (
     -- pairs of the ledger; `old`, of those with a pair in a log older than the scrape's start (the per-bookie part
     -- of `unreclaimed`: the oldest log before it); b0..b7 each bookie's bytes. With at most 8 bookies a ledger is one
     -- row (2.2 M at 600,000 topics, not 9.1 M): a fourth of the rows aggregated by hash, sorted and merged with the
-    -- ledgers; `joined` turns each row back into one per bookie holding the ledger (its bit in `held`).
+    -- ledgers; storage_ledgers (1_storage_ledgers.view.sql) turns each row back into one per bookie holding the ledger
+    -- (its bit in `held`) where it is read.
     -- 600,000 topics, the query alone, warm, in turns with one merge join per input and a row per (bookie, ledger):
     -- 24.29 / 23.89 -> 21.14 / 21.44 task-CPU s, the same rows (8 bookies a row; 4: 22.37; each bookie's oldest log
     -- as a column, not the bit: 22.73). At 50,000 topics, whose session runs without generated code, it costs more
