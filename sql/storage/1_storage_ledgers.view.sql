@@ -2,8 +2,8 @@
 -- their owner. A view over storage_groups (1_storage_groups.sql, written once), registered as SQL, not written (a
 -- `.view.sql` file: sql/README.md; but for a storage stage read as one partition, whose session interprets
 -- expressions: there each reader's join cost more than one write): each group row turned into a row per bookie of
--- its group whose bit is in `held`, where it is read. A reader's filter on the ledger's columns (metadata, undecodable, ...) reaches the
--- Parquet scan of storage_groups below this explode.
+-- its group whose bit is in `held`, where it is read. A reader's filter on the ledger's columns (metadata,
+-- undecodable, ...) reaches the Parquet scan of storage_groups below this explode.
 -- Columns: bookie_id, ledger_id, bytes (that bookie's: the group row's slot bookie_no % 8), class, kind,
 -- metadata, undecodable, topic, namespace, tenant (storage_groups' header), bookie_no (the bookie's rank by id among
 -- the scans).
