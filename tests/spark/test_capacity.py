@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from pulsar_ops.audit import etl
 from pulsar_ops.audit.params import AuditParams
 from pulsar_ops.audit.runner import AuditResult, run_audit
 from pulsar_ops.audit.sql_files import detect_files, sql_root, storage_files
@@ -151,6 +152,28 @@ def test_the_storage_stage_read_as_one_partition_changes_nothing(result: AuditRe
         for f in storage_files():
             assert by_step[storage_step(f.name)]["stages"] > 0, f.name
         assert by_step[storage_step()]["stages"] > 0  # the storage detections'
+
+
+def test_the_storage_stage_read_partitioned_reads_storage_ledgers_as_a_view(
+    result: AuditResult, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixture's scans read partitioned, as 600,000 topics' are (etl.STORAGE_ONE_PARTITION_MAX_ROWS 0):
+    storage_ledgers (1_storage_ledgers.view.sql) is then registered as SQL over storage_groups, never written, and
+    its readers (bookies, oldest_logs, log_ledgers and through it the storage detections) plan the view's join
+    themselves; findings row for row and the capacity view are those of the fixture's audit, where the stage read
+    one partition and wrote storage_ledgers."""
+    monkeypatch.setattr(etl, "STORAGE_ONE_PARTITION_MAX_ROWS", 0)
+    root = result.out_dir.parent
+    dirs = [Path(s["path"]) for s in result.audit["bookie_scans"]]
+    part = run_audit(root / "snap", root / "partitioned", AuditParams(), spark=spark, bookie_scans=dirs,
+                     storage_top_n=2, one_partition=False)  # fmt: skip
+    assert [f.to_json() for f in part.findings] == [f.to_json() for f in result.findings]
+    assert part.audit["storage"] == result.audit["storage"]
+    by_step = part.audit["stages"]["by_step"]
+    assert storage_step("storage_ledgers") not in by_step  # registered, nothing run under its own step
+    for f in storage_files():
+        if f.name != "storage_ledgers":
+            assert by_step[storage_step(f.name)]["stages"] > 0, f.name
 
 
 def test_a_failing_storage_statement_is_its_audit_error(result: AuditResult, spark: Any, tmp_path: Path) -> None:
