@@ -711,7 +711,7 @@ def proven_empty(df: DataFrame) -> bool:
 
 
 # The storage stage's statements run from this many driver threads at once (:func:`storage_stage`, audit/steps.py):
-# after storage_groups, the capacity queries (owners, oldest_logs, bookies: they read storage_ledgers alone) beside
+# after storage_groups, the capacity queries (owners, oldest_logs, bookies: they read it or its view alone) beside
 # the chain of small shared views and the storage detections, whose one-task stages and driver work (analysis,
 # planning, commits) each left a core idle. Two: the cores of the machines it was measured on. Quiet, interleaved,
 # the same JVM CPU-s: 50,000 topics (one partition) 17.95 / 18.04 -> 16.10 / 15.41 s; 600,000 topics (CPU-bound: 78

@@ -264,10 +264,10 @@ def run_storage(
 ) -> tuple[dict[str, int], dict[str, int]]:
     """The storage stage (after :func:`register_scans`) as the Spark audit runs it: the prefixed views of the
     capacity view's SQL each written once as a table (the storage detections read them), a ``.view.sql`` one
-    created as a view (Spark registers it as SQL, never written; its rows counted untimed), the storage detections, then
-    the other capacity-view files collected. Returns rows per detection and per capacity-view file; ``seconds``
-    (when given) gets each query's wall seconds by the name the Spark audit's step has (``storage NAME``; the
-    storage detections together: ``storage``, as Spark runs them in one statement)."""
+    created as a view (Spark registers it as SQL, never written; its rows counted untimed), the storage
+    detections, then the other capacity-view files collected. Returns rows per detection and per capacity-view
+    file; ``seconds`` (when given) gets each query's wall seconds by the name the Spark audit's step has
+    (``storage NAME``; the storage detections together: ``storage``, as Spark runs them in one statement)."""
     rows: dict[str, int] = {}
     timed = seconds if seconds is not None else {}
 
