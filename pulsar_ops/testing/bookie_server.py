@@ -9,8 +9,12 @@ as upstream's (apache/bookkeeper master at 9590a97f, ``bookkeeper-server/.../ser
   ``400 Failed to handle the request, exception: ...``; the answer is the JSON string
   ``Triggered GC on BookieServer: <id>``. As ``GarbageCollectorThread.enableForceGC``, a request while a forced
   run is pending changes nothing (still 200). ``GET`` answers ``{"is_in_force_gc": "true"|"false"}``; other
-  methods 405.
-* ``GET /api/v1/config/server_config`` (``ConfigurationService``): the configuration, every value a string.
+  methods 405. The 400 and 405 bodies are plain text, not JSON (``response.setBody(String)``); a body JSON cannot
+  read as an object is ``Failed to deserialize Object from Json string`` (``JsonUtil.fromJson``), a flag given as
+  ``null`` fails on ``null.toString()`` (400 too).
+* ``GET /api/v1/config/server_config`` (``ConfigurationService``, ``AbstractConfiguration.asJson``): the
+  configuration, every value ``toString()`` of its property: a list (more than one ledger directory) reads
+  ``[/a, /b]`` (``AbstractCollection.toString``), one value reads as itself.
 * ``GET|PUT /api/v1/bookie/gc/suspend_compaction`` (``SuspendCompactionService``) and ``resume_compaction``.
 * ``GET /api/v1/bookie/gc_details`` (``GCDetailsService``): one object per ledger directory.
 * ``GET /api/v1/bookie/info``: free and total space.
@@ -56,6 +60,15 @@ PULSAR_GC_CONFIG = {
     "majorCompactionInterval": "86400",
     "forceAllowCompaction": "true",
 }
+
+
+class _Text(str):
+    """A plain-text answer (upstream's error bodies), sent as is rather than as a JSON string."""
+
+
+def java_to_string(values: Sequence[str]) -> str:
+    """``toString()`` of a commons-configuration property: one value as itself, a list as ``[a, b]``."""
+    return values[0] if len(values) == 1 else "[" + ", ".join(values) + "]"
 
 
 def read_records(path: Path) -> tuple[list[Record], str]:
@@ -188,7 +201,7 @@ class BookieServer:
         self.ledger_exists = ledger_exists
         self.config: dict[str, str] = {
             "bookieId": bookie_id,
-            "ledgerDirectories": ",".join(str(d) for d in self.ledger_dirs),
+            "ledgerDirectories": java_to_string([str(d) for d in self.ledger_dirs]),
             **PULSAR_GC_CONFIG,
             **(config or {}),
         }
@@ -250,17 +263,21 @@ class BookieServer:
             if method == "GET":
                 return 200, {"is_in_force_gc": str(self.in_force_gc()).lower()}
             if method != "PUT":
-                return 405, "Not allowed method. Should be PUT to trigger GC, Or GET to get Force GC state."
+                return 405, _Text("Not allowed method. Should be PUT to trigger GC, Or GET to get Force GC state.")
             text = body.decode("utf-8", "replace")
             if not text.strip():
                 self.force_gc(not self.suspended["major"], not self.suspended["minor"])
             else:
                 try:
                     doc = json.loads(text)
-                    if not isinstance(doc, dict):
-                        raise ValueError(f"not a JSON object: {text[:50]}")
-                except ValueError as e:
-                    return 400, f"Failed to handle the request, exception: {e}"
+                except ValueError:
+                    doc = None
+                if not isinstance(doc, dict):  # Jackson's readValue(body, HashMap.class) refuses it
+                    return 400, _Text(
+                        "Failed to handle the request, exception: Failed to deserialize Object from Json string"
+                    )
+                if any(k in doc and doc[k] is None for k in ("forceMajor", "forceMinor")):
+                    return 400, _Text("Failed to handle the request, exception: null")  # null.toString()
                 fm = str(doc.get("forceMajor", not self.suspended["major"])).lower() == "true"
                 fmi = str(doc.get("forceMinor", not self.suspended["minor"])).lower() == "true"
                 self.force_gc(fm, fmi)
@@ -305,7 +322,7 @@ class BookieServer:
                 body = self.rfile.read(n) if n else b""
                 status, doc = server._handle(self.command, self.path.partition("?")[0], body)
                 server.calls.append((self.command, self.path, status))
-                data = b"" if doc is None else json.dumps(doc).encode()
+                data = b"" if doc is None else doc.encode() if isinstance(doc, _Text) else json.dumps(doc).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
