@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_ops.errors import ConfigError, ModelError
-from pulsar_ops.model.gc_config import _FIELD_OF as GC_KEYS
-from pulsar_ops.model.gc_config import GcConfig, gc_config
+from pulsar_ops.model.gc_config import GC_KEYS, GcConfig, gc_config
 from pulsar_ops.units import parse_duration_ms as parse_duration_ms
 
 SECOND = 1000

@@ -226,9 +226,9 @@ class BookieServer:
             return self._force
 
     def settings(self) -> GcConfig:
-        from pulsar_ops.model.gc_config import _FIELD_OF
+        from pulsar_ops.model.gc_config import GC_KEYS
 
-        return gc_config({k: v for k, v in self.config.items() if k in _FIELD_OF})
+        return gc_config({k: v for k, v in self.config.items() if k in GC_KEYS})
 
     def force_gc(self, force_major: bool, force_minor: bool) -> None:
         """``enableForceGC(forceMajor, forceMinor)``: only when no forced run is pending."""

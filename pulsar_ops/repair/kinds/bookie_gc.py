@@ -46,7 +46,7 @@ from pulsar_ops import strict
 from pulsar_ops.bookiescan.bookie_conf import server_config_gc
 from pulsar_ops.errors import ApplyError, ModelError, PlanError, ZooKeeperError
 from pulsar_ops.findings import Finding
-from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig
+from pulsar_ops.model.gc_config import GC_KEYS, GcConfig
 from pulsar_ops.model.gc_settings import AUDIT_SETTINGS as AUDIT_SETTINGS
 from pulsar_ops.model.gc_settings import SCRAPED_SETTINGS as SCRAPED_SETTINGS
 from pulsar_ops.model.gc_settings import PlanSettings as PlanSettings
@@ -481,7 +481,7 @@ def live_facts(
     identity: str | None = None
     conf = api.get(CONFIG_PATH)
     if conf.ok and isinstance(conf.body, dict):
-        record["server_config"] = {k: conf.body[k] for k in sorted(conf.body) if k in _FIELD_OF or k == "bookieId"}
+        record["server_config"] = {k: conf.body[k] for k in sorted(conf.body) if k in GC_KEYS or k == "bookieId"}
         identity = identity_of(conf.body)
         try:
             # read as the scrape read the keys the plan decided on (bookie_conf.server_config_gc): one reader
