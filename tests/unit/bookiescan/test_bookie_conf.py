@@ -176,6 +176,21 @@ def test_bookie_id_precedence() -> None:
     assert got.bookie_id == "bk-1:3181"
 
 
+@pytest.mark.parametrize(
+    ("port", "want"),
+    # commons-configuration2 2.12.0's getInt("bookiePort", 3181) on each value (None: ConversionException)
+    [("+3182", 3182), ("0xC6D", 3181), ("0b11", 3), ("0x1FFFFFFFF", -1), ("3_181", None), ("", None),
+     ("99999999999", None)],
+)  # fmt: skip
+def test_bookie_port_is_read_as_get_int(port: str, want: int | None) -> None:
+    c = conf(f"bookieId=x\nbookiePort={port}\n")
+    if want is None:
+        with pytest.raises(ConfigError):
+            c.integer("bookiePort", 3181)
+    else:
+        assert c.integer("bookiePort", 3181) == want
+
+
 def test_bookie_id_refusals() -> None:
     loop = fake(hostname="box", ips={"box": ["127.0.1.1"]})
     for text, why in [
