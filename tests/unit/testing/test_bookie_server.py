@@ -47,3 +47,30 @@ def test_error_bodies_are_plain_text_and_config_lists_read_as_java_prints_them(t
         # the apply client keeps a plain-text error body as text
         ans = bookie_client(b.url).get("/api/v1/bookie/gc/nothing-here")
         assert ans.status == 404 and not ans.ok
+
+
+def test_a_forced_gc_of_both_kinds_keeps_a_suspension_the_http_answer_cannot_show(tmp_path: Path) -> None:
+    """DbLedgerStorage answers isMajorGcSuspended only when every directory's is (allMatch), while the disk monitor
+    suspends one directory's (diskAlmostFull): explicit flags would override it there, a blank body does not."""
+    from pulsar_ops.repair.kinds import bookie_gc as G
+
+    dirs = [tmp_path / "l0", tmp_path / "l1"]
+    for d in dirs:
+        (d / "current").mkdir(parents=True)
+    call = G.BookieGcCall(
+        bookie_id="b1:3181", url=None, force_major=True, force_minor=True, expect="major", scan="s",
+        scan_finished_at_ms=0, data_age_ms=1, garbage_ledgers=(),
+    )  # fmt: skip
+    with BookieServer("b1:3181", dirs, ledger_exists=lambda ids: ids) as b:
+        b.suspended[0]["major"] = True  # l0's disk is almost full
+        api = bookie_client(b.url)
+        sus = api.get(G.SUSPEND_PATH).body
+        assert sus == {"isMajorGcSuspended": "false", "isMinorGcSuspended": "false"}  # not every directory
+        r = G.trigger_and_wait(api, call, timeout_s=30, poll_s=0.05)
+        assert r.outcome == "committed"
+        b.wait_idle()
+        assert [(g.suspend_major, g.suspend_minor) for g in b.runs[0]] == [(True, False), (False, False)]
+        # explicit flags (what a call forcing only some kinds sends) override every directory's suspension
+        b.force_gc(True, True)
+        b.wait_idle()
+        assert [(g.suspend_major, g.suspend_minor) for g in b.runs[1]] == [(False, False), (False, False)]
