@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pulsar_ops import strict
-from pulsar_ops.bookiescan.bookie_conf import server_config_gc
+from pulsar_ops.bookiescan.bookie_conf import from_server_config, server_config_gc
 from pulsar_ops.errors import ApplyError, ModelError, PlanError, ZooKeeperError
 from pulsar_ops.findings import Finding
 from pulsar_ops.model.gc_config import GC_KEYS, GcConfig
@@ -482,9 +482,13 @@ def _in_force_gc(answer: HttpAnswer) -> bool | None:
 
 def identity_of(config: Mapping[str, Any]) -> str | None:
     """The bookie id the configuration sets explicitly (``bookieId``); None when it does not (then the id is
-    derived from the host's address and ``bookiePort``, which this tool does not guess)."""
+    derived from the host's address and ``bookiePort``, which this tool does not guess). ``server_config`` shows a
+    list-valued key as ``[a, b]`` and the bookie's ``getBookieId`` (``getString``) takes its first value, so this
+    reads it through :func:`from_server_config` as every other key is read."""
     bid = config.get("bookieId")
-    return str(bid) if isinstance(bid, str) and bid.strip() else None
+    if not isinstance(bid, str) or not bid.strip():
+        return None
+    return from_server_config({"bookieId": bid}, CONFIG_PATH).get("bookieId") or None
 
 
 def live_facts(

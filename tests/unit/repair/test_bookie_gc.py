@@ -126,6 +126,8 @@ def test_settings_from_server_config_take_bookkeeper_defaults_for_unset_keys() -
     assert cfg.gc_wait_time_ms == 600_000 and cfg.force_allow_compaction and cfg.major_compaction_threshold == 0.5
     assert not G.settings_of({}).force_allow_compaction
     assert G.identity_of({"bookieId": "bk-0"}) == "bk-0" and G.identity_of({"bookiePort": "3181"}) is None
+    # bookieId=bk-0,bk-1 in bookkeeper.conf: server_config shows "[bk-0, bk-1]", getBookieId takes "bk-0"
+    assert G.identity_of({"bookieId": "[bk-0, bk-1]"}) == "bk-0"
 
 
 class FakeBookie:
