@@ -86,15 +86,19 @@ class BookieConf:
         raise ConfigError(f"{self.source}: {key}={v!r} is not a boolean", code=CODE_INVALID, hint=_fix(self))
 
     def integer(self, key: str, default: int) -> int:
+        """``getInt(key, default)``: commons-configuration2's ``PropertyConverter.toInteger`` (a ``0x``/``0b``
+        prefix read as a BigInteger and cut to an int, else ``Integer(String)``: a sign and digits in an int's
+        range). An empty value is no default: the bookie refuses it (ConversionException, checked with 2.12.0)."""
+        from pulsar_ops.model.gc_config import _JAVA_PREFIXED, _java_number
+
         v = self.get(key)
-        if v is None or not v.strip():
+        if v is None:
             return default
-        try:
-            return int(v.strip())
-        except ValueError:
-            raise ConfigError(
-                f"{self.source}: {key}={v!r} is not an integer", code=CODE_INVALID, hint=_fix(self)
-            ) from None
+        n = _java_number(v, True)
+        prefixed = _JAVA_PREFIXED.fullmatch(v) is not None
+        if n is None or not isinstance(n, int) or (not prefixed and not -(1 << 31) <= n < 1 << 31):
+            raise ConfigError(f"{self.source}: {key}={v!r} is not an integer", code=CODE_INVALID, hint=_fix(self))
+        return ((n + (1 << 31)) % (1 << 32)) - (1 << 31) if prefixed else n  # BigInteger.intValue
 
     def ledger_dir_names(self) -> tuple[str, ...]:
         """``getLedgerDirNames``: ``/tmp/bk-data`` when absent. ``ledgerDirectories=`` is one empty name, not the
@@ -417,9 +421,18 @@ def _loopback(addr: str) -> bool:
         return False
 
 
+_ID_KEYS = ("bookieId", "advertisedAddress", "listeningInterface", "useHostNameAsBookieID", "useShortHostName",
+            "bookiePort", "allowLoopback")  # fmt: skip
+
+
 def derive_bookie_id(conf: BookieConf, resolver: Resolver | None = None) -> DerivedId:
     """The BookieId the bookie registers under (module docstring; BookieImpl.getBookieId)."""
     r = resolver or Resolver()
+    for key in _ID_KEYS:
+        # the bookie's getters interpolate (``${key}``, ``${env:X}``, ``${sys:X}``, checked with commons-configuration2
+        # 2.12.0): the bookie's environment is not ours, so the id is asked for, not guessed
+        if "${" in (conf.get(key) or ""):
+            raise _id_error(conf, f"{key}={conf.get(key)} uses interpolation, which scan-bookie does not resolve")
     custom = conf.get("bookieId")
     if custom is not None:
         if not _BOOKIE_ID_RE.fullmatch(custom) or custom.lower() == "readonly":

@@ -191,6 +191,14 @@ def test_bookie_port_is_read_as_get_int(port: str, want: int | None) -> None:
         assert c.integer("bookiePort", 3181) == want
 
 
+def test_an_interpolated_id_key_is_asked_for_not_guessed() -> None:
+    # commons-configuration2 2.12.0: getString of advertisedAddress=${env:HOME} is the bookie's $HOME, not ours
+    for text in ("advertisedAddress=${env:POD_IP}\n", "bookieId=${HOSTNAME}\n", "bookiePort=${port}\nport=3181\n"):
+        with pytest.raises(ConfigError) as e:
+            derive_bookie_id(conf(text), Resolver(lambda: "h", lambda h: ["10.0.0.1"], lambda ip: "h.example"))
+        assert e.value.code == "bookie-id-unknown" and "interpolation" in e.value.message
+
+
 def test_bookie_id_refusals() -> None:
     loop = fake(hostname="box", ips={"box": ["127.0.1.1"]})
     for text, why in [
