@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_ops.errors import ConfigError, ModelError
-from pulsar_ops.model.gc_config import _FIELD_OF as GC_KEYS
-from pulsar_ops.model.gc_config import GcConfig, gc_config
+from pulsar_ops.model.gc_config import GC_KEYS, GcConfig, gc_config
 from pulsar_ops.units import parse_duration_ms as parse_duration_ms
 
 SECOND = 1000
@@ -149,12 +148,21 @@ def bookie_settings(values: Mapping[str, Any]) -> BookieSettings:
 
 
 def load_bookie_config(path: Path) -> BookieSettings:
-    """``--bookie-config``: a bookkeeper.conf (``key=value`` lines) or a JSON object of its keys."""
+    """``--bookie-config``: a bookkeeper.conf or a JSON object of its keys. The file is read as the bookie reads it
+    (``bookiescan.bookie_conf.load_bookie_conf``: commons-configuration2's properties syntax, ``key value`` and
+    ``key: value`` included), each key's value its ``getString`` (the first of a repeated key's values: upstream
+    ``conf/AbstractConfiguration.loadConf`` keeps them all as a list and ``getLong``/``getDouble`` read the first),
+    not as a broker.conf (``java.util.Properties``: ``=`` only here, the last repeated value)."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="iso-8859-1")
     except FileNotFoundError:
         raise ConfigError(f"bookie config not found: {path}", hint="pass the bookie's conf/bookkeeper.conf") from None
-    return bookie_settings(parse_broker_config(text, str(path)))
+    if text.strip().startswith("{"):
+        return bookie_settings(parse_broker_config(text, str(path)))
+    from pulsar_ops.bookiescan.bookie_conf import load_bookie_conf
+
+    conf = load_bookie_conf(path)
+    return bookie_settings({k: v[0] for k, v in conf.values.items() if v})
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,15 @@
 """The bookie's own configuration as ``scan-bookie --bookie-config bookkeeper.conf`` reads it: the ledger and index
 directories the bookie uses, and the BookieId it registers under.
 
-The file is read as BookKeeper reads it (``AbstractConfiguration.loadConf``: a commons-configuration2
-``PropertiesConfiguration`` whose list delimiter is ``,``, ``ConfigurationUtil.newConfiguration``): ``#``/``!``
-comment lines, ``key=value``, ``key: value`` or ``key value``, each physical line trimmed, a line ending in an odd
-number of backslashes continued on the next, Java escapes (``\\t``, ``\\uXXXX``, ``\\,`` for a literal comma), a
-repeated key adding to its list, and every value split at unescaped commas with each element trimmed. ``include``
+The file is read as BookKeeper reads it (``server/Main.java`` -> ``conf/AbstractConfiguration.loadConf``: a
+commons-configuration2 2.12.0 ``PropertiesConfiguration`` whose list delimiter is ``,``,
+``common/conf/ConfigurationUtil.newConfiguration``; its ``PropertiesReader``): lines end at ``\\n``, ``\\r`` or
+``\\r\\n`` only; blank lines and ``#``/``!`` comment lines are skipped, even inside a continuation; each physical
+line is trimmed (``String.trim``); a line ending in an odd number of backslashes continues on the next, and one still
+open at the end of the file is dropped; ``key=value``, ``key: value`` or ``key value``; a line that is no property
+(no key) is kept under the empty key, as upstream does; value escapes as ``unescapeJava`` (``\\t``, ``\\uXXXX``;
+the backslash kept before other characters); a repeated key adds to its list; every value split at unescaped commas
+with each element trimmed, three times over (``_stored``: an escaped comma does not survive). ``include`` (any case)
 and ``${...}`` interpolation are refused (a clear ``bookie-config-invalid``), not guessed.
 
 Directories (``conf/ServerConfiguration.java``): ``getLedgerDirNames`` is ``ledgerDirectories`` as a list, or
@@ -54,7 +58,8 @@ CODE_ID = "bookie-id-unknown"
 _BOOKIE_ID_RE = re.compile(r"[a-zA-Z0-9:-_.\-]+")  # BookieId.validateBookieId, ':-_' a range as in Java
 _TRUE = {"true", "yes", "on", "y", "t"}  # commons-lang BooleanUtils.toBooleanObject, as PropertyConverter uses
 _FALSE = {"false", "no", "off", "n", "f"}
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "b": "\b"}
+_UNESCAPE_CHARS = ":#=!\\'\""  # PropertiesConfiguration.UNESCAPE_CHARACTERS: their backslash is dropped
 
 
 @dataclass(frozen=True)
@@ -81,18 +86,24 @@ class BookieConf:
         raise ConfigError(f"{self.source}: {key}={v!r} is not a boolean", code=CODE_INVALID, hint=_fix(self))
 
     def integer(self, key: str, default: int) -> int:
+        """``getInt(key, default)``: commons-configuration2's ``PropertyConverter.toInteger`` (a ``0x``/``0b``
+        prefix read as a BigInteger and cut to an int, else ``Integer(String)``: a sign and digits in an int's
+        range). An empty value is no default: the bookie refuses it (ConversionException, checked with 2.12.0)."""
+        from pulsar_ops.model.gc_config import _JAVA_PREFIXED, _java_number
+
         v = self.get(key)
-        if v is None or not v.strip():
+        if v is None:
             return default
-        try:
-            return int(v.strip())
-        except ValueError:
-            raise ConfigError(
-                f"{self.source}: {key}={v!r} is not an integer", code=CODE_INVALID, hint=_fix(self)
-            ) from None
+        n = _java_number(v, True)
+        prefixed = _JAVA_PREFIXED.fullmatch(v) is not None
+        if n is None or not isinstance(n, int) or (not prefixed and not -(1 << 31) <= n < 1 << 31):
+            raise ConfigError(f"{self.source}: {key}={v!r} is not an integer", code=CODE_INVALID, hint=_fix(self))
+        return ((n + (1 << 31)) % (1 << 32)) - (1 << 31) if prefixed else n  # BigInteger.intValue
 
     def ledger_dir_names(self) -> tuple[str, ...]:
-        """``getLedgerDirNames``."""
+        """``getLedgerDirNames``: ``/tmp/bk-data`` when absent. ``ledgerDirectories=`` is one empty name, not the
+        default: ``CompositeConfiguration.getStringArray`` goes through ``getList``, which keeps an empty value
+        (checked against commons-configuration2 2.12.0: ``[""]``); ``_absolute`` refuses it."""
         dirs = self.values.get(LEDGER_DIRS) or ()
         return dirs if dirs else (DEFAULT_LEDGER_DIR,)
 
@@ -105,91 +116,173 @@ def _fix(conf: BookieConf) -> str:
     return f"fix {conf.source}, or pass --ledger-dirs/--index-dirs/--bookie-id instead of --bookie-config"
 
 
-def _unescape(text: str, source: str, n: int) -> str:
-    """Java escapes, keeping ``\\,`` (an escaped list delimiter) for the list split."""
+# Java's String.trim (every char <= U+0020), not str.strip (which also strips U+0085, U+00A0, U+001C-U+001F)
+def _jtrim(text: str) -> str:
+    i, j = 0, len(text)
+    while i < j and text[i] <= " ":
+        i += 1
+    while j > i and text[j - 1] <= " ":
+        j -= 1
+    return text[i:j]
+
+
+def _unescape_value(text: str, source: str, n: int) -> str:
+    """``PropertiesConfiguration.unescapeJava(value, false)``: ``\\t \\n \\r \\f \\b``, ``\\uXXXX``; the
+    backslash dropped before one of ``:#=!\\'"`` and kept before anything else (``\\,`` stays for the list
+    split, ``C:\\x`` stays ``C:\\x``); an incomplete ``\\u`` at the end is dropped; a lone trailing backslash kept."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= len(text):
+            out.append("\\")
+            break
+        nxt = text[i + 1]
+        if nxt == "u":
+            digits = text[i + 2 : i + 6]
+            if len(digits) < 4:
+                break  # the loop ends inside the escape: nothing is appended
+            if not all(d in "0123456789abcdefABCDEF" for d in digits):
+                raise ConfigError(f"{source}:{n}: unable to parse unicode value: {digits}", code=CODE_INVALID)
+            out.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+        elif nxt not in _UNESCAPE_CHARS:
+            out.append("\\" + nxt)
+        else:
+            out.append(nxt)
+        i += 2
+    return "".join(out)
+
+
+def _unescape_key(text: str) -> str:
+    """commons-text ``StringEscapeUtils.unescapeJava`` (the key): as the value's, but a backslash before any other
+    character is dropped, and octal escapes are read."""
     out: list[str] = []
     i = 0
     while i < len(text):
         c = text[i]
         if c != "\\" or i + 1 >= len(text):
-            out.append(c)
+            out.append(c if c != "\\" else "")
             i += 1
             continue
         nxt = text[i + 1]
+        octal = re.match(r"[0-3][0-7]{0,2}|[4-7][0-7]?", text[i + 1 :])
         if nxt == "u":
-            digits = text[i + 2 : i + 6]
-            if len(digits) != 4 or not all(d in "0123456789abcdefABCDEF" for d in digits):
-                raise ConfigError(f"{source}:{n}: malformed \\u escape", code=CODE_INVALID)
-            out.append(chr(int(digits, 16)))
-            i += 6
-            continue
-        if nxt == ",":
-            out.append("\\,")
+            m = re.match(r"u+\+?([0-9a-fA-F]{4})", text[i + 1 :])
+            if m is None:
+                raise ConfigError(f"malformed \\u escape in key {text!r}", code=CODE_INVALID)
+            out.append(chr(int(m.group(1), 16)))
+            i += 1 + m.end()
+        elif octal is not None:
+            out.append(chr(int(octal.group(0), 8)))
+            i += 1 + octal.end()
         else:
             out.append(_ESCAPES.get(nxt, nxt))
-        i += 2
+            i += 2
     return "".join(out)
 
 
 def _split_list(value: str) -> list[str]:
-    """``DefaultListDelimiterHandler(',')``: split at unescaped commas, drop the escape, trim each element."""
+    """``DefaultListDelimiterHandler(',').splitString(value, true)``: split at unescaped commas; ``\\,`` is a comma
+    and ``\\\\`` a backslash, any other backslash is kept; each element trimmed (``String.trim``)."""
     parts: list[str] = []
     cur: list[str] = []
-    i = 0
-    while i < len(value):
-        if value.startswith("\\,", i):
-            cur.append(",")
-            i += 2
-        elif value[i] == ",":
-            parts.append("".join(cur).strip())
+    escape = False
+    for c in value:
+        if escape:
+            if c != "," and c != "\\":
+                cur.append("\\")
+            cur.append(c)
+            escape = False
+        elif c == ",":
+            parts.append(_jtrim("".join(cur)))
             cur = []
-            i += 1
+        elif c == "\\":
+            escape = True
         else:
-            cur.append(value[i])
-            i += 1
-    parts.append("".join(cur).strip())
+            cur.append(c)
+    if escape:
+        cur.append("\\")
+    parts.append(_jtrim("".join(cur)))
     return parts
+
+
+def _stored(value: str) -> list[str]:
+    """The list ``ServerConfiguration`` holds for one loaded value. The value is split three times, each pass
+    turning ``\\,`` into a comma the next pass splits at: when ``PropertiesConfiguration`` loads the line
+    (``addPropertyInternal`` -> ``DefaultListDelimiterHandler.parse``), when ``AbstractConfiguration.loadConf``
+    copies it into the ``ServerConfiguration`` (``setProperty``, the same handler), and when that
+    ``CompositeConfiguration`` adds it to its in-memory child (``addPropertyDirect`` -> ``addProperty``, whose handler
+    ``setListDelimiterHandler`` made the same). So ``a\\,b`` is two values to the bookie, not ``a,b``."""
+    vals = _split_list(value)
+    for _ in range(2):
+        vals = [p for v in vals for p in _split_list(v)]
+    return vals
+
+
+# PropertiesReader.PROPERTY_PATTERN (commons-configuration2 2.12.0, BookKeeper's version), with Java's classes:
+# ``\s`` is [ \t\n\x0B\f\r] and ``.`` is any char but a line terminator (\n \r \u0085 \u2028 \u2029). A line
+# the pattern does not match (a U+0085 in it: a UTF-8 file read as ISO-8859-1) is a property with an empty key.
+_JWS = " \t\n\x0b\f\r"
+_JDOT = "[^\n\r\x85\u2028\u2029]"
+_PROPERTY_RE = re.compile(rf"((?:[^{_JWS}\\=:]|\\{_JDOT})*)([{_JWS}]*([{_JWS}]+|[=:])[{_JWS}]*)?({_JDOT}*)")
+# LineNumberReader.readLine: str.splitlines would also split at \x0b \x0c \x1c-\x1e \x85
+_LINE_RE = re.compile(r"\r\n|\r|\n")
+
+
+def _is_comment(line: str) -> bool:
+    """``PropertiesConfiguration.isCommentLine``: blank after trimming, or starting with ``#`` or ``!``."""
+    s = _jtrim(line)
+    return not s or s[0] in "#!"
 
 
 def _odd_backslashes(line: str) -> bool:
     return (len(line) - len(line.rstrip("\\"))) % 2 == 1
 
 
-_SEP_RE = re.compile(r"(?:\\.|[^\s=:\\])*")
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """``PropertiesReader.readProperty``: comment and blank lines skipped, even inside a continuation (they do not
+    end it); each physical line trimmed; one ending in an odd number of backslashes continued; a continuation
+    still open at the end of the file is dropped (readLine returns null: the property is lost)."""
+    out: list[tuple[int, str]] = []
+    buf: list[str] = []
+    start = 0
+    for n, raw in enumerate(_LINE_RE.split(text), 1):
+        if _is_comment(raw):
+            continue
+        line = _jtrim(raw)
+        if not buf:
+            start = n
+        if _odd_backslashes(line):
+            buf.append(line[:-1])
+            continue
+        buf.append(line)
+        out.append((start, "".join(buf)))
+        buf = []
+    return out
 
 
 def parse_properties(text: str, source: str) -> dict[str, tuple[str, ...]]:
-    """A bookkeeper.conf's text -> key -> list of values (see the module docstring)."""
+    """A bookkeeper.conf's text -> key -> the list of values ``ServerConfiguration`` holds (module docstring)."""
     values: dict[str, list[str]] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        start = i + 1
-        line = lines[i].strip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _odd_backslashes(line) and i < len(lines):  # PropertiesReader: a continued logical line
-            line = line[:-1] + lines[i].strip()
-            i += 1
-        if _odd_backslashes(line):
-            line = line[:-1]
-        m = _SEP_RE.match(line)
-        raw_key = m.group(0) if m else ""
-        rest = line[len(raw_key) :]
-        rest = rest.lstrip()
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip()
-        key = _unescape(raw_key, source, start).replace("\\,", ",")
-        if not key:
-            raise ConfigError(f"{source}:{start}: a line without a key: {line[:80]!r}", code=CODE_INVALID)
-        if key == "include" or key == "includeoptional":
+    for start, line in _logical_lines(text):
+        m = _PROPERTY_RE.fullmatch(line)
+        raw_key, rest = (_jtrim(m.group(1)), _jtrim(m.group(4))) if m else ("", "")
+        key = _unescape_key(raw_key)
+        if key.lower() in ("include", "includeoptional"):  # propertyLoaded: equalsIgnoreCase
             raise ConfigError(
                 f"{source}:{start}: `{key}` is not followed by scan-bookie",
                 code=CODE_INVALID,
                 hint="pass the included file's ledgerDirectories/indexDirectories with --ledger-dirs/--index-dirs",
             )
-        values.setdefault(key, []).extend(_split_list(_unescape(rest, source, start)))
+        values.setdefault(key, []).extend(_stored(_unescape_value(rest, source, start)))
     return {k: tuple(v) for k, v in values.items()}
 
 
@@ -328,9 +421,18 @@ def _loopback(addr: str) -> bool:
         return False
 
 
+_ID_KEYS = ("bookieId", "advertisedAddress", "listeningInterface", "useHostNameAsBookieID", "useShortHostName",
+            "bookiePort", "allowLoopback")  # fmt: skip
+
+
 def derive_bookie_id(conf: BookieConf, resolver: Resolver | None = None) -> DerivedId:
     """The BookieId the bookie registers under (module docstring; BookieImpl.getBookieId)."""
     r = resolver or Resolver()
+    for key in _ID_KEYS:
+        # the bookie's getters interpolate (``${key}``, ``${env:X}``, ``${sys:X}``, checked with commons-configuration2
+        # 2.12.0): the bookie's environment is not ours, so the id is asked for, not guessed
+        if "${" in (conf.get(key) or ""):
+            raise _id_error(conf, f"{key}={conf.get(key)} uses interpolation, which scan-bookie does not resolve")
     custom = conf.get("bookieId")
     if custom is not None:
         if not _BOOKIE_ID_RE.fullmatch(custom) or custom.lower() == "readonly":

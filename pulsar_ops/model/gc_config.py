@@ -122,7 +122,12 @@ _FIELD_OF: dict[str, str] = {
     "gcMetadataOpRateLimit": "gc_metadata_op_rate_limit",
 }
 _CAMEL_OF = {v: k for k, v in _FIELD_OF.items()}
-GC_KEYS: tuple[str, ...] = tuple(_FIELD_OF)  # the BookKeeper keys a bookie's configuration may set for its GC
+# Deprecated key -> the key it is the default of: ``ServerConfiguration.getCompactionRateByEntries`` is
+# ``getInt(compactionRateByEntries, getCompactionRate())``, ``getCompactionRate`` ``getInt(compactionRate, 1000)``
+# (bookkeeper-server/.../conf/ServerConfiguration.java), so a bookie setting only ``compactionRate`` compacts at it.
+_FALLBACK_OF: dict[str, str] = {"compactionRate": "compactionRateByEntries"}
+# the BookKeeper keys a bookie's configuration may set for its GC
+GC_KEYS: tuple[str, ...] = (*_FIELD_OF, *_FALLBACK_OF)
 _TYPES = {f.name: f.type for f in fields(GcConfig)}
 
 # Pulsar's conf/bookkeeper.conf (reference/bookie-storage.md §7): only the keys that differ from BookKeeper.
@@ -188,6 +193,9 @@ def gc_config(overrides: Mapping[str, Any] | None = None, *, pulsar_conf: bool =
     """Defaults (BookKeeper's, or Pulsar's bookkeeper.conf with ``pulsar_conf``) < overrides; validated."""
     merged: dict[str, Any] = dict(PULSAR_CONF) if pulsar_conf else {}
     merged.update(overrides or {})
+    for old, key in _FALLBACK_OF.items():
+        if old in merged:
+            merged.setdefault(key, merged.pop(old))
     values: dict[str, Any] = {}
     for key, value in merged.items():
         name = _FIELD_OF.get(key, key if key in _TYPES else "")

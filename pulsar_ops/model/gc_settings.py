@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pulsar_ops.errors import ModelError
-from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig, gc_config
+from pulsar_ops.model.gc_config import GC_KEYS, GcConfig, gc_config
 
 SCRAPED_SETTINGS = "server_config (scraped)"
 AUDIT_SETTINGS = "audit (the bookie's configuration was not scraped)"
@@ -48,7 +48,7 @@ class PlanSettings:
 def settings_of(config: Mapping[str, Any]) -> GcConfig:
     """GC settings from ``server_config`` (every key set, as strings); keys not set take BookKeeper's code
     defaults (``ServerConfiguration``), as the bookie does. Raises ModelError for a value it cannot read."""
-    return gc_config({k: v for k, v in config.items() if k in _FIELD_OF and str(v).strip() != ""})
+    return gc_config({k: v for k, v in config.items() if k in GC_KEYS and str(v).strip() != ""})
 
 
 def settings_for(

@@ -21,8 +21,9 @@ class HttpBookie:
     def get(self, path: str) -> HttpAnswer:
         return self._send("GET", path, None)
 
-    def put(self, path: str, body: Mapping[str, Any]) -> HttpAnswer:
-        return self._send("PUT", path, dict(body))
+    def put(self, path: str, body: Mapping[str, Any] | None) -> HttpAnswer:
+        """None: a blank body (``TriggerGCService``: ``forceGC()``)."""
+        return self._send("PUT", path, None if body is None else dict(body))
 
     def _send(self, method: str, path: str, body: dict[str, Any] | None) -> HttpAnswer:
         try:

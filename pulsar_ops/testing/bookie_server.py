@@ -9,9 +9,18 @@ as upstream's (apache/bookkeeper master at 9590a97f, ``bookkeeper-server/.../ser
   ``400 Failed to handle the request, exception: ...``; the answer is the JSON string
   ``Triggered GC on BookieServer: <id>``. As ``GarbageCollectorThread.enableForceGC``, a request while a forced
   run is pending changes nothing (still 200). ``GET`` answers ``{"is_in_force_gc": "true"|"false"}``; other
-  methods 405.
-* ``GET /api/v1/config/server_config`` (``ConfigurationService``): the configuration, every value a string.
+  methods 405. The 400 and 405 bodies are plain text, not JSON (``response.setBody(String)``); a body JSON cannot
+  read as an object is ``Failed to deserialize Object from Json string`` (``JsonUtil.fromJson``), a flag given as
+  ``null`` fails on ``null.toString()`` (400 too).
+* ``GET /api/v1/config/server_config`` (``ConfigurationService``, ``AbstractConfiguration.asJson``): the
+  configuration, every value ``toString()`` of its property: a list (more than one ledger directory) reads
+  ``[/a, /b]`` (``AbstractCollection.toString``), one value reads as itself.
 * ``GET|PUT /api/v1/bookie/gc/suspend_compaction`` (``SuspendCompactionService``) and ``resume_compaction``.
+  Suspension is per ledger directory (one ``GarbageCollectorThread`` each, ``SingleDirectoryDbLedgerStorage``;
+  ``suspended[i]``, the disk monitor's ``diskAlmostFull`` suspends one directory's major compaction): a PUT
+  suspends or resumes every directory, GET answers a kind suspended only when every directory's is
+  (``DbLedgerStorage.isMajorGcSuspended``: ``allMatch``). A blank forced-GC body runs each directory with its own
+  flags (``enableForceGC()``); explicit flags override them in every directory.
 * ``GET /api/v1/bookie/gc_details`` (``GCDetailsService``): one object per ledger directory.
 * ``GET /api/v1/bookie/info``: free and total space.
 
@@ -56,6 +65,15 @@ PULSAR_GC_CONFIG = {
     "majorCompactionInterval": "86400",
     "forceAllowCompaction": "true",
 }
+
+
+class _Text(str):
+    """A plain-text answer (upstream's error bodies), sent as is rather than as a JSON string."""
+
+
+def java_to_string(values: Sequence[str]) -> str:
+    """``toString()`` of a commons-configuration property: one value as itself, a list as ``[a, b]``."""
+    return values[0] if len(values) == 1 else "[" + ", ".join(values) + "]"
 
 
 def read_records(path: Path) -> tuple[list[Record], str]:
@@ -114,6 +132,8 @@ class DirGc:
     """What one forced run did in one ledger directory."""
 
     ledger_dir: str
+    suspend_major: bool = False  # the flags this directory's run was given (runWithFlags)
+    suspend_minor: bool = False
     ledgers_deleted: list[int] = field(default_factory=list)
     logs_deleted: list[int] = field(default_factory=list)
     compaction: str | None = None
@@ -126,7 +146,7 @@ def collect(
     suspend_minor: bool,
 ) -> DirGc:  # fmt: skip
     """One forced ``runWithFlags(true, suspendMajor, suspendMinor)`` on one directory."""
-    res = DirGc(str(ledger_dir))
+    res = DirGc(str(ledger_dir), suspend_major, suspend_minor)
     db, local = _index(ledger_dir)
     try:
         gone = sorted(local - ledger_exists(set(local)))
@@ -188,12 +208,13 @@ class BookieServer:
         self.ledger_exists = ledger_exists
         self.config: dict[str, str] = {
             "bookieId": bookie_id,
-            "ledgerDirectories": ",".join(str(d) for d in self.ledger_dirs),
+            "ledgerDirectories": java_to_string([str(d) for d in self.ledger_dirs]),
             **PULSAR_GC_CONFIG,
             **(config or {}),
         }
         self.free, self.total = free, total
-        self.suspended = {"major": False, "minor": False}
+        # per ledger directory, as each directory's GarbageCollectorThread holds its own
+        self.suspended = [{"major": False, "minor": False} for _ in self.ledger_dirs]
         self.hold: threading.Event | None = None
         self.runs: list[list[DirGc]] = []
         self.calls: list[tuple[str, str, int]] = []
@@ -213,26 +234,38 @@ class BookieServer:
             return self._force
 
     def settings(self) -> GcConfig:
-        from pulsar_ops.model.gc_config import _FIELD_OF
+        from pulsar_ops.model.gc_config import GC_KEYS
 
-        return gc_config({k: v for k, v in self.config.items() if k in _FIELD_OF})
+        return gc_config({k: v for k, v in self.config.items() if k in GC_KEYS})
 
-    def force_gc(self, force_major: bool, force_minor: bool) -> None:
-        """``enableForceGC(forceMajor, forceMinor)``: only when no forced run is pending."""
+    def all_suspended(self, kind: str) -> bool:
+        """``DbLedgerStorage.is{Major,Minor}GcSuspended``: every directory's (allMatch)."""
+        return all(s[kind] for s in self.suspended)
+
+    def force_gc(self, force_major: bool | None, force_minor: bool | None) -> None:
+        """``enableForceGC(forceMajor, forceMinor)`` in every directory, only when no forced run is pending; None
+        (a blank body: ``enableForceGC()``): each directory's own suspension flag."""
         with self._lock:
             if self._force:
                 return
             self._force = True
-        t = threading.Thread(target=self._run, args=(not force_major, not force_minor), daemon=True)
+        flags = [
+            (
+                s["major"] if force_major is None else not force_major,
+                s["minor"] if force_minor is None else not force_minor,
+            )
+            for s in self.suspended
+        ]
+        t = threading.Thread(target=self._run, args=(flags,), daemon=True)
         self._threads.append(t)
         t.start()
 
-    def _run(self, suspend_major: bool, suspend_minor: bool) -> None:
+    def _run(self, flags: list[tuple[bool, bool]]) -> None:
         try:
             if self.hold is not None:
                 self.hold.wait()
             cfg = self.settings()
-            done = [collect(d, self.ledger_exists, cfg, suspend_major, suspend_minor) for d in self.ledger_dirs]
+            done = [collect(d, self.ledger_exists, cfg, *f) for d, f in zip(self.ledger_dirs, flags, strict=True)]
             for r in done:
                 if r.compaction:
                     self.counters[r.compaction] += 1
@@ -250,19 +283,23 @@ class BookieServer:
             if method == "GET":
                 return 200, {"is_in_force_gc": str(self.in_force_gc()).lower()}
             if method != "PUT":
-                return 405, "Not allowed method. Should be PUT to trigger GC, Or GET to get Force GC state."
+                return 405, _Text("Not allowed method. Should be PUT to trigger GC, Or GET to get Force GC state.")
             text = body.decode("utf-8", "replace")
             if not text.strip():
-                self.force_gc(not self.suspended["major"], not self.suspended["minor"])
+                self.force_gc(None, None)
             else:
                 try:
                     doc = json.loads(text)
-                    if not isinstance(doc, dict):
-                        raise ValueError(f"not a JSON object: {text[:50]}")
-                except ValueError as e:
-                    return 400, f"Failed to handle the request, exception: {e}"
-                fm = str(doc.get("forceMajor", not self.suspended["major"])).lower() == "true"
-                fmi = str(doc.get("forceMinor", not self.suspended["minor"])).lower() == "true"
+                except ValueError:
+                    doc = None
+                if not isinstance(doc, dict):  # Jackson's readValue(body, HashMap.class) refuses it
+                    return 400, _Text(
+                        "Failed to handle the request, exception: Failed to deserialize Object from Json string"
+                    )
+                if any(k in doc and doc[k] is None for k in ("forceMajor", "forceMinor")):
+                    return 400, _Text("Failed to handle the request, exception: null")  # null.toString()
+                fm = str(doc.get("forceMajor", not self.all_suspended("major"))).lower() == "true"
+                fmi = str(doc.get("forceMinor", not self.all_suspended("minor"))).lower() == "true"
                 self.force_gc(fm, fmi)
             return 200, f"Triggered GC on BookieServer: {self.bookie_id}"
         if path == "/api/v1/config/server_config" and method == "GET":
@@ -270,16 +307,20 @@ class BookieServer:
         if path in (f"{GC}/suspend_compaction", f"{GC}/resume_compaction"):
             if method == "GET":
                 return 200, {
-                    "isMajorGcSuspended": str(self.suspended["major"]).lower(),
-                    "isMinorGcSuspended": str(self.suspended["minor"]).lower(),
+                    "isMajorGcSuspended": str(self.all_suspended("major")).lower(),
+                    "isMinorGcSuspended": str(self.all_suspended("minor")).lower(),
                 }
             if method == "PUT":
                 doc = json.loads(body or b"{}")
                 suspend = path.endswith("suspend_compaction")
-                for kind in ("major", "minor"):
-                    key = f"{'suspend' if suspend else 'resume'}{kind.title()}"
-                    if doc.get(key) is True:
-                        self.suspended[kind] = suspend
+                verb = "suspend" if suspend else "resume"
+                keys = {kind: f"{verb}{kind.title()}" for kind in ("major", "minor")}
+                if all(doc.get(k) is None for k in keys.values()):  # Suspend/ResumeCompactionService
+                    return 400, _Text(f"No {keys['major']} or {keys['minor']} params found")
+                for kind, key in keys.items():
+                    if doc.get(key) is True:  # DbLedgerStorage forwards to every directory
+                        for d in self.suspended:
+                            d[kind] = suspend
                 return 200, "ok"
         if path == "/api/v1/bookie/gc_details" and method == "GET":
             return 200, [
@@ -305,7 +346,7 @@ class BookieServer:
                 body = self.rfile.read(n) if n else b""
                 status, doc = server._handle(self.command, self.path.partition("?")[0], body)
                 server.calls.append((self.command, self.path, status))
-                data = b"" if doc is None else json.dumps(doc).encode()
+                data = b"" if doc is None else doc.encode() if isinstance(doc, _Text) else json.dumps(doc).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -21,8 +21,15 @@ apache/bookkeeper/``):
   it ends. A run is ledger GC, entry-log GC (a flushed log whose ledgers are all gone is deleted), then at most one
   compaction: major when not suspended and (``isForceMajorCompactionAllow`` or major compaction enabled), else
   minor under the same rule. ``isForce*CompactionAllow`` = ``forceAllowCompaction`` and that kind's threshold in
-  (0, 1); a kind is enabled when its interval and threshold are > 0. The blank body would run with the
-  bookie's own suspension flags, so this kind always sends both flags explicitly.
+  (0, 1); a kind is enabled when its interval and threshold are > 0.
+* Suspension is per ledger directory (each ``SingleDirectoryDbLedgerStorage`` has its own GC thread; the disk
+  monitor's ``diskAlmostFull`` suspends major compaction in that directory alone), but ``DbLedgerStorage`` answers
+  ``isMajorGcSuspended`` only when every directory's is (``allMatch``). Explicit flags override each directory's
+  suspension (``enableForceGC(forceMajor, forceMinor)`` -> ``runWithFlags(true, !forceMajor, !forceMinor)``); a
+  blank body runs each directory with its own (``enableForceGC()`` -> ``runWithFlags(true,
+  suspendMajorCompaction.get(), suspendMinorCompaction.get())``). So a call forcing both kinds is sent with a blank
+  body (:meth:`BookieGcCall.wire_body`): the same run where no directory is suspended, and no override of a
+  suspension the HTTP answer cannot show. A call forcing none sends ``{"forceMajor": false, "forceMinor": false}``.
 * ``GET /api/v1/config/server_config`` (``S/server/http/service/ConfigurationService.java``,
   ``AbstractConfiguration.asJson``): every key set on the bookie, each value a string; a key not set has the
   code default (``ServerConfiguration``: ``gcWaitTime`` 600000, ``forceAllowCompaction`` false, ...).
@@ -43,10 +50,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pulsar_ops import strict
-from pulsar_ops.bookiescan.bookie_conf import server_config_gc
+from pulsar_ops.bookiescan.bookie_conf import from_server_config, server_config_gc
 from pulsar_ops.errors import ApplyError, ModelError, PlanError, ZooKeeperError
 from pulsar_ops.findings import Finding
-from pulsar_ops.model.gc_config import _FIELD_OF, GcConfig
+from pulsar_ops.model.gc_config import GC_KEYS, GcConfig
 from pulsar_ops.model.gc_settings import AUDIT_SETTINGS as AUDIT_SETTINGS
 from pulsar_ops.model.gc_settings import SCRAPED_SETTINGS as SCRAPED_SETTINGS
 from pulsar_ops.model.gc_settings import PlanSettings as PlanSettings
@@ -113,7 +120,17 @@ class BookieGcCall:
         return self.force_major or self.force_minor
 
     def body(self) -> dict[str, bool]:
+        """What the plan asks (the plan file's ``body``)."""
         return {"forceMajor": self.force_major, "forceMinor": self.force_minor}
+
+    def wire_body(self) -> dict[str, bool] | None:
+        """What the request carries: None (a blank body, each directory's own suspension flags) when both kinds
+        are forced, else the explicit flags (module docstring)."""
+        return None if self.force_major and self.force_minor else self.body()
+
+    def wire_text(self) -> str:
+        body = self.wire_body()
+        return "(blank body)" if body is None else json.dumps(body, separators=(", ", ": "))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -443,7 +460,7 @@ class HttpAnswer:
 class BookieApi(Protocol):
     def get(self, path: str) -> HttpAnswer: ...
 
-    def put(self, path: str, body: Mapping[str, Any]) -> HttpAnswer: ...
+    def put(self, path: str, body: Mapping[str, Any] | None) -> HttpAnswer: ...
 
 
 BookieClients = Callable[[str, str | None], BookieApi | None]  # (bookie id, planned url) -> client
@@ -465,9 +482,13 @@ def _in_force_gc(answer: HttpAnswer) -> bool | None:
 
 def identity_of(config: Mapping[str, Any]) -> str | None:
     """The bookie id the configuration sets explicitly (``bookieId``); None when it does not (then the id is
-    derived from the host's address and ``bookiePort``, which this tool does not guess)."""
+    derived from the host's address and ``bookiePort``, which this tool does not guess). ``server_config`` shows a
+    list-valued key as ``[a, b]`` and the bookie's ``getBookieId`` (``getString``) takes its first value, so this
+    reads it through :func:`from_server_config` as every other key is read."""
     bid = config.get("bookieId")
-    return str(bid) if isinstance(bid, str) and bid.strip() else None
+    if not isinstance(bid, str) or not bid.strip():
+        return None
+    return from_server_config({"bookieId": bid}, CONFIG_PATH).get("bookieId") or None
 
 
 def live_facts(
@@ -481,7 +502,7 @@ def live_facts(
     identity: str | None = None
     conf = api.get(CONFIG_PATH)
     if conf.ok and isinstance(conf.body, dict):
-        record["server_config"] = {k: conf.body[k] for k in sorted(conf.body) if k in _FIELD_OF or k == "bookieId"}
+        record["server_config"] = {k: conf.body[k] for k in sorted(conf.body) if k in GC_KEYS or k == "bookieId"}
         identity = identity_of(conf.body)
         try:
             # read as the scrape read the keys the plan decided on (bookie_conf.server_config_gc): one reader
@@ -535,9 +556,10 @@ def trigger_and_wait(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> GcResult:
-    """``PUT /api/v1/bookie/gc`` with the call's flags, then ``GET`` it until the bookie is no longer in a forced
-    GC, at most ``timeout_s``. An error answer is never success; a timeout is ``bookie-gc-timeout``."""
-    put = api.put(GC_PATH, call.body())
+    """``PUT /api/v1/bookie/gc`` with the call's body (:meth:`BookieGcCall.wire_body`), then ``GET`` it until the
+    bookie is no longer in a forced GC, at most ``timeout_s``. An error answer is never success; a timeout is
+    ``bookie-gc-timeout``."""
+    put = api.put(GC_PATH, call.wire_body())
     if not put.ok:
         return GcResult("failed", HTTP_FAILED, f"PUT {GC_PATH}: {put.describe()}", {"status": put.status})
     said = str(put.body) if put.body is not None else ""
@@ -581,10 +603,12 @@ def done(api: BookieApi) -> bool:
 
 
 def dry_run_text(call: BookieGcCall) -> str:
-    body = json.dumps(call.body(), separators=(", ", ": "))
     what = f"{call.expect} compaction forced" if call.expect else "no compaction (ledger GC and log deletion)"
+    if call.wire_body() is None:
+        what += " where a ledger directory has not suspended it"
     return (
-        f"re-read bookie {call.bookie_id}'s configuration and GC state, then PUT {GC_PATH} {body} ({what}) and "
+        f"re-read bookie {call.bookie_id}'s configuration and GC state, then PUT {GC_PATH} {call.wire_text()} "
+        f"({what}) and "
         f"wait until it is no longer in force GC; predicted to free {int(call.predicted.get('total', 0))} bytes"
     )
 
@@ -680,7 +704,7 @@ def delete_one(
     assert api is not None
     gc.pace()
     if state.live != J.DELETING:
-        journal.record(action_id, J.DELETING, phase="delete", call=f"PUT {GC_PATH} {json.dumps(call.body())}")
+        journal.record(action_id, J.DELETING, phase="delete", call=f"PUT {GC_PATH} {call.wire_text()}")
     result = trigger_and_wait(api, call, timeout_s=gc.timeout_s, poll_s=gc.poll_s, sleep=gc.sleep, clock=gc.clock)
     gc.ended()
     after = api.get(DETAILS_PATH)

@@ -80,6 +80,23 @@ def test_bookie_config(tmp_path: Path) -> None:
     assert bookie_settings({}).gc.major_compaction_threshold == 0.5  # Pulsar's conf/bookkeeper.conf
 
 
+def test_bookie_config_read_as_the_bookie_reads_it(tmp_path: Path) -> None:
+    # commons-configuration2 2.12.0 (BookKeeper's) on this file: gcWaitTime [900000, 60000], getString 900000;
+    # minorCompactionThreshold 0.1 and majorCompactionThreshold 0.6 (whitespace and ':' separators)
+    conf = tmp_path / "bookkeeper.conf"
+    conf.write_text(
+        "gcWaitTime=900000\nminorCompactionThreshold 0.1\nmajorCompactionThreshold: 0.6\n"
+        "! a comment too\nflushInterval=\\\n  2000\ngcWaitTime=60000\n"
+    )
+    s = load_bookie_config(conf)
+    assert (s.gc.gc_wait_time_ms, s.gc.minor_compaction_threshold, s.gc.major_compaction_threshold) == (
+        900000,
+        0.1,
+        0.6,
+    )
+    assert s.flush_interval_ms == 2000
+
+
 def test_bookie_config_validated_like_gc_thread(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="minorCompactionInterval"):
         bookie_settings({"minorCompactionInterval": "10", "gcWaitTime": "900000"})

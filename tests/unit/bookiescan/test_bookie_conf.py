@@ -36,7 +36,7 @@ def test_properties_syntax_as_commons_configuration_reads_it() -> None:
         "indexDirectories: /i1,\\\n   /i2\n"
         "bookiePort 3182\n"
         "journalDirectories=/j\njournalDirectories=/k\n"  # a repeated key adds to the list
-        "advertisedAddress=a\\,b\n"  # an escaped delimiter is a comma
+        "advertisedAddress=a\\,b\n"  # an escaped delimiter: split all the same (see below)
         "key\\ with\\=sep=v\\u0041\n",
         "bk.conf",
     )
@@ -44,14 +44,62 @@ def test_properties_syntax_as_commons_configuration_reads_it() -> None:
     assert values["indexDirectories"] == ("/i1", "/i2")
     assert values["bookiePort"] == ("3182",)
     assert values["journalDirectories"] == ("/j", "/k")
-    assert values["advertisedAddress"] == ("a,b",)
+    assert values["advertisedAddress"] == ("a", "b")
     assert values["key with=sep"] == ("vA",)
 
 
+# Each file as bytes -> what ServerConfiguration holds, as printed by commons-configuration2 2.12.0 itself (the
+# version BookKeeper's pom.xml pins) loading the file the way AbstractConfiguration.loadConf does: a
+# PropertiesConfiguration with the ',' delimiter read as ISO-8859-1, each key then setProperty'd into a
+# CompositeConfiguration with the same delimiter (the harness: commit "bookie_conf: bookkeeper.conf read as
+# commons-configuration2 2.12.0 reads it"). All but the first four cases and the last differed before:
+# str.splitlines, comments inside continuations, escapes, the empty key, str.strip, the single split.
+JAVA_READS: list[tuple[bytes, dict[str, tuple[str, ...]]]] = [
+    (b"ledgerDirectories=/a,/b\nbookiePort 3182\n", {"ledgerDirectories": ("/a", "/b"), "bookiePort": ("3182",)}),
+    (b"k1 = = v\nk2:v2\nk3\tv3\nk4\n", {"k1": ("= v",), "k2": ("v2",), "k3": ("v3",), "k4": ("",)}),
+    (b"a=1\rledgerDirectories=/cr\r\n", {"a": ("1",), "ledgerDirectories": ("/cr",)}),
+    (b"ledgerDirectories=/a,\n", {"ledgerDirectories": ("/a", "")}),
+    # a comment or blank line inside a continuation is skipped, and does not end it
+    (
+        b"ledgerDirectories=/a,\\\n# note\n\n  /b\nbookiePort=1\n",
+        {"ledgerDirectories": ("/a", "/b"), "bookiePort": ("1",)},
+    ),
+    # a continuation still open at the end of the file loses its property
+    (b"bookiePort=1\nledgerDirectories=/a\\", {"bookiePort": ("1",)}),
+    # the value is split again when loadConf copies it into ServerConfiguration: an escaped comma does not survive
+    (b"advertisedAddress=a\\,b\n", {"advertisedAddress": ("a", "b")}),
+    (b"advertisedAddress=a\\\\\\,b\n", {"advertisedAddress": ("a\\", "b")}),
+    # unknown escapes keep their backslash; \b is a backspace
+    (b"ledgerDirectories=C:\\data,/x\\\\y\n", {"ledgerDirectories": ("C:\\data", "/x\\y")}),
+    (b"k5=\\u0041\\b\\q\\:\n", {"k5": ("A\bq:".replace("q", "\\q"),)}),
+    (b"k=ab\\u00\n", {"k": ("ab",)}),  # an incomplete \u at the end is dropped
+    # lines end at \n, \r, \r\n only: U+0085 (byte 0x85, e.g. UTF-8 Cyrillic) and \f do not end a line
+    (b"# \xd1\x85ledgerDirectories=/evil\nbookiePort=2\n", {"bookiePort": ("2",)}),
+    (b"bookiePort=2\x0cledgerDirectories=/ff\n", {"bookiePort": ("2\x0cledgerDirectories=/ff",)}),
+    # ... but U+0085 is a line terminator to the pattern's '.': that line is a property with an empty key
+    (b"ledgerDirectories=/d/\xd1\x85y\nbookiePort=2\n", {"": ("",), "bookiePort": ("2",)}),
+    (b"=v\nledgerDirectories=/a\n", {"": ("v",), "ledgerDirectories": ("/a",)}),  # the empty key is a key
+    # String.trim: every char <= U+0020, not U+00A0
+    (b"ledgerDirectories=\x01/a\x01\n", {"ledgerDirectories": ("/a",)}),
+    (b"ledgerDirectories=/a\xa0\n", {"ledgerDirectories": ("/a\xa0",)}),
+    (b"key\\ with\\=sep=v\nk\\x=1\n", {"key with=sep": ("v",), "kx": ("1",)}),
+]
+
+
+@pytest.mark.parametrize(("data", "java"), JAVA_READS)
+def test_properties_read_as_commons_configuration_2_12_reads_them(
+    tmp_path: Path, data: bytes, java: dict[str, tuple[str, ...]]
+) -> None:
+    f = tmp_path / "bookkeeper.conf"
+    f.write_bytes(data)
+    assert dict(load_bookie_conf(f).values) == java
+
+
 def test_include_is_refused_not_guessed() -> None:
-    with pytest.raises(ConfigError) as e:
-        parse_properties("include=other.conf\n", "bk.conf")
-    assert e.value.code == "bookie-config-invalid"
+    for key in ("include", "INCLUDE", "includeOptional"):  # PropertiesConfiguration.propertyLoaded: any case
+        with pytest.raises(ConfigError) as e:
+            parse_properties(f"{key}=other.conf\n", "bk.conf")
+        assert e.value.code == "bookie-config-invalid"
 
 
 def test_directories_defaults_and_index_fallback() -> None:
@@ -126,6 +174,29 @@ def test_bookie_id_precedence() -> None:
     assert (got.bookie_id, got.derived_from) == ("bk-1.example.com:3181", "hostname")
     got = derive_bookie_id(conf("useHostNameAsBookieID=true\nuseShortHostName=yes\n"), r)
     assert got.bookie_id == "bk-1:3181"
+
+
+@pytest.mark.parametrize(
+    ("port", "want"),
+    # commons-configuration2 2.12.0's getInt("bookiePort", 3181) on each value (None: ConversionException)
+    [("+3182", 3182), ("0xC6D", 3181), ("0b11", 3), ("0x1FFFFFFFF", -1), ("3_181", None), ("", None),
+     ("99999999999", None)],
+)  # fmt: skip
+def test_bookie_port_is_read_as_get_int(port: str, want: int | None) -> None:
+    c = conf(f"bookieId=x\nbookiePort={port}\n")
+    if want is None:
+        with pytest.raises(ConfigError):
+            c.integer("bookiePort", 3181)
+    else:
+        assert c.integer("bookiePort", 3181) == want
+
+
+def test_an_interpolated_id_key_is_asked_for_not_guessed() -> None:
+    # commons-configuration2 2.12.0: getString of advertisedAddress=${env:HOME} is the bookie's $HOME, not ours
+    for text in ("advertisedAddress=${env:POD_IP}\n", "bookieId=${HOSTNAME}\n", "bookiePort=${port}\nport=3181\n"):
+        with pytest.raises(ConfigError) as e:
+            derive_bookie_id(conf(text), Resolver(lambda: "h", lambda h: ["10.0.0.1"], lambda ip: "h.example"))
+        assert e.value.code == "bookie-id-unknown" and "interpolation" in e.value.message
 
 
 def test_bookie_id_refusals() -> None:

@@ -223,6 +223,19 @@ def test_config_round_trips_in_bookkeeper_names() -> None:
     assert gc_config(cfg) == GcConfig()
 
 
+def test_compaction_rate_is_the_default_of_compaction_rate_by_entries() -> None:
+    """ServerConfiguration.getCompactionRateByEntries: getInt(compactionRateByEntries, getCompactionRate())."""
+    from pulsar_ops.bookiescan.bookie_conf import from_server_config, gc_keys
+    from pulsar_ops.model.gc_settings import settings_of
+
+    assert gc_config({"compactionRate": "500"}).compaction_rate_by_entries == 500
+    assert gc_config({"compactionRate": "500", "compactionRateByEntries": "700"}).compaction_rate_by_entries == 700
+    assert gc_config({}).compaction_rate_by_entries == 1000
+    # a bookie whose server_config sets only compactionRate: kept by the scrape, read by plan and apply
+    keys = gc_keys(from_server_config({"compactionRate": "250", "ledgerDirectories": "/d"}, "server_config"))
+    assert keys == {"compactionRate": "250"} and settings_of(keys).compaction_rate_by_entries == 250
+
+
 @pytest.mark.parametrize(
     ("key", "text", "value"),
     [

@@ -126,6 +126,8 @@ def test_settings_from_server_config_take_bookkeeper_defaults_for_unset_keys() -
     assert cfg.gc_wait_time_ms == 600_000 and cfg.force_allow_compaction and cfg.major_compaction_threshold == 0.5
     assert not G.settings_of({}).force_allow_compaction
     assert G.identity_of({"bookieId": "bk-0"}) == "bk-0" and G.identity_of({"bookiePort": "3181"}) is None
+    # bookieId=bk-0,bk-1 in bookkeeper.conf: server_config shows "[bk-0, bk-1]", getBookieId takes "bk-0"
+    assert G.identity_of({"bookieId": "[bk-0, bk-1]"}) == "bk-0"
 
 
 class FakeBookie:
@@ -137,8 +139,8 @@ class FakeBookie:
         s = self.states.pop(0) if len(self.states) > 1 else self.states[0]
         return G.HttpAnswer(200, {"is_in_force_gc": s}) if isinstance(s, str) else s
 
-    def put(self, path: str, body: Mapping[str, Any]) -> G.HttpAnswer:
-        self.calls.append(("PUT", f"{path} {dict(body)}"))
+    def put(self, path: str, body: Mapping[str, Any] | None) -> G.HttpAnswer:
+        self.calls.append(("PUT", f"{path} {None if body is None else dict(body)}"))
         return self._put
 
 
@@ -159,7 +161,11 @@ def test_trigger_waits_until_the_forced_run_ends_and_bounds_the_wait() -> None:
     api = FakeBookie(ok, ["true", "true", "false"])
     r = G.trigger_and_wait(api, _call(), timeout_s=60, poll_s=2, sleep=c.sleep, clock=c.now)
     assert (r.outcome, r.details["polls"]) == ("committed", 3)
-    assert api.calls[0] == ("PUT", "/api/v1/bookie/gc {'forceMajor': True, 'forceMinor': True}")
+    # both kinds forced: a blank body, so each ledger directory keeps its own suspension (upstream enableForceGC())
+    assert api.calls[0] == ("PUT", "/api/v1/bookie/gc None")
+    plain = FakeBookie(ok, ["false"])
+    G.trigger_and_wait(plain, replace(_call(), force_major=False, force_minor=False), timeout_s=4)
+    assert plain.calls[0] == ("PUT", "/api/v1/bookie/gc {'forceMajor': False, 'forceMinor': False}")
     c = Clock()
     r = G.trigger_and_wait(FakeBookie(ok, ["true"]), _call(), timeout_s=10, poll_s=2, sleep=c.sleep, clock=c.now)
     assert (r.outcome, r.code) == ("failed", G.TIMEOUT) and c.t == 10
