@@ -105,7 +105,6 @@ def register(app: typer.Typer) -> None:
         max_scan_mb_s: float = typer.Option(
             DEFAULT_MAX_SCAN_MB_S,
             "--max-scan-mb-s",
-            min=0.0,
             help="Read limit in MB/s for everything read from the logs (maps and scans); 0: unlimited, else >= 1.",
         ),
         json_out: bool = typer.Option(False, "--json", help="Print the manifest as JSON on stdout."),

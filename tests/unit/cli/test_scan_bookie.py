@@ -58,3 +58,17 @@ def test_bad_throttle_and_bad_out_exit_3_with_their_codes(tmp_path: Path) -> Non
     write_entry_log(d / "current" / "ffffffffffffffff.log", 0, [(2, 0, 5)])
     r = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "o2")])
     assert r.exit_code == 1 and "bad-id" in r.stderr and (tmp_path / "o2" / "manifest.json").exists()
+
+
+def test_every_bad_throttle_value_gets_the_same_code_and_a_json_error(tmp_path: Path) -> None:
+    """A negative or NaN --max-scan-mb-s is the same error as one below the floor (scan-throttle-invalid, exit 3,
+    the error document on stdout with --json), not a usage error of another shape (exit 2, nothing on stdout)."""
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(1, 0, 5)])
+    for i, value in enumerate(["-1", "nan", "-inf", "0.5"]):
+        out = tmp_path / f"o{i}"
+        r = CliRunner().invoke(app, ["scan-bookie", "--ledger-dirs", str(d), "--bookie-id", "b:1", "--out", str(out),
+                                     "--json", "-q", "--max-scan-mb-s", value])  # fmt: skip
+        assert r.exit_code == 3, (value, r.output)
+        assert json.loads(r.stdout)["error"]["code"] == "scan-throttle-invalid", value
+        assert not out.exists()
