@@ -243,7 +243,7 @@ class _Window:
         self.chunk = max(chunk, 64 * 1024)
         self.base = 0
         self.buf = b""
-        self.arr: npt.NDArray[np.uint8] | None = None
+        self.mask: bytes | None = None  # per offset of buf: 1 where a positive length starts
 
     @property
     def bytes_read(self) -> int:
@@ -263,15 +263,27 @@ class _Window:
                 hole = self.size
             n = max(need, min(n, hole - pos))
         self.buf = b""
-        self.arr = None
+        self.mask = None
         data = self.reader.pread(n, pos)
         self.base, self.buf = pos, data
         return pos + need <= pos + len(data)
 
+    def _positive_mask(self) -> bytes:
+        """One byte per offset of ``buf`` that has 4 bytes after it: 1 where they read as a length > 0 (first byte
+        below 0x80, not all four zero). Built once per window with numpy, then searched with ``bytes.find``: a
+        damaged region that alternates short bad runs with small lengths (a negative length, a record skipped by
+        its length, ...) costs no numpy call per few bytes (it crawled at 2.5 to 4 MB/s, a 1 GiB log in minutes)."""
+        if self.mask is None:
+            a = np.frombuffer(self.buf, dtype=np.uint8)
+            m = max(0, a.shape[0] - 3)
+            ok = (a[:m] < 0x80) & ((a[:m] | a[1 : m + 1] | a[2 : m + 2] | a[3 : m + 3]) != 0)
+            self.mask = ok.view(np.uint8).tobytes()
+        return self.mask
+
     def next_positive(self, pos: int, need: int = 12) -> int:
         """The first offset >= ``pos`` whose 4-byte big-endian length is > 0 and where ``need`` bytes remain, else
         ``max(pos, size - need + 1)``. Linear time: damaged regions (lengths <= 0: zero runs, bytes >= 0x80) are
-        searched with numpy in growing steps, holes skipped with SEEK_DATA."""
+        searched in the window's mask (``_positive_mask``), holes skipped with SEEK_DATA."""
         last = self.size - need  # the last offset a record header can start at
         while pos <= last:
             if not (self.base <= pos and pos + 4 <= self.base + len(self.buf)):
@@ -285,22 +297,11 @@ class _Window:
                         break
                 if not self.load(pos, 4):
                     break
-            if self.arr is None:
-                self.arr = np.frombuffer(self.buf, dtype=np.uint8)
-            b = self.arr
             i = pos - self.base
             end = min(len(self.buf) - 3, last - self.base + 1)  # offsets [i, end) have 4 bytes in buf
-            step = 64
-            while i < end:
-                j = min(end, i + step)
-                s = b[i : j + 3]
-                m = j - i
-                ok = (s[:m] < 0x80) & ((s[:m] | s[1 : m + 1] | s[2 : m + 2] | s[3 : m + 3]) != 0)
-                hit = int(np.argmax(ok))
-                if ok[hit]:
-                    return self.base + i + hit
-                i = j
-                step = min(step * 4, 1 << 20)
+            hit = self._positive_mask().find(b"\x01", i, max(i, end))
+            if hit >= 0:
+                return self.base + hit
             pos = self.base + max(end, pos - self.base)
             if pos > last:
                 break
