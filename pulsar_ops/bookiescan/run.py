@@ -83,6 +83,9 @@ class ScanConfig:
     on_open: Callable[[Path], None] | None = field(default=None, repr=False)
     # the bookie's own configuration, as the manifest records it (bookie_conf.config_doc); None: not given
     bookie_config: dict[str, Any] | None = None
+    # more of the bookie's directories --out may not be inside (its configuration's journal directories, and the
+    # ledger and index directories it names that this scan leaves out)
+    protect_dirs: list[Path] = field(default_factory=list)
 
 
 class ByteThrottle:
@@ -309,7 +312,7 @@ def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
             code="bookie-dir-invalid",
             hint="DbLedgerStorage needs as many indexDirectories as ledgerDirectories; pass them in the same order",
         )
-    _check_out(cfg.out, [*cfg.ledger_dirs, *index_dirs])
+    _check_out(cfg.out, [*cfg.ledger_dirs, *index_dirs, *cfg.protect_dirs])
     return list(cfg.ledger_dirs), index_dirs
 
 
@@ -324,7 +327,8 @@ def _check_out(out: Path, bookie_dirs: list[Path]) -> None:
     hit = next((k for k in ancestors if k in bookie), None)
     if hit is not None:
         raise ConfigError(
-            f"--out {out} is inside the scanned directory tree (a bookie directory is among its ancestors)",
+            f"--out {out} is inside the scanned directory tree or the bookie's other directories (a ledger, index "
+            "or journal directory is among its ancestors)",
             hint="scan-bookie never writes into the bookie's directories: pass --out somewhere else",
         )
     o = Path(out)

@@ -129,6 +129,7 @@ def register(app: typer.Typer) -> None:
                     max_scan_mb_s=max_scan_mb_s,
                     progress=progress,
                     bookie_config=target.doc,
+                    protect_dirs=list(target.bookie_dirs),
                 )
             )
         finally:

@@ -72,3 +72,26 @@ def test_every_bad_throttle_value_gets_the_same_code_and_a_json_error(tmp_path: 
         assert r.exit_code == 3, (value, r.output)
         assert json.loads(r.stdout)["error"]["code"] == "scan-throttle-invalid", value
         assert not out.exists()
+
+
+def test_out_inside_a_configured_journal_or_unscanned_dir_is_refused(tmp_path: Path) -> None:
+    """With --bookie-config every directory the bookie owns is off limits to --out, not only those scanned: the
+    journal directories (a full journal disk stops the bookie) and a ledger directory left out of the scan. Both
+    were written into (exit 0)."""
+    d1, d2, j = tmp_path / "d1", tmp_path / "d2", tmp_path / "journal"
+    for d in (d1, d2):
+        write_entry_log(entry_log_path(d, 1), 1, [(1, 0, 5)])
+    (j / "current").mkdir(parents=True)
+    conf = tmp_path / "bookkeeper.conf"
+    conf.write_text(f"ledgerDirectories={d1},{d2}\njournalDirectories={j}\nadvertisedAddress=10.1.2.3\n")
+    base = ["scan-bookie", "--bookie-config", str(conf), "--json", "-q"]
+    for extra, out in (([], j / "current" / "scan"), (["--ledger-dirs", str(d1)], d2 / "current" / "scan")):
+        r = CliRunner().invoke(app, [*base, *extra, "--out", str(out)])
+        assert r.exit_code == 3, (out, r.output)
+        assert "inside the scanned directory tree or the bookie's other directories" in r.stderr
+        assert not out.exists()
+    conf.write_text(f"ledgerDirectories={d1}\njournalDirectory={j}\nadvertisedAddress=10.1.2.3\n")
+    r = CliRunner().invoke(app, [*base, "--out", str(j / "scan")])
+    assert r.exit_code == 3 and not (j / "scan").exists()
+    r = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "scan")])
+    assert r.exit_code == 0, r.output
