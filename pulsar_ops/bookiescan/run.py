@@ -229,18 +229,26 @@ def _bookie_dir_keys(roots: Iterable[Path]) -> set[tuple[int, int]]:
     return keys
 
 
-def _out_ancestor_keys(out: Path) -> list[tuple[int, int]]:
-    """(st_dev, st_ino) of the nearest existing ancestor of ``out`` (itself included) and of every physical
-    (``..``) and lexical ancestor above it."""
+_LAYOUT = ("", "current", "current/ledgers", "current/locations")  # a bookie dir and its layout's directories
+
+
+def _nearest_existing(out: Path) -> Path:
+    """``out`` or its nearest existing ancestor (OSError other than ENOENT propagates)."""
     q = Path(os.path.abspath(out))
     while True:
         try:
             os.stat(q)
-            break
+            return q
         except FileNotFoundError:
             if q.parent == q:
                 raise
             q = q.parent
+
+
+def _out_ancestor_keys(out: Path) -> list[tuple[int, int]]:
+    """(st_dev, st_ino) of the nearest existing ancestor of ``out`` (itself included) and of every physical
+    (``..``) and lexical ancestor above it."""
+    q = _nearest_existing(out)
     keys: list[tuple[int, int]] = []
     cur = str(q)
     for _ in range(256):
@@ -254,6 +262,46 @@ def _out_ancestor_keys(out: Path) -> list[tuple[int, int]]:
         if k not in keys:
             keys.append(k)
     return keys
+
+
+MOUNTINFO = "/proc/self/mountinfo"
+MOUNTINFO_MAX = 16 * 1024 * 1024
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def _fs_location(path: Path | str) -> tuple[int, str] | None:
+    """(st_dev, the directory's path inside its filesystem) of an existing path, by ``/proc/self/mountinfo``: the
+    mount's root field says which directory of the filesystem a (bind) mount shows, so every alias of a
+    directory, however deep, has one location. None when it cannot be told (no mountinfo, a device number the
+    mount table does not list, e.g. btrfs subvolumes): the inode check alone then applies."""
+    try:
+        real = os.path.realpath(path)
+        dev = os.stat(real).st_dev
+        with open(MOUNTINFO, encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read(MOUNTINFO_MAX).splitlines()
+    except OSError:
+        return None
+    best: tuple[str, str] | None = None
+    for line in lines:
+        f = line.split(" ")
+        if len(f) < 5:
+            continue
+        try:
+            major, minor = (int(x) for x in f[2].split(":"))
+        except ValueError:
+            continue
+        if os.makedev(major, minor) != dev:
+            continue
+        root, mnt = (_OCTAL.sub(lambda m: chr(int(m.group(1), 8)), x) for x in (f[3], f[4]))
+        if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and (best is None or len(mnt) >= len(best[1])):
+            best = (root, mnt)  # the last of equal mount points is the one on top
+    if best is None:
+        return None
+    return dev, os.path.normpath(os.path.join(best[0], os.path.relpath(real, best[1])))
+
+
+def _under(loc: tuple[int, str], top: tuple[int, str]) -> bool:
+    return loc[0] == top[0] and (loc[1] == top[1] or loc[1].startswith(top[1].rstrip("/") + "/"))
 
 
 def _out_error(
@@ -325,6 +373,11 @@ def _check_out(out: Path, bookie_dirs: list[Path]) -> None:
     except OSError as e:
         raise _out_error(f"--out {out}: {_errno_name(e)} ({e.strerror})") from None
     hit = next((k for k in ancestors if k in bookie), None)
+    if hit is None:  # a bind-mount alias of a directory deeper than the walk: by location in the filesystem
+        out_loc = _fs_location(_nearest_existing(Path(out)))
+        tops = [_fs_location(os.path.join(d, sub)) for d in bookie_dirs for sub in _LAYOUT]
+        if out_loc is not None and any(t is not None and _under(out_loc, t) for t in tops):
+            hit = (out_loc[0], 0)
     if hit is not None:
         raise ConfigError(
             f"--out {out} is inside the scanned directory tree or the bookie's other directories (a ledger, index "

@@ -288,6 +288,47 @@ def test_out_through_a_bind_mount_alias_is_refused(tmp_path: Path) -> None:
         subprocess.run(["umount", str(mnt)], check=True)
 
 
+def test_out_through_a_bind_alias_of_a_deep_subdirectory_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bind mount shows a directory under another name and its ``..`` leads out of the bookie's tree, so only
+    the directories collected by the walk (3 levels) were recognised: an alias of current/a/b/c took the scan
+    (exit 0, the Parquet files written under current/). The mount table's root field places any alias. Here the
+    table is written by the test (its mount points are plain directories; the escapes as the kernel writes them),
+    then, where permitted, a real bind mount."""
+    d = bookie(tmp_path / "b")
+    deep = d / "current" / "a" / "b" / "c" / "e"
+    deep.mkdir(parents=True)
+    alias = tmp_path / "alias dir"
+    alias.mkdir()
+    st = os.stat(tmp_path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    esc = str(alias).replace(" ", "\\040")
+    table = tmp_path / "mountinfo"
+    table.write_text(
+        f"20 1 {dev} / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+        f"99 20 {dev} {deep.parent} {esc} rw,relatime shared:1 - ext4 /dev/vda rw\n"
+    )
+    monkeypatch.setattr(run, "MOUNTINFO", str(table), raising=False)
+    before = tree_state(d)
+    for out in (alias / "scan", alias / "e" / "x"):
+        with pytest.raises(ConfigError, match="inside the scanned directory"):
+            scan(ScanConfig([d], "b:1", out))
+    assert scan(ScanConfig([d], "b:1", tmp_path / "elsewhere"))["complete"]
+    assert tree_state(d) == before
+    monkeypatch.undo()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "--bind", str(deep), str(mnt)], capture_output=True).returncode != 0:
+        return  # bind mounts are not permitted here: the table above stands for one
+    try:
+        with pytest.raises(ConfigError, match="inside the scanned directory"):
+            scan(ScanConfig([d], "b:1", mnt / "scan"))
+        assert tree_state(d) == before
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
 def test_out_a_file_unwritable_or_looping_is_a_clear_error(tmp_path: Path) -> None:
     d = bookie(tmp_path / "b")
     f = tmp_path / "afile"
