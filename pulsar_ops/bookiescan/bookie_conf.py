@@ -55,6 +55,14 @@ CODE_RELATIVE = "bookie-config-relative-dir"
 CODE_ID = "bookie-id-unknown"
 
 _BOOKIE_ID_RE = re.compile(r"[a-zA-Z0-9:-_.\-]+")  # BookieId.validateBookieId, ':-_' a range as in Java
+
+
+def valid_bookie_id(text: str) -> bool:
+    """``net/BookieId.validateBookieId``: letters, digits and ``:-_.`` (``:-_`` a range as Java reads it), not
+    ``readonly``."""
+    return _BOOKIE_ID_RE.fullmatch(text) is not None and text.lower() != "readonly"
+
+
 _TRUE = {"true", "yes", "on", "y", "t"}  # commons-lang BooleanUtils.toBooleanObject, as PropertyConverter uses
 _FALSE = {"false", "no", "off", "n", "f"}
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}

@@ -33,6 +33,7 @@ from typing import Any
 
 from pulsar_ops import __version__
 from pulsar_ops.bookiescan import schema
+from pulsar_ops.bookiescan.bookie_conf import valid_bookie_id
 from pulsar_ops.bookiescan.entrylog import DEFAULT_CHUNK, LogRead, read_entry_log
 from pulsar_ops.bookiescan.fileio import NotRegular, file_kind, open_regular, page_cache, read_small
 from pulsar_ops.bookiescan.local_index import IndexRead, binding, read_local_index
@@ -324,7 +325,23 @@ def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
         raise ConfigError("--ledger-dirs is empty", hint="pass the bookie's ledgerDirectories, comma-separated")
     if not cfg.bookie_id:
         raise ConfigError("--bookie-id is empty", hint="pass the bookie's id as in /ledgers/available (host:port)")
+    if not valid_bookie_id(cfg.bookie_id):  # it names the scan's rows and files: the bookie's own form only
+        raise ConfigError(
+            f"--bookie-id {cfg.bookie_id!r} is not a BookieId (letters, digits and :-_. only, not 'readonly')",
+            code="bookie-id-invalid",
+            hint="pass the bookie's id as in /ledgers/available (host:port, or its bookieId)",
+        )
     check_throttle(cfg.max_scan_mb_s)
+    for d in [*cfg.ledger_dirs, *(cfg.index_dirs or [])]:
+        try:
+            str(d).encode("utf-8")
+        except UnicodeEncodeError:  # the manifest and tables store it as text
+            raise ConfigError(
+                f"{str(d).encode('utf-8', 'backslashreplace').decode()}: not valid UTF-8",
+                code="bookie-dir-invalid",
+                hint="pass the directory as the bookie's configuration names it (bookkeeper.conf is text), or "
+                "scan it through a symlink with a UTF-8 name",
+            ) from None
     keys: list[tuple[int, int]] = []
     for d in cfg.ledger_dirs:
         try:

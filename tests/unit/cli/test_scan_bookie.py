@@ -95,3 +95,28 @@ def test_out_inside_a_configured_journal_or_unscanned_dir_is_refused(tmp_path: P
     assert r.exit_code == 3 and not (j / "scan").exists()
     r = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "scan")])
     assert r.exit_code == 0, r.output
+
+
+def test_a_bookie_id_or_directory_the_scan_cannot_record_is_a_clear_error(tmp_path: Path) -> None:
+    """A --bookie-id upstream cannot register (BookieId.validateBookieId) and a ledger directory whose name is not
+    UTF-8 (the manifest and tables store both as text) were an internal error after the whole scan (exit 3, no
+    manifest, UnicodeEncodeError): now a code and a hint before anything is read."""
+    import os
+
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(1, 0, 5)])
+    bad_dir = Path(os.fsdecode(bytes(tmp_path) + b"/led\xffgers"))
+    write_entry_log(entry_log_path(bad_dir, 1), 1, [(1, 0, 5)])
+    cases = [
+        (["--ledger-dirs", str(d), "--bookie-id", os.fsdecode(b"bk\xff:3181")], "bookie-id-invalid"),
+        (["--ledger-dirs", str(d), "--bookie-id", "bk 0:3181"], "bookie-id-invalid"),
+        (["--ledger-dirs", str(d), "--bookie-id", "readonly"], "bookie-id-invalid"),
+        (["--ledger-dirs", str(bad_dir), "--bookie-id", "bk:3181"], "bookie-dir-invalid"),
+    ]
+    for i, (args, code) in enumerate(cases):
+        out = tmp_path / f"o{i}"
+        r = CliRunner().invoke(app, ["scan-bookie", *args, "--out", str(out), "--json", "-q"])
+        assert r.exit_code == 3, (args, r.output)
+        err = json.loads(r.stdout)["error"]
+        assert err["code"] == code and err["hint"], args
+        assert not out.exists()
