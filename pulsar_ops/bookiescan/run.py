@@ -482,9 +482,7 @@ def _index_summary(reads: list[IndexRead]) -> tuple[dict[str, Any], bool]:
         "status": status,
         "reason": "; ".join(reasons) if reasons else None,
         "binding": binding(),
-        "dirs": [
-            {"index_dir": r.index_dir, "status": r.status, "reason": r.reason, "rows": len(r.rows)} for r in reads
-        ],
+        "dirs": [{"index_dir": r.index_dir, "status": r.status, "reason": r.reason, "rows": r.count} for r in reads],
     }
     return doc, complete
 
@@ -576,8 +574,7 @@ def _scan_into(
         for idir in index_dirs:
             ir = read_local_index(idir, Path(scratch))
             reads.append(ir)
-            for x in ir.rows:
-                writer.add_index_row((cfg.bookie_id, ir.index_dir, x.ledger_id, x.exists, x.fenced, x.limbo))
+            writer.add_index_rows(cfg.bookie_id, ir.index_dir, ir.ledger_ids, ir.flags)
     index_doc, index_complete = _index_summary(reads)
     tables = writer.close()
     finished = time.time()

@@ -45,6 +45,12 @@ def _repeat(value: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])
 
 
+def _bools(mask: npt.NDArray[np.bool_]) -> pa.Array:
+    """A boolean Arrow array from a numpy mask (bit-packed, least significant bit first)."""
+    bits = np.packbits(np.ascontiguousarray(mask, dtype=np.uint8), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), int(mask.shape[0]), [None, pa.py_buffer(bits)])
+
+
 def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
@@ -59,6 +65,7 @@ class ScanWriter:
         self._pairs: list[tuple[str, str, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
         self._pending = 0
         self._pair_rows = 0
+        self._index: list[tuple[str, str, npt.NDArray[np.int64], npt.NDArray[np.uint8]]] = []
         name = schema.ENTRY_LOG_LEDGERS.name
         self._pairs_final = self.out_dir / schema.table_file(name)
         self._pairs_writer = pq.ParquetWriter(_tmp(self._pairs_final), arrow_schema(name), compression="zstd")
@@ -70,6 +77,29 @@ class ScanWriter:
 
     def add_index_row(self, row: tuple[Any, ...]) -> None:
         self._rows[schema.LOCAL_INDEX.name].append(row)
+
+    def add_index_rows(
+        self, bookie_id: str, index_dir: str, ids: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8]
+    ) -> None:
+        """One index directory's ledgers as columns (``local_index.IndexRead``: flags 1 exists, 2 fenced, 4 limbo)."""
+        if ids.shape[0]:
+            self._index.append((bookie_id, index_dir, ids, flags))
+
+    def _write_index(self) -> int:
+        name = schema.LOCAL_INDEX.name
+        sch = arrow_schema(name)
+        batches = []
+        if self._rows[name]:
+            batches.extend(pa.Table.from_arrays(checked_arrays(name, self._rows[name], sch), schema=sch).to_batches())
+        for bookie_id, index_dir, ids, flags in self._index:
+            n = int(ids.shape[0])
+            cols = [_repeat(bookie_id, n), _repeat(index_dir, n), _int64(ids)]
+            cols += [_bools((flags & bit) != 0) for bit in (1, 2, 4)]
+            batches.append(pa.record_batch(cols, schema=sch))
+        final = self.out_dir / schema.table_file(name)
+        pq.write_table(pa.Table.from_batches(batches, schema=sch), _tmp(final), compression="zstd")
+        os.replace(_tmp(final), final)
+        return sum(b.num_rows for b in batches)
 
     def add_pairs(
         self, bookie_id: str, ledger_dir: str, log_id: int, ids: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
@@ -137,7 +167,7 @@ class ScanWriter:
         counts = {
             schema.ENTRY_LOGS.name: self._write_rows(schema.ENTRY_LOGS.name),
             schema.ENTRY_LOG_LEDGERS.name: self._pair_rows,
-            schema.LOCAL_INDEX.name: self._write_rows(schema.LOCAL_INDEX.name),
+            schema.LOCAL_INDEX.name: self._write_index(),
         }
         return counts
 

@@ -192,6 +192,34 @@ def test_a_corrupted_sst_makes_the_index_error_not_a_short_read(tmp_path: Path) 
     assert m["index"]["status"] == "error" and not m["complete"], m["index"]
 
 
+def test_a_big_local_index_is_held_as_columns(tmp_path: Path) -> None:
+    """A bookie's index lists every ledger it holds (millions on a big bookie): one Python object per row took
+    832 MB RSS for 2,000,000 ledgers (328 MB as columns). 200,000 ledgers stay within a few MB of Python memory
+    while read (~40 MB before), and the table keeps each ledger's flags."""
+    import tracemalloc
+
+    import pyarrow.parquet as pq
+
+    n = 200_000
+    rows = [LocalIndexRow(i * 3, exists=i % 7 != 0, fenced=i % 3 == 0, limbo=i % 5 == 0) for i in range(n)]
+    d = bookie(tmp_path / "b")
+    write_ledger_index(d, rows)
+    tracemalloc.start()
+    try:
+        got = local_index.read_local_index(d, tmp_path / "scratch")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got.status == "read"
+    assert peak < 16 * 1024 * 1024, peak
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert m["tables"]["local_index"] == n and m["index"]["dirs"][0]["rows"] == n
+    table = pq.read_table(tmp_path / "scan" / "local_index.parquet").to_pylist()
+    want = [{"bookie_id": "b:1", "index_dir": str(d), "ledger_id": r.ledger_id, "exists": r.exists,
+             "fenced": r.fenced, "limbo": r.limbo} for r in rows]  # fmt: skip
+    assert sorted(table, key=lambda r: r["ledger_id"]) == want
+
+
 def test_index_copy_never_follows_links_nor_hard_links_the_bookies_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
