@@ -29,6 +29,10 @@ MAX_PIECES = 1024
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
+class SpillError(OSError):
+    """Writing or reading the spill files (under ``--out``) failed: the output's problem, not the log's."""
+
+
 def aggregate(ids: IntArray, sizes: IntArray) -> tuple[IntArray, IntArray]:
     """Sum sizes per ledger id, sorted by ledger id."""
     if ids.shape[0] == 0:
@@ -93,6 +97,14 @@ class LedgerSums:
         self._buffered = self._merged = 0
 
     def _spill(self, ids: IntArray, sizes: IntArray, level: int = 0, into: Path | None = None) -> list[Path]:
+        try:
+            return self._spill_files(ids, sizes, level, into)
+        except SpillError:
+            raise
+        except OSError as e:
+            raise SpillError(e.errno, f"spill files: {e.strerror or e}", e.filename) from e
+
+    def _spill_files(self, ids: IntArray, sizes: IntArray, level: int, into: Path | None) -> list[Path]:
         if self._dir is None:
             root = self.spill_root if self.spill_root is not None else None
             if root is not None:
@@ -145,6 +157,14 @@ class LedgerSums:
         self._spill(*aggregate(ids, sizes))
 
     def _sum_partition(self, path: Path, level: int) -> list[Path]:
+        try:
+            return self._sum_partition_files(path, level)
+        except SpillError:
+            raise
+        except OSError as e:
+            raise SpillError(e.errno, f"spill files: {e.strerror or e}", e.filename) from e
+
+    def _sum_partition_files(self, path: Path, level: int) -> list[Path]:
         if not path.exists():
             return []
         n = path.stat().st_size // 16

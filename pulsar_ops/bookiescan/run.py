@@ -37,7 +37,7 @@ from pulsar_ops.bookiescan.bookie_conf import valid_bookie_id
 from pulsar_ops.bookiescan.entrylog import DEFAULT_CHUNK, LogRead, read_entry_log
 from pulsar_ops.bookiescan.fileio import NotRegular, file_kind, open_regular, page_cache, read_small
 from pulsar_ops.bookiescan.local_index import IndexRead, binding, read_local_index
-from pulsar_ops.bookiescan.pairs import DEFAULT_LIMIT
+from pulsar_ops.bookiescan.pairs import DEFAULT_LIMIT, SpillError
 from pulsar_ops.bookiescan.writer import ScanWriter, write_manifest
 from pulsar_ops.errors import ConfigError
 
@@ -455,6 +455,8 @@ def _read_one(
                 spill_root=spill,
                 sums_limit=cfg.sums_limit,
             )
+        except SpillError:
+            raise  # the output's problem (scan(): scan-out-invalid), not the log's
         except OSError as e:
             return st, f"read-error:{_errno_name(e)}"
         if os.fstat(fd).st_nlink == 0:  # deleted by GC while we read it: its bytes are leaving the disk
@@ -497,6 +499,13 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
     writer = ScanWriter(out)
     try:
         return _scan_into(cfg, ledger_dirs, index_dirs, out, writer, started, t0)
+    except OSError as e:  # what reads the bookie reports its own errors: one escaping is from writing --out
+        writer.abort()
+        raise _out_error(
+            f"--out {out}: {_errno_name(e) if e.errno else 'write failed'} ({e.strerror or e}) while writing the scan",
+            hint="free space under --out or pass --out NEW_DIR on a filesystem with room (a log's sums spill up to "
+            "16 bytes per ledger), then run scan-bookie again",
+        ) from None
     except BaseException:
         writer.abort()
         raise

@@ -142,6 +142,32 @@ def test_one_pair_pieces_cost_their_bytes_not_an_object_each(tmp_path: Path) -> 
     s.close()
 
 
+def test_no_room_under_out_is_an_out_error_not_a_bad_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--out filling up while a log's sums spill (a 4M-pair map on a 2 MiB tmpfs) skipped that log as
+    ``read-error:None``: exit 1, a manifest blaming a sound log of the bookie. Now the run fails with
+    scan-out-invalid and leaves no manifest."""
+    import builtins
+    import errno as _errno
+
+    from pulsar_ops.bookiescan import pairs
+
+    d = tmp_path / "ledgers"
+    write_large_map_log(entry_log_path(d, 1), 1, 5_000, entry_bytes=33)
+
+    def full(path: object, mode: str = "r", *a: object, **k: object) -> object:
+        if "a" in mode or "w" in mode:
+            raise OSError(_errno.ENOSPC, "No space left on device", str(path))
+        return builtins.open(path, mode, *a, **k)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(pairs, "open", full, raising=False)
+    out = tmp_path / "scan"
+    with pytest.raises(ConfigError) as e:
+        scan(ScanConfig([d], "b:1", out, sums_limit=1024))
+    assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message
+    assert not (out / "manifest.json").exists()
+    assert not [p for p in out.rglob("*") if p.is_file()]
+
+
 def test_a_big_map_is_read_in_bounded_pieces(tmp_path: Path) -> None:
     """With a small in-memory limit the map spills, and the pairs written are exactly the map's."""
     d = tmp_path / "ledgers"
