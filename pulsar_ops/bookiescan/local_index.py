@@ -273,7 +273,7 @@ def read_local_index(index_dir: Path, scratch: Path) -> IndexRead:
             continue
         finally:
             shutil.rmtree(copy, ignore_errors=True)
-        cols = (np.frombuffer(ids, dtype=np.int64).copy(), np.frombuffer(flags, dtype=np.uint8).copy())
+        cols = (np.frombuffer(ids, dtype=np.int64), np.frombuffer(flags, dtype=np.uint8))  # views, no copy
         if bad:
             return IndexRead(label, INDEX_ERROR, f"{bad} key(s) or value(s) could not be decoded", *cols, bad)
         return IndexRead(label, INDEX_READ, None, *cols)

@@ -86,20 +86,27 @@ class ScanWriter:
             self._index.append((bookie_id, index_dir, ids, flags))
 
     def _write_index(self) -> int:
+        """``local_index.parquet`` in row groups of ``ROW_GROUP`` rows, each written as soon as it is built (the
+        repeated bookie id and index directory cost their bytes per row in Arrow: 8,000,000 ledgers in one piece
+        took 659 MB RSS)."""
         name = schema.LOCAL_INDEX.name
         sch = arrow_schema(name)
-        batches = []
-        if self._rows[name]:
-            batches.extend(pa.Table.from_arrays(checked_arrays(name, self._rows[name], sch), schema=sch).to_batches())
-        for bookie_id, index_dir, ids, flags in self._index:
-            n = int(ids.shape[0])
-            cols = [_repeat(bookie_id, n), _repeat(index_dir, n), _int64(ids)]
-            cols += [_bools((flags & bit) != 0) for bit in (1, 2, 4)]
-            batches.append(pa.record_batch(cols, schema=sch))
         final = self.out_dir / schema.table_file(name)
-        pq.write_table(pa.Table.from_batches(batches, schema=sch), _tmp(final), compression="zstd")
+        rows = 0
+        with pq.ParquetWriter(_tmp(final), sch, compression="zstd") as w:
+            if self._rows[name]:
+                w.write_table(pa.Table.from_arrays(checked_arrays(name, self._rows[name], sch), schema=sch))
+                rows += len(self._rows[name])
+            for bookie_id, index_dir, ids, flags in self._index:
+                for lo in range(0, int(ids.shape[0]), ROW_GROUP):
+                    part, bits = ids[lo : lo + ROW_GROUP], flags[lo : lo + ROW_GROUP]
+                    n = int(part.shape[0])
+                    cols = [_repeat(bookie_id, n), _repeat(index_dir, n), _int64(part)]
+                    cols += [_bools((bits & bit) != 0) for bit in (1, 2, 4)]
+                    w.write_batch(pa.record_batch(cols, schema=sch), row_group_size=ROW_GROUP)
+                    rows += n
         os.replace(_tmp(final), final)
-        return sum(b.num_rows for b in batches)
+        return rows
 
     def add_pairs(
         self, bookie_id: str, ledger_dir: str, log_id: int, ids: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]

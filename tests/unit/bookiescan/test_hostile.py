@@ -246,6 +246,37 @@ def test_a_big_local_index_is_held_as_columns(tmp_path: Path) -> None:
     assert sorted(table, key=lambda r: r["ledger_id"]) == want
 
 
+def test_the_local_index_table_is_written_a_row_group_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bookie id and index directory repeat on every row of ``local_index``: built for the whole index at once
+    they cost their bytes per ledger (8,000,000 ledgers: 659 MB RSS, 379 MB written a row group at a time). With
+    row groups of 10,000, 200,000 rows of a 200-character index dir hold ~2 MB at a time, not ~40 MB."""
+    import tracemalloc
+
+    import pyarrow.parquet as pq
+
+    from pulsar_ops.bookiescan import writer as writer_mod
+
+    monkeypatch.setattr(writer_mod, "ROW_GROUP", 10_000)
+    n = 200_000
+    index_dir = "/" + "d" * 199
+    w = writer_mod.ScanWriter(tmp_path / "scan")
+    w.add_index_rows("b:1", index_dir, np.arange(n, dtype=np.int64), (np.arange(n) % 8).astype(np.uint8))
+    tracemalloc.start()
+    try:
+        counts = w.close()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024, peak
+    assert counts["local_index"] == n
+    t = pq.read_table(tmp_path / "scan" / "local_index.parquet")
+    assert t.num_rows == n and t.column("index_dir")[n - 1].as_py() == index_dir
+    assert t.column("limbo").to_pylist()[:8] == [False] * 4 + [True] * 4
+    assert t.column("fenced").to_pylist()[:4] == [False, False, True, True]
+
+
 def test_index_copy_never_follows_links_nor_hard_links_the_bookies_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
