@@ -24,6 +24,16 @@ from pulsar_ops.snapshot.arrow_schema import arrow_type, checked_arrays
 from pulsar_ops.snapshot.manifest import write_json_atomic
 
 ROW_GROUP = 1_000_000
+STRING_BUDGET = 64 * 1024 * 1024  # bytes of repeated text columns (bookie id, directory) built before a write
+
+
+def _text_bytes(*values: str) -> int:
+    return max(1, sum(len(v.encode("utf-8")) for v in values))
+
+
+def _rows_within_budget(per_row: int) -> int:
+    """Rows per piece so that the repeated text of one piece stays within ``STRING_BUDGET`` (and ``ROW_GROUP``)."""
+    return max(1, min(ROW_GROUP, STRING_BUDGET // per_row))
 
 
 @functools.cache
@@ -98,8 +108,9 @@ class ScanWriter:
                 w.write_table(pa.Table.from_arrays(checked_arrays(name, self._rows[name], sch), schema=sch))
                 rows += len(self._rows[name])
             for bookie_id, index_dir, ids, flags in self._index:
-                for lo in range(0, int(ids.shape[0]), ROW_GROUP):
-                    part, bits = ids[lo : lo + ROW_GROUP], flags[lo : lo + ROW_GROUP]
+                step = _rows_within_budget(_text_bytes(bookie_id, index_dir))
+                for lo in range(0, int(ids.shape[0]), step):
+                    part, bits = ids[lo : lo + step], flags[lo : lo + step]
                     n = int(part.shape[0])
                     cols = [_repeat(bookie_id, n), _repeat(index_dir, n), _int64(part)]
                     cols += [_bools((bits & bit) != 0) for bit in (1, 2, 4)]
@@ -120,11 +131,15 @@ class ScanWriter:
             self._flush_pairs()
 
     def _flush_pairs(self) -> None:
-        """One record batch per (bookie, ledger dir) run of buffered logs: numpy concatenation, no per-row work."""
+        """One record batch per (bookie, ledger dir) run of buffered logs: numpy concatenation, no per-row work.
+        The bookie id and ledger dir repeat on every row: at most ``STRING_BUDGET`` bytes of them are built before
+        they are written (a 3,000-character ledger dir times 2M pairs overflowed Arrow's 32-bit offsets after
+        3.2 GB RSS)."""
         if not self._pairs:
             return
         sch = arrow_schema(schema.ENTRY_LOG_LEDGERS.name)
-        batches = []
+        batches: list[pa.RecordBatch] = []
+        held = 0
         start = 0
         pending = self._pairs
         for i in range(1, len(pending) + 1):
@@ -133,21 +148,22 @@ class ScanWriter:
             group = pending[start:i]
             bookie_id, ledger_dir = group[0][0], group[0][1]
             logs = np.concatenate([g[2] for g in group])
-            n = int(logs.shape[0])
-            batches.append(
-                pa.record_batch(
-                    [
-                        _repeat(bookie_id, n),
-                        _repeat(ledger_dir, n),
-                        _int64(logs),
-                        _int64(np.concatenate([g[3] for g in group])),
-                        _int64(np.concatenate([g[4] for g in group])),
-                    ],
-                    schema=sch,
-                )
-            )
+            ids = np.concatenate([g[3] for g in group])
+            sizes = np.concatenate([g[4] for g in group])
+            per_row = _text_bytes(bookie_id, ledger_dir)
+            step = _rows_within_budget(per_row)
+            for lo in range(0, int(logs.shape[0]), step):
+                part = logs[lo : lo + step]
+                n = int(part.shape[0])
+                cols = [_repeat(bookie_id, n), _repeat(ledger_dir, n), _int64(part), _int64(ids[lo : lo + n])]
+                batches.append(pa.record_batch([*cols, _int64(sizes[lo : lo + n])], schema=sch))
+                held += n * per_row
+                if held >= STRING_BUDGET:
+                    self._pairs_writer.write_table(pa.Table.from_batches(batches, schema=sch), row_group_size=ROW_GROUP)
+                    batches, held = [], 0
             start = i
-        self._pairs_writer.write_table(pa.Table.from_batches(batches, schema=sch), row_group_size=ROW_GROUP)
+        if batches:
+            self._pairs_writer.write_table(pa.Table.from_batches(batches, schema=sch), row_group_size=ROW_GROUP)
         self._pair_rows += self._pending
         self._pairs, self._pending = [], 0
 

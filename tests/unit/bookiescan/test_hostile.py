@@ -277,6 +277,36 @@ def test_the_local_index_table_is_written_a_row_group_at_a_time(
     assert t.column("fenced").to_pylist()[:4] == [False, False, True, True]
 
 
+def test_pairs_repeat_a_long_ledger_dir_within_a_byte_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ledger dir repeats on every ``entry_log_ledgers`` row: a 3,051-character ledger dir and a 2M-pair map
+    took 3.2 GB RSS and then overflowed Arrow's 32-bit string offsets (internal-error, no manifest). The text
+    built before a write stays within the budget (here 1 MiB: 200,000 rows of a 200-character dir traced
+    52 MB before, 12 MB after), the rows unchanged."""
+    import tracemalloc
+
+    import pyarrow.parquet as pq
+
+    from pulsar_ops.bookiescan import writer as writer_mod
+
+    monkeypatch.setattr(writer_mod, "STRING_BUDGET", 1 << 20, raising=False)
+    n = 200_000
+    ledger_dir = "/" + "d" * 199
+    w = writer_mod.ScanWriter(tmp_path / "scan")
+    tracemalloc.start()
+    try:
+        for log_id in (1, 2):
+            w.add_pairs("b:1", ledger_dir, log_id, np.arange(n // 2, dtype=np.int64), np.full(n // 2, 7, np.int64))
+        counts = w.close()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 * 1024 * 1024, peak  # the numeric columns (~10 MB) and one budget of text; 52 MB before
+    assert counts["entry_log_ledgers"] == n
+    t = pq.read_table(tmp_path / "scan" / "entry_log_ledgers.parquet").to_pylist()
+    assert t == [{"bookie_id": "b:1", "ledger_dir": ledger_dir, "log_id": log, "ledger_id": i, "bytes": 7}
+                 for log in (1, 2) for i in range(n // 2)]  # fmt: skip
+
+
 def test_index_copy_never_follows_links_nor_hard_links_the_bookies_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
