@@ -120,3 +120,22 @@ def test_a_bookie_id_or_directory_the_scan_cannot_record_is_a_clear_error(tmp_pa
         err = json.loads(r.stdout)["error"]
         assert err["code"] == code and err["hint"], args
         assert not out.exists()
+
+
+def test_a_log_name_cannot_write_control_sequences_to_the_terminal(tmp_path: Path) -> None:
+    """A name in current/ is printed in the summary's skipped lines: one holding ESC sequences or a newline went to
+    the operator's terminal raw (colours, cursor moves, a forged line). Control characters and undecodable bytes
+    are shown escaped; the manifest keeps the exact name."""
+    import os
+
+    d = tmp_path / "ledgers"
+    write_entry_log(entry_log_path(d, 1), 1, [(1, 0, 5)])
+    (d / "current" / "a\x1b[2J\nnext: rm -rf.log").write_bytes(b"")
+    (d / "current" / os.fsdecode(b"\xff.log")).write_bytes(b"")
+    out = tmp_path / "scan"
+    r = CliRunner().invoke(app, ["scan-bookie", "--ledger-dirs", str(d), "--bookie-id", "b:1", "--out", str(out), "-q"])
+    assert r.exit_code == 1, r.output
+    assert "\x1b" not in r.stderr and "\nnext: rm" not in r.stderr
+    assert "a\\x1b[2J\\nnext: rm -rf.log" in r.stderr and "\\udcff.log" in r.stderr
+    names = {s["file"] for s in json.loads((out / "manifest.json").read_text())["skipped"]}
+    assert "current/a\x1b[2J\nnext: rm -rf.log" in names
