@@ -121,11 +121,11 @@ def test_ledger_sums_spill_gives_the_in_memory_result(tmp_path: Path, limit: int
 
 def test_one_pair_pieces_cost_their_bytes_not_an_object_each(tmp_path: Path) -> None:
     """A valid ledgers map made of one-pair batches hands LedgerSums one tiny array per batch (a 64 MiB such map
-    peaked at 863 MB RSS, ~300 bytes of objects per pair): 200,000 one-pair pieces stay within a few MB of Python
-    memory under a 2M-pair limit (they took ~60 MB before), and the sums are exact."""
+    peaked at 863 MB RSS, ~300 bytes of objects per pair): 100,000 one-pair pieces stay within a few MB of Python
+    memory under a 2M-pair limit (~2 MB; they took ~30 MB before), and the sums are exact."""
     import tracemalloc
 
-    n = 200_000
+    n = 100_000
     ids = (np.arange(n, dtype=np.int64) * 7) % 150_001
     tracemalloc.start()
     try:
@@ -135,7 +135,7 @@ def test_one_pair_pieces_cost_their_bytes_not_an_object_each(tmp_path: Path) -> 
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < 16 * 1024 * 1024, peak
+    assert peak < 8 * 1024 * 1024, peak
     want_ids, want_sizes = aggregate(ids, np.arange(n, dtype=np.int64))
     got_ids, got_sizes = s.arrays()
     assert np.array_equal(got_ids, want_ids) and np.array_equal(got_sizes, want_sizes)
