@@ -45,6 +45,9 @@ from pulsar_ops.errors import ConfigError
 
 LEDGER_DIRS = "ledgerDirectories"
 INDEX_DIRS = "indexDirectories"
+JOURNAL_DIRS = "journalDirectories"
+JOURNAL_DIR = "journalDirectory"
+DEFAULT_JOURNAL_DIR = "/tmp/bk-txn"  # ServerConfiguration.getJournalDirName's default
 DEFAULT_LEDGER_DIR = "/tmp/bk-data"  # ServerConfiguration.getLedgerDirNames when ledgerDirectories is empty
 DEFAULT_BOOKIE_PORT = 3181  # ServerConfiguration.getBookiePort
 MAX_CONF_BYTES = 16 * 1024 * 1024  # a bookkeeper.conf is a few tens of KiB: a bounded read
@@ -56,6 +59,14 @@ CODE_RELATIVE = "bookie-config-relative-dir"
 CODE_ID = "bookie-id-unknown"
 
 _BOOKIE_ID_RE = re.compile(r"[a-zA-Z0-9:-_.\-]+")  # BookieId.validateBookieId, ':-_' a range as in Java
+
+
+def valid_bookie_id(text: str) -> bool:
+    """``net/BookieId.validateBookieId``: letters, digits and ``:-_.`` (``:-_`` a range as Java reads it), not
+    ``readonly``."""
+    return _BOOKIE_ID_RE.fullmatch(text) is not None and text.lower() != "readonly"
+
+
 _TRUE = {"true", "yes", "on", "y", "t"}  # commons-lang BooleanUtils.toBooleanObject, as PropertyConverter uses
 _FALSE = {"false", "no", "off", "n", "f"}
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "b": "\b"}
@@ -106,6 +117,11 @@ class BookieConf:
         (checked against commons-configuration2 2.12.0: ``[""]``); ``_absolute`` refuses it."""
         dirs = self.values.get(LEDGER_DIRS) or ()
         return dirs if dirs else (DEFAULT_LEDGER_DIR,)
+
+    def journal_dir_names(self) -> tuple[str, ...]:
+        """``getJournalDirNames``: ``journalDirectories``, else ``journalDirectory`` (default ``/tmp/bk-txn``)."""
+        dirs = tuple(d for d in self.values.get(JOURNAL_DIRS) or () if d)
+        return dirs if dirs else (self.get(JOURNAL_DIR) or DEFAULT_JOURNAL_DIR,)
 
     def index_dir_names(self) -> tuple[str, ...] | None:
         """``getIndexDirNames``: None when the key is absent (the index is in the ledger directories)."""
@@ -325,6 +341,8 @@ class ConfiguredDirs:
     ledger_dirs: tuple[Path, ...]
     index_dirs: tuple[Path, ...]
     index_default: bool
+    # the journal directories, where they can be placed (a relative one needs --bookie-home): never written into
+    journal_dirs: tuple[Path, ...] = ()
 
 
 def _absolute(names: Sequence[str], key: str, conf: BookieConf, home: Path | None) -> tuple[Path, ...]:
@@ -362,7 +380,12 @@ def configured_dirs(conf: BookieConf, home: Path | None = None) -> ConfiguredDir
             code=CODE_INVALID,
             hint=_fix(conf),
         )
-    return ConfiguredDirs(ledgers, index, names is None)
+    journals = []
+    for name in conf.journal_dir_names():
+        p = Path(name)
+        if "${" not in name and (p.is_absolute() or home is not None):
+            journals.append(Path(os.path.normpath(p if p.is_absolute() else Path(home or "") / p)))
+    return ConfiguredDirs(ledgers, index, names is None, tuple(journals))
 
 
 @dataclass(frozen=True)
@@ -513,6 +536,9 @@ class ScanTarget:
     index_dirs: tuple[Path, ...] | None
     bookie_id: str
     doc: dict[str, Any] | None
+    # every directory the configuration gives the bookie (ledger, index, journal), scanned or not: --out may not
+    # be inside one of them
+    bookie_dirs: tuple[Path, ...] = ()
 
 
 CODE_TARGET = "scan-target-missing"
@@ -559,7 +585,8 @@ def scan_target(
     else:
         ledgers = dirs.ledger_dirs
         index = tuple(index_dirs) if index_dirs else dirs.index_dirs
-    return ScanTarget(ledgers, index, the_id, config_doc(conf, dirs, ledgers, index, derived))
+    owned = (*dirs.ledger_dirs, *dirs.index_dirs, *dirs.journal_dirs)
+    return ScanTarget(ledgers, index, the_id, config_doc(conf, dirs, ledgers, index, derived), owned)
 
 
 _TARGET_HINT = (

@@ -24,9 +24,13 @@ import os
 import shutil
 import stat
 import struct
+from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
 
 from pulsar_ops.bookiescan.fileio import NotRegular, file_kind, open_regular
 from pulsar_ops.bookiescan.schema import INDEX_ABSENT, INDEX_ERROR, INDEX_READ, INDEX_UNAVAILABLE
@@ -49,13 +53,32 @@ class IndexRow:
     limbo: bool
 
 
+EXISTS, FENCED, LIMBO = 1, 2, 4  # bits of IndexRead.flags
+
+
 @dataclass(frozen=True)
 class IndexRead:
+    """One index directory's ledgers as two compact columns (9 bytes a ledger: a bookie may hold millions; one
+    Python object per row took 832 MB RSS for 2,000,000 ledgers)."""
+
     index_dir: str
     status: str  # read | absent | unavailable | error
     reason: str | None
-    rows: tuple[IndexRow, ...] = ()
+    ledger_ids: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    flags: npt.NDArray[np.uint8] = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))  # EXISTS|FENCED|LIMBO
     undecodable: int = 0
+
+    @property
+    def count(self) -> int:
+        return int(self.ledger_ids.shape[0])
+
+    @property
+    def rows(self) -> tuple[IndexRow, ...]:
+        """The rows as objects (tests, small indexes)."""
+        return tuple(
+            IndexRow(int(i), bool(f & EXISTS), bool(f & FENCED), bool(f & LIMBO))
+            for i, f in zip(self.ledger_ids.tolist(), self.flags.tolist(), strict=True)
+        )
 
 
 def binding() -> str | None:
@@ -223,7 +246,8 @@ def read_local_index(index_dir: Path, scratch: Path) -> IndexRead:
         copy = Path(scratch) / f"ledgers-copy-{attempt}"
         try:
             _copy_db(db_dir, copy)
-            rows: list[IndexRow] = []
+            ids = array("q")
+            flags = bytearray()
             bad = 0
             for key, value in _iterate(copy):
                 if len(key) != 8:
@@ -237,7 +261,8 @@ def read_local_index(index_dir: Path, scratch: Path) -> IndexRead:
                 except ValueError:
                     bad += 1
                     continue
-                rows.append(IndexRow(ledger_id, exists, fenced, limbo))
+                ids.append(ledger_id)
+                flags.append(EXISTS * exists | FENCED * fenced | LIMBO * limbo)
         except CopyRefused as e:
             return IndexRead(label, INDEX_ERROR, str(e))
         except FileNotFoundError as e:  # the live database compacted while we copied: try again
@@ -248,7 +273,8 @@ def read_local_index(index_dir: Path, scratch: Path) -> IndexRead:
             continue
         finally:
             shutil.rmtree(copy, ignore_errors=True)
+        cols = (np.frombuffer(ids, dtype=np.int64), np.frombuffer(flags, dtype=np.uint8))  # views, no copy
         if bad:
-            return IndexRead(label, INDEX_ERROR, f"{bad} key(s) or value(s) could not be decoded", tuple(rows), bad)
-        return IndexRead(label, INDEX_READ, None, tuple(rows))
+            return IndexRead(label, INDEX_ERROR, f"{bad} key(s) or value(s) could not be decoded", *cols, bad)
+        return IndexRead(label, INDEX_READ, None, *cols)
     return IndexRead(label, INDEX_ERROR, last_error or "could not be read")

@@ -23,7 +23,14 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 DEFAULT_LIMIT = 2_000_000  # pairs held in memory (32 MB of int64 pairs; ~4x that at the peak of a sum)
 CHUNK_ROWS = 1_000_000  # pairs per streamed chunk
 PARTITION_BITS = 6  # 64 spill files per level
+# Buffered pieces merged into one past this many: a ledgers map of one-pair batches hands over one tiny array per
+# batch, and 2M of them (the limit) cost ~300 bytes of object overhead each (863 MB RSS for a 64 MiB map).
+MAX_PIECES = 1024
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+class SpillError(OSError):
+    """Writing or reading the spill files (under ``--out``) failed: the output's problem, not the log's."""
 
 
 def aggregate(ids: IntArray, sizes: IntArray) -> tuple[IntArray, IntArray]:
@@ -55,6 +62,7 @@ class LedgerSums:
         self.pairs_in = 0
         self._buf: list[tuple[IntArray, IntArray]] = []
         self._buffered = 0
+        self._merged = 0  # pieces of _buf[:_merged] are merged groups; those after it came one per add()
         self._dir: Path | None = None
         self._parts: list[Path] = []
         self._final: list[Path] | None = None
@@ -72,6 +80,10 @@ class LedgerSums:
         self._buffered += n
         if self._buffered >= self.limit:
             self._compact()
+        elif len(self._buf) - self._merged >= MAX_PIECES:
+            tail = self._buf[self._merged :]
+            self._buf[self._merged :] = [(np.concatenate([b[0] for b in tail]), np.concatenate([b[1] for b in tail]))]
+            self._merged = len(self._buf)
 
     def _compact(self) -> None:
         ids = np.concatenate([b[0] for b in self._buf])
@@ -79,12 +91,20 @@ class LedgerSums:
         self._buf = []
         ids, sizes = aggregate(ids, sizes)
         if self._dir is None and ids.shape[0] <= self.limit // 2:
-            self._buf, self._buffered = [(ids, sizes)], int(ids.shape[0])
+            self._buf, self._buffered, self._merged = [(ids, sizes)], int(ids.shape[0]), 1
             return
         self._spill(ids, sizes)
-        self._buffered = 0
+        self._buffered = self._merged = 0
 
     def _spill(self, ids: IntArray, sizes: IntArray, level: int = 0, into: Path | None = None) -> list[Path]:
+        try:
+            return self._spill_files(ids, sizes, level, into)
+        except SpillError:
+            raise
+        except OSError as e:
+            raise SpillError(e.errno, f"spill files: {e.strerror or e}", e.filename) from e
+
+    def _spill_files(self, ids: IntArray, sizes: IntArray, level: int, into: Path | None) -> list[Path]:
         if self._dir is None:
             root = self.spill_root if self.spill_root is not None else None
             if root is not None:
@@ -118,7 +138,7 @@ class LedgerSums:
                 ids = np.concatenate([b[0] for b in self._buf])
                 sizes = np.concatenate([b[1] for b in self._buf])
                 self._mem = aggregate(ids, sizes)
-            self._buf = []
+            self._buf, self._merged = [], 0
             self._final = []
             self.ledgers = int(self._mem[0].shape[0])
             self.total = int(self._mem[1].sum()) if self.ledgers else 0
@@ -133,10 +153,18 @@ class LedgerSums:
     def _compact_into_spill(self) -> None:
         ids = np.concatenate([b[0] for b in self._buf])
         sizes = np.concatenate([b[1] for b in self._buf])
-        self._buf = []
+        self._buf, self._merged = [], 0
         self._spill(*aggregate(ids, sizes))
 
     def _sum_partition(self, path: Path, level: int) -> list[Path]:
+        try:
+            return self._sum_partition_files(path, level)
+        except SpillError:
+            raise
+        except OSError as e:
+            raise SpillError(e.errno, f"spill files: {e.strerror or e}", e.filename) from e
+
+    def _sum_partition_files(self, path: Path, level: int) -> list[Path]:
         if not path.exists():
             return []
         n = path.stat().st_size // 16
@@ -200,7 +228,7 @@ class LedgerSums:
         return self._dir is not None
 
     def close(self) -> None:
-        self._buf = []
+        self._buf, self._merged = [], 0
         self._mem = (_EMPTY, _EMPTY)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)

@@ -33,10 +33,11 @@ from typing import Any
 
 from pulsar_ops import __version__
 from pulsar_ops.bookiescan import schema
+from pulsar_ops.bookiescan.bookie_conf import valid_bookie_id
 from pulsar_ops.bookiescan.entrylog import DEFAULT_CHUNK, LogRead, read_entry_log
 from pulsar_ops.bookiescan.fileio import NotRegular, file_kind, open_regular, page_cache, read_small
 from pulsar_ops.bookiescan.local_index import IndexRead, binding, read_local_index
-from pulsar_ops.bookiescan.pairs import DEFAULT_LIMIT
+from pulsar_ops.bookiescan.pairs import DEFAULT_LIMIT, SpillError
 from pulsar_ops.bookiescan.writer import ScanWriter, write_manifest
 from pulsar_ops.errors import ConfigError
 
@@ -83,6 +84,9 @@ class ScanConfig:
     on_open: Callable[[Path], None] | None = field(default=None, repr=False)
     # the bookie's own configuration, as the manifest records it (bookie_conf.config_doc); None: not given
     bookie_config: dict[str, Any] | None = None
+    # more of the bookie's directories --out may not be inside (its configuration's journal directories, and the
+    # ledger and index directories it names that this scan leaves out)
+    protect_dirs: list[Path] = field(default_factory=list)
 
 
 class ByteThrottle:
@@ -226,18 +230,26 @@ def _bookie_dir_keys(roots: Iterable[Path]) -> set[tuple[int, int]]:
     return keys
 
 
-def _out_ancestor_keys(out: Path) -> list[tuple[int, int]]:
-    """(st_dev, st_ino) of the nearest existing ancestor of ``out`` (itself included) and of every physical
-    (``..``) and lexical ancestor above it."""
+_LAYOUT = ("", "current", "current/ledgers", "current/locations")  # a bookie dir and its layout's directories
+
+
+def _nearest_existing(out: Path) -> Path:
+    """``out`` or its nearest existing ancestor (OSError other than ENOENT propagates)."""
     q = Path(os.path.abspath(out))
     while True:
         try:
             os.stat(q)
-            break
+            return q
         except FileNotFoundError:
             if q.parent == q:
                 raise
             q = q.parent
+
+
+def _out_ancestor_keys(out: Path) -> list[tuple[int, int]]:
+    """(st_dev, st_ino) of the nearest existing ancestor of ``out`` (itself included) and of every physical
+    (``..``) and lexical ancestor above it."""
+    q = _nearest_existing(out)
     keys: list[tuple[int, int]] = []
     cur = str(q)
     for _ in range(256):
@@ -251,6 +263,46 @@ def _out_ancestor_keys(out: Path) -> list[tuple[int, int]]:
         if k not in keys:
             keys.append(k)
     return keys
+
+
+MOUNTINFO = "/proc/self/mountinfo"
+MOUNTINFO_MAX = 16 * 1024 * 1024
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def _fs_location(path: Path | str) -> tuple[int, str] | None:
+    """(st_dev, the directory's path inside its filesystem) of an existing path, by ``/proc/self/mountinfo``: the
+    mount's root field says which directory of the filesystem a (bind) mount shows, so every alias of a
+    directory, however deep, has one location. None when it cannot be told (no mountinfo, a device number the
+    mount table does not list, e.g. btrfs subvolumes): the inode check alone then applies."""
+    try:
+        real = os.path.realpath(path)
+        dev = os.stat(real).st_dev
+        with open(MOUNTINFO, encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read(MOUNTINFO_MAX).splitlines()
+    except OSError:
+        return None
+    best: tuple[str, str] | None = None
+    for line in lines:
+        f = line.split(" ")
+        if len(f) < 5:
+            continue
+        try:
+            major, minor = (int(x) for x in f[2].split(":"))
+        except ValueError:
+            continue
+        if os.makedev(major, minor) != dev:
+            continue
+        root, mnt = (_OCTAL.sub(lambda m: chr(int(m.group(1), 8)), x) for x in (f[3], f[4]))
+        if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and (best is None or len(mnt) >= len(best[1])):
+            best = (root, mnt)  # the last of equal mount points is the one on top
+    if best is None:
+        return None
+    return dev, os.path.normpath(os.path.join(best[0], os.path.relpath(real, best[1])))
+
+
+def _under(loc: tuple[int, str], top: tuple[int, str]) -> bool:
+    return loc[0] == top[0] and (loc[1] == top[1] or loc[1].startswith(top[1].rstrip("/") + "/"))
 
 
 def _out_error(
@@ -273,7 +325,23 @@ def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
         raise ConfigError("--ledger-dirs is empty", hint="pass the bookie's ledgerDirectories, comma-separated")
     if not cfg.bookie_id:
         raise ConfigError("--bookie-id is empty", hint="pass the bookie's id as in /ledgers/available (host:port)")
+    if not valid_bookie_id(cfg.bookie_id):  # it names the scan's rows and files: the bookie's own form only
+        raise ConfigError(
+            f"--bookie-id {cfg.bookie_id!r} is not a BookieId (letters, digits and :-_. only, not 'readonly')",
+            code="bookie-id-invalid",
+            hint="pass the bookie's id as in /ledgers/available (host:port, or its bookieId)",
+        )
     check_throttle(cfg.max_scan_mb_s)
+    for d in [*cfg.ledger_dirs, *(cfg.index_dirs or [])]:
+        try:
+            str(d).encode("utf-8")
+        except UnicodeEncodeError:  # the manifest and tables store it as text
+            raise ConfigError(
+                f"{str(d).encode('utf-8', 'backslashreplace').decode()}: not valid UTF-8",
+                code="bookie-dir-invalid",
+                hint="pass the directory as the bookie's configuration names it (bookkeeper.conf is text), or "
+                "scan it through a symlink with a UTF-8 name",
+            ) from None
     keys: list[tuple[int, int]] = []
     for d in cfg.ledger_dirs:
         try:
@@ -309,7 +377,7 @@ def _check_dirs(cfg: ScanConfig) -> tuple[list[Path], list[Path]]:
             code="bookie-dir-invalid",
             hint="DbLedgerStorage needs as many indexDirectories as ledgerDirectories; pass them in the same order",
         )
-    _check_out(cfg.out, [*cfg.ledger_dirs, *index_dirs])
+    _check_out(cfg.out, [*cfg.ledger_dirs, *index_dirs, *cfg.protect_dirs])
     return list(cfg.ledger_dirs), index_dirs
 
 
@@ -322,9 +390,15 @@ def _check_out(out: Path, bookie_dirs: list[Path]) -> None:
     except OSError as e:
         raise _out_error(f"--out {out}: {_errno_name(e)} ({e.strerror})") from None
     hit = next((k for k in ancestors if k in bookie), None)
+    if hit is None:  # a bind-mount alias of a directory deeper than the walk: by location in the filesystem
+        out_loc = _fs_location(_nearest_existing(Path(out)))
+        tops = [_fs_location(os.path.join(d, sub)) for d in bookie_dirs for sub in _LAYOUT]
+        if out_loc is not None and any(t is not None and _under(out_loc, t) for t in tops):
+            hit = (out_loc[0], 0)
     if hit is not None:
         raise ConfigError(
-            f"--out {out} is inside the scanned directory tree (a bookie directory is among its ancestors)",
+            f"--out {out} is inside the scanned directory tree or the bookie's other directories (a ledger, index "
+            "or journal directory is among its ancestors)",
             hint="scan-bookie never writes into the bookie's directories: pass --out somewhere else",
         )
     o = Path(out)
@@ -381,6 +455,8 @@ def _read_one(
                 spill_root=spill,
                 sums_limit=cfg.sums_limit,
             )
+        except SpillError:
+            raise  # the output's problem (scan(): scan-out-invalid), not the log's
         except OSError as e:
             return st, f"read-error:{_errno_name(e)}"
         if os.fstat(fd).st_nlink == 0:  # deleted by GC while we read it: its bytes are leaving the disk
@@ -408,9 +484,7 @@ def _index_summary(reads: list[IndexRead]) -> tuple[dict[str, Any], bool]:
         "status": status,
         "reason": "; ".join(reasons) if reasons else None,
         "binding": binding(),
-        "dirs": [
-            {"index_dir": r.index_dir, "status": r.status, "reason": r.reason, "rows": len(r.rows)} for r in reads
-        ],
+        "dirs": [{"index_dir": r.index_dir, "status": r.status, "reason": r.reason, "rows": r.count} for r in reads],
     }
     return doc, complete
 
@@ -425,6 +499,13 @@ def scan(cfg: ScanConfig) -> dict[str, Any]:
     writer = ScanWriter(out)
     try:
         return _scan_into(cfg, ledger_dirs, index_dirs, out, writer, started, t0)
+    except OSError as e:  # what reads the bookie reports its own errors: one escaping is from writing --out
+        writer.abort()
+        raise _out_error(
+            f"--out {out}: {_errno_name(e) if e.errno else 'write failed'} ({e.strerror or e}) while writing the scan",
+            hint="free space under --out or pass --out NEW_DIR on a filesystem with room (a log's sums spill up to "
+            "16 bytes per ledger), then run scan-bookie again",
+        ) from None
     except BaseException:
         writer.abort()
         raise
@@ -502,8 +583,7 @@ def _scan_into(
         for idir in index_dirs:
             ir = read_local_index(idir, Path(scratch))
             reads.append(ir)
-            for x in ir.rows:
-                writer.add_index_row((cfg.bookie_id, ir.index_dir, x.ledger_id, x.exists, x.fenced, x.limbo))
+            writer.add_index_rows(cfg.bookie_id, ir.index_dir, ir.ledger_ids, ir.flags)
     index_doc, index_complete = _index_summary(reads)
     tables = writer.close()
     finished = time.time()

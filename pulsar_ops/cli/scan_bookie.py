@@ -29,6 +29,12 @@ def _scan_line(p: ScanProgress) -> str:
     )
 
 
+def shown(text: object) -> str:
+    """``text`` for the terminal: control characters (a file name may hold ESC sequences or newlines) and
+    undecodable bytes written as escapes, then Rich markup escaped."""
+    return escape("".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text)))
+
+
 def _split(value: str | None) -> list[Path]:
     return [Path(p) for p in (value or "").split(",") if p.strip()]
 
@@ -44,31 +50,31 @@ def render_summary(m: dict[str, Any], out: Path) -> None:
     secs = (m["finished_at_ms"] - m["started_at_ms"]) / 1000
     logs = m["logs"]
     err_console.print(
-        f"bookie {escape(m['bookie_id'])}: scan written to {escape(str(out))} in {secs:.1f}s: "
+        f"bookie {shown(m['bookie_id'])}: scan written to {shown(out)} in {secs:.1f}s: "
         f"{logs['map']:,} logs read by map, {logs['scanned']:,} scanned, {logs['skipped']:,} skipped; "
         f"{m['tables']['entry_log_ledgers']:,} (ledger, log) pairs"
     )
     idx = m["index"]
     err_console.print(
         f"  local index: {idx['status']} ({m['tables']['local_index']:,} ledgers)"
-        + (f": {escape(str(idx['reason']))}" if idx["reason"] else "")
+        + (f": {shown(idx['reason'])}" if idx["reason"] else "")
     )
     for s in m["skipped"][:20]:
-        err_console.print(f"  skipped {escape(s['ledger_dir'])}/{escape(s['file'])}: {escape(s['reason'])}")
+        err_console.print(f"  skipped {shown(s['ledger_dir'])}/{shown(s['file'])}: {shown(s['reason'])}")
     if len(m["skipped"]) > 20:
         err_console.print(f"  ... and {len(m['skipped']) - 20} more (see manifest.json)")
     left = dirs_left_out(m)
     if left:
         err_console.print(
-            f"[bold yellow]warning[/]: {escape(str(m['bookie_config']['source']))} names director(ies) not scanned: "
-            f"{escape(', '.join(left))}; the audit will not call ledger data missing on this bookie"
+            f"[bold yellow]warning[/]: {shown(m['bookie_config']['source'])} names director(ies) not scanned: "
+            f"{shown(', '.join(left))}; the audit will not call ledger data missing on this bookie"
         )
     if not m["complete"]:
         err_console.print(
             "[bold yellow]warning[/]: the scan is partial; the audit will not call ledger data missing on this "
             "bookie's affected scope"
         )
-    err_console.print(f"next: pulsar-ops audit SNAPSHOT --bookie-scan {escape(str(out))}")
+    err_console.print(f"next: pulsar-ops audit SNAPSHOT --bookie-scan {shown(out)}")
 
 
 def register(app: typer.Typer) -> None:
@@ -105,7 +111,6 @@ def register(app: typer.Typer) -> None:
         max_scan_mb_s: float = typer.Option(
             DEFAULT_MAX_SCAN_MB_S,
             "--max-scan-mb-s",
-            min=0.0,
             help="Read limit in MB/s for everything read from the logs (maps and scans); 0: unlimited, else >= 1.",
         ),
         json_out: bool = typer.Option(False, "--json", help="Print the manifest as JSON on stdout."),
@@ -130,6 +135,7 @@ def register(app: typer.Typer) -> None:
                     max_scan_mb_s=max_scan_mb_s,
                     progress=progress,
                     bookie_config=target.doc,
+                    protect_dirs=list(target.bookie_dirs),
                 )
             )
         finally:
