@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from pulsar_ops.errors import ConfigError
+from pulsar_ops.formats.bookie_id import valid_bookie_id
 
 LEDGER_DIRS = "ledgerDirectories"
 INDEX_DIRS = "indexDirectories"
@@ -57,15 +58,6 @@ CODE_UNREADABLE = "bookie-config-unreadable"
 CODE_INVALID = "bookie-config-invalid"
 CODE_RELATIVE = "bookie-config-relative-dir"
 CODE_ID = "bookie-id-unknown"
-
-_BOOKIE_ID_RE = re.compile(r"[a-zA-Z0-9:-_.\-]+")  # BookieId.validateBookieId, ':-_' a range as in Java
-
-
-def valid_bookie_id(text: str) -> bool:
-    """``net/BookieId.validateBookieId``: letters, digits and ``:-_.`` (``:-_`` a range as Java reads it), not
-    ``readonly``."""
-    return _BOOKIE_ID_RE.fullmatch(text) is not None and text.lower() != "readonly"
-
 
 _TRUE = {"true", "yes", "on", "y", "t"}  # commons-lang BooleanUtils.toBooleanObject, as PropertyConverter uses
 _FALSE = {"false", "no", "off", "n", "f"}
@@ -458,7 +450,7 @@ def derive_bookie_id(conf: BookieConf, resolver: Resolver | None = None) -> Deri
             raise _id_error(conf, f"{key}={conf.get(key)} uses interpolation, which scan-bookie does not resolve")
     custom = conf.get("bookieId")
     if custom is not None:
-        if not _BOOKIE_ID_RE.fullmatch(custom) or custom.lower() == "readonly":
+        if not valid_bookie_id(custom):
             raise _id_error(conf, f"bookieId {custom!r} is not a valid BookieId")
         return DerivedId(custom, "bookieId")
     port = conf.integer("bookiePort", DEFAULT_BOOKIE_PORT)

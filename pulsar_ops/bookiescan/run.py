@@ -33,13 +33,13 @@ from typing import Any
 
 from pulsar_ops import __version__
 from pulsar_ops.bookiescan import schema
-from pulsar_ops.bookiescan.bookie_conf import valid_bookie_id
 from pulsar_ops.bookiescan.entrylog import DEFAULT_CHUNK, LogRead, read_entry_log
 from pulsar_ops.bookiescan.fileio import NotRegular, file_kind, open_regular, page_cache, read_small
 from pulsar_ops.bookiescan.local_index import IndexRead, binding, read_local_index
 from pulsar_ops.bookiescan.pairs import DEFAULT_LIMIT, SpillError
 from pulsar_ops.bookiescan.writer import ScanWriter, write_manifest
 from pulsar_ops.errors import ConfigError
+from pulsar_ops.formats.bookie_id import valid_bookie_id
 
 LOG_RE = re.compile(r"^([0-9a-fA-F]+)\.log$")
 COMPACTING_RE = re.compile(r"^([0-9a-fA-F]+)\.log\.compacting$")
@@ -270,19 +270,18 @@ MOUNTINFO_MAX = 16 * 1024 * 1024
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
 
-def _fs_location(path: Path | str) -> tuple[int, str] | None:
-    """(st_dev, the directory's path inside its filesystem) of an existing path, by ``/proc/self/mountinfo``: the
-    mount's root field says which directory of the filesystem a (bind) mount shows, so every alias of a
-    directory, however deep, has one location. None when it cannot be told (no mountinfo, a device number the
-    mount table does not list, e.g. btrfs subvolumes): the inode check alone then applies."""
+Mount = tuple[int, str, str]  # (st_dev, the directory of the filesystem it shows, its mount point)
+
+
+def _mount_table() -> list[Mount]:
+    """``/proc/self/mountinfo`` as (device, root, mount point) rows, read once per check; empty when it cannot be
+    read."""
     try:
-        real = os.path.realpath(path)
-        dev = os.stat(real).st_dev
         with open(MOUNTINFO, encoding="utf-8", errors="surrogateescape") as fh:
             lines = fh.read(MOUNTINFO_MAX).splitlines()
     except OSError:
-        return None
-    best: tuple[str, str] | None = None
+        return []
+    table: list[Mount] = []
     for line in lines:
         f = line.split(" ")
         if len(f) < 5:
@@ -291,9 +290,25 @@ def _fs_location(path: Path | str) -> tuple[int, str] | None:
             major, minor = (int(x) for x in f[2].split(":"))
         except ValueError:
             continue
-        if os.makedev(major, minor) != dev:
-            continue
         root, mnt = (_OCTAL.sub(lambda m: chr(int(m.group(1), 8)), x) for x in (f[3], f[4]))
+        table.append((os.makedev(major, minor), root, mnt))
+    return table
+
+
+def _fs_location(path: Path | str, table: list[Mount]) -> tuple[int, str] | None:
+    """(st_dev, the directory's path inside its filesystem) of an existing path, by the mount table: the mount's
+    root field says which directory of the filesystem a (bind) mount shows, so every alias of a directory, however
+    deep, has one location. None when it cannot be told (no mountinfo, a device number the mount table does not
+    list, e.g. btrfs subvolumes): the inode check alone then applies."""
+    try:
+        real = os.path.realpath(path)
+        dev = os.stat(real).st_dev
+    except OSError:
+        return None
+    best: tuple[str, str] | None = None
+    for mdev, root, mnt in table:
+        if mdev != dev:
+            continue
         if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and (best is None or len(mnt) >= len(best[1])):
             best = (root, mnt)  # the last of equal mount points is the one on top
     if best is None:
@@ -391,8 +406,9 @@ def _check_out(out: Path, bookie_dirs: list[Path]) -> None:
         raise _out_error(f"--out {out}: {_errno_name(e)} ({e.strerror})") from None
     hit = next((k for k in ancestors if k in bookie), None)
     if hit is None:  # a bind-mount alias of a directory deeper than the walk: by location in the filesystem
-        out_loc = _fs_location(_nearest_existing(Path(out)))
-        tops = [_fs_location(os.path.join(d, sub)) for d in bookie_dirs for sub in _LAYOUT]
+        table = _mount_table()
+        out_loc = _fs_location(_nearest_existing(Path(out)), table)
+        tops = [_fs_location(os.path.join(d, sub), table) for d in bookie_dirs for sub in _LAYOUT]
         if out_loc is not None and any(t is not None and _under(out_loc, t) for t in tops):
             hit = (out_loc[0], 0)
     if hit is not None:

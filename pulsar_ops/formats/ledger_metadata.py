@@ -21,6 +21,7 @@ from google.protobuf import text_format, unknown_fields
 from pulsar_ops.errors import DecodeError, TruncatedInputError, UnknownFormatVersionError
 from pulsar_ops.formats import proto
 from pulsar_ops.formats._pb import try_binary, try_text
+from pulsar_ops.formats.bookie_id import valid_bookie_id
 from pulsar_ops.formats.ledger_kind import PulsarKind, ledger_kind
 from pulsar_ops.formats.ledger_path import ledger_id_from_path
 
@@ -163,9 +164,6 @@ def _from_message(msg: Any, version: int, ledger_id: int | None) -> LedgerMetada
     )
 
 
-_BOOKIE_ID = re.compile(r"[a-zA-Z0-9:-_.\-]+")  # BookieId.validateBookieId (``:-_`` is the range ':'..'_')
-
-
 def check_built(ensemble_size: int, wq: int, aq: int, ensembles: tuple[Ensemble, ...], path: str) -> None:
     r"""What BookKeeper refuses after parsing any version (bookkeeper-server ``LedgerMetadataBuilder``,
     ``LedgerMetadataImpl``, ``net/BookieId``; 4.17 and 4.18 alike): every ensemble has ``ensembleSize`` members,
@@ -185,7 +183,7 @@ def check_built(ensemble_size: int, wq: int, aq: int, ensembles: tuple[Ensemble,
             raise DecodeError(path, f"ensemble first entry ids do not increase ({previous} then {first})")
         previous = first
         for m in members:
-            if not _BOOKIE_ID.fullmatch(m) or m.lower() == "readonly":
+            if not valid_bookie_id(m):
                 raise DecodeError(path, f"invalid bookie id {m[:60]!r} in the ensemble at entry {first}")
 
 
