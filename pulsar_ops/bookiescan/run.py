@@ -519,7 +519,7 @@ def _scan_into(
         for idir in index_dirs:
             ir = read_local_index(idir, Path(scratch))
             reads.append(ir)
-            writer.add_index_rows(cfg.bookie_id, ir.index_dir, ir.ledger_ids, ir.flags)
+            writer.add_index_chunks(cfg.bookie_id, ir.index_dir, ir.chunks())  # before the scratch is removed
     index_doc, index_complete = _index_summary(reads)
     tables = writer.close()
     finished = time.time()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,9 @@ class ScanWriter:
         self._pairs: list[tuple[str, str, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
         self._pending = 0
         self._pair_rows = 0
-        self._index: list[tuple[str, str, npt.NDArray[np.int64], npt.NDArray[np.uint8]]] = []
+        self._index: pq.ParquetWriter | None = None
+        self._index_final = self.out_dir / schema.table_file(schema.LOCAL_INDEX.name)
+        self._index_rows = 0
         name = schema.ENTRY_LOG_LEDGERS.name
         self._pairs_final = self.out_dir / schema.table_file(name)
         self._pairs_writer = pq.ParquetWriter(_tmp(self._pairs_final), arrow_schema(name), compression="zstd")
@@ -163,29 +166,33 @@ class ScanWriter:
         self, bookie_id: str, index_dir: str, ids: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8]
     ) -> None:
         """One index directory's ledgers as columns (``local_index.IndexRead``: flags 1 exists, 2 fenced, 4 limbo)."""
-        if ids.shape[0]:
-            self._index.append((bookie_id, index_dir, ids, flags))
+        self.add_index_chunks(bookie_id, index_dir, [(ids, flags)])
 
-    def _write_index(self) -> int:
-        """``local_index.parquet`` in row groups of ``ROW_GROUP`` rows, each written as soon as it is built (the
-        repeated bookie id and index directory cost their bytes per row in Arrow: 8,000,000 ledgers in one piece
-        took 659 MB RSS)."""
-        name = schema.LOCAL_INDEX.name
-        sch = arrow_schema(name)
-        final = self.out_dir / schema.table_file(name)
-        rows = 0
-        with pq.ParquetWriter(_tmp(final), sch, compression="zstd") as w:
-            for bookie_id, index_dir, ids, flags in self._index:
-                step = _rows_within_budget(_text_bytes(bookie_id, index_dir))
-                for lo in range(0, int(ids.shape[0]), step):
-                    part, bits = ids[lo : lo + step], flags[lo : lo + step]
-                    n = int(part.shape[0])
-                    cols = [_repeat(bookie_id, n), _repeat(index_dir, n), _int64(part)]
-                    cols += [_bools((bits & bit) != 0) for bit in (1, 2, 4)]
-                    w.write_batch(pa.record_batch(cols, schema=sch), row_group_size=ROW_GROUP)
-                    rows += n
-        os.replace(_tmp(final), final)
-        return rows
+    def add_index_chunks(
+        self,
+        bookie_id: str,
+        index_dir: str,
+        chunks: Iterable[tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]],
+    ) -> None:
+        """Write one index directory's ledgers into ``local_index.parquet`` as they come (``IndexRead.chunks``), a
+        row group of at most ``ROW_GROUP`` rows at a time: the repeated bookie id and index directory cost their
+        bytes per row in Arrow (8,000,000 ledgers in one piece took 659 MB RSS)."""
+        sch = arrow_schema(schema.LOCAL_INDEX.name)
+        step = _rows_within_budget(_text_bytes(bookie_id, index_dir))
+        for ids, flags in chunks:
+            for lo in range(0, int(ids.shape[0]), step):
+                part, bits = ids[lo : lo + step], flags[lo : lo + step]
+                n = int(part.shape[0])
+                cols = [_repeat(bookie_id, n), _repeat(index_dir, n), _int64(part)]
+                cols += [_bools((bits & bit) != 0) for bit in (1, 2, 4)]
+                self._index_writer().write_batch(pa.record_batch(cols, schema=sch), row_group_size=ROW_GROUP)
+                self._index_rows += n
+
+    def _index_writer(self) -> pq.ParquetWriter:
+        if self._index is None:
+            name = schema.LOCAL_INDEX.name
+            self._index = pq.ParquetWriter(_tmp(self._index_final), arrow_schema(name), compression="zstd")
+        return self._index
 
     def add_pairs(
         self, bookie_id: str, ledger_dir: str, log_id: int, ids: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
@@ -235,6 +242,11 @@ class ScanWriter:
         self._pair_rows += self._pending
         self._pairs, self._pending = [], 0
 
+    def _close_index(self) -> int:
+        self._index_writer().close()
+        os.replace(_tmp(self._index_final), self._index_final)
+        return self._index_rows
+
     def abort(self) -> None:
         """Drop what was written (a failed scan leaves no temporary file behind)."""
         self._pairs, self._pending = [], 0
@@ -243,6 +255,10 @@ class ScanWriter:
         _tmp(self._pairs_final).unlink(missing_ok=True)
         for sink in self._sinks.values():
             sink.abort()
+        if self._index is not None:
+            with contextlib.suppress(Exception):
+                self._index.close()
+            _tmp(self._index_final).unlink(missing_ok=True)
 
     def close(self) -> dict[str, int]:
         self._flush_pairs()
@@ -251,7 +267,7 @@ class ScanWriter:
         counts = {
             schema.ENTRY_LOGS.name: self._sinks[schema.ENTRY_LOGS.name].close(),
             schema.ENTRY_LOG_LEDGERS.name: self._pair_rows,
-            schema.LOCAL_INDEX.name: self._write_index(),
+            schema.LOCAL_INDEX.name: self._close_index(),
             schema.SKIPPED_LOGS.name: self._sinks[schema.SKIPPED_LOGS.name].close(),
         }
         return counts
