@@ -158,10 +158,10 @@ def read_scan(path: Path) -> ScanInfo:
         raise _bad(path, "manifest.json is not a JSON object")
     if doc.get("format") != SCAN_FORMAT:
         raise _bad(path, f"manifest.json format {doc.get('format')!r} is not {SCAN_FORMAT!r}")
-    if doc.get("format_version") != SCAN_FORMAT_VERSION:
+    if doc.get("format_version") not in scan_schema.READ_VERSIONS:
         raise BookieScanError(
             f"--bookie-scan {path}: format_version {doc.get('format_version')!r} is not supported "
-            f"(this audit reads {SCAN_FORMAT_VERSION})",
+            f"(this audit reads {', '.join(map(str, scan_schema.READ_VERSIONS))})",
             hint="scan again with the scan-bookie of this pulsar-ops version",
         )
     bookie = doc.get("bookie_id")
@@ -180,28 +180,16 @@ def read_scan(path: Path) -> ScanInfo:
     counts = doc.get("tables")
     if not isinstance(counts, dict):
         raise _bad(path, "manifest.json has no tables")
-    listed = doc.get("skipped")
     # a log GC deleted while the scan ran ("vanished") is not an error: its bytes are gone from the disk
-    skipped = (
-        sum(1 for s in listed if isinstance(s, dict) and s.get("reason") != "vanished")
-        if isinstance(listed, list)
-        else 0
-    )
+    skipped = scan_schema.skipped_errors(doc)
+    if skipped is None:
+        raise _bad(path, f"manifest.json skipped is not of format {doc['format_version']}'s shape")
     tables: dict[str, Path] = {}
     for t in SCAN_TABLES:
-        target = path / scan_schema.table_file(t.name)
-        expected = counts.get(t.name)
-        if isinstance(expected, bool) or not isinstance(expected, int):
-            raise _bad(path, f"manifest.json tables.{t.name} is not a row count")
-        if not target.exists():
-            raise _bad(path, f"{target.name} is missing")
-        try:
-            rows = table_rows(target)
-        except (pa.ArrowException, OSError) as e:
-            raise _bad(path, f"{target.name}: not a readable Parquet file ({type(e).__name__}: {e})") from None
-        if rows != expected:
-            raise _bad(path, f"{target.name} has {rows} rows, its manifest says {expected}")
-        tables[t.name] = target
+        tables[t.name] = _checked_table(path, t.name, counts.get(t.name))
+    if doc["format_version"] >= 2:  # every skipped name is in skipped_logs: it must be there, whole
+        name = scan_schema.SKIPPED_LOGS.name
+        _checked_table(path, name, counts.get(name))
     source, left_out, config_gc = _config_check(doc.get("bookie_config"), path)
     return ScanInfo(
         path=path,
@@ -219,6 +207,22 @@ def read_scan(path: Path) -> ScanInfo:
         index_dirs=_strings(doc.get("index_dirs"), dirs),
         config_gc=config_gc,
     )
+
+
+def _checked_table(path: Path, name: str, expected: Any) -> Path:
+    """The scan's table file, refused unless readable with the manifest's row count."""
+    target = path / scan_schema.table_file(name)
+    if isinstance(expected, bool) or not isinstance(expected, int):
+        raise _bad(path, f"manifest.json tables.{name} is not a row count")
+    if not target.exists():
+        raise _bad(path, f"{target.name} is missing")
+    try:
+        rows = table_rows(target)
+    except (pa.ArrowException, OSError) as e:
+        raise _bad(path, f"{target.name}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+    if rows != expected:
+        raise _bad(path, f"{target.name} has {rows} rows, its manifest says {expected}")
+    return target
 
 
 def _strings(value: Any, default: Sequence[str]) -> tuple[str, ...]:

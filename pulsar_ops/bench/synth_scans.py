@@ -325,6 +325,8 @@ def _write_scan(
         )
     rows_index = sum(b.num_rows for b in index)
     pq.write_table(pa.Table.from_batches(index, schema=sch), target / schema.table_file(name), compression="zstd")
+    name = schema.SKIPPED_LOGS.name
+    pq.write_table(arrow_schema(name).empty_table(), target / schema.table_file(name), compression="zstd")
     counts = {"map": sum(1 for r in logs if r["read_via"] == schema.READ_MAP)}
     counts["scanned"] = len(logs) - counts["map"]
     counts["skipped"] = 0
@@ -351,11 +353,12 @@ def _write_scan(
                 ],
             },
             "logs": counts,
-            "skipped": [],
+            "skipped": {"total": 0, "by_reason": {}, "first": [], "table": schema.table_file(name)},
             "tables": {
                 schema.ENTRY_LOGS.name: len(logs),
                 schema.ENTRY_LOG_LEDGERS.name: pairs.num_rows,
                 schema.LOCAL_INDEX.name: rows_index,
+                schema.SKIPPED_LOGS.name: 0,
             },
             "settings": {"max_scan_mb_s": 0},
             "bookie_config": None,

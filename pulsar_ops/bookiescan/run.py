@@ -8,18 +8,15 @@ sums stay in bounded memory (spilled under ``--out`` beyond). The RocksDB index 
 (``local_index``). Nothing is created, renamed or written under a ledger or index directory, and ``--out`` may
 not have one of them, by device and inode, among its ancestors (symlinks and bind mounts included).
 
-Logs are listed as upstream lists them (``DefaultEntryLogger``: names ending in ``.log``, id = hex before the
-first dot, ``fileName2LogId``; ``LedgerDirUtil.FILE_PATTERN`` / ``COMPACTED_FILE_PATTERN``;
-``TransactionalEntryLogCompactor.COMPACTING_SUFFIX``). A log that disappears before or while it is read (GC
+Logs are listed as upstream lists them (``listing``). A log that disappears before or while it is read (GC
 deleted it) is skipped as ``vanished``: its bytes are gone from the disk. A read error skips the log and makes
-the scan incomplete; so does every other name that looks like a log and is not read (not a regular file, an id
-``Long.parseLong`` refuses, a second file for the same id: ``DefaultEntryLogger.findFile`` reads only
-``Long.toHexString(id) + ".log"``), and a directory that cannot be listed.
+the scan incomplete; so does every other name that looks like a log and is not read (``listing``), and a
+directory that cannot be listed. Every such name is a row of ``skipped_logs`` (streamed, as ``entry_logs`` is),
+and the manifest counts them by reason.
 """
 
 from __future__ import annotations
 
-import errno
 import math
 import os
 import re
@@ -35,28 +32,17 @@ from pulsar_ops import __version__
 from pulsar_ops.bookiescan import schema
 from pulsar_ops.bookiescan.entrylog import DEFAULT_CHUNK, LogRead, read_entry_log
 from pulsar_ops.bookiescan.fileio import NotRegular, file_kind, open_regular, page_cache, read_small
+from pulsar_ops.bookiescan.listing import MAX_LOG_ID, LogFile, LogList, list_logs
+from pulsar_ops.bookiescan.listing import errno_name as _errno_name
 from pulsar_ops.bookiescan.local_index import IndexRead, binding, read_local_index
 from pulsar_ops.bookiescan.pairs import DEFAULT_LIMIT, SpillError
 from pulsar_ops.bookiescan.writer import ScanWriter, write_manifest
 from pulsar_ops.errors import ConfigError
 from pulsar_ops.formats.bookie_id import valid_bookie_id
 
-LOG_RE = re.compile(r"^([0-9a-fA-F]+)\.log$")
-COMPACTING_RE = re.compile(r"^([0-9a-fA-F]+)\.log\.compacting$")
-COMPACTED_RE = re.compile(r"^([0-9a-fA-F]+)\.log\.([0-9a-fA-F]+)\.compacted$")
 DEFAULT_MAX_SCAN_MB_S = 100.0
 MIN_MAX_SCAN_MB_S = 1.0  # the floor: below it a scan of one 1 GiB log would take more than 18 minutes
-MAX_LOG_ID = 2**63 - 1  # Long.parseLong(hex, 16) refuses more (fileName2LogId -> INVALID_LID)
 DIR_WALK_MAX = 10_000  # directories collected under the bookie's dirs for the --out ancestor check
-
-
-@dataclass(frozen=True)
-class LogFile:
-    ledger_dir: str
-    path: Path
-    rel: str
-    log_id: int
-    compacting: bool
 
 
 @dataclass
@@ -112,73 +98,6 @@ class ByteThrottle:
             wait = -self.tokens / self.rate
             self.sleep(wait)
             self.slept += wait
-
-
-def _errno_name(e: OSError) -> str:
-    return errno.errorcode.get(e.errno or 0, str(e.errno))
-
-
-def list_logs(ledger_dir: Path) -> tuple[list[LogFile], list[tuple[str, str]]]:
-    """Entry-log files under ``<ledger_dir>/current`` and the log-like names that will not be read, with why.
-
-    Upstream lists by name (``DefaultEntryLogger.getEntryLogsSet``: every name ending in ``.log``); a name that is
-    not a regular file (``not-regular:<kind>``), whose id is not a hex ``long`` (``bad-name``, ``bad-id``), or a
-    second name for an id already present (``duplicate-id``: the bookie reads ``Long.toHexString(id) + ".log"``
-    only) is not read and is reported. OSError from listing the directory propagates (the caller reports it).
-    """
-    cur = Path(ledger_dir) / "current"
-    files: list[LogFile] = []
-    bad: list[tuple[str, str]] = []
-    label = str(ledger_dir)
-    with os.scandir(cur) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for ent in entries:
-        name = ent.name
-        rel = f"current/{name}"
-        m = LOG_RE.match(name)
-        compacting = False
-        if m is None:
-            m = COMPACTING_RE.match(name) or COMPACTED_RE.match(name)
-            compacting = m is not None
-        if m is None:
-            if name.endswith(".log"):
-                bad.append((rel, "bad-name"))
-            continue
-        log_id = int(m.group(1), 16)
-        if log_id > MAX_LOG_ID or any(int(g, 16) > MAX_LOG_ID for g in m.groups()[1:]):
-            bad.append((rel, "bad-id"))
-            continue
-        try:
-            st = ent.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        except OSError as e:
-            bad.append((rel, f"stat-error:{_errno_name(e)}"))
-            continue
-        kind = file_kind(st.st_mode)
-        if kind != "regular":
-            bad.append((rel, f"not-regular:{kind}"))
-            continue
-        files.append(LogFile(label, cur / name, rel, log_id, compacting))
-    # one file per id among plain logs: the canonical name (lower-case hex, no leading zeros) else the first
-    by_id: dict[int, list[LogFile]] = {}
-    for f in files:
-        if not f.compacting:
-            by_id.setdefault(f.log_id, []).append(f)
-    dropped: set[str] = set()
-    for log_id, same in by_id.items():
-        if len(same) < 2:
-            continue
-        canonical = f"current/{log_id:x}.log"
-        keep = next((f for f in same if f.rel == canonical), same[0])
-        for f in same:
-            if f is not keep:
-                dropped.add(f.rel)
-                bad.append((f.rel, "duplicate-id"))
-    files = [f for f in files if f.rel not in dropped]
-    files.sort(key=lambda f: (f.log_id, f.rel))
-    bad.sort()
-    return files, bad
 
 
 def read_last_id(ledger_dir: Path) -> int | None:
@@ -539,35 +458,36 @@ def _scan_into(
     spill = Path(tempfile.mkdtemp(prefix=".spill-", dir=out))
     throttle = ByteThrottle(cfg.max_scan_mb_s)
     prog = ScanProgress()
-    listed: list[tuple[Path, list[LogFile], list[tuple[str, str]]]] = []
+    listed: list[tuple[Path, LogList | None]] = []
     for d in ledger_dirs:
+        label = str(d)
+
+        def bad(rel: str, reason: str, label: str = label) -> None:
+            writer.add_skipped(cfg.bookie_id, label, rel, reason)
+
         try:
-            files, bad = list_logs(d)
+            logs: LogList | None = list_logs(d, bad)
         except OSError as e:  # unreadable, vanished or looping directory: this directory's scope is unknown
-            files, bad = [], [("current/", f"list-error:{_errno_name(e)}")]
-        listed.append((d, files, bad))
-        prog.logs_total += len(files)
+            logs = None
+            bad("current/", f"list-error:{_errno_name(e)}")
+        listed.append((d, logs))
+        prog.logs_total += len(logs) if logs is not None else 0
     counts = {"map": 0, "scanned": 0, "skipped": 0}
-    skipped: list[dict[str, str]] = []
     last_ids: dict[str, int | None] = {}
     pages_released = 0
     try:
-        for d, files, bad in listed:
+        for d, logs in listed:
             label = str(d)
             last_ids[label] = read_last_id(d)
-            for rel, reason in bad:
-                skipped.append({"ledger_dir": label, "file": rel, "reason": reason})
-                counts["skipped"] += 1
-            rows: list[list[Any]] = []
-            for lf in files:
+            rows = _DirRows(writer.add_entry_log)
+            for lf in logs if logs is not None else ():
                 st, got = _read_one(lf, cfg, throttle, spill)
                 mtime_ms = st.st_mtime_ns // 1_000_000 if st else 0
                 base = [cfg.bookie_id, label, lf.log_id, lf.rel, st.st_size if st else 0]
                 if isinstance(got, str):
-                    counts["skipped"] += 1
-                    skipped.append({"ledger_dir": label, "file": lf.rel, "reason": got})
-                    rows.append([*base, 0, mtime_ms, st.st_ino if st else 0, schema.LOGGER_DEFAULT, None,
-                                 schema.READ_SKIPPED, got, 0, lf.compacting])  # fmt: skip
+                    writer.add_skipped(cfg.bookie_id, label, lf.rel, got)
+                    rows.add([*base, 0, mtime_ms, st.st_ino if st else 0, schema.LOGGER_DEFAULT, None,
+                              schema.READ_SKIPPED, got, 0, lf.compacting])  # fmt: skip
                 else:
                     try:
                         counts["map" if got.read_via == schema.READ_MAP else "scanned"] += 1
@@ -579,27 +499,27 @@ def _scan_into(
                         prog.bytes_meta += got.meta_bytes_read
                         pages_released += got.pages_released
                         ino = st.st_ino if st else 0
-                        rows.append([*base, got.data_bytes, mtime_ms, ino, got.logger, got.header_version,
-                                     got.read_via, got.reason, got.ledgers, lf.compacting])  # fmt: skip
+                        rows.add([*base, got.data_bytes, mtime_ms, ino, got.logger, got.header_version,
+                                  got.read_via, got.reason, got.ledgers, lf.compacting])  # fmt: skip
                     finally:
                         got.close()
                 prog.logs_done += 1
                 if cfg.progress is not None:
                     prog.seconds = time.monotonic() - t0
                     cfg.progress(prog)
-            _mark_active(rows)
-            for row in rows:
-                writer.add_entry_log(tuple(row))
+            rows.finish()
     finally:
         shutil.rmtree(spill, ignore_errors=True)
+    skipped = writer.skipped_summary()
+    counts["skipped"] = skipped["total"]
     # a log GC deleted is gone from the disk, not unknown: only the other skips make the scan partial
-    errors = sum(1 for s in skipped if s["reason"] != "vanished")
+    errors = skipped["total"] - skipped["by_reason"].get(schema.VANISHED, 0)
     reads: list[IndexRead] = []
     with tempfile.TemporaryDirectory(prefix=".index-copy-", dir=out) as scratch:
         for idir in index_dirs:
             ir = read_local_index(idir, Path(scratch))
             reads.append(ir)
-            writer.add_index_rows(cfg.bookie_id, ir.index_dir, ir.ledger_ids, ir.flags)
+            writer.add_index_chunks(cfg.bookie_id, ir.index_dir, ir.chunks())  # before the scratch is removed
     index_doc, index_complete = _index_summary(reads)
     tables = writer.close()
     finished = time.time()
@@ -629,12 +549,31 @@ def _scan_into(
     return manifest
 
 
-def _mark_active(rows: list[list[Any]]) -> None:
-    """A log without a map that is the most recently modified log of its directory is the active one."""
-    logs = [r for r in rows if not r[13] and r[9] != schema.READ_SKIPPED]
-    if not logs:
-        return
-    newest = max(logs, key=lambda r: (r[6], r[2]))
-    reason = newest[11]
-    if isinstance(reason, str) and reason.startswith("no-map"):
-        newest[11] = "active" + reason[len("no-map") :]
+class _DirRows:
+    """One ledger directory's ``entry_logs`` rows, written as they come but for the newest (mtime, id) plain log
+    read so far, held back: at the directory's end it is the active log when it has no map (its reason
+    ``no-map...`` becomes ``active...``). Equal keys keep the first, as ``max`` would."""
+
+    def __init__(self, write: Callable[[tuple[Any, ...]], None]) -> None:
+        self.write = write
+        self.held: list[Any] | None = None
+
+    def add(self, row: list[Any]) -> None:
+        if row[13] or row[9] == schema.READ_SKIPPED:
+            self.write(tuple(row))
+        elif self.held is None:
+            self.held = row
+        elif (row[6], row[2]) > (self.held[6], self.held[2]):
+            self.write(tuple(self.held))
+            self.held = row
+        else:
+            self.write(tuple(row))
+
+    def finish(self) -> None:
+        if self.held is None:
+            return
+        reason = self.held[11]
+        if isinstance(reason, str) and reason.startswith("no-map"):
+            self.held[11] = "active" + reason[len("no-map") :]
+        self.write(tuple(self.held))
+        self.held = None

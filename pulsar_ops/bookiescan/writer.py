@@ -1,4 +1,5 @@
-"""Write a scan directory: one Parquet file per table (``<table>.parquet``) and ``manifest.json`` LAST.
+"""Write a scan directory: one Parquet file per table (``<table>.parquet``) and ``manifest.json`` LAST, every
+table streamed (memory bounded whatever the number of logs, pairs, index rows or skipped names).
 
 Conventions from ``snapshot.writer`` / ``snapshot.manifest``: zstd Parquet, non-nullable columns checked, every
 table present even when empty, files renamed into place, the manifest written atomically (temporary file, fsync,
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from pulsar_ops.snapshot.arrow_schema import arrow_type, checked_arrays
 from pulsar_ops.snapshot.manifest import write_json_atomic
 
 ROW_GROUP = 1_000_000
+ROWS_BATCH = 8_192  # rows of a row table (entry_logs, skipped_logs) held before they are written
 STRING_BUDGET = 64 * 1024 * 1024  # bytes of repeated text columns (bookie id, directory) built before a write
 
 
@@ -65,59 +68,131 @@ def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
+class _RowSink:
+    """One small table streamed from row tuples: buffered up to ``ROWS_BATCH`` rows (or ``STRING_BUDGET`` bytes of
+    text) and written as a row group, so its memory stays bounded however many rows there are (200,000 empty logs
+    held as rows until the end took 563 MB RSS)."""
+
+    def __init__(self, out_dir: Path, name: str) -> None:
+        self.name = name
+        self.schema = arrow_schema(name)
+        self.final = out_dir / schema.table_file(name)
+        self.width = len(schema.table(name).columns)
+        self.rows: list[tuple[Any, ...]] = []
+        self.text = 0
+        self.count = 0
+        self.writer: pq.ParquetWriter | None = None
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        if len(row) != self.width:
+            raise ValueError(f"{self.name}: wrong row width")
+        self.rows.append(row)
+        self.text += sum(len(v) for v in row if isinstance(v, str))
+        if len(self.rows) >= ROWS_BATCH or self.text >= STRING_BUDGET:
+            self.flush()
+
+    def _open(self) -> pq.ParquetWriter:
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(_tmp(self.final), self.schema, compression="zstd")
+        return self.writer
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        arrays = checked_arrays(self.name, self.rows, self.schema)
+        self._open().write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+        self.count += len(self.rows)
+        self.rows, self.text = [], 0
+
+    def close(self) -> int:
+        self.flush()
+        self._open().close()
+        os.replace(_tmp(self.final), self.final)
+        return self.count
+
+    def abort(self) -> None:
+        self.rows = []
+        if self.writer is not None:
+            with contextlib.suppress(Exception):  # best effort on the way out of a failure
+                self.writer.close()
+        _tmp(self.final).unlink(missing_ok=True)
+
+
 class ScanWriter:
-    """Buffer rows of the small tables, stream ``entry_log_ledgers``; ``close()`` returns the row counts."""
+    """Stream every table: row tables through ``_RowSink``, ``entry_log_ledgers`` and the index from numpy
+    columns; ``close()`` returns the row counts."""
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._rows: dict[str, list[tuple[Any, ...]]] = {schema.ENTRY_LOGS.name: [], schema.LOCAL_INDEX.name: []}
+        self._sinks = {t.name: _RowSink(self.out_dir, t.name) for t in (schema.ENTRY_LOGS, schema.SKIPPED_LOGS)}
+        self._skip_reasons: dict[str, int] = {}
+        self._skip_first: list[dict[str, str]] = []
         self._pairs: list[tuple[str, str, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
         self._pending = 0
         self._pair_rows = 0
-        self._index: list[tuple[str, str, npt.NDArray[np.int64], npt.NDArray[np.uint8]]] = []
+        self._index: pq.ParquetWriter | None = None
+        self._index_final = self.out_dir / schema.table_file(schema.LOCAL_INDEX.name)
+        self._index_rows = 0
         name = schema.ENTRY_LOG_LEDGERS.name
         self._pairs_final = self.out_dir / schema.table_file(name)
         self._pairs_writer = pq.ParquetWriter(_tmp(self._pairs_final), arrow_schema(name), compression="zstd")
 
     def add_entry_log(self, row: tuple[Any, ...]) -> None:
-        if len(row) != len(schema.ENTRY_LOGS.columns):
-            raise ValueError("entry_logs: wrong row width")
-        self._rows[schema.ENTRY_LOGS.name].append(row)
+        self._sinks[schema.ENTRY_LOGS.name].add(row)
 
-    def add_index_row(self, row: tuple[Any, ...]) -> None:
-        self._rows[schema.LOCAL_INDEX.name].append(row)
+    def add_skipped(self, bookie_id: str, ledger_dir: str, file: str, reason: str) -> None:
+        """A name that looks like a log and was not read: a row of ``skipped_logs``, counted by reason."""
+        try:
+            row: tuple[str, str, str, str, str | None] = (bookie_id, ledger_dir, file.encode().decode(), reason, None)
+        except UnicodeEncodeError:  # a name os.fsdecode gave lone surrogates: shown escaped, kept exactly in hex
+            raw = os.fsencode(file)
+            row = (bookie_id, ledger_dir, raw.decode("utf-8", "backslashreplace"), reason, raw.hex())
+        self._sinks[schema.SKIPPED_LOGS.name].add(row)
+        self._skip_reasons[reason] = self._skip_reasons.get(reason, 0) + 1
+        if len(self._skip_first) < schema.SKIPPED_FIRST:
+            self._skip_first.append({"ledger_dir": ledger_dir, "file": file, "reason": reason})
+
+    def skipped_summary(self) -> dict[str, Any]:
+        """The manifest's ``skipped`` (format 2): counts by reason and the first names; the table has them all."""
+        return {
+            "total": sum(self._skip_reasons.values()),
+            "by_reason": dict(sorted(self._skip_reasons.items())),
+            "first": list(self._skip_first),
+            "table": schema.table_file(schema.SKIPPED_LOGS.name),
+        }
 
     def add_index_rows(
         self, bookie_id: str, index_dir: str, ids: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8]
     ) -> None:
         """One index directory's ledgers as columns (``local_index.IndexRead``: flags 1 exists, 2 fenced, 4 limbo)."""
-        if ids.shape[0]:
-            self._index.append((bookie_id, index_dir, ids, flags))
+        self.add_index_chunks(bookie_id, index_dir, [(ids, flags)])
 
-    def _write_index(self) -> int:
-        """``local_index.parquet`` in row groups of ``ROW_GROUP`` rows, each written as soon as it is built (the
-        repeated bookie id and index directory cost their bytes per row in Arrow: 8,000,000 ledgers in one piece
-        took 659 MB RSS)."""
-        name = schema.LOCAL_INDEX.name
-        sch = arrow_schema(name)
-        final = self.out_dir / schema.table_file(name)
-        rows = 0
-        with pq.ParquetWriter(_tmp(final), sch, compression="zstd") as w:
-            if self._rows[name]:
-                w.write_table(pa.Table.from_arrays(checked_arrays(name, self._rows[name], sch), schema=sch))
-                rows += len(self._rows[name])
-            for bookie_id, index_dir, ids, flags in self._index:
-                step = _rows_within_budget(_text_bytes(bookie_id, index_dir))
-                for lo in range(0, int(ids.shape[0]), step):
-                    part, bits = ids[lo : lo + step], flags[lo : lo + step]
-                    n = int(part.shape[0])
-                    cols = [_repeat(bookie_id, n), _repeat(index_dir, n), _int64(part)]
-                    cols += [_bools((bits & bit) != 0) for bit in (1, 2, 4)]
-                    w.write_batch(pa.record_batch(cols, schema=sch), row_group_size=ROW_GROUP)
-                    rows += n
-        os.replace(_tmp(final), final)
-        return rows
+    def add_index_chunks(
+        self,
+        bookie_id: str,
+        index_dir: str,
+        chunks: Iterable[tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]],
+    ) -> None:
+        """Write one index directory's ledgers into ``local_index.parquet`` as they come (``IndexRead.chunks``), a
+        row group of at most ``ROW_GROUP`` rows at a time: the repeated bookie id and index directory cost their
+        bytes per row in Arrow (8,000,000 ledgers in one piece took 659 MB RSS)."""
+        sch = arrow_schema(schema.LOCAL_INDEX.name)
+        step = _rows_within_budget(_text_bytes(bookie_id, index_dir))
+        for ids, flags in chunks:
+            for lo in range(0, int(ids.shape[0]), step):
+                part, bits = ids[lo : lo + step], flags[lo : lo + step]
+                n = int(part.shape[0])
+                cols = [_repeat(bookie_id, n), _repeat(index_dir, n), _int64(part)]
+                cols += [_bools((bits & bit) != 0) for bit in (1, 2, 4)]
+                self._index_writer().write_batch(pa.record_batch(cols, schema=sch), row_group_size=ROW_GROUP)
+                self._index_rows += n
+
+    def _index_writer(self) -> pq.ParquetWriter:
+        if self._index is None:
+            name = schema.LOCAL_INDEX.name
+            self._index = pq.ParquetWriter(_tmp(self._index_final), arrow_schema(name), compression="zstd")
+        return self._index
 
     def add_pairs(
         self, bookie_id: str, ledger_dir: str, log_id: int, ids: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
@@ -167,14 +242,10 @@ class ScanWriter:
         self._pair_rows += self._pending
         self._pairs, self._pending = [], 0
 
-    def _write_rows(self, name: str) -> int:
-        rows = self._rows[name]
-        sch = arrow_schema(name)
-        arrays = checked_arrays(name, rows, sch)
-        final = self.out_dir / schema.table_file(name)
-        pq.write_table(pa.Table.from_arrays(arrays, schema=sch), _tmp(final), compression="zstd")
-        os.replace(_tmp(final), final)
-        return len(rows)
+    def _close_index(self) -> int:
+        self._index_writer().close()
+        os.replace(_tmp(self._index_final), self._index_final)
+        return self._index_rows
 
     def abort(self) -> None:
         """Drop what was written (a failed scan leaves no temporary file behind)."""
@@ -182,15 +253,22 @@ class ScanWriter:
         with contextlib.suppress(Exception):  # best effort on the way out of a failure
             self._pairs_writer.close()
         _tmp(self._pairs_final).unlink(missing_ok=True)
+        for sink in self._sinks.values():
+            sink.abort()
+        if self._index is not None:
+            with contextlib.suppress(Exception):
+                self._index.close()
+            _tmp(self._index_final).unlink(missing_ok=True)
 
     def close(self) -> dict[str, int]:
         self._flush_pairs()
         self._pairs_writer.close()
         os.replace(_tmp(self._pairs_final), self._pairs_final)
         counts = {
-            schema.ENTRY_LOGS.name: self._write_rows(schema.ENTRY_LOGS.name),
+            schema.ENTRY_LOGS.name: self._sinks[schema.ENTRY_LOGS.name].close(),
             schema.ENTRY_LOG_LEDGERS.name: self._pair_rows,
-            schema.LOCAL_INDEX.name: self._write_index(),
+            schema.LOCAL_INDEX.name: self._close_index(),
+            schema.SKIPPED_LOGS.name: self._sinks[schema.SKIPPED_LOGS.name].close(),
         }
         return counts
 

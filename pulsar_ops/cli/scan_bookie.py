@@ -59,10 +59,15 @@ def render_summary(m: dict[str, Any], out: Path) -> None:
         f"  local index: {idx['status']} ({m['tables']['local_index']:,} ledgers)"
         + (f": {shown(idx['reason'])}" if idx["reason"] else "")
     )
-    for s in m["skipped"][:20]:
+    skipped = m["skipped"]
+    for s in skipped["first"]:
         err_console.print(f"  skipped {shown(s['ledger_dir'])}/{shown(s['file'])}: {shown(s['reason'])}")
-    if len(m["skipped"]) > 20:
-        err_console.print(f"  ... and {len(m['skipped']) - 20} more (see manifest.json)")
+    if skipped["total"] > len(skipped["first"]):
+        reasons = ", ".join(f"{n:,} {shown(r)}" for r, n in skipped["by_reason"].items())
+        err_console.print(
+            f"  ... {skipped['total'] - len(skipped['first']):,} more; all {skipped['total']:,} ({reasons}) are in "
+            f"{shown(str(out / skipped['table']))}"
+        )
     left = dirs_left_out(m)
     if left:
         err_console.print(

@@ -102,9 +102,11 @@ def _manifest(path: Path) -> dict[str, Any]:
         raise _bad(path, f"{schema.MANIFEST_NAME} is not valid JSON: {e.msg}") from None
     if not isinstance(doc, dict) or doc.get("format") != schema.FORMAT:
         raise _bad(path, f"{schema.MANIFEST_NAME} is not a {schema.FORMAT} manifest")
-    if doc.get("format_version") != schema.FORMAT_VERSION:
+    if doc.get("format_version") not in schema.READ_VERSIONS:
         raise _bad(
-            path, f"scan format version {doc.get('format_version')!r}; this pulsar-ops reads {schema.FORMAT_VERSION}"
+            path,
+            f"scan format version {doc.get('format_version')!r}; this pulsar-ops reads "
+            + ", ".join(map(str, schema.READ_VERSIONS)),
         )
     if not isinstance(doc.get("bookie_id"), str) or not doc["bookie_id"]:
         raise _bad(path, "the manifest has no bookie_id")
@@ -136,8 +138,8 @@ def read_scan(path: Path) -> BookieScan:
     notes: list[str] = []
     complete = bool(doc.get("complete"))
     if not complete:
-        errs = [s for s in doc.get("skipped") or () if isinstance(s, dict) and s.get("reason") != "vanished"]
-        why = [f"{len(errs)} log(s) not read"] if errs else []
+        errs = schema.skipped_errors(doc)
+        why = [f"{errs} log(s) not read"] if errs else []
         idx = doc.get("index") or {}
         if isinstance(idx, dict) and idx.get("status") in (schema.INDEX_ERROR, schema.INDEX_UNAVAILABLE):
             why.append(f"local index {idx.get('status')}")

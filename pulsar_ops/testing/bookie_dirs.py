@@ -248,3 +248,19 @@ def ledgers_of(znodes: Iterable[Any]) -> list[LedgerMetadata]:
         and isinstance(z.obj, LedgerMetadata)
         and z.obj.ledger_id is not None
     ]
+
+
+def skipped_of(scan_dir: Path) -> list[dict[str, str]]:
+    """A scan's ``skipped_logs`` rows as the manifest of format 1 listed them (``ledger_dir``, ``file``, ``reason``),
+    each ``file`` the exact name (``file_hex`` decoded back to ``os.fsdecode``'s form)."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(Path(scan_dir) / "skipped_logs.parquet").to_pylist()
+    return [
+        {
+            "ledger_dir": r["ledger_dir"],
+            "file": os.fsdecode(bytes.fromhex(r["file_hex"])) if r["file_hex"] is not None else r["file"],
+            "reason": r["reason"],
+        }
+        for r in rows
+    ]

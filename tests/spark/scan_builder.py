@@ -29,6 +29,7 @@ class ScanBuilder:
     complete: bool = True
     index_status: str = "read"
     bookie_config: dict[str, Any] | None = None  # manifest.bookie_config (scan-bookie --bookie-config)
+    format_version: int = schema.FORMAT_VERSION  # 1: the skipped names listed in the manifest, no skipped_logs
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def log(
@@ -83,7 +84,13 @@ class ScanBuilder:
     def write(self, out: Path) -> Path:
         out.mkdir(parents=True, exist_ok=True)
         counts = {}
-        for t in schema.TABLES:
+        skipped = (
+            [] if self.complete else [{"ledger_dir": "/data/bk", "file": "current/ff.log", "reason": "read-error:5"}]
+        )
+        if self.format_version >= 2:
+            self.rows["skipped_logs"] = [{"bookie_id": self.bookie_id, **s, "file_hex": None} for s in skipped]
+        tables = schema.TABLES if self.format_version == 1 else schema.WRITTEN
+        for t in tables:
             rows = self.rows.get(t.name, [])
             sch = pa.schema([pa.field(c.name, arrow_type(c.type), nullable=c.nullable) for c in t.columns])
             pq.write_table(pa.Table.from_pylist(rows, schema=sch), out / schema.table_file(t.name))
@@ -91,7 +98,7 @@ class ScanBuilder:
         dirs = sorted({r["ledger_dir"] for r in self.rows.get("entry_logs", [])})
         manifest = {
             "format": schema.FORMAT,
-            "format_version": schema.FORMAT_VERSION,
+            "format_version": self.format_version,
             "tool_version": "test",
             "bookie_id": self.bookie_id,
             "ledger_dirs": dirs,
@@ -101,9 +108,14 @@ class ScanBuilder:
             "complete": self.complete,
             "index": {"status": self.index_status, "reason": None, "binding": None},
             "logs": {"map": 0, "scanned": 0, "skipped": 0 if self.complete else 1},
-            "skipped": []
-            if self.complete
-            else [{"ledger_dir": "/data/bk", "file": "current/ff.log", "reason": "read-error:5"}],
+            "skipped": skipped
+            if self.format_version == 1
+            else {
+                "total": len(skipped),
+                "by_reason": {"read-error:5": 1} if skipped else {},
+                "first": skipped,
+                "table": "skipped_logs.parquet",
+            },
             "tables": counts,
             "settings": {"max_scan_mb_s": 100},
             "bookie_config": self.bookie_config,

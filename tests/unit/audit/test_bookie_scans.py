@@ -31,6 +31,23 @@ def test_partial_scan_says_why(tmp_path: Path) -> None:
     assert "ledger-data-missing" in info.summary()["not_claimed"]
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_scans_of_both_formats_count_their_skipped_logs(tmp_path: Path, version: int) -> None:
+    """Format 1 (older scan-bookie) listed skipped names in the manifest; format 2 counts them by reason and keeps
+    them in skipped_logs.parquet. Both are read; a log skipped for an error makes the scope partial."""
+    info = read_scan(_scan(tmp_path, complete=False, format_version=version))
+    assert info.logs_skipped == 1 and "scan incomplete (1 log(s) skipped for an error)" in info.partial_reasons()
+
+
+def test_a_format_2_scan_without_its_skipped_logs_table_is_refused(tmp_path: Path) -> None:
+    d = _scan(tmp_path, complete=False)
+    (d / "skipped_logs.parquet").unlink()
+    with pytest.raises(BookieScanError, match=r"skipped_logs\.parquet is missing"):
+        read_scan(d)
+    _scan(tmp_path, name="v1", complete=False, format_version=1)
+    assert not (tmp_path / "v1" / "skipped_logs.parquet").exists()  # format 1 had none: not asked for
+
+
 def test_no_manifest_is_not_a_scan(tmp_path: Path) -> None:
     d = _scan(tmp_path)
     (d / "manifest.json").unlink()
@@ -43,7 +60,10 @@ def test_no_manifest_is_not_a_scan(tmp_path: Path) -> None:
     ("key", "value", "match"),
     [
         ("format", "pulsar-ops-snapshot", "format"),
-        ("format_version", 2, "format_version"),
+        ("format_version", 3, "format_version"),
+        ("format_version", "2", "format_version"),
+        ("skipped", [], "skipped is not of format 2"),  # format 1's list in a format 2 manifest
+        ("skipped", {"by_reason": {"read-error:EIO": -1}}, "skipped is not of format 2"),
         ("bookie_id", "", "bookie_id"),
     ],
 )

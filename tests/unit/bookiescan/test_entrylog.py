@@ -313,11 +313,13 @@ def test_negative_map_offset_falls_back(tmp_path: Path) -> None:
     check(r, truth)
 
 
-def test_oversized_batch_length_is_not_read_into_memory(tmp_path: Path) -> None:
-    """A damaged batch length past 64 MiB is refused before any read (ours; then scanned like any bad map)."""
+@pytest.mark.parametrize("length", [0x7FFFFFF0, (16 << 20) + 4])
+def test_oversized_batch_length_is_not_read_into_memory(tmp_path: Path, length: int) -> None:
+    """A damaged batch length past 16 MiB is refused before any read (ours; then scanned like any bad map): a
+    million pairs, 100 times any writer's batch (64 MiB batches, the cap before, peaked at 491 MB RSS)."""
     p = entry_log_path(tmp_path, 1)
     truth = write_entry_log(p, 1, ENTRIES, sparse_size=1 << 30)
-    patch(p, truth.map_offset, struct.pack(">i", 0x7FFFFFF0))
+    patch(p, truth.map_offset, struct.pack(">i", length))
     r = read(p)
     assert (r.read_via, r.reason) == ("scan", "map-invalid:batch-too-large")
     check(r, truth)

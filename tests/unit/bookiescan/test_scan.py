@@ -15,6 +15,7 @@ from pulsar_ops.bookiescan import local_index, run
 from pulsar_ops.bookiescan.local_index import decode_ledger_data, read_local_index
 from pulsar_ops.bookiescan.run import ByteThrottle, ScanConfig, scan
 from pulsar_ops.errors import ConfigError
+from pulsar_ops.testing.bookie_dirs import skipped_of
 from pulsar_ops.testing.entrylog_writer import (
     LocalIndexRow,
     encode_ledger_data,
@@ -60,7 +61,7 @@ def test_scan_reads_every_variant(tmp_path: Path) -> None:
     d0, d1 = make_bookie(tmp_path / "bookie")
     out = tmp_path / "scan"
     m = scan(ScanConfig([d0, d1], "bk-0:3181", out))
-    assert m["format"] == "pulsar-ops-bookie-scan" and m["format_version"] == 1 and m["complete"]
+    assert m["format"] == "pulsar-ops-bookie-scan" and m["format_version"] == 2 and m["complete"]
     assert m["logs"] == {"map": 3, "scanned": 2, "skipped": 0}
     assert m["index"]["status"] == "read" and m["index"]["binding"].startswith("rocksdict ")
     assert m["last_ids"] == {str(d0): 4, str(d1): None}
@@ -76,10 +77,11 @@ def test_scan_reads_every_variant(tmp_path: Path) -> None:
     idx = {(r["index_dir"], r["ledger_id"]): (r["fenced"], r["limbo"]) for r in table(out, "local_index")}
     assert idx == {(str(d0), 1): (False, False), (str(d0), 2): (True, False), (str(d0), 5): (False, True),
                    (str(d1), 9): (False, False)}  # fmt: skip
-    assert m["tables"] == {"entry_logs": 5, "entry_log_ledgers": 7, "local_index": 4}
+    assert m["tables"] == {"entry_logs": 5, "entry_log_ledgers": 7, "local_index": 4, "skipped_logs": 0}
     assert json.loads((out / "manifest.json").read_text()) == m
     assert sorted(p.name for p in out.iterdir()) == [
-        "entry_log_ledgers.parquet", "entry_logs.parquet", "local_index.parquet", "manifest.json"]  # fmt: skip
+        "entry_log_ledgers.parquet", "entry_logs.parquet", "local_index.parquet", "manifest.json",
+        "skipped_logs.parquet"]  # fmt: skip
 
 
 def test_scan_writes_nothing_into_the_bookie(tmp_path: Path) -> None:
@@ -106,8 +108,8 @@ def test_a_log_deleted_while_read_and_one_deleted_before(tmp_path: Path) -> None
 
     m = scan(ScanConfig([d], "b:1", tmp_path / "scan", on_open=on_open))
     assert m["complete"] and m["logs"] == {"map": 1, "scanned": 0, "skipped": 2}
-    assert sorted(s["file"] for s in m["skipped"]) == ["current/1.log", "current/2.log"]
-    assert {s["reason"] for s in m["skipped"]} == {"vanished"}
+    assert sorted(s["file"] for s in skipped_of(tmp_path / "scan")) == ["current/1.log", "current/2.log"]
+    assert m["skipped"]["by_reason"] == {"vanished": 2}
     assert {r["log_id"] for r in table(tmp_path / "scan", "entry_log_ledgers")} == {3}
 
 
@@ -126,7 +128,7 @@ def test_compaction_file_names(tmp_path: Path) -> None:
     assert rows["current/a.log.compacting"]["compacting"] and rows["current/a.log.compacting"]["log_id"] == 10
     assert rows["current/b.log.1.compacted"]["log_id"] == 11 and not rows["current/1.log"]["compacting"]
     assert {r["log_id"] for r in table(tmp_path / "scan", "entry_log_ledgers")} == {1}
-    assert m["skipped"] == [{"ledger_dir": str(d), "file": "current/zz.log", "reason": "bad-name"}]
+    assert skipped_of(tmp_path / "scan") == [{"ledger_dir": str(d), "file": "current/zz.log", "reason": "bad-name"}]
     assert not m["complete"]
 
 
@@ -230,7 +232,8 @@ def test_a_read_error_makes_the_scan_partial(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(run, "read_entry_log", failing)
     m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
     assert not m["complete"]
-    assert m["skipped"] == [{"ledger_dir": str(d), "file": "current/1.log", "reason": "read-error:EIO"}]
+    want = [{"ledger_dir": str(d), "file": "current/1.log", "reason": "read-error:EIO"}]
+    assert skipped_of(tmp_path / "scan") == want
     rows = {r["log_id"]: r for r in table(tmp_path / "scan", "entry_logs")}
     assert rows[1]["read_via"] == "skipped" and rows[2]["read_via"] == "map"
 

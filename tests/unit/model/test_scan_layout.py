@@ -125,6 +125,23 @@ def test_gc_timeline_on_the_measured_layout_matches_the_hand_computed_case(scann
     assert acc["live_fraction"]["measured"]["byte_weighted"] == pytest.approx(16_000 / 44_000, abs=1e-6)
 
 
+def test_a_format_1_scan_reads_as_its_format_2_twin(scanned: Path) -> None:
+    """A scan by an older scan-bookie (format 1: skipped names listed in the manifest, no skipped_logs table), e.g.
+    the OLD side of `audit --compare-scans OLD NEW` across an upgrade, reads to the same layout and notes."""
+    mf = scanned / "manifest.json"
+    doc = json.loads(mf.read_text())
+    skipped = [{"ledger_dir": "/d0", "file": "current/1.log", "reason": "read-error:EIO"}]
+    mf.write_text(json.dumps({**doc, "complete": False, "skipped": {"total": 1, "by_reason": {"read-error:EIO": 1}}}))
+    v2 = read_scan(scanned)
+    tables = {k: v for k, v in doc["tables"].items() if k != "skipped_logs"}
+    (scanned / "skipped_logs.parquet").unlink()
+    mf.write_text(json.dumps({**doc, "format_version": 1, "complete": False, "skipped": skipped, "tables": tables}))
+    v1 = read_scan(scanned)
+    assert v1.notes == v2.notes and "1 log(s) not read" in v1.notes[0]
+    cols = ("log_dirs", "log_ids", "data_bytes", "active", "pair_log", "pair_ledger", "pair_bytes")
+    assert all((getattr(v1, c) == getattr(v2, c)).all() for c in cols) and v1.n_logs == v2.n_logs > 0
+
+
 def test_incomplete_and_invalid_scans(scanned: Path, tmp_path: Path) -> None:
     mf = scanned / "manifest.json"
     doc = json.loads(mf.read_text())
@@ -134,8 +151,8 @@ def test_incomplete_and_invalid_scans(scanned: Path, tmp_path: Path) -> None:
     assert sc.source_json()["complete"] is False
     with pytest.raises(ModelError, match="two --bookie-scan directories"):
         read_scans([scanned, scanned])
-    mf.write_text(json.dumps({**doc, "format_version": 2}))
-    with pytest.raises(ModelError, match="format version 2"):
+    mf.write_text(json.dumps({**doc, "format_version": 3}))
+    with pytest.raises(ModelError, match="format version 3"):
         read_scan(scanned)
     mf.unlink()
     with pytest.raises(ModelError, match="did not finish"):
