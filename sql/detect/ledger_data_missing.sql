@@ -11,8 +11,15 @@
 -- the scan started (its entries may still be in the bookie's write cache, DbLedgerStorage's checkpoint writes
 -- them), nor for an offloaded ledger whose BookKeeper copy was deleted (offloadContext.bookkeeperDeleted).
 -- The ledger's age is its metadata ctime, else (v1/v2 metadata, v3 written with storeCtime off) its znode's ctime:
--- `ctime_ms` of the snapshot is that fallback, and `evidence.ctime_source` says which one judged it. A znode never
--- predates the ledger it describes, so the fallback can only withhold a claim, never make one early.
+-- `ctime_ms` of the snapshot is that fallback, as BookKeeper's own LedgerMetadata.getCtime() is (bookkeeper-server
+-- LedgerMetadataSerDe.parseVersion3Config/parseVersion2Config: the metadata store's ctime when the metadata has
+-- none), and `evidence.ctime_source` says which one judged it. A znode never predates the ledger it describes, so
+-- the fallback can only withhold a claim, never make one early. A ctime <= 0 (unknown) makes no claim.
+-- Not from a scan that started before the scrape finished (scan_params.snapshot_finished_at_ms): between the two a
+-- ledger open at scan time may have been written and closed, and re-replication may have copied a fragment onto
+-- the bookie and named it in the ensemble (bookkeeper-server LedgerFragmentReplicator.updateEnsembleInfo:
+-- replaceEnsembleEntry after the copy); the metadata the scrape read then places entries on the bookie that the
+-- earlier scan could not have seen. The order to use is scrape, then scan (audit/bookie_scans.py before_scrape).
 WITH closed AS (
     -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie, with the
     -- ledger's metadata: ledger_gaps (sql/storage/4_ledger_gaps.sql, written once before the storage detections: it
@@ -34,7 +41,8 @@ WITH closed AS (
         sp.flush_interval_ms
     FROM ledger_gaps a
     CROSS JOIN scan_params sp
-    WHERE a.ctime_ms <= a.started_at_ms - sp.flush_interval_ms
+    WHERE a.ctime_ms > 0 AND a.ctime_ms <= a.started_at_ms - sp.flush_interval_ms
+        AND a.started_at_ms >= sp.snapshot_finished_at_ms
 ),
 segments AS (
     SELECT
