@@ -92,7 +92,10 @@ class ScanInfo:
 
     def before_scrape(self, snapshot_finished_at_ms: int | None) -> bool:
         """The scan started before the scrape finished: a ledger deleted in between is legitimately still on the
-        disk, so none of its ledgers is called unreclaimed (unreclaimed_ledger_data.sql's order rule)."""
+        disk, so none of its ledgers is called unreclaimed (unreclaimed_ledger_data.sql's order rule); and a ledger
+        written and closed in between, or re-replicated onto the bookie (LedgerFragmentReplicator names the new
+        bookie after the copy), has entries the scan could not see, so none is called missing from it either
+        (ledger_data_missing.sql)."""
         return snapshot_finished_at_ms is not None and self.started_at_ms < snapshot_finished_at_ms
 
     def summary(self, snapshot_finished_at_ms: int | None = None) -> dict[str, Any]:
@@ -104,6 +107,8 @@ class ScanInfo:
             withheld.append("ledger-data-missing")
         before = self.before_scrape(snapshot_finished_at_ms)
         if before:
+            if not reasons:
+                withheld.append("ledger-data-missing")
             withheld.append("unreclaimed-ledger-data")
         if not self.index_read:
             withheld.append("unreclaimed-ledger-data evidence.in_local_index (null)")

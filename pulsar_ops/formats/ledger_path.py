@@ -7,7 +7,11 @@ The default ``HierarchicalLedgerManager`` is a hybrid:
 * id >= 2147483647: long 3-4-4-4-4 layout, ``%019d`` split 3/4/4/4/4: 2147483648 ->
   ``/ledgers/000/0000/0021/4748/L3648``.
 
-Very old clusters use the flat manager: ``/ledgers/L%010d``.
+A cluster configured with ``LongHierarchicalLedgerManagerFactory`` (``LAYOUT`` names it) puts every ledger in the
+long layout, small ids too: 5 -> ``/ledgers/000/0000/0000/0000/L0005`` (bookkeeper-server
+``LongHierarchicalLedgerManager.getLedgerPath``: ``StringUtils.getLongHierarchicalLedgerPath``, where
+``HierarchicalLedgerManager`` calls ``getHybridHierarchicalLedgerPath``). Very old clusters use the flat manager:
+``/ledgers/L%010d``.
 """
 
 from __future__ import annotations
@@ -56,13 +60,14 @@ def _check_id(ledger_id: int) -> None:
         raise ValueError(f"ledger id must be an int in [0, 2^63-1], got {ledger_id!r}")
 
 
-def ledger_path(ledger_id: int, root: str = "/ledgers", *, flat: bool = False) -> str:
-    """The znode path of a ledger's metadata."""
+def ledger_path(ledger_id: int, root: str = "/ledgers", *, flat: bool = False, long: bool = False) -> str:
+    """The znode path of a ledger's metadata: hierarchical (the default manager), ``flat``, or ``long``
+    (``LongHierarchicalLedgerManager``: the 3-4-4-4-4 layout for every id)."""
     _check_id(ledger_id)
     base = root.rstrip("/")
     if flat:
         return f"{base}/L{ledger_id:010d}"
-    if ledger_id < INT32_MAX:
+    if ledger_id < INT32_MAX and not long:
         s = f"{ledger_id:010d}"
         return f"{base}/{s[0:2]}/{s[2:6]}/L{s[6:10]}"
     s = f"{ledger_id:019d}"
@@ -70,8 +75,18 @@ def ledger_path(ledger_id: int, root: str = "/ledgers", *, flat: bool = False) -
 
 
 def ledger_paths(ledger_id: int, root: str = "/ledgers") -> list[str]:
-    """Every path a ledger's metadata may have: the hierarchical one, then the flat one (each once)."""
-    return list(dict.fromkeys((ledger_path(ledger_id, root), ledger_path(ledger_id, root, flat=True))))
+    """Every path a ledger's metadata may have, each once: the hierarchical one, the long hierarchical one (a
+    cluster on ``LongHierarchicalLedgerManagerFactory``: the same for ids >= 2^31 - 1), then the flat one. A
+    ledger absent from all of them is absent whichever manager the cluster runs."""
+    return list(
+        dict.fromkeys(
+            (
+                ledger_path(ledger_id, root),
+                ledger_path(ledger_id, root, long=True),
+                ledger_path(ledger_id, root, flat=True),
+            )
+        )
+    )
 
 
 def ledger_id_from_path(path: str, root: str = "/ledgers") -> int | None:

@@ -110,7 +110,10 @@ class AuditInfo:
         early = [s for s in self.bookie_scans if s.get("before_scrape")]
         head = f"Bookie scans: {len(self.bookie_scans)} ({len(partial)} partial: no absence claim from them"
         if early:
-            head += f"; {len(early)} taken before the scrape: no unreclaimed-ledger-data claim from them"
+            head += (
+                f"; {len(early)} taken before the scrape: no unreclaimed-ledger-data or ledger-data-missing claim "
+                "from them"
+            )
         lines = [head + ")"]
         for s in self.bookie_scans:
             if not s.get("partial") and not s.get("before_scrape"):
@@ -123,8 +126,8 @@ class AuditInfo:
         if early:
             lines.append(
                 "  Order to use: scrape, then scan-bookie on each bookie (each scan starting after the scrape "
-                "finished), then audit; a ledger deleted between an earlier scan and the scrape is still on disk "
-                "legitimately, so its bytes count as unattributed."
+                "finished), then audit; an earlier scan still holds ledgers deleted since (unattributed bytes) and "
+                "lacks entries written or re-replicated onto the bookie since."
             )
         return lines
 

@@ -101,16 +101,26 @@ def write_bookie_dirs(
     wall_ms: int,
     inject: bool = True,
     bookies: Sequence[str] = BOOKIES,
+    closed_at: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
     """Write every bookie's directories under ``root``; extend ``ground_truth`` (``expected`` and ``counts``) with
-    the storage findings; return the layout written to ``root/bookies.json``."""
+    the storage findings; return the layout written to ``root/bookies.json``. ``closed_at``: ledger id -> its
+    ledger list's close timestamp (a ledger closed less than flushInterval before a scan is never judged missing,
+    and the seeded clock may run ahead of the wall clock)."""
     root = Path(root).resolve()
     expected: dict[str, list[dict[str, Any]]] = {k: [] for k in STORAGE_KINDS}
     closed = [m for m in ledgers if m.state == "CLOSED" and m.last_entry_id >= 0]
     # ledger-data-missing: two old closed ledgers lose their entries on one bookie that should hold some
     dropped: dict[tuple[str, int], bool] = {}
     if inject:
-        old = [m for m in closed if m.ctime_ms is not None and m.ctime_ms < wall_ms - 2 * HOUR_MS]
+        closes = closed_at or {}
+        old = [
+            m
+            for m in closed
+            if m.ctime_ms is not None
+            and m.ctime_ms < wall_ms - 2 * HOUR_MS
+            and closes.get(_id(m), 0) < wall_ms - 2 * HOUR_MS
+        ]
         for m in old[len(old) // 3 :: max(1, len(old) // 2)][:2]:
             holder = next(iter(sorted(placements(m))), None)
             if holder is not None:

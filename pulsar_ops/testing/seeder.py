@@ -25,6 +25,7 @@ from kazoo.exceptions import KazooException
 from kazoo.interfaces import IAsyncResult
 
 from pulsar_ops.errors import SeedError, SeedTargetNotEmptyError, ZooKeeperError
+from pulsar_ops.formats.managed_ledger import ManagedLedgerInfo
 from pulsar_ops.testing.bookie_dirs import ledgers_of, write_bookie_dirs
 from pulsar_ops.testing.cluster_model import ClusterModel
 from pulsar_ops.testing.model_spec import CONFIG, LOCAL, SeedOptions, ZNode
@@ -207,6 +208,7 @@ def seed_cluster(
     model = ClusterModel(opts)
     kept = SeedModel() if opts.keep_model else None
     ledgers: list[Any] | None = [] if opts.bookie_dirs else None  # for the bookie directories
+    closed_at: dict[int, int] = {}  # ledger id -> the latest close timestamp a ledger list gives it
     seen_dirs: set[str] = set()
     emitted = 0
     next_report = 10_000
@@ -220,6 +222,9 @@ def seed_cluster(
             kept.znodes.append(z)
         if ledgers is not None and z.kind == "bk-ledger":
             ledgers.extend(ledgers_of((z,)))
+        if ledgers is not None and z.kind == "managed-ledger" and isinstance(z.obj, ManagedLedgerInfo):
+            for li in z.obj.ledgers:
+                closed_at[li.ledger_id] = max(closed_at.get(li.ledger_id, 0), li.timestamp_ms or 0)
         emitted += 1
         if progress is not None and emitted >= next_report:
             progress(emitted)
@@ -232,6 +237,11 @@ def seed_cluster(
     truth = model.ground_truth()
     if ledgers is not None and opts.bookie_dirs:
         write_bookie_dirs(
-            Path(opts.bookie_dirs), ledgers, truth, wall_ms=int(time.time() * 1000), inject=bool(opts.defects)
+            Path(opts.bookie_dirs),
+            ledgers,
+            truth,
+            wall_ms=int(time.time() * 1000),
+            inject=bool(opts.defects),
+            closed_at=closed_at,
         )
     return SeedResult(truth, written, time.monotonic() - started, kept)

@@ -9,10 +9,18 @@
 -- Only from a bookie whose scan is complete (no log skipped) and whose local index was read: an incomplete scan
 -- or an unread index is never evidence of absence. Not for a ledger created less than one flushInterval before
 -- the scan started (its entries may still be in the bookie's write cache, DbLedgerStorage's checkpoint writes
--- them), nor for an offloaded ledger whose BookKeeper copy was deleted (offloadContext.bookkeeperDeleted).
+-- them), nor for one a ledger list says was closed less than one flushInterval before the scan started, nor for an
+-- offloaded ledger whose BookKeeper copy was deleted (offloadContext.bookkeeperDeleted).
 -- The ledger's age is its metadata ctime, else (v1/v2 metadata, v3 written with storeCtime off) its znode's ctime:
--- `ctime_ms` of the snapshot is that fallback, and `evidence.ctime_source` says which one judged it. A znode never
--- predates the ledger it describes, so the fallback can only withhold a claim, never make one early.
+-- `ctime_ms` of the snapshot is that fallback, as BookKeeper's own LedgerMetadata.getCtime() is (bookkeeper-server
+-- LedgerMetadataSerDe.parseVersion3Config/parseVersion2Config: the metadata store's ctime when the metadata has
+-- none), and `evidence.ctime_source` says which one judged it. A znode never predates the ledger it describes, so
+-- the fallback can only withhold a claim, never make one early. A ctime <= 0 (unknown) makes no claim.
+-- Not from a scan that started before the scrape finished (scan_params.snapshot_finished_at_ms): between the two a
+-- ledger open at scan time may have been written and closed, and re-replication may have copied a fragment onto
+-- the bookie and named it in the ensemble (bookkeeper-server LedgerFragmentReplicator.updateEnsembleInfo:
+-- replaceEnsembleEntry after the copy); the metadata the scrape read then places entries on the bookie that the
+-- earlier scan could not have seen. The order to use is scrape, then scan (audit/bookie_scans.py before_scrape).
 WITH closed AS (
     -- (ledger, scanned bookie of its ensembles) with no bytes and no index row of it on that bookie, with the
     -- ledger's metadata: ledger_gaps (sql/storage/4_ledger_gaps.sql, written once before the storage detections: it
@@ -34,7 +42,8 @@ WITH closed AS (
         sp.flush_interval_ms
     FROM ledger_gaps a
     CROSS JOIN scan_params sp
-    WHERE a.ctime_ms <= a.started_at_ms - sp.flush_interval_ms
+    WHERE a.ctime_ms > 0 AND a.ctime_ms <= a.started_at_ms - sp.flush_interval_ms
+        AND a.started_at_ms >= sp.snapshot_finished_at_ms
 ),
 segments AS (
     SELECT
@@ -48,7 +57,7 @@ segments AS (
 placed AS (
     SELECT
         s.ledger_id, s.ledger_path, s.ml_name, s.length, s.last_entry_id, s.ensemble_size, s.write_quorum,
-        s.ack_quorum, s.ctime_ms, s.ctime_from_znode, s.bookie_id, s.scan_started_at_ms,
+        s.ack_quorum, s.ctime_ms, s.ctime_from_znode, s.bookie_id, s.scan_started_at_ms, s.flush_interval_ms,
         s.seg.first AS first_entry,
         s.seg.last AS last_entry,
         -- the positions of this bookie in the segment's ensemble (0-based)
@@ -88,6 +97,7 @@ expected AS (
         min(write_quorum) AS write_quorum, min(ack_quorum) AS ack_quorum, min(ctime_ms) AS ctime_ms,
         bool_or(ctime_from_znode) AS ctime_from_znode,
         min(scan_started_at_ms) AS scan_started_at_ms,
+        min(flush_interval_ms) AS flush_interval_ms,
         array_sort(collect_list(named_struct(
             'first_entry_id', first_entry, 'last_entry_id', last_entry, 'positions', positions
         ))) AS segments
@@ -101,7 +111,8 @@ listed AS (
     -- a semi-join with the missing pairs planned the whole chain above a second time)
     SELECT
         ledger_id, min(topic) AS topic, min(namespace) AS namespace,
-        coalesce(bool_or(offloaded AND bookkeeper_deleted), false) AS bookkeeper_deleted
+        coalesce(bool_or(offloaded AND bookkeeper_deleted), false) AS bookkeeper_deleted,
+        max(timestamp_ms) AS closed_at_ms
     FROM stg_ledger_list
     WHERE ledger_id IN (SELECT ${broadcast_if_small:g:ledger_gaps} g.ledger_id FROM ledger_gaps g)
     GROUP BY ledger_id
@@ -113,6 +124,11 @@ missing AS (
     FROM expected x
     LEFT JOIN listed o ON o.ledger_id = x.ledger_id
     WHERE NOT coalesce(o.bookkeeper_deleted, false)
+        -- closed less than flushInterval before the scan started (its ledger list's timestamp: Pulsar's
+        -- ManagedLedgerImpl stamps LedgerInfo.timestamp with clock.millis() when it closes or recovers a ledger): its
+        -- last entries, and for a bookie that got its first entries last, its local index row too
+        -- (bookkeeper-server LedgerMetadataIndex.set queues it until flush), may still be in the write cache
+        AND coalesce(o.closed_at_ms, 0) <= x.scan_started_at_ms - x.flush_interval_ms
 ),
 ml AS (
     -- the topic of the gaps' managed ledgers alone (their names from ledger_gaps, which read BookKeeper's metadata

@@ -161,7 +161,8 @@ def test_a_malformed_bookie_config_is_refused(tmp_path: Path, doc: object) -> No
 
 def test_scan_before_the_scrape_is_named(tmp_path: Path) -> None:
     info = read_scan(_scan(tmp_path))  # started at 1000
-    assert info.summary(2000)["before_scrape"] and info.summary(2000)["not_claimed"] == ["unreclaimed-ledger-data"]
+    early = info.summary(2000)
+    assert early["before_scrape"] and early["not_claimed"] == ["ledger-data-missing", "unreclaimed-ledger-data"]
     assert not info.summary(1000)["before_scrape"] and not info.summary()["before_scrape"]
 
 

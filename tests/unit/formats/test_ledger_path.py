@@ -10,6 +10,7 @@ from pulsar_ops.formats.ledger_path import (
     is_special,
     ledger_id_from_path,
     ledger_path,
+    ledger_paths,
 )
 
 
@@ -35,6 +36,18 @@ def test_flat_and_custom_root() -> None:
     assert ledger_id_from_path("/ledgers/L0000000001") == 1
     assert ledger_path(5, "/bk/ledgers/") == "/bk/ledgers/00/0000/L0005"
     assert ledger_id_from_path("/bk/ledgers/00/0000/L0005", "/bk/ledgers") == 5
+
+
+def test_every_path_a_ledger_may_have_includes_the_long_layout() -> None:
+    """A cluster on LongHierarchicalLedgerManagerFactory (LAYOUT ``2\norg.apache.bookkeeper.meta.
+    LongHierarchicalLedgerManagerFactory:1``) keeps ledger 5 at the long path (bookkeeper-server
+    LongHierarchicalLedgerManager.getLedgerPath): a ledger checked absent at the other two paths alone would be
+    called missing while it exists (drop-missing-ledger's absent precondition, LiveFacts.present)."""
+    assert ledger_path(5, long=True) == "/ledgers/000/0000/0000/0000/L0005"
+    assert ledger_paths(5) == ["/ledgers/00/0000/L0005", "/ledgers/000/0000/0000/0000/L0005", "/ledgers/L0000000005"]
+    big = 3_000_000_000  # the hybrid manager's path for it is the long one already: listed once
+    assert ledger_paths(big) == ["/ledgers/000/0000/0030/0000/L0000", "/ledgers/L3000000000"]
+    assert all(ledger_id_from_path(p) == 5 for p in ledger_paths(5))
 
 
 @given(st.integers(min_value=0, max_value=2**63 - 1), st.booleans())

@@ -56,7 +56,9 @@ def test_one_action_per_managed_ledger_with_the_acknowledged_loss() -> None:
     (a,) = draft.actions
     assert a.kind == "drop-missing-ledger" and a.path == ML_PATH and a.preconditions.znodes == (ML,)
     assert a.rewrite is not None and a.rewrite.ledger_ids == (5, 6) and a.rewrite.topic == TOPIC
-    assert set(a.preconditions.absent) == {ledger_path(i) for i in (5, 6)} | {ledger_path(i, flat=True) for i in (5, 6)}
+    assert set(a.preconditions.absent) == {
+        ledger_path(i, **kw) for i in (5, 6) for kw in ({}, {"flat": True}, {"long": True})
+    }
     assert [r.to_json()["message_ids"] for r in a.rewrite.removed] == [["5:0", "5:9"], ["6:0", "6:2"]]
     assert a.delete_count == 0 and a.bytes == 0
     assert action_problem(a, ledgers_root="/ledgers") is None

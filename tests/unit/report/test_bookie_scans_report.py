@@ -48,7 +48,7 @@ def test_scans_before_the_scrape_are_named_with_the_order(doc: dict[str, Any]) -
             "partial_reasons": [],
             "before_scrape": True,
             "started_at_ms": NOW_MS - 3_600_000,
-            "not_claimed": ["unreclaimed-ledger-data"],
+            "not_claimed": ["ledger-data-missing", "unreclaimed-ledger-data"],
         },
     ]
     doc["audit"]["storage"] = {
@@ -56,10 +56,11 @@ def test_scans_before_the_scrape_are_named_with_the_order(doc: dict[str, Any]) -
     }
     model = build_report(doc, top_n=10, now_ms=NOW_MS, source=str(FIXTURE))
     text = "\n".join(summary_lines(model))
-    assert "1 taken before the scrape: no unreclaimed-ledger-data claim from them" in text
+    assert "1 taken before the scrape: no unreclaimed-ledger-data or ledger-data-missing claim from them" in text
     assert "b2:3181: scan started before the scrape finished" in text
     assert "its 400 B unattributed bytes include any ledger deleted since" in text
-    assert "(not claimed: unreclaimed-ledger-data)" in text and "b1:3181" not in text
+    assert "(not claimed: ledger-data-missing, unreclaimed-ledger-data)" in text and "b1:3181" not in text
+    assert "lacks entries written or re-replicated onto the bookie since." in text
     assert "Order to use: scrape, then scan-bookie on each bookie" in text
     markdown = render_markdown(model)
     assert "scan started before the scrape finished" in markdown and "Order to use: scrape" in markdown
