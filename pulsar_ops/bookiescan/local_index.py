@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pulsar_ops.bookiescan.fileio import NotRegular, file_kind, open_regular
+from pulsar_ops.bookiescan.pairs import SpillError
 from pulsar_ops.bookiescan.schema import INDEX_ABSENT, INDEX_ERROR, INDEX_READ, INDEX_UNAVAILABLE
 
 _KEY = struct.Struct(">q")
@@ -103,16 +104,21 @@ class IndexRead:
 
 
 class _Spool:
-    """Append (ledger id, flags) rows to ``dir/ids`` and ``dir/flags`` through a bounded buffer."""
+    """Append (ledger id, flags) rows to ``dir/ids`` and ``dir/flags`` through a bounded buffer. The files are
+    under ``--out``: failing to write them is the output's problem (``SpillError``: scan-out-invalid), never an
+    unreadable index."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.mkdir()
-        self.ids_f = open(path / "ids", "wb")  # noqa: SIM115 (closed in close())
-        self.flags_f = open(path / "flags", "wb")  # noqa: SIM115
         self.ids: array[int] = array("q")
         self.flags = bytearray()
         self.count = 0
+        try:
+            path.mkdir()
+            self.ids_f = open(path / "ids", "wb")  # noqa: SIM115 (closed in close())
+            self.flags_f = open(path / "flags", "wb")  # noqa: SIM115
+        except OSError as e:
+            raise SpillError(e.errno, f"index spool files: {e.strerror or e}", e.filename) from e
 
     def add(self, ledger_id: int, flags: int) -> None:
         self.ids.append(ledger_id)
@@ -121,15 +127,21 @@ class _Spool:
             self.flush()
 
     def flush(self) -> None:
-        self.ids_f.write(self.ids.tobytes())
-        self.flags_f.write(self.flags)
+        try:
+            self.ids_f.write(self.ids.tobytes())
+            self.flags_f.write(self.flags)
+        except OSError as e:
+            raise SpillError(e.errno, f"index spool files: {e.strerror or e}", e.filename) from e
         self.count += len(self.flags)
         self.ids, self.flags = array("q"), bytearray()
 
     def close(self) -> None:
         self.flush()
-        self.ids_f.close()
-        self.flags_f.close()
+        try:
+            self.ids_f.close()
+            self.flags_f.close()
+        except OSError as e:
+            raise SpillError(e.errno, f"index spool files: {e.strerror or e}", e.filename) from e
 
 
 def binding() -> str | None:
@@ -315,6 +327,9 @@ def read_local_index(index_dir: Path, scratch: Path) -> IndexRead:
                     continue
                 spool.add(ledger_id, EXISTS * exists | FENCED * fenced | LIMBO * limbo)
             spool.close()
+        except SpillError:  # --out's problem: the scan fails with scan-out-invalid (run.scan)
+            _drop(spool, spool_dir)
+            raise
         except CopyRefused as e:
             _drop(spool, spool_dir)
             return IndexRead(label, INDEX_ERROR, str(e))

@@ -290,6 +290,31 @@ def test_a_big_local_index_is_spooled_not_held(tmp_path: Path, monkeypatch: pyte
     assert sorted(table, key=lambda r: r["ledger_id"]) == want
 
 
+def test_no_room_for_the_index_spool_is_an_out_error_not_an_unreadable_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's rows spool under --out: --out filling up there is the output's problem (scan-out-invalid, no
+    manifest), not a bookie index reported `error` after three retries."""
+    import builtins
+    import errno as _errno
+
+    d = bookie(tmp_path / "b")
+    write_ledger_index(d, [LocalIndexRow(i) for i in range(50)])
+
+    def full(path: object, mode: str = "r", *a: object, **k: object) -> object:
+        if Path(str(path)).name in ("ids", "flags") and "w" in mode:
+            raise OSError(_errno.ENOSPC, "No space left on device", str(path))
+        return builtins.open(path, mode, *a, **k)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(local_index, "open", full, raising=False)
+    out = tmp_path / "scan"
+    with pytest.raises(ConfigError) as e:
+        scan(ScanConfig([d], "b:1", out))
+    assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message
+    assert not (out / "manifest.json").exists()
+    assert not [p for p in out.rglob("*") if p.is_file()]
+
+
 def test_the_local_index_table_is_written_a_row_group_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
