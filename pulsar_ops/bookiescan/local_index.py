@@ -259,7 +259,11 @@ def _copy_db(src: Path, dst: Path) -> None:
             raise CopyRefused(f"{name} is not a regular file ({file_kind(st.st_mode)})")
         total += st.st_size
     free = shutil.disk_usage(dst).free
-    if total + FREE_SPACE_MARGIN > free:  # --out's problem (scan-out-invalid), not an unreadable index
+    if total + FREE_SPACE_MARGIN > free:
+        held = shutil.disk_usage(src).total
+        if total > held:  # sparse or damaged files no disk of the bookie could hold: the index's problem
+            raise CopyRefused(f"the index's files claim {total:,} bytes, more than their filesystem holds ({held:,})")
+        # a real index --out has no room for: the output's problem (scan-out-invalid), not an unreadable index
         raise SpillError(
             errno.ENOSPC,
             f"the index copy needs {total:,} bytes and {FREE_SPACE_MARGIN:,} more free, {free:,} free under --out",

@@ -3,6 +3,7 @@ is bounded, partial rather than failed, and that the bookie's directories are un
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import subprocess
@@ -367,6 +368,21 @@ def test_no_room_under_out_for_the_index_copy_is_an_out_error_not_an_unreadable_
     assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message
     assert not (out / "manifest.json").exists()
     assert not [p for p in out.rglob("*") if p.is_file()]
+
+
+def test_an_index_claiming_more_than_its_own_disk_is_an_index_error_not_an_out_error(tmp_path: Path) -> None:
+    """A 4 TiB sparse WAL in the index (session 29's X11) would need a 4 TiB copy: no --out is to blame, the files
+    claim more than the filesystem they are on holds. The index is reported `error` (copy refused, nothing copied)
+    and the scan is written, partial, as before a4c750a made a copy --out has no room for scan-out-invalid."""
+    d = bookie(tmp_path / "b")
+    write_ledger_index(d, [LocalIndexRow(i) for i in range(50)])
+    wal = d / "current" / "ledgers" / "999999.log"
+    with open(wal, "wb") as fh:
+        fh.truncate(1 << 42)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert m["index"]["status"] == "error" and not m["complete"]
+    assert "more than their filesystem holds" in json.dumps(m["index"])
+    assert wal.stat().st_size == 1 << 42
 
 
 def test_the_local_index_table_is_written_a_row_group_at_a_time(
