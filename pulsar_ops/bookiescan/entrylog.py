@@ -45,12 +45,12 @@ INT_MAX = 2**31 - 1
 
 DEFAULT_CHUNK = 8 * 1024 * 1024
 MAP_FIRST_READ = 8 * 1024 * 1024
-# A default-logger batch is not capped upstream (only the Direct logger's is, at 160,024 bytes), but every writer
-# caps it at 10,000 pairs; one claiming more than 16 MiB (a million pairs, 100 times a writer's batch) is treated
-# as corrupt (then scanned) so that a damaged length cannot make the reader hold a whole 1 GiB log in memory.
-# A 256 MiB map of 16 MiB batches peaks at 330 MB RSS, as one of 10,000-pair batches does; 64 MiB batches (the
-# cap until 2026-11) peaked at 491 MB.
-MAP_MAX_BATCH_READ = 16 * 1024 * 1024
+# A default-logger batch is not capped upstream (extractEntryLogMetadataFromIndex grows its buffer to the batch's
+# length; only the Direct logger's is capped, at 160,024 bytes), and every writer caps it at 10,000 pairs. A batch
+# of any length is read as upstream reads it, its pairs MAP_WINDOW bytes at a time: memory stays bounded (a 256 MiB
+# map of 16 MiB batches peaks at 330 MB RSS; 64 MiB batches read whole, the way until 2026-11, peaked at 491 MB)
+# and a damaged length runs past the file (``truncated``) or disagrees with its count (``batch-size``).
+MAP_WINDOW = 16 * 1024 * 1024
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _REC = struct.Struct(">iq")
@@ -146,7 +146,7 @@ def read_map(reader: Reader, size: int, header: Header, sums: LedgerSums) -> int
     """Add the ledgers map to ``sums`` and return the bytes read, or raise MapInvalid with the reason for refusing it.
 
     Default logger: ``DefaultEntryLogger.extractEntryLogMetadataFromIndex``. Direct logger: ``directentrylogger
-    .LogMetadata.read``. Read in bounded windows (at most one batch of ``MAP_MAX_BATCH_READ`` bytes held), every
+    .LogMetadata.read``. Read in bounded windows (at most ``MAP_WINDOW`` bytes of a batch's pairs held), every
     read throttled, batches parsed with numpy. Beyond upstream, a map no writer can produce is refused (then the
     log is scanned, as for any map upstream refuses): a negative ledger id or size, a ledger listed twice (the
     map is written from ``EntryLogMetadata``'s hash map, one pair per ledger: a repeat is a damaged map, and
@@ -199,9 +199,7 @@ def read_map(reader: Reader, size: int, header: Header, sums: LedgerSums) -> int
             raise MapInvalid("map-invalid:batch-too-large")
         if length <= 0:
             break
-        if length > MAP_MAX_BATCH_READ:  # bounded memory; no writer makes a batch over 160,024 bytes
-            raise MapInvalid("map-invalid:batch-too-large")
-        if not ensure(offset, offset + 4 + length) or length < 20:
+        if length < 20 or offset + 4 + length > size or not ensure(offset, offset + 24):
             raise MapInvalid("map-invalid:truncated")
         lid, eid, n = _BATCH.unpack_from(buf, offset + 4 - base)
         if lid != INVALID_LID:
@@ -212,6 +210,8 @@ def read_map(reader: Reader, size: int, header: Header, sums: LedgerSums) -> int
         if length != 20 + LEDGERS_MAP_ENTRY_SIZE * n:  # pairs overrun the batch, or bytes left after them
             raise MapInvalid("map-invalid:batch-size")
         if 0 < n <= SMALL_BATCH:  # a few pairs: checked and kept in Python, handed over RECORD_BATCH at a time
+            if not ensure(offset, offset + 4 + length):
+                raise MapInvalid("map-invalid:truncated")
             vals = struct.unpack_from(f">{2 * n}q", buf, offset + 24 - base)
             if min(vals[0::2]) < 0:
                 raise MapInvalid("map-invalid:negative-ledger-id")
@@ -225,22 +225,28 @@ def read_map(reader: Reader, size: int, header: Header, sums: LedgerSums) -> int
             if len(small_ids) >= RECORD_BATCH:
                 sums.add(np.asarray(small_ids, dtype=np.int64), np.asarray(small_sizes, dtype=np.int64))
                 small_ids, small_sizes = [], []
-        elif n:
-            pairs = np.frombuffer(buf, dtype=">i8", count=2 * n, offset=offset + 24 - base)
-            ids = pairs[0::2].astype(np.int64)
-            sizes = pairs[1::2].astype(np.int64)
-            if bool((ids < 0).any()):
-                raise MapInvalid("map-invalid:negative-ledger-id")
-            if bool((sizes < 0).any()):
-                raise MapInvalid("map-invalid:negative-size")
-            # a float sum first: the exact int64 sum cannot overflow once this one is within data_cap
-            if total + float(sizes.sum(dtype=np.float64)) > data_cap * (1 + 1e-9) + 1:
-                raise MapInvalid("map-invalid:sizes-past-map")
-            total += int(sizes.sum())
-            if total > data_cap:
-                raise MapInvalid("map-invalid:sizes-past-map")
-            sums.add(ids, sizes)
-            del pairs, ids, sizes
+        else:
+            window = MAP_WINDOW // LEDGERS_MAP_ENTRY_SIZE
+            for lo in range(0, n, window):  # a batch's pairs a window at a time, however long the batch
+                k = min(window, n - lo)
+                start = offset + 24 + lo * LEDGERS_MAP_ENTRY_SIZE
+                if not ensure(start, start + k * LEDGERS_MAP_ENTRY_SIZE):
+                    raise MapInvalid("map-invalid:truncated")
+                pairs = np.frombuffer(buf, dtype=">i8", count=2 * k, offset=start - base)
+                ids = pairs[0::2].astype(np.int64)
+                sizes = pairs[1::2].astype(np.int64)
+                if bool((ids < 0).any()):
+                    raise MapInvalid("map-invalid:negative-ledger-id")
+                if bool((sizes < 0).any()):
+                    raise MapInvalid("map-invalid:negative-size")
+                # a float sum first: the exact int64 sum cannot overflow once this one is within data_cap
+                if total + float(sizes.sum(dtype=np.float64)) > data_cap * (1 + 1e-9) + 1:
+                    raise MapInvalid("map-invalid:sizes-past-map")
+                total += int(sizes.sum())
+                if total > data_cap:
+                    raise MapInvalid("map-invalid:sizes-past-map")
+                sums.add(ids, sizes)
+                del pairs, ids, sizes
         offset += length + 4
     buf = b""
     if small_ids:

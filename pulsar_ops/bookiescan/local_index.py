@@ -225,12 +225,19 @@ def _copy_file(src: Path, dst: Path) -> None:
     try:
         remaining = st.st_size
         offset = 0
-        with open(dst, "xb") as out:
+        try:
+            out = open(dst, "xb")  # noqa: SIM115 (closed below)
+        except OSError as e:
+            raise SpillError(e.errno, f"index copy: {e.strerror or e}", e.filename) from e
+        with out:
             while remaining > 0:
                 data = os.pread(fd, min(COPY_CHUNK, remaining), offset)
                 if not data:
                     break
-                out.write(data)
+                try:
+                    out.write(data)
+                except OSError as e:  # writing under --out: the output's problem, never the index's
+                    raise SpillError(e.errno, f"index copy: {e.strerror or e}", str(dst)) from e
                 offset += len(data)
                 remaining -= len(data)
     finally:
@@ -238,7 +245,12 @@ def _copy_file(src: Path, dst: Path) -> None:
 
 
 def _copy_db(src: Path, dst: Path) -> None:
-    dst.mkdir(parents=True)
+    """Copy the database's files into ``dst`` (under ``--out``); no room there, or failing to write there, is
+    ``SpillError`` (scan-out-invalid), never an index reported unreadable."""
+    try:
+        dst.mkdir(parents=True)
+    except OSError as e:
+        raise SpillError(e.errno, f"index copy: {e.strerror or e}", e.filename) from e
     names = [n for n in sorted(os.listdir(src)) if _wanted(n)]
     total = 0
     for name in names:
@@ -248,7 +260,15 @@ def _copy_db(src: Path, dst: Path) -> None:
         total += st.st_size
     free = shutil.disk_usage(dst).free
     if total + FREE_SPACE_MARGIN > free:
-        raise CopyRefused(f"the index copy needs {total:,} bytes, {free:,} free under --out")
+        held = shutil.disk_usage(src).total
+        if total > held:  # sparse or damaged files no disk of the bookie could hold: the index's problem
+            raise CopyRefused(f"the index's files claim {total:,} bytes, more than their filesystem holds ({held:,})")
+        # a real index --out has no room for: the output's problem (scan-out-invalid), not an unreadable index
+        raise SpillError(
+            errno.ENOSPC,
+            f"the index copy needs {total:,} bytes and {FREE_SPACE_MARGIN:,} more free, {free:,} free under --out",
+            str(dst),
+        )
     for name in names:
         _copy_file(src / name, dst / name)
 

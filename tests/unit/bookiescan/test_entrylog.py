@@ -315,14 +315,40 @@ def test_negative_map_offset_falls_back(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("length", [0x7FFFFFF0, (16 << 20) + 4])
 def test_oversized_batch_length_is_not_read_into_memory(tmp_path: Path, length: int) -> None:
-    """A damaged batch length past 16 MiB is refused before any read (ours; then scanned like any bad map): a
-    million pairs, 100 times any writer's batch (64 MiB batches, the cap before, peaked at 491 MB RSS)."""
+    """A damaged batch length running past the file is refused without reading the batch (then scanned like any bad
+    map, as upstream's IndexOutOfBounds is): only the map's first window is read."""
     p = entry_log_path(tmp_path, 1)
     truth = write_entry_log(p, 1, ENTRIES, sparse_size=1 << 30)
     patch(p, truth.map_offset, struct.pack(">i", length))
     r = read(p)
-    assert (r.read_via, r.reason) == ("scan", "map-invalid:batch-too-large")
+    assert (r.read_via, r.reason) == ("scan", "map-invalid:truncated")
+    assert r.meta_bytes_read <= 8 << 20
     check(r, truth)
+
+
+def test_a_batch_longer_than_the_window_is_read_by_map_a_window_at_a_time(tmp_path: Path) -> None:
+    """Upstream reads a batch of any length (extractEntryLogMetadataFromIndex grows its buffer to it): one batch of
+    1,100,000 pairs (17.6 MB, past the 16 MiB window) is read by map, every pair, not refused and scanned (the
+    16 MiB refusal scanned M5's 64 MiB batches over a sparse data region and found none of its 16M pairs)."""
+    from pulsar_ops.testing.entrylog_writer import _header
+
+    n = 1_100_000
+    p = entry_log_path(tmp_path, 1)
+    map_offset = 1024 + 20 * n  # a hole where the entries would be: only the map can account for them
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "wb") as fh:
+        fh.write(_header(1, map_offset, n, direct=False))
+        fh.seek(map_offset)
+        fh.write(struct.pack(">iqqi", 20 + 16 * n, -1, -2, n))
+        pairs = np.empty((n, 2), dtype=">i8")
+        pairs[:, 0] = np.arange(n)
+        pairs[:, 1] = 20
+        fh.write(pairs.tobytes())
+    r = read(p)
+    assert (r.read_via, r.reason) == ("map", None)
+    assert r.ledger_ids.tolist() == list(range(n))
+    assert set(r.ledger_bytes.tolist()) == {20}
+    assert r.data_bytes == 20 * n
 
 
 @settings(

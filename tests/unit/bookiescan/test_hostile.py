@@ -3,6 +3,7 @@ is bounded, partial rather than failed, and that the bookie's directories are un
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import subprocess
@@ -313,6 +314,75 @@ def test_no_room_for_the_index_spool_is_an_out_error_not_an_unreadable_index(
     assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message
     assert not (out / "manifest.json").exists()
     assert not [p for p in out.rglob("*") if p.is_file()]
+
+
+def test_no_room_under_out_for_the_index_copy_is_an_out_error_not_an_unreadable_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index is copied under --out before it is opened: --out too small for the copy (an 8 MiB tmpfs and a
+    16 MB index of 2,000,000 ledgers, rehost30 N6) is the output's problem (scan-out-invalid, no manifest, nothing
+    left), not a bookie index reported `error` in a partial scan; so is a write failing during the copy."""
+    import errno as _errno
+    import shutil as _shutil
+
+    d = bookie(tmp_path / "b")
+    write_ledger_index(d, [LocalIndexRow(i) for i in range(50)])
+    real = _shutil.disk_usage
+
+    def tiny(path: object) -> object:
+        got = real(str(path))
+        return type(got)(8 << 20, 0, 8 << 20)
+
+    monkeypatch.setattr(local_index.shutil, "disk_usage", tiny)
+    out = tmp_path / "scan"
+    with pytest.raises(ConfigError) as e:
+        scan(ScanConfig([d], "b:1", out))
+    assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message and "index copy" in e.value.message
+    assert not (out / "manifest.json").exists()
+    assert not [p for p in out.rglob("*") if p.is_file()]
+    monkeypatch.undo()
+
+    class Full:
+        def __init__(self, f: object) -> None:
+            self.f = f
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *a: object) -> None:
+            self.f.close()  # type: ignore[attr-defined]
+
+        def write(self, data: bytes) -> int:
+            raise OSError(_errno.ENOSPC, "No space left on device")
+
+    import builtins
+
+    def full(path: object, mode: str = "r", *a: object, **k: object) -> object:
+        got = builtins.open(path, mode, *a, **k)  # type: ignore[call-overload]  # noqa: SIM115
+        return Full(got) if mode == "xb" else got
+
+    monkeypatch.setattr(local_index, "open", full, raising=False)
+    out = tmp_path / "scan2"
+    with pytest.raises(ConfigError) as e:
+        scan(ScanConfig([d], "b:1", out))
+    assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message
+    assert not (out / "manifest.json").exists()
+    assert not [p for p in out.rglob("*") if p.is_file()]
+
+
+def test_an_index_claiming_more_than_its_own_disk_is_an_index_error_not_an_out_error(tmp_path: Path) -> None:
+    """A 4 TiB sparse WAL in the index (session 29's X11) would need a 4 TiB copy: no --out is to blame, the files
+    claim more than the filesystem they are on holds. The index is reported `error` (copy refused, nothing copied)
+    and the scan is written, partial, as before a4c750a made a copy --out has no room for scan-out-invalid."""
+    d = bookie(tmp_path / "b")
+    write_ledger_index(d, [LocalIndexRow(i) for i in range(50)])
+    wal = d / "current" / "ledgers" / "999999.log"
+    with open(wal, "wb") as fh:
+        fh.truncate(1 << 42)
+    m = scan(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert m["index"]["status"] == "error" and not m["complete"]
+    assert "more than their filesystem holds" in json.dumps(m["index"])
+    assert wal.stat().st_size == 1 << 42
 
 
 def test_the_local_index_table_is_written_a_row_group_at_a_time(
