@@ -57,6 +57,18 @@ def skipped(out: Path) -> dict[str, str]:
     return {s["file"]: s["reason"] for s in skipped_of(out)}
 
 
+def out_error(cfg: ScanConfig) -> ConfigError:
+    """Run a scan that must fail for its --out (``scan-out-invalid``, ENOSPC) and leave nothing: no manifest, no
+    file under --out."""
+    with pytest.raises(ConfigError) as e:
+        scan(cfg)
+    assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message
+    out = Path(cfg.out)
+    assert not (out / "manifest.json").exists()
+    assert not [p for p in out.rglob("*") if p.is_file()]
+    return e.value
+
+
 def patch(path: Path, offset: int, data: bytes) -> None:
     with open(path, "r+b") as fh:
         fh.seek(offset)
@@ -163,12 +175,7 @@ def test_no_room_under_out_is_an_out_error_not_a_bad_log(tmp_path: Path, monkeyp
         return builtins.open(path, mode, *a, **k)  # type: ignore[call-overload]
 
     monkeypatch.setattr(pairs, "open", full, raising=False)
-    out = tmp_path / "scan"
-    with pytest.raises(ConfigError) as e:
-        scan(ScanConfig([d], "b:1", out, sums_limit=1024))
-    assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message
-    assert not (out / "manifest.json").exists()
-    assert not [p for p in out.rglob("*") if p.is_file()]
+    out_error(ScanConfig([d], "b:1", tmp_path / "scan", sums_limit=1024))
 
 
 def test_a_big_map_is_read_in_bounded_pieces(tmp_path: Path) -> None:
@@ -308,12 +315,7 @@ def test_no_room_for_the_index_spool_is_an_out_error_not_an_unreadable_index(
         return builtins.open(path, mode, *a, **k)  # type: ignore[call-overload]
 
     monkeypatch.setattr(local_index, "open", full, raising=False)
-    out = tmp_path / "scan"
-    with pytest.raises(ConfigError) as e:
-        scan(ScanConfig([d], "b:1", out))
-    assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message
-    assert not (out / "manifest.json").exists()
-    assert not [p for p in out.rglob("*") if p.is_file()]
+    out_error(ScanConfig([d], "b:1", tmp_path / "scan"))
 
 
 def test_no_room_under_out_for_the_index_copy_is_an_out_error_not_an_unreadable_index(
@@ -334,12 +336,8 @@ def test_no_room_under_out_for_the_index_copy_is_an_out_error_not_an_unreadable_
         return type(got)(8 << 20, 0, 8 << 20)
 
     monkeypatch.setattr(local_index.shutil, "disk_usage", tiny)
-    out = tmp_path / "scan"
-    with pytest.raises(ConfigError) as e:
-        scan(ScanConfig([d], "b:1", out))
-    assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message and "index copy" in e.value.message
-    assert not (out / "manifest.json").exists()
-    assert not [p for p in out.rglob("*") if p.is_file()]
+    e = out_error(ScanConfig([d], "b:1", tmp_path / "scan"))
+    assert "index copy" in e.message
     monkeypatch.undo()
 
     class Full:
@@ -362,12 +360,7 @@ def test_no_room_under_out_for_the_index_copy_is_an_out_error_not_an_unreadable_
         return Full(got) if mode == "xb" else got
 
     monkeypatch.setattr(local_index, "open", full, raising=False)
-    out = tmp_path / "scan2"
-    with pytest.raises(ConfigError) as e:
-        scan(ScanConfig([d], "b:1", out))
-    assert e.value.code == "scan-out-invalid" and "ENOSPC" in e.value.message
-    assert not (out / "manifest.json").exists()
-    assert not [p for p in out.rglob("*") if p.is_file()]
+    out_error(ScanConfig([d], "b:1", tmp_path / "scan2"))
 
 
 def test_an_index_claiming_more_than_its_own_disk_is_an_index_error_not_an_out_error(tmp_path: Path) -> None:
