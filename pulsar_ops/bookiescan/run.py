@@ -512,8 +512,7 @@ def _scan_into(
         shutil.rmtree(spill, ignore_errors=True)
     skipped = writer.skipped_summary()
     counts["skipped"] = skipped["total"]
-    # a log GC deleted is gone from the disk, not unknown: only the other skips make the scan partial
-    errors = skipped["total"] - skipped["by_reason"].get(schema.VANISHED, 0)
+    errors = schema.errors_among(skipped["by_reason"])
     reads: list[IndexRead] = []
     with tempfile.TemporaryDirectory(prefix=".index-copy-", dir=out) as scratch:
         for idir in index_dirs:

@@ -10,6 +10,7 @@ directory, so one log id can exist in two directories of a bookie (bookie-storag
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pulsar_ops.snapshot.schema import TYPES, Column, Table
@@ -137,6 +138,12 @@ WRITTEN: tuple[Table, ...] = (*TABLES, SKIPPED_LOGS)  # what scan-bookie writes 
 _BY_NAME = {t.name: t for t in WRITTEN}
 
 
+def errors_among(by_reason: dict[str, int]) -> int:
+    """The skipped names that make a scan partial: every reason but ``vanished`` (a log GC deleted while the scan
+    ran is gone from the disk, not unknown)."""
+    return int(sum(n for reason, n in by_reason.items() if reason != VANISHED))
+
+
 def skipped_errors(doc: dict[str, Any]) -> int | None:
     """Names skipped for an error (every reason but ``vanished``) in a manifest of a version in ``READ_VERSIONS``;
     None when the manifest's ``skipped`` is not of its version's shape."""
@@ -144,13 +151,13 @@ def skipped_errors(doc: dict[str, Any]) -> int | None:
     if doc.get("format_version") == 1:
         if not isinstance(got, list) or not all(isinstance(s, dict) for s in got):
             return None
-        return sum(1 for s in got if s.get("reason") != VANISHED)
+        return errors_among(dict(Counter(str(s.get("reason")) for s in got)))
     by_reason = got.get("by_reason") if isinstance(got, dict) else None
     if not isinstance(by_reason, dict) or not all(
         isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k, v in by_reason.items()
     ):
         return None
-    return int(sum(v for k, v in by_reason.items() if k != VANISHED))
+    return errors_among(by_reason)
 
 
 def table(name: str) -> Table:

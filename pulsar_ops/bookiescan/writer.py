@@ -68,6 +68,41 @@ def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
+class _TableFile:
+    """One table's Parquet file: written under a temporary name (opened on the first write, so a table never
+    written is still an empty file), renamed into place by ``close()``, removed by ``abort()``."""
+
+    def __init__(self, out_dir: Path, name: str) -> None:
+        self.schema = arrow_schema(name)
+        self.final = out_dir / schema.table_file(name)
+        self.rows = 0
+        self._writer: pq.ParquetWriter | None = None
+
+    def _open(self) -> pq.ParquetWriter:
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(_tmp(self.final), self.schema, compression="zstd")
+        return self._writer
+
+    def write_table(self, table: pa.Table) -> None:
+        self._open().write_table(table, row_group_size=ROW_GROUP)
+        self.rows += table.num_rows
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        self._open().write_batch(batch, row_group_size=ROW_GROUP)
+        self.rows += batch.num_rows
+
+    def close(self) -> int:
+        self._open().close()
+        os.replace(_tmp(self.final), self.final)
+        return self.rows
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(Exception):  # best effort on the way out of a failure
+                self._writer.close()
+        _tmp(self.final).unlink(missing_ok=True)
+
+
 class _RowSink:
     """One small table streamed from row tuples: buffered up to ``ROWS_BATCH`` rows (or ``STRING_BUDGET`` bytes of
     text) and written as a row group, so its memory stays bounded however many rows there are (200,000 empty logs
@@ -75,13 +110,10 @@ class _RowSink:
 
     def __init__(self, out_dir: Path, name: str) -> None:
         self.name = name
-        self.schema = arrow_schema(name)
-        self.final = out_dir / schema.table_file(name)
+        self.file = _TableFile(out_dir, name)
         self.width = len(schema.table(name).columns)
         self.rows: list[tuple[Any, ...]] = []
         self.text = 0
-        self.count = 0
-        self.writer: pq.ParquetWriter | None = None
 
     def add(self, row: tuple[Any, ...]) -> None:
         if len(row) != self.width:
@@ -91,31 +123,20 @@ class _RowSink:
         if len(self.rows) >= ROWS_BATCH or self.text >= STRING_BUDGET:
             self.flush()
 
-    def _open(self) -> pq.ParquetWriter:
-        if self.writer is None:
-            self.writer = pq.ParquetWriter(_tmp(self.final), self.schema, compression="zstd")
-        return self.writer
-
     def flush(self) -> None:
         if not self.rows:
             return
-        arrays = checked_arrays(self.name, self.rows, self.schema)
-        self._open().write_table(pa.Table.from_arrays(arrays, schema=self.schema))
-        self.count += len(self.rows)
+        sch = self.file.schema
+        self.file.write_table(pa.Table.from_arrays(checked_arrays(self.name, self.rows, sch), schema=sch))
         self.rows, self.text = [], 0
 
     def close(self) -> int:
         self.flush()
-        self._open().close()
-        os.replace(_tmp(self.final), self.final)
-        return self.count
+        return self.file.close()
 
     def abort(self) -> None:
         self.rows = []
-        if self.writer is not None:
-            with contextlib.suppress(Exception):  # best effort on the way out of a failure
-                self.writer.close()
-        _tmp(self.final).unlink(missing_ok=True)
+        self.file.abort()
 
 
 class ScanWriter:
@@ -130,13 +151,8 @@ class ScanWriter:
         self._skip_first: list[dict[str, str]] = []
         self._pairs: list[tuple[str, str, npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
         self._pending = 0
-        self._pair_rows = 0
-        self._index: pq.ParquetWriter | None = None
-        self._index_final = self.out_dir / schema.table_file(schema.LOCAL_INDEX.name)
-        self._index_rows = 0
-        name = schema.ENTRY_LOG_LEDGERS.name
-        self._pairs_final = self.out_dir / schema.table_file(name)
-        self._pairs_writer = pq.ParquetWriter(_tmp(self._pairs_final), arrow_schema(name), compression="zstd")
+        self._index = _TableFile(self.out_dir, schema.LOCAL_INDEX.name)
+        self._pairs_file = _TableFile(self.out_dir, schema.ENTRY_LOG_LEDGERS.name)
 
     def add_entry_log(self, row: tuple[Any, ...]) -> None:
         self._sinks[schema.ENTRY_LOGS.name].add(row)
@@ -177,7 +193,7 @@ class ScanWriter:
         """Write one index directory's ledgers into ``local_index.parquet`` as they come (``IndexRead.chunks``), a
         row group of at most ``ROW_GROUP`` rows at a time: the repeated bookie id and index directory cost their
         bytes per row in Arrow (8,000,000 ledgers in one piece took 659 MB RSS)."""
-        sch = arrow_schema(schema.LOCAL_INDEX.name)
+        sch = self._index.schema
         step = _rows_within_budget(_text_bytes(bookie_id, index_dir))
         for ids, flags in chunks:
             for lo in range(0, int(ids.shape[0]), step):
@@ -185,14 +201,7 @@ class ScanWriter:
                 n = int(part.shape[0])
                 cols = [_repeat(bookie_id, n), _repeat(index_dir, n), _int64(part)]
                 cols += [_bools((bits & bit) != 0) for bit in (1, 2, 4)]
-                self._index_writer().write_batch(pa.record_batch(cols, schema=sch), row_group_size=ROW_GROUP)
-                self._index_rows += n
-
-    def _index_writer(self) -> pq.ParquetWriter:
-        if self._index is None:
-            name = schema.LOCAL_INDEX.name
-            self._index = pq.ParquetWriter(_tmp(self._index_final), arrow_schema(name), compression="zstd")
-        return self._index
+                self._index.write_batch(pa.record_batch(cols, schema=sch))
 
     def add_pairs(
         self, bookie_id: str, ledger_dir: str, log_id: int, ids: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
@@ -212,7 +221,7 @@ class ScanWriter:
         3.2 GB RSS)."""
         if not self._pairs:
             return
-        sch = arrow_schema(schema.ENTRY_LOG_LEDGERS.name)
+        sch = self._pairs_file.schema
         batches: list[pa.RecordBatch] = []
         held = 0
         start = 0
@@ -234,43 +243,29 @@ class ScanWriter:
                 batches.append(pa.record_batch([*cols, _int64(sizes[lo : lo + n])], schema=sch))
                 held += n * per_row
                 if held >= STRING_BUDGET:
-                    self._pairs_writer.write_table(pa.Table.from_batches(batches, schema=sch), row_group_size=ROW_GROUP)
+                    self._pairs_file.write_table(pa.Table.from_batches(batches, schema=sch))
                     batches, held = [], 0
             start = i
         if batches:
-            self._pairs_writer.write_table(pa.Table.from_batches(batches, schema=sch), row_group_size=ROW_GROUP)
-        self._pair_rows += self._pending
+            self._pairs_file.write_table(pa.Table.from_batches(batches, schema=sch))
         self._pairs, self._pending = [], 0
-
-    def _close_index(self) -> int:
-        self._index_writer().close()
-        os.replace(_tmp(self._index_final), self._index_final)
-        return self._index_rows
 
     def abort(self) -> None:
         """Drop what was written (a failed scan leaves no temporary file behind)."""
         self._pairs, self._pending = [], 0
-        with contextlib.suppress(Exception):  # best effort on the way out of a failure
-            self._pairs_writer.close()
-        _tmp(self._pairs_final).unlink(missing_ok=True)
+        self._pairs_file.abort()
+        self._index.abort()
         for sink in self._sinks.values():
             sink.abort()
-        if self._index is not None:
-            with contextlib.suppress(Exception):
-                self._index.close()
-            _tmp(self._index_final).unlink(missing_ok=True)
 
     def close(self) -> dict[str, int]:
         self._flush_pairs()
-        self._pairs_writer.close()
-        os.replace(_tmp(self._pairs_final), self._pairs_final)
-        counts = {
+        return {
             schema.ENTRY_LOGS.name: self._sinks[schema.ENTRY_LOGS.name].close(),
-            schema.ENTRY_LOG_LEDGERS.name: self._pair_rows,
-            schema.LOCAL_INDEX.name: self._close_index(),
+            schema.ENTRY_LOG_LEDGERS.name: self._pairs_file.close(),
+            schema.LOCAL_INDEX.name: self._index.close(),
             schema.SKIPPED_LOGS.name: self._sinks[schema.SKIPPED_LOGS.name].close(),
         }
-        return counts
 
 
 def write_manifest(out_dir: Path, doc: dict[str, Any]) -> Path:
